@@ -1,0 +1,113 @@
+// Package model is the contract between the runtime and a language model:
+// a request built from a session's history, and a response that streams.
+//
+// A Model turns a Request into a stream of Events. Providers live in
+// subpackages: openai (any OpenAI-compatible chat completions endpoint),
+// anthropic (the Messages API) and echo (offline and deterministic, for
+// tests and demos).
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/spool-go/spool/history"
+	"github.com/spool-go/spool/transcript"
+)
+
+// Model streams a response to a request.
+type Model interface {
+	// Stream returns the response as a sequence of events. It reads from
+	// the provider only as the caller pulls the next event (backpressure),
+	// and stops reading when the caller stops or ctx is done. Failures are
+	// yielded as a non-nil error, after which the sequence ends; an error
+	// the provider reports is an *Error.
+	Stream(ctx context.Context, req *Request) iter.Seq2[Event, error]
+}
+
+// Named is implemented by models that know the name of the model they
+// call; the runtime records it on each assistant message.
+type Named interface {
+	Name() string
+}
+
+// Request is what a model is asked.
+type Request struct {
+	// Messages is the history, the system message first when the agent has
+	// instructions.
+	Messages []history.Message
+	// Tools are the tools the model may call. Empty when the session's
+	// tool mode is off.
+	Tools []ToolSpec
+	// MaxOutputTokens caps the answer when more than zero.
+	MaxOutputTokens int64
+}
+
+// ToolSpec describes a tool to a model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"` // a JSON schema of the arguments object
+}
+
+// EventKind says what an Event carries.
+type EventKind int
+
+// Event kinds.
+const (
+	// EventText carries a piece of the answer's text in Text.
+	EventText EventKind = iota + 1
+	// EventToolCall carries one complete tool call in ToolCall, its
+	// arguments assembled from however many chunks the provider sent.
+	EventToolCall
+	// EventUsage carries token counts in Usage. Providers may send it more
+	// than once; the counts are totals for the response so far, and the
+	// last one wins.
+	EventUsage
+)
+
+// Event is one piece of a streamed response.
+type Event struct {
+	Kind     EventKind
+	Text     string
+	ToolCall transcript.ToolCall
+	Usage    transcript.Usage
+}
+
+// Error codes of provider failures.
+const (
+	CodeRateLimited = "rate_limited"   // 429: slow down
+	CodeProvider    = "provider_error" // the provider failed (5xx) or refused the request (4xx)
+	CodeBadResponse = "bad_response"   // the provider sent something that is not its protocol
+	CodeAuth        = "auth"           // 401/403: the key is missing or wrong
+)
+
+// ErrRateLimited is matched by an *Error with code CodeRateLimited.
+var ErrRateLimited = errors.New("model: rate limited")
+
+// Error is a failure the provider reported or caused. Its Message never
+// contains request content.
+type Error struct {
+	Code       string // one of the Code constants
+	StatusCode int    // the HTTP status, when there was one
+	Message    string // what went wrong, for people
+	Err        error  // the underlying error, if any
+}
+
+func (e *Error) Error() string {
+	if e.StatusCode != 0 {
+		return fmt.Sprintf("model: %s (HTTP %d): %s", e.Code, e.StatusCode, e.Message)
+	}
+	return fmt.Sprintf("model: %s: %s", e.Code, e.Message)
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrRateLimited) true for rate limits.
+func (e *Error) Is(target error) bool {
+	return target == ErrRateLimited && e.Code == CodeRateLimited
+}

@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/spool-go/spool/transcript"
+)
+
+// Optional capabilities. The runtime discovers them by type assertion and
+// falls back to the required methods without them; the package functions
+// of the same names (ReadRange, ReadTail, Stat, Prune, Search) do exactly
+// that, so callers never need to check.
+
+// RangeReader reads part of a transcript without reading all of it.
+type RangeReader interface {
+	// ReadRange returns the entries at positions [start, end) (0-based,
+	// clamped to the transcript) and the number of entries in it.
+	ReadRange(ctx context.Context, key Key, start, end int) (entries []transcript.Entry, total int, err error)
+}
+
+// TailReader reads the newest entries of a transcript without reading all
+// of it.
+type TailReader interface {
+	// ReadTail returns the newest n entries in append order and the number
+	// of entries in the transcript.
+	ReadTail(ctx context.Context, key Key, n int) (entries []transcript.Entry, total int, err error)
+}
+
+// Stater returns one session's SessionInfo without reading its transcript.
+type Stater interface {
+	// Stat returns the session's info, or ErrNotFound.
+	Stat(ctx context.Context, key Key) (SessionInfo, error)
+}
+
+// Pruner deletes, in bulk, the sessions of a scope that a retention policy
+// does not keep.
+type Pruner interface {
+	// Prune deletes the sessions of scope beyond r, as of now, and returns
+	// how many it deleted.
+	Prune(ctx context.Context, scope Scope, r Retention, now time.Time) (deleted int, err error)
+}
+
+// SearchQuery is a text search over sessions.
+type SearchQuery struct {
+	Text    string // the words to find; matched case-insensitively
+	Session string // only this session, when set
+	Limit   int    // the most hits; DefaultListLimit when zero or less
+}
+
+// SearchHit is one entry that matched a search.
+type SearchHit struct {
+	SessionID string    `json:"sessionId"`
+	EntryID   string    `json:"entryId"`
+	Snippet   string    `json:"snippet"`
+	Time      time.Time `json:"time"`
+}
+
+// Searcher searches the text of transcripts natively.
+type Searcher interface {
+	// Search returns the newest entries of scope that match q, newest first.
+	Search(ctx context.Context, scope Scope, q SearchQuery) ([]SearchHit, error)
+}
+
+// Locker holds a per-session lock across processes for the length of a
+// turn (Postgres: an advisory lock; files: an OS file lock). The runtime
+// takes it when the store offers it; the conditional append keeps order
+// either way.
+type Locker interface {
+	// Lock blocks until the session's lock is held or ctx is done, and
+	// returns the function that releases it.
+	Lock(ctx context.Context, key Key) (unlock func(), err error)
+}
+
+// ScopeLister enumerates every scope that holds sessions, for exports,
+// migrations and pruning everything.
+type ScopeLister interface {
+	Scopes(ctx context.Context) ([]Scope, error)
+}

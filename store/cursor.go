@@ -1,0 +1,92 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ListPosition is where a listing page ended: the last session it returned.
+// Listings are ordered by LastActivity, newest first, then by ID, highest
+// first, so a position is a strict bound and pages never overlap.
+type ListPosition struct {
+	LastActivity time.Time
+	ID           string
+}
+
+// Before reports whether a session with the given activity and id comes
+// after p in listing order, that is, belongs on a later page.
+func (p ListPosition) Before(lastActivity time.Time, id string) bool {
+	if !lastActivity.Equal(p.LastActivity) {
+		return lastActivity.Before(p.LastActivity)
+	}
+	return id < p.ID
+}
+
+// Less orders sessions for listing: newest activity first, then id
+// descending. Stores that sort in memory use it.
+func Less(a, b SessionInfo) bool {
+	if !a.LastActivity.Equal(b.LastActivity) {
+		return a.LastActivity.After(b.LastActivity)
+	}
+	return a.ID > b.ID
+}
+
+const cursorVersion = 1
+
+// EncodeListCursor returns the opaque cursor for position p of a listing of
+// scope. The cursor is bound to the scope: DecodeListCursor refuses it for
+// any other.
+func EncodeListCursor(scope Scope, p ListPosition) string {
+	buf := make([]byte, 0, 1+8+8+len(p.ID))
+	buf = append(buf, cursorVersion)
+	buf = append(buf, scopeTag(scope)...)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(p.LastActivity.UnixNano()))
+	buf = append(buf, p.ID...)
+	return base64.RawURLEncoding.EncodeToString(buf)
+}
+
+// DecodeListCursor returns the position in cursor c, which must come from
+// EncodeListCursor for the same scope; anything else is ErrInvalidCursor.
+func DecodeListCursor(scope Scope, c string) (ListPosition, error) {
+	p, err := decodeCursor(scope, c)
+	if err != nil {
+		return ListPosition{}, fmt.Errorf("%w: %v", ErrInvalidCursor, err)
+	}
+	return p, nil
+}
+
+func decodeCursor(scope Scope, c string) (ListPosition, error) {
+	if len(c) > 4*(1+8+8+MaxIDLength) {
+		return ListPosition{}, errors.New("too long")
+	}
+	buf, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return ListPosition{}, errors.New("not a cursor")
+	}
+	if len(buf) < 1+8+8+1 || buf[0] != cursorVersion {
+		return ListPosition{}, errors.New("not a cursor")
+	}
+	if string(buf[1:9]) != string(scopeTag(scope)) {
+		return ListPosition{}, errors.New("cursor of another listing")
+	}
+	p := ListPosition{
+		LastActivity: time.Unix(0, int64(binary.BigEndian.Uint64(buf[9:17]))).UTC(),
+		ID:           string(buf[17:]),
+	}
+	if !ValidID(p.ID) {
+		return ListPosition{}, errors.New("not a cursor")
+	}
+	return p, nil
+}
+
+// scopeTag is a short fingerprint of a scope. It is not a secret: it only
+// keeps a cursor from being used on another listing by mistake, and a
+// position alone could never reach beyond the scope it is used with.
+func scopeTag(s Scope) []byte {
+	h := sha256.Sum256([]byte("spool list cursor\x00" + s.Agent + "\x00" + s.Owner))
+	return h[:8]
+}

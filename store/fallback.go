@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/spool-go/spool/transcript"
+)
+
+// ReadRange returns the entries of key at positions [start, end) and the
+// transcript's length, with s's RangeReader when it has one and by reading
+// the whole transcript when not.
+func ReadRange(ctx context.Context, s Store, key Key, start, end int) ([]transcript.Entry, int, error) {
+	if rr, ok := s.(RangeReader); ok {
+		return rr.ReadRange(ctx, key, start, end)
+	}
+	all, err := s.Read(ctx, key)
+	if err != nil {
+		return nil, 0, err
+	}
+	start, end = clamp(start, end, len(all))
+	return all[start:end:end], len(all), nil
+}
+
+// ReadTail returns the newest n entries of key and the transcript's length,
+// with s's TailReader, else its RangeReader and Stater, else by reading the
+// whole transcript.
+func ReadTail(ctx context.Context, s Store, key Key, n int) ([]transcript.Entry, int, error) {
+	if tr, ok := s.(TailReader); ok {
+		return tr.ReadTail(ctx, key, n)
+	}
+	if rr, ok := s.(RangeReader); ok {
+		if st, ok := s.(Stater); ok {
+			info, err := st.Stat(ctx, key)
+			if errors.Is(err, ErrNotFound) {
+				return nil, 0, nil
+			}
+			if err != nil {
+				return nil, 0, err
+			}
+			return rr.ReadRange(ctx, key, info.Entries-n, info.Entries)
+		}
+	}
+	all, err := s.Read(ctx, key)
+	if err != nil {
+		return nil, 0, err
+	}
+	start, _ := clamp(len(all)-n, len(all), len(all))
+	return all[start:], len(all), nil
+}
+
+func clamp(start, end, n int) (int, int) {
+	start = min(max(start, 0), n)
+	end = min(max(end, start), n)
+	return start, end
+}
+
+// Stat returns the SessionInfo of key, or ErrNotFound for a session the
+// store does not have, with s's Stater when it has one and by reading the
+// transcript when not.
+func Stat(ctx context.Context, s Store, key Key) (SessionInfo, error) {
+	if st, ok := s.(Stater); ok {
+		return st.Stat(ctx, key)
+	}
+	if err := ValidateKey(key); err != nil {
+		return SessionInfo{}, err
+	}
+	entries, err := s.Read(ctx, key)
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	if len(entries) == 0 {
+		return SessionInfo{}, fmt.Errorf("session %s: %w", key, ErrNotFound)
+	}
+	return Info(key, entries), nil
+}
+
+// Prune deletes the sessions of scope that r does not keep as of now, with
+// s's Pruner when it has one and by listing and deleting when not.
+func Prune(ctx context.Context, s Store, scope Scope, r Retention, now time.Time) (int, error) {
+	if r.Unlimited() {
+		return 0, nil
+	}
+	if p, ok := s.(Pruner); ok {
+		return p.Prune(ctx, scope, r, now)
+	}
+	if err := ValidateScope(scope); err != nil {
+		return 0, err
+	}
+	victims, err := Victims(ctx, s, scope, r, now)
+	if err != nil {
+		return 0, err
+	}
+	for i, info := range victims {
+		if err := s.Delete(ctx, info.Key()); err != nil {
+			return i, err
+		}
+	}
+	return len(victims), nil
+}
+
+// Victims lists the sessions of scope that r does not keep as of now,
+// walking the whole listing. Stores that enforce retention themselves can
+// use it.
+func Victims(ctx context.Context, s Store, scope Scope, r Retention, now time.Time) ([]SessionInfo, error) {
+	var victims []SessionInfo
+	kept := 0
+	opt := ListOptions{Limit: MaxListLimit}
+	for {
+		page, err := s.List(ctx, scope, opt)
+		if err != nil {
+			return nil, err
+		}
+		for _, info := range page.Sessions {
+			if Expired(info, r, now) || (r.MaxSessions > 0 && kept >= r.MaxSessions) {
+				victims = append(victims, info)
+				continue
+			}
+			kept++
+		}
+		if page.NextCursor == "" {
+			return victims, nil
+		}
+		opt.Cursor = page.NextCursor
+	}
+}
+
+// Expired reports whether r's MaxAge has passed for info as of now.
+func Expired(info SessionInfo, r Retention, now time.Time) bool {
+	return r.MaxAge > 0 && now.Sub(info.LastActivity) > r.MaxAge
+}
+
+// SortSessions sorts sessions in listing order (see Less).
+func SortSessions(s []SessionInfo) {
+	sort.Slice(s, func(i, j int) bool { return Less(s[i], s[j]) })
+}

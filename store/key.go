@@ -1,0 +1,59 @@
+package store
+
+import "fmt"
+
+// MaxIDLength is the longest agent name, owner or session id.
+const MaxIDLength = 128
+
+// ValidID reports whether s may be an agent name, owner or session id:
+// 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', '@' and '-', and not "."
+// or "..". The set is safe as a file name on every OS (no ':' or '\'), in
+// a URL path, and in a Redis key.
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > MaxIDLength || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '.', c == '_', c == '@', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateScope checks the agent and, when set, the owner of s.
+func ValidateScope(s Scope) error {
+	if !ValidID(s.Agent) {
+		return invalid("agent", s.Agent)
+	}
+	if s.Owner != "" && !ValidID(s.Owner) {
+		return invalid("owner", s.Owner)
+	}
+	return nil
+}
+
+// ValidateKey checks every part of k; the owner may be empty (project
+// scope). Every store calls it before touching anything.
+func ValidateKey(k Key) error {
+	if err := ValidateScope(k.Scope()); err != nil {
+		return err
+	}
+	if !ValidID(k.ID) {
+		return invalid("session id", k.ID)
+	}
+	return nil
+}
+
+func invalid(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: empty %s", ErrInvalidKey, what)
+	}
+	if len(s) > MaxIDLength {
+		return fmt.Errorf("%w: %s of %d bytes (at most %d): %.24q…", ErrInvalidKey, what, len(s), MaxIDLength, s)
+	}
+	return fmt.Errorf("%w: %s %q: use 1-%d of A-Z a-z 0-9 . _ @ -, not . or ..", ErrInvalidKey, what, s, MaxIDLength)
+}

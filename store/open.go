@@ -1,0 +1,84 @@
+package store
+
+import (
+	"errors"
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// OpenFunc opens a store from a URL of its scheme.
+type OpenFunc func(ctx context.Context, u *url.URL) (Store, error)
+
+var (
+	openersMu sync.RWMutex
+	openers   = map[string]OpenFunc{}
+)
+
+// Register makes a store available to Open under scheme, like a
+// database/sql driver. Store packages call it from init: "file" (package
+// filestore), "memory" (memstore), "sqlite", "postgres" and "postgresql",
+// "redis" and "rediss". It panics if scheme is registered twice.
+func Register(scheme string, open OpenFunc) {
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	scheme = strings.ToLower(scheme)
+	if _, dup := openers[scheme]; dup {
+		panic("store: Register called twice for scheme " + scheme)
+	}
+	openers[scheme] = open
+}
+
+// Schemes returns the registered schemes, sorted.
+func Schemes() []string {
+	openersMu.RLock()
+	defer openersMu.RUnlock()
+	var s []string
+	for k := range openers {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// Open opens the store that rawURL names: "file:" (the default folder),
+// "file:/path", "memory:", "sqlite:/path/spool.db", "postgres://…",
+// "redis://…". The scheme's package must be imported (for its init) for
+// Open to know it.
+func Open(ctx context.Context, rawURL string) (Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// Leave the URL itself out: it may hold a password.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("store: bad store URL: %w", err)
+	}
+	if u.Scheme == "" {
+		return nil, fmt.Errorf("store: URL %q has no scheme (file:PATH, memory:, sqlite:PATH, postgres://…, redis://…)", rawURL)
+	}
+	openersMu.RLock()
+	open, ok := openers[strings.ToLower(u.Scheme)]
+	openersMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("store: unknown scheme %q (known: %s; is the store's package imported?)", u.Scheme, strings.Join(Schemes(), ", "))
+	}
+	return open(ctx, u)
+}
+
+// Close closes s if it holds resources (implements io.Closer).
+func Close(s Store) error {
+	if c, ok := s.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+func errorf(sentinel error, format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)
+}

@@ -1,0 +1,198 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWireShape(t *testing.T) {
+	ts := time.Date(2026, 11, 29, 10, 0, 0, 123e6, time.UTC)
+	tests := []struct {
+		name string
+		e    Entry
+		want string
+	}{
+		{
+			name: "first entry omits parentId and status",
+			e:    Entry{ID: "01JF", Timestamp: ts, Type: TypeUserMessage, TurnID: "T1", Data: json.RawMessage(`{ "text" : "Where is <order> 1042?" }`)},
+			want: `{"id":"01JF","timestamp":"2026-11-29T10:00:00.123Z","type":"user.message","turnId":"T1","data":{"text":"Where is <order> 1042?"}}`,
+		},
+		{
+			name: "turn end carries status",
+			e:    Entry{ID: "01JG", ParentID: "01JF", Timestamp: ts, Type: TypeTurnEnd, TurnID: "T1", Status: StatusOK},
+			want: `{"id":"01JG","parentId":"01JF","timestamp":"2026-11-29T10:00:00.123Z","type":"assistant.turn_end","turnId":"T1","status":"ok","data":{}}`,
+		},
+		{
+			name: "nanosecond timestamps keep their digits; strings are escaped",
+			e:    Entry{ID: "a\"b\\c\n\x01\u2028", Timestamp: ts.Add(5), Type: "x.custom", TurnID: "T"},
+			want: `{"id":"a\"b\\c\n\u0001\u2028","timestamp":"2026-11-29T10:00:00.123000005Z","type":"x.custom","turnId":"T","data":{}}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := AppendJSON(nil, tt.e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Fatalf("encoded\n got %s\nwant %s", got, tt.want)
+			}
+			back, err := Parse(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !back.Equal(tt.e) {
+				t.Fatalf("round trip: got %+v want %+v", back, tt.e)
+			}
+			// encoding/json's own view agrees with ours.
+			var generic map[string]any
+			if err := json.Unmarshal(got, &generic); err != nil {
+				t.Fatal(err)
+			}
+			if generic["id"] != tt.e.ID {
+				t.Fatalf("encoding/json reads id %q, want %q", generic["id"], tt.e.ID)
+			}
+		})
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	bad := map[string]string{
+		"not json":           `{"id":`,
+		"array":              `[1]`,
+		"missing id":         `{"timestamp":"2026-11-29T10:00:00Z","type":"user.message","turnId":"t","data":{}}`,
+		"empty type":         `{"id":"a","timestamp":"2026-11-29T10:00:00Z","type":"","turnId":"t","data":{}}`,
+		"missing timestamp":  `{"id":"a","type":"user.message","turnId":"t","data":{}}`,
+		"bad timestamp":      `{"id":"a","timestamp":"yesterday","type":"user.message","turnId":"t","data":{}}`,
+		"year past 9999":     `{"id":"a","timestamp":"9999-12-31T23:59:59-23:00","type":"user.message","turnId":"t","data":{}}`,
+		"unknown status":     `{"id":"a","timestamp":"2026-11-29T10:00:00Z","type":"assistant.turn_end","turnId":"t","status":"great","data":{}}`,
+		"data not an object": `{"id":"a","timestamp":"2026-11-29T10:00:00Z","type":"user.message","turnId":"t","data":"hi"}`,
+		"id not a string":    `{"id":7,"timestamp":"2026-11-29T10:00:00Z","type":"user.message","turnId":"t","data":{}}`,
+	}
+	for name, in := range bad {
+		if _, err := Parse([]byte(in)); !errors.Is(err, ErrSyntax) {
+			t.Errorf("%s: Parse(%s) = %v, want ErrSyntax", name, in, err)
+		}
+	}
+}
+
+func TestParseAcceptsForeignWriters(t *testing.T) {
+	// Another program's line: offset timestamp, no data, extra fields.
+	in := `{"extra":true,"type":"user.message","id":"x","turnId":"t","timestamp":"2026-11-29T11:00:00+01:00"}`
+	e, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.Timestamp.Equal(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)) || e.Timestamp.Location() != time.UTC {
+		t.Fatalf("timestamp %v", e.Timestamp)
+	}
+	if string(e.Data) != "{}" {
+		t.Fatalf("data %s", e.Data)
+	}
+}
+
+func TestDecoder(t *testing.T) {
+	var buf bytes.Buffer
+	enc := NewEncoder(&buf)
+	now := time.Now()
+	var want []Entry
+	for i := range 3 {
+		e, err := New(now, TypeUserMessage, "t", UserMessage{Text: "<b>" + strings.Repeat("x", i*70000)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, e)
+		if err := enc.Encode(e); err != nil {
+			t.Fatal(err)
+		}
+		buf.WriteString("\n") // blank lines are skipped
+	}
+	buf.WriteString(`{"id":"torn","timest`)
+	dec := NewDecoder(&buf)
+	for i, w := range want {
+		got, err := dec.Decode()
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		if !got.Equal(w) {
+			t.Fatalf("entry %d differs", i)
+		}
+		if !bytes.Contains(got.Data, []byte("<b>")) {
+			t.Fatalf("data is HTML-escaped: %.40s", got.Data)
+		}
+	}
+	if _, err := dec.Decode(); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("torn tail: got %v, want io.ErrUnexpectedEOF", err)
+	}
+	if dec.Line() != 7 {
+		t.Fatalf("line %d, want 7", dec.Line())
+	}
+}
+
+func TestNewIDSortsByCreation(t *testing.T) {
+	now := time.Now()
+	prev := ""
+	for range 10000 {
+		id := NewID(now)
+		if len(id) != 26 || id <= prev {
+			t.Fatalf("id %q after %q", id, prev)
+		}
+		prev = id
+	}
+}
+
+func TestTypedData(t *testing.T) {
+	e, err := New(time.Now(), TypeAssistantMessage, "t", AssistantMessage{
+		Text:      "ok",
+		ToolCalls: []ToolCall{{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"order": 1042}`)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m AssistantMessage
+	if err := e.DecodeData(&m); err != nil {
+		t.Fatal(err)
+	}
+	if m.ToolCalls[0].Name != "lookup" || string(m.ToolCalls[0].Arguments) != `{"order":1042}` {
+		t.Fatalf("got %+v", m)
+	}
+	if _, err := New(time.Now(), TypeUserMessage, "t", json.RawMessage(`[1]`)); err == nil {
+		t.Fatal("array data accepted")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"id":"01JF","parentId":"01JE","timestamp":"2026-11-29T10:00:00.123Z","type":"user.message","turnId":"01JF","data":{"text":"Where is order 1042?"}}`))
+	f.Add([]byte(`{"id":"a","timestamp":"2026-11-29T10:00:00+05:00","type":"assistant.turn_end","turnId":"t","status":"ok"}`))
+	f.Add([]byte(`{"id":"\ud800","timestamp":"0001-01-01T00:00:00Z","type":"\u2028","turnId":"","data":{"a":[1,2,{"b":null}]}}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		e, err := Parse(in)
+		if err != nil {
+			if !errors.Is(err, ErrSyntax) {
+				t.Fatalf("error %v does not wrap ErrSyntax", err)
+			}
+			return
+		}
+		out, err := AppendJSON(nil, e)
+		if err != nil {
+			t.Fatalf("decoded entry does not encode: %v", err)
+		}
+		back, err := Parse(out)
+		if err != nil {
+			t.Fatalf("re-encoded entry does not parse: %v\n%s", err, out)
+		}
+		if !back.Equal(e) {
+			t.Fatalf("round trip changed the entry:\n in  %+v\n out %+v", e, back)
+		}
+		again, _ := AppendJSON(nil, back)
+		if !bytes.Equal(again, out) {
+			t.Fatalf("encoding is not stable:\n%s\n%s", out, again)
+		}
+	})
+}

@@ -1,0 +1,133 @@
+package transcript
+
+import "encoding/json"
+
+// The data of each known entry type. Field names are wire-stable.
+
+// UserMessage is the data of a TypeUserMessage entry.
+type UserMessage struct {
+	Text string `json:"text"`
+}
+
+// ToolCall is one call the model asked for. Arguments is the call's
+// arguments as JSON text; it must be valid JSON (a model that produced
+// something else has it recorded as a JSON string).
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// AssistantMessage is the data of a TypeAssistantMessage entry: one step of
+// the model's answer, with the tool calls it asked for in that step.
+type AssistantMessage struct {
+	Text      string     `json:"text"`
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+	Model     string     `json:"model,omitempty"`
+}
+
+// Decision answers an approval request.
+type Decision string
+
+// Approval decisions.
+const (
+	Allow Decision = "allow"
+	Deny  Decision = "deny"
+)
+
+// Scope says how far an approval decision reaches.
+type Scope string
+
+// Approval scopes.
+const (
+	ScopeOnce    Scope = "once"    // this call only
+	ScopeSession Scope = "session" // this tool, for the rest of the session
+)
+
+// ApprovalRequest is the data of a TypeApprovalRequest entry: a tool call
+// that waits on a person.
+type ApprovalRequest struct {
+	ApprovalID string          `json:"approvalId"`
+	CallID     string          `json:"callId"`
+	Tool       string          `json:"tool"`
+	Arguments  json.RawMessage `json:"arguments"`
+}
+
+// ApprovalDecision is the data of a TypeApprovalDecision entry.
+type ApprovalDecision struct {
+	ApprovalID string   `json:"approvalId"`
+	CallID     string   `json:"callId"`
+	Decision   Decision `json:"decision"`
+	Scope      Scope    `json:"scope"`
+	Reason     string   `json:"reason,omitempty"`
+}
+
+// ToolResult is the data of a TypeToolResult entry: what a tool call
+// returned, or the error it ended with (IsError).
+type ToolResult struct {
+	CallID     string `json:"callId"`
+	Tool       string `json:"tool"`
+	Result     string `json:"result"`
+	IsError    bool   `json:"isError"`
+	DurationMs int64  `json:"durationMs"`
+}
+
+// Governance notice kinds. Others may appear; they are kept as written.
+const (
+	NoticePromptRefused   = "prompt_refused"
+	NoticeResponseStopped = "response_stopped"
+	NoticeRateLimited     = "rate_limited"
+	NoticeOverBudget      = "over_budget"
+)
+
+// GovernanceNotice is the data of a TypeGovernanceNotice entry: why a guard,
+// a limit or a provider stopped something.
+type GovernanceNotice struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// ToolMode is how a session treats tool calls.
+type ToolMode string
+
+// Tool modes.
+const (
+	ToolModeAsk  ToolMode = "ask"  // calls that need approval wait for a person
+	ToolModeAuto ToolMode = "auto" // every call runs
+	ToolModeOff  ToolMode = "off"  // no tools are offered to the model
+)
+
+// Valid reports whether m is a known tool mode.
+func (m ToolMode) Valid() bool {
+	return m == ToolModeAsk || m == ToolModeAuto || m == ToolModeOff
+}
+
+// SessionMode is the data of a TypeSessionMode entry.
+type SessionMode struct {
+	ToolMode ToolMode `json:"toolMode"`
+}
+
+// Usage counts the tokens of a turn.
+type Usage struct {
+	InputTokens  int64 `json:"inputTokens"`
+	OutputTokens int64 `json:"outputTokens"`
+}
+
+// Add returns the sum of u and o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+}
+
+// TurnError says why a turn ended with StatusError.
+type TurnError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// TurnEnd is the data of a TypeTurnEnd entry. The turn's status is the
+// entry's Status field.
+type TurnEnd struct {
+	Usage      Usage      `json:"usage"`
+	DurationMs int64      `json:"durationMs"`
+	Error      *TurnError `json:"error,omitempty"`
+}
