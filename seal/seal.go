@@ -1,9 +1,3 @@
-// Package seal protects transcript lines at rest.
-//
-// A Protector seals each line on its own. Stores bind every line to its
-// place with associated data (AssociatedData: the session's agent, owner and
-// id and the line's position), so a line copied into another session, or
-// moved within one, no longer opens.
 package seal
 
 import (
