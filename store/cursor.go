@@ -35,17 +35,22 @@ func Less(a, b SessionInfo) bool {
 	return a.ID > b.ID
 }
 
-const cursorVersion = 1
+// cursorVersion 2 added the position to the tag: version 1 cursors that
+// were cut short or altered still decoded, to another position.
+const cursorVersion = 2
 
 // EncodeListCursor returns the opaque cursor for position p of a listing of
-// scope. The cursor is bound to the scope: DecodeListCursor refuses it for
-// any other.
+// scope. The cursor is bound to the scope and to its own content:
+// DecodeListCursor refuses it for any other scope, and refuses it cut short
+// or altered.
 func EncodeListCursor(scope Scope, p ListPosition) string {
-	buf := make([]byte, 0, 1+8+8+len(p.ID))
+	var pos []byte
+	pos = binary.BigEndian.AppendUint64(pos, uint64(p.LastActivity.UnixNano()))
+	pos = append(pos, p.ID...)
+	buf := make([]byte, 0, 1+8+len(pos))
 	buf = append(buf, cursorVersion)
-	buf = append(buf, scopeTag(scope)...)
-	buf = binary.BigEndian.AppendUint64(buf, uint64(p.LastActivity.UnixNano()))
-	buf = append(buf, p.ID...)
+	buf = append(buf, cursorTag(scope, pos)...)
+	buf = append(buf, pos...)
 	return base64.RawURLEncoding.EncodeToString(buf)
 }
 
@@ -70,8 +75,8 @@ func decodeCursor(scope Scope, c string) (ListPosition, error) {
 	if len(buf) < 1+8+8+1 || buf[0] != cursorVersion {
 		return ListPosition{}, errors.New("not a cursor")
 	}
-	if string(buf[1:9]) != string(scopeTag(scope)) {
-		return ListPosition{}, errors.New("cursor of another listing")
+	if string(buf[1:9]) != string(cursorTag(scope, buf[9:])) {
+		return ListPosition{}, errors.New("cursor of another listing, or altered")
 	}
 	p := ListPosition{
 		LastActivity: time.Unix(0, int64(binary.BigEndian.Uint64(buf[9:17]))).UTC(),
@@ -83,10 +88,13 @@ func decodeCursor(scope Scope, c string) (ListPosition, error) {
 	return p, nil
 }
 
-// scopeTag is a short fingerprint of a scope. It is not a secret: it only
-// keeps a cursor from being used on another listing by mistake, and a
-// position alone could never reach beyond the scope it is used with.
-func scopeTag(s Scope) []byte {
-	h := sha256.Sum256([]byte("spool list cursor\x00" + s.Agent + "\x00" + s.Owner))
-	return h[:8]
+// cursorTag is a short fingerprint of a scope and an encoded position. It
+// is not a secret: it only keeps a cursor from being used on another
+// listing, or cut short or altered, by mistake; a position alone could
+// never reach beyond the scope it is used with.
+func cursorTag(s Scope, pos []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte("spool list cursor\x00" + s.Agent + "\x00" + s.Owner + "\x00"))
+	h.Write(pos)
+	return h.Sum(nil)[:8]
 }
