@@ -1,0 +1,307 @@
+// Package memstore is a store.Store that keeps transcripts in memory: for
+// tests, demos and short-lived programs. It has no limits (no retention, no
+// TTL) and lives as long as the process; nothing is durable beyond it.
+//
+// Entries are copied in and out, so neither the caller of Append nor the
+// caller of Read can change what is stored. Each session's SessionInfo is
+// kept up to date on every append (store.SessionInfo.Apply), so List costs
+// one pass over the sessions of the scope and never touches entries.
+//
+// Besides the four required methods, a *Store implements store.RangeReader,
+// store.TailReader, store.Stater, store.Pruner, store.ScopeLister and
+// store.Locker (a lock within this process). Importing the package
+// registers the "memory" scheme: store.Open(ctx, "memory:") returns a new,
+// empty store each time.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+func init() {
+	store.Register("memory", func(ctx context.Context, u *url.URL) (store.Store, error) {
+		if u.Opaque != "" || u.Host != "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			return nil, fmt.Errorf("memstore: a memory store takes no path or options: use \"memory:\"")
+		}
+		return New(), nil
+	})
+}
+
+// Store keeps sessions in memory. It is safe for concurrent use. The zero
+// value is not usable; call New.
+type Store struct {
+	mu     sync.RWMutex
+	scopes map[store.Scope]map[string]*session
+	locks  locks
+}
+
+type session struct {
+	entries []transcript.Entry
+	info    store.SessionInfo
+}
+
+var (
+	_ store.Store       = (*Store)(nil)
+	_ store.RangeReader = (*Store)(nil)
+	_ store.TailReader  = (*Store)(nil)
+	_ store.Stater      = (*Store)(nil)
+	_ store.Pruner      = (*Store)(nil)
+	_ store.ScopeLister = (*Store)(nil)
+	_ store.Locker      = (*Store)(nil)
+)
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{scopes: map[store.Scope]map[string]*session{}}
+}
+
+// begin validates key and checks ctx, in the order every method needs.
+func begin(ctx context.Context, key store.Key) error {
+	if err := store.ValidateKey(key); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// clone returns a copy of e that shares no memory with it.
+func clone(e transcript.Entry) transcript.Entry {
+	e.Data = slices.Clone(e.Data)
+	return e
+}
+
+func cloneAll(entries []transcript.Entry) []transcript.Entry {
+	out := make([]transcript.Entry, len(entries))
+	for i, e := range entries {
+		out[i] = clone(e)
+	}
+	return out
+}
+
+// get returns key's session, or nil. The caller holds s.mu.
+func (s *Store) get(key store.Key) *session {
+	return s.scopes[key.Scope()][key.ID]
+}
+
+// Append adds e to the session if its ParentID is the session's last entry
+// id, and fails with store.ErrConflict otherwise.
+func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) error {
+	if err := begin(ctx, key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.get(key)
+	head := ""
+	if sess != nil {
+		head = sess.entries[len(sess.entries)-1].ID
+	}
+	if err := store.CheckAppend(key, head, e); err != nil {
+		return err
+	}
+	if sess == nil {
+		sess = &session{}
+		sessions := s.scopes[key.Scope()]
+		if sessions == nil {
+			sessions = map[string]*session{}
+			s.scopes[key.Scope()] = sessions
+		}
+		sessions[key.ID] = sess
+	}
+	sess.entries = append(sess.entries, clone(e))
+	sess.info.Apply(key, e)
+	return nil
+}
+
+// Read returns a copy of every entry of the session, or none for a session
+// the store does not have.
+func (s *Store) Read(ctx context.Context, key store.Key) ([]transcript.Entry, error) {
+	entries, _, err := s.ReadRange(ctx, key, 0, int(^uint(0)>>1))
+	return entries, err
+}
+
+// ReadRange returns copies of the entries at positions [start, end),
+// clamped to the transcript, and the number of entries in it.
+func (s *Store) ReadRange(ctx context.Context, key store.Key, start, end int) ([]transcript.Entry, int, error) {
+	if err := begin(ctx, key); err != nil {
+		return nil, 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sess := s.get(key)
+	if sess == nil {
+		return nil, 0, nil
+	}
+	n := len(sess.entries)
+	start = min(max(start, 0), n)
+	end = min(max(end, start), n)
+	return cloneAll(sess.entries[start:end]), n, nil
+}
+
+// ReadTail returns copies of the newest n entries in append order and the
+// number of entries in the transcript.
+func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcript.Entry, int, error) {
+	if err := begin(ctx, key); err != nil {
+		return nil, 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sess := s.get(key)
+	if sess == nil {
+		return nil, 0, nil
+	}
+	total := len(sess.entries)
+	n = min(max(n, 0), total)
+	return cloneAll(sess.entries[total-n:]), total, nil
+}
+
+// Stat returns the session's info, or store.ErrNotFound.
+func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, error) {
+	if err := begin(ctx, key); err != nil {
+		return store.SessionInfo{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sess := s.get(key)
+	if sess == nil {
+		return store.SessionInfo{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
+	}
+	return sess.info, nil
+}
+
+// List returns one page of the sessions of scope, newest activity first.
+func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptions) (store.SessionPage, error) {
+	if err := store.ValidateScope(scope); err != nil {
+		return store.SessionPage{}, err
+	}
+	var after *store.ListPosition
+	if opt.Cursor != "" {
+		p, err := store.DecodeListCursor(scope, opt.Cursor)
+		if err != nil {
+			return store.SessionPage{}, err
+		}
+		after = &p
+	}
+	if err := ctx.Err(); err != nil {
+		return store.SessionPage{}, err
+	}
+	s.mu.RLock()
+	infos := make([]store.SessionInfo, 0, len(s.scopes[scope]))
+	for _, sess := range s.scopes[scope] {
+		if after == nil || after.Before(sess.info.LastActivity, sess.info.ID) {
+			infos = append(infos, sess.info)
+		}
+	}
+	s.mu.RUnlock()
+	store.SortSessions(infos)
+	var page store.SessionPage
+	if limit := opt.PageSize(); len(infos) > limit {
+		infos = infos[:limit]
+		last := infos[limit-1]
+		page.NextCursor = store.EncodeListCursor(scope, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+	}
+	page.Sessions = infos
+	return page, nil
+}
+
+// Delete removes the session. Deleting a session the store does not have
+// is not an error.
+func (s *Store) Delete(ctx context.Context, key store.Key) error {
+	if err := begin(ctx, key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delete(key)
+	return nil
+}
+
+// delete removes key's session and, with it, an emptied scope. The caller
+// holds s.mu.
+func (s *Store) delete(key store.Key) {
+	sessions := s.scopes[key.Scope()]
+	delete(sessions, key.ID)
+	if len(sessions) == 0 {
+		delete(s.scopes, key.Scope())
+	}
+}
+
+// Prune deletes the sessions of scope that r does not keep as of now: the
+// same sessions store.Victims names, decided and deleted under one lock so
+// that no append slips in between.
+func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention, now time.Time) (int, error) {
+	if err := store.ValidateScope(scope); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if r.Unlimited() {
+		return 0, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	infos := make([]store.SessionInfo, 0, len(s.scopes[scope]))
+	for _, sess := range s.scopes[scope] {
+		infos = append(infos, sess.info)
+	}
+	store.SortSessions(infos)
+	kept, deleted := 0, 0
+	for _, info := range infos {
+		if store.Expired(info, r, now) || (r.MaxSessions > 0 && kept >= r.MaxSessions) {
+			s.delete(info.Key())
+			deleted++
+			continue
+		}
+		kept++
+	}
+	return deleted, nil
+}
+
+// Scopes returns every scope that holds sessions, sorted by agent and then
+// owner.
+func (s *Store) Scopes(ctx context.Context) ([]store.Scope, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	scopes := make([]store.Scope, 0, len(s.scopes))
+	for scope := range s.scopes {
+		scopes = append(scopes, scope)
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(scopes, func(a, b store.Scope) int {
+		if a.Agent != b.Agent {
+			return cmpString(a.Agent, b.Agent)
+		}
+		return cmpString(a.Owner, b.Owner)
+	})
+	return scopes, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Lock blocks until this process holds the session's lock or ctx is done.
+// The lock is not shared with other processes (they cannot share a memory
+// store anyway).
+func (s *Store) Lock(ctx context.Context, key store.Key) (func(), error) {
+	if err := store.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	return s.locks.lock(ctx, key)
+}
