@@ -1,0 +1,150 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spool-go/spool/store"
+)
+
+// sweepBatch is the most sessions one sweep deletes in a transaction.
+const sweepBatch = 100
+
+// Deleting a session takes its row first and its entries second, in one
+// transaction: the row's lock waits out an append in flight, and the
+// entries statement, with a snapshot taken after that, sees what the append
+// wrote, so no entry of a deleted session survives to reappear under a new
+// session with the same id.
+
+// Delete removes the session and its entries. Deleting a session the store
+// does not have is not an error.
+func (s *Store) Delete(ctx context.Context, key store.Key) error {
+	if err := store.ValidateKey(key); err != nil {
+		return err
+	}
+	_, err := s.deleteSessions(ctx, key.Scope(), `id = $3`, key.ID)
+	return dbError("delete", key, err)
+}
+
+// deleteIfExpired deletes the session if TTL has expired it with no
+// approval pending, and reports whether it did.
+func (s *Store) deleteIfExpired(ctx context.Context, key store.Key) (bool, error) {
+	n, err := s.deleteSessions(ctx, key.Scope(), `id = $3 AND last_ns < $4 AND pending = 0`, key.ID, s.cutoff())
+	return n > 0, dbError("expire", key, err)
+}
+
+// deleteSessions deletes the sessions of scope that cond (a condition on
+// the sessions row, with the scope in $1 and $2 and args from $3) selects,
+// and their entries, and returns how many.
+func (s *Store) deleteSessions(ctx context.Context, scope store.Scope, cond string, args ...any) (int, error) {
+	var n int
+	err := retry(ctx, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, s.sql(`DELETE FROM {s}.sessions WHERE agent = $1 AND owner = $2 AND `+cond+` RETURNING id`),
+				append([]any{scope.Agent, scope.Owner}, args...)...)
+			if err != nil {
+				return err
+			}
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil || len(ids) == 0 {
+				n = 0
+				return err
+			}
+			_, err = tx.Exec(ctx, s.sql(`DELETE FROM {s}.entries WHERE agent = $1 AND owner = $2 AND session = ANY($3)`),
+				scope.Agent, scope.Owner, ids)
+			n = len(ids)
+			return err
+		})
+	})
+	return n, err
+}
+
+// sweep deletes up to limit sessions of scope that TTL has expired with no
+// approval pending, oldest first.
+func (s *Store) sweep(ctx context.Context, scope store.Scope, limit int) (int, error) {
+	n, err := s.deleteSessions(ctx, scope, `id IN (
+		SELECT id FROM {s}.sessions WHERE agent = $1 AND owner = $2 AND last_ns < $3 AND pending = 0
+		ORDER BY last_ns, id LIMIT $4) AND last_ns < $3 AND pending = 0`, s.cutoff(), limit)
+	return n, dbError("sweep expired sessions of", scope, err)
+}
+
+// Sweep deletes every session, in every scope, that TTL has expired with no
+// approval pending, and returns how many it deleted. Such sessions are
+// already hidden from every read; sweeping reclaims their space. The store
+// sweeps a scope by itself when a session is created in it; run Sweep
+// periodically (say hourly) to reclaim scopes that see no new sessions.
+// With no TTL it does nothing. It reads the whole sessions table to find
+// the scopes.
+func (s *Store) Sweep(ctx context.Context) (int, error) {
+	if s.ttl <= 0 {
+		return 0, nil
+	}
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT DISTINCT agent, owner FROM {s}.sessions WHERE last_ns < $1 AND pending = 0`), s.cutoff())
+	if err != nil {
+		return 0, dbError("sweep", nil, err)
+	}
+	scopes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Scope, error) {
+		var sc store.Scope
+		err := r.Scan(&sc.Agent, &sc.Owner)
+		return sc, err
+	})
+	if err != nil {
+		return 0, dbError("sweep", nil, err)
+	}
+	total := 0
+	for _, sc := range scopes {
+		for {
+			n, err := s.sweep(ctx, sc, sweepBatch)
+			total += n
+			if err != nil {
+				return total, err
+			}
+			if n < sweepBatch {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+// Prune deletes the sessions of scope that r does not keep as of now,
+// exactly those store.Victims would list: the ones idle longer than
+// r.MaxAge, and those beyond the newest r.MaxSessions of the rest. It also
+// sweeps the sessions that TTL expired (which listings no longer show), and
+// counts them in what it returns.
+func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention, now time.Time) (int, error) {
+	if err := store.ValidateScope(scope); err != nil {
+		return 0, err
+	}
+	total := 0
+	for s.ttl > 0 {
+		n, err := s.sweep(ctx, scope, 1000)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if n < 1000 {
+			break
+		}
+	}
+	if r.MaxAge > 0 {
+		n, err := s.deleteSessions(ctx, scope, `last_ns < $3`, nanos(now.Add(-r.MaxAge)))
+		total += n
+		if err != nil {
+			return total, dbError("prune", scope, err)
+		}
+	}
+	if r.MaxSessions > 0 {
+		n, err := s.deleteSessions(ctx, scope, fmt.Sprintf(`id IN (
+			SELECT id FROM {s}.sessions s WHERE agent = $1 AND owner = $2 AND %s
+			ORDER BY last_ns DESC, id DESC OFFSET $4)`, visible("s", 3)), s.cutoff(), r.MaxSessions)
+		total += n
+		if err != nil {
+			return total, dbError("prune", scope, err)
+		}
+	}
+	return total, nil
+}

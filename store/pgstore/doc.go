@@ -1,0 +1,92 @@
+// Package pgstore keeps session transcripts in PostgreSQL, through pgx v5,
+// so that several stateless replicas can serve the same sessions from one
+// database. Importing it registers the URL schemes postgres:// and
+// postgresql:// with store.Open.
+//
+// # Tables
+//
+// In the store's schema (the URL parameter schema=, or WithSchema; else
+// the first schema of the search_path):
+//
+//   - entries, keyed by (agent, owner, session, seq): each entry exactly as
+//     transcript.AppendJSON wrote it (bytea, so Read returns it byte for
+//     byte), its id and timestamp, and the lower-cased text that search
+//     matches. To look at one by hand: convert_from(entry, 'UTF8').
+//   - sessions, keyed by (agent, owner, id): the SessionInfo fields
+//     (timestamps as bigint unix nanoseconds, which round-trip exactly),
+//     the head (last entry id) and the entry count. The index
+//     sessions_activity (agent, owner, last_ns DESC, id DESC) serves
+//     listings newest activity first: a page is an index scan from the
+//     cursor that reads the page and never touches entries.
+//   - schema_migrations: the versions applied.
+//
+// # Guarantees
+//
+// Append is one statement that updates the session row only if its head is
+// the entry's parent, and inserts the entry at the position the row
+// counted; a first entry creates the row, and of two writers creating the
+// same session exactly one succeeds. Any other append is store.ErrConflict.
+// When Append returns the transaction has committed: the entry is as
+// durable as the server makes a commit (with the default
+// synchronous_commit=on, flushed to its write-ahead log, and to
+// synchronous standbys when configured).
+//
+// Read returns entries exactly as appended. A row that does not parse, a
+// missing position, or a chain whose parent links do not hold fails the
+// call with a *store.CorruptError naming the session and position; nothing
+// is skipped.
+//
+// Delete, Prune and the TTL sweep remove a session's row and entries in
+// one transaction, after any append in flight, so nothing of a deleted
+// session comes back under a new session with the same id.
+//
+// Lock (store.Locker) is a per-session advisory lock held on a connection
+// of its own for a turn: replicas serving the same session take turns one
+// after another. See Store.Lock.
+//
+// # TTL
+//
+// With WithTTL (or ttl=24h in the URL) a session idle longer than the TTL
+// (store clock minus its last activity) with no approval pending is hidden
+// by an SQL condition from Read, List, Stat, Search and the conditional
+// append, as though deleted; appending a first entry under its id starts a
+// fresh session. The rows go at the next sweep: of the scope when a session
+// is created in it, and of everything with Store.Sweep. A session idle past
+// the TTL with an approval pending is kept and readable, so that the
+// runtime can report store.ErrSessionExpired for it.
+//
+// # Migrations
+//
+// Open and New bring the schema to the newest version this code knows,
+// each step in its own transaction under a transaction-level advisory lock
+// on the schema's name: replicas starting together apply each step exactly
+// once, the others wait and find it done. A schema that a newer spool has
+// migrated further is refused with ErrSchemaVersion. The role needs the
+// right to create tables in the schema (and the schema, if missing) on the
+// first start only.
+//
+// # Search
+//
+// Search matches like store.MatchText: every word of the query, as a
+// substring, ignoring case. Each word is a LIKE pattern parameter; a
+// pg_trgm GIN index serves them when the extension is installed or can be
+// installed (pg_trgm is trusted: a role with CREATE on the database may
+// install it). Without it search still works, scanning the scope's entries
+// in the database.
+//
+// # Other Postgres-wire databases
+//
+// The store uses plain SQL: data-modifying CTEs, ON CONFLICT DO NOTHING,
+// row comparisons, COLLATE "C", bytea. It retries statements that a
+// distributed database aborts with a serialization failure (SQLSTATE
+// 40001). Two features need care elsewhere. Advisory locks: migrations
+// take pg_advisory_xact_lock and Lock takes pg_advisory_lock. YugabyteDB
+// has both (2.25 and later, with advisory locks switched on). CockroachDB
+// has the transaction-level one only in recent releases and, as of this
+// writing, answers the session-level one with a stub that always succeeds,
+// so there Lock does not exclude: the conditional append alone keeps every
+// transcript a chain, and turns of two replicas on one session may
+// conflict instead of taking turns. And pg_trgm: without it search works,
+// unindexed (CockroachDB has trigram indexes built in; create one on
+// entries.search by hand).
+package pgstore

@@ -1,0 +1,221 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+// readSQL reads the session row and the entries at positions
+// [max($4, entries-$5), $6) in one statement, so that the count and the
+// entries come from one snapshot, walking the primary key: a page costs
+// the page, whatever the transcript's length. The LEFT JOIN keeps the
+// session row when no entry falls in the range.
+const readSQL = `WITH s AS (
+	SELECT entries, head FROM {s}.sessions s
+	WHERE agent = $1 AND owner = $2 AND id = $3 AND ` + "(last_ns >= $7 OR pending > 0)" + `
+)
+SELECT s.entries, s.head, e.seq, e.entry FROM s
+LEFT JOIN {s}.entries e ON e.agent = $1 AND e.owner = $2 AND e.session = $3
+	AND e.seq >= GREATEST($4::bigint, s.entries::bigint - $5::bigint) AND e.seq < LEAST($6::bigint, s.entries::bigint)
+ORDER BY e.seq`
+
+// Read returns every entry of the session in append order, exactly as
+// appended, or none for a session the store does not have (or that TTL
+// has hidden). A row that does not parse, or a gap or break in the chain
+// of entries, fails the call with a *store.CorruptError.
+func (s *Store) Read(ctx context.Context, key store.Key) ([]transcript.Entry, error) {
+	entries, _, err := s.read(ctx, key, 0, math.MaxInt32, math.MaxInt32)
+	return entries, err
+}
+
+// ReadRange returns the entries at positions [start, end), clamped to the
+// transcript, and the transcript's length, reading only those rows.
+func (s *Store) ReadRange(ctx context.Context, key store.Key, start, end int) ([]transcript.Entry, int, error) {
+	start, end = max(start, 0), min(max(end, 0), math.MaxInt32)
+	return s.read(ctx, key, start, math.MaxInt32, end)
+}
+
+// ReadTail returns the newest n entries in append order and the
+// transcript's length, reading only those rows.
+func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcript.Entry, int, error) {
+	n = min(max(n, 0), math.MaxInt32)
+	return s.read(ctx, key, 0, n, math.MaxInt32)
+}
+
+func (s *Store) read(ctx context.Context, key store.Key, start, last, end int) ([]transcript.Entry, int, error) {
+	if err := store.ValidateKey(key); err != nil {
+		return nil, 0, err
+	}
+	rows, err := s.pool.Query(ctx, s.sql(readSQL), key.Agent, key.Owner, key.ID, start, last, end, s.cutoff())
+	if err != nil {
+		return nil, 0, dbError("read", key, err)
+	}
+	defer rows.Close()
+	var (
+		out   []transcript.Entry
+		total int
+		head  string
+		first = -1
+		line  []byte
+		seq   *int
+	)
+	for rows.Next() {
+		if err := rows.Scan(&total, &head, &seq, &line); err != nil {
+			return nil, 0, dbError("read", key, err)
+		}
+		if seq == nil {
+			break // a session with no entry in the range
+		}
+		if first < 0 {
+			first = *seq
+		}
+		e, err := transcript.Parse(line)
+		if err != nil {
+			return nil, 0, s.corrupt(key, *seq, err)
+		}
+		if err := checkLink(out, first, *seq, e); err != nil {
+			return nil, 0, s.corrupt(key, *seq, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, dbError("read", key, err)
+	}
+	// Rows missing at the end of the range, or a last entry that is not
+	// the head the session row names, mean rows were lost or edited.
+	want := min(end, total) - max(start, total-last)
+	if want < 0 {
+		want = 0
+	}
+	if len(out) != want {
+		at := max(start, total-last) + len(out)
+		return nil, 0, s.corrupt(key, at, fmt.Errorf("entry missing: the session counts %d entries", total))
+	}
+	if len(out) > 0 && first+len(out) == total && out[len(out)-1].ID != head {
+		return nil, 0, s.corrupt(key, total-1, fmt.Errorf("last entry %q is not the session's head %q", out[len(out)-1].ID, head))
+	}
+	return out, total, nil
+}
+
+// checkLink checks that e, at position seq, follows the entries read
+// before it (the first of which was at position first).
+func checkLink(before []transcript.Entry, first, seq int, e transcript.Entry) error {
+	if seq != first+len(before) {
+		return fmt.Errorf("entry missing: found position %d after %d", seq, first+len(before)-1)
+	}
+	switch {
+	case seq == 0 && e.ParentID != "":
+		return fmt.Errorf("first entry %q has parent %q", e.ID, e.ParentID)
+	case len(before) > 0 && e.ParentID != before[len(before)-1].ID:
+		return fmt.Errorf("entry %q has parent %q, not the entry before it, %q", e.ID, e.ParentID, before[len(before)-1].ID)
+	}
+	return nil
+}
+
+func (s *Store) corrupt(key store.Key, seq int, err error) error {
+	return &store.CorruptError{
+		Key:      key,
+		Position: seq,
+		Where:    fmt.Sprintf("row seq=%d of %s.entries", seq, s.schemaQ),
+		Err:      err,
+	}
+}
+
+const infoColumns = `id, started_ns, last_ns, title, message_count, pending, entries`
+
+func scanInfo(row pgx.Row, scope store.Scope) (store.SessionInfo, error) {
+	var (
+		i             store.SessionInfo
+		started, last int64
+	)
+	err := row.Scan(&i.ID, &started, &last, &i.Title, &i.MessageCount, &i.PendingApprovals, &i.Entries)
+	i.Agent, i.Owner = scope.Agent, scope.Owner
+	i.Started, i.LastActivity = fromNanos(started), fromNanos(last)
+	return i, err
+}
+
+// Stat returns the session's info from its row, or store.ErrNotFound.
+func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, error) {
+	if err := store.ValidateKey(key); err != nil {
+		return store.SessionInfo{}, err
+	}
+	i, err := scanInfo(s.pool.QueryRow(ctx, s.sql(`SELECT `+infoColumns+` FROM {s}.sessions s
+		WHERE agent = $1 AND owner = $2 AND id = $3 AND `+visible("s", 4)),
+		key.Agent, key.Owner, key.ID, s.cutoff()), key.Scope())
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.SessionInfo{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.SessionInfo{}, dbError("stat", key, err)
+	}
+	return i, nil
+}
+
+// List returns a page of the scope's sessions, newest activity first, from
+// the sessions table alone: an index scan of sessions_activity that starts
+// at the cursor and reads the page (and one row more, to know whether
+// another page follows).
+func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptions) (store.SessionPage, error) {
+	if err := store.ValidateScope(scope); err != nil {
+		return store.SessionPage{}, err
+	}
+	limit := opt.PageSize()
+	q := `SELECT ` + infoColumns + ` FROM {s}.sessions s
+		WHERE agent = $1 AND owner = $2 AND ` + visible("s", 3)
+	args := []any{scope.Agent, scope.Owner, s.cutoff(), limit + 1}
+	if opt.Cursor != "" {
+		p, err := store.DecodeListCursor(scope, opt.Cursor)
+		if err != nil {
+			return store.SessionPage{}, err
+		}
+		q += ` AND (last_ns, id) < ($5, $6)`
+		args = append(args, nanos(p.LastActivity), p.ID)
+	}
+	q += ` ORDER BY last_ns DESC, id DESC LIMIT $4`
+	rows, err := s.pool.Query(ctx, s.sql(q), args...)
+	if err != nil {
+		return store.SessionPage{}, dbError("list", scope, err)
+	}
+	defer rows.Close()
+	var page store.SessionPage
+	for rows.Next() {
+		i, err := scanInfo(rows, scope)
+		if err != nil {
+			return store.SessionPage{}, dbError("list", scope, err)
+		}
+		page.Sessions = append(page.Sessions, i)
+	}
+	if err := rows.Err(); err != nil {
+		return store.SessionPage{}, dbError("list", scope, err)
+	}
+	if len(page.Sessions) > limit {
+		page.Sessions = page.Sessions[:limit]
+		last := page.Sessions[limit-1]
+		page.NextCursor = store.EncodeListCursor(scope, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+	}
+	return page, nil
+}
+
+// Scopes returns every agent and owner that has sessions, in order.
+func (s *Store) Scopes(ctx context.Context) ([]store.Scope, error) {
+	rows, err := s.pool.Query(ctx, s.sql(`SELECT DISTINCT agent, owner FROM {s}.sessions ORDER BY agent, owner`))
+	if err != nil {
+		return nil, dbError("list scopes", nil, err)
+	}
+	scopes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Scope, error) {
+		var sc store.Scope
+		err := r.Scan(&sc.Agent, &sc.Owner)
+		return sc, err
+	})
+	if err != nil {
+		return nil, dbError("list scopes", nil, err)
+	}
+	return scopes, nil
+}
