@@ -1,0 +1,159 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+// appendTimeout bounds an append once it has been sent. The caller's
+// context is not used from then on: a command cancelled in flight may
+// still run, and Append must report what happened, not a guess.
+const appendTimeout = 30 * time.Second
+
+// Append adds e at the end of the session if e.ParentID is the session's
+// last entry id, atomically in one script, and otherwise fails with
+// store.ErrConflict. See the package documentation for what is durable
+// when it returns.
+func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) error {
+	keys, args, err := s.appendArgs(key, e)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("append to session %s: %w", key, err)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
+	defer cancel()
+
+	var res any
+	if s.wait == nil {
+		res, err = appendScript.Run(ctx, s.c, keys, args...).Result()
+	} else {
+		res, err = s.appendAndWait(ctx, keys, args)
+	}
+	if err != nil && res == nil {
+		return fmt.Errorf("append to session %s: %w", key, err)
+	}
+	if r, ok := res.([]any); ok && len(r) > 0 {
+		switch r[0] {
+		case int64(1):
+			if err != nil {
+				return fmt.Errorf("append to session %s: %w: %v", key, ErrNotDurable, err)
+			}
+			return nil
+		case int64(0):
+			head, _ := r[1].(string)
+			return store.ConflictError(key, e.ParentID, head)
+		case int64(2):
+			return &store.CorruptError{Key: key, Position: -1, Where: "redis keys " + keys[0] + ", " + keys[1],
+				Err: fmt.Errorf("the entry list (%v entries) and the session hash disagree about whether the session exists", r[1])}
+		}
+	}
+	return fmt.Errorf("append to session %s: unexpected script reply %v", key, res)
+}
+
+// appendArgs checks e and returns the keys and arguments of appendScript
+// for it. What store.SessionInfo.Apply does with e is worked out here;
+// the script only applies it.
+func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, error) {
+	if err := store.ValidateKey(key); err != nil {
+		return nil, nil, err
+	}
+	// Checked against its own parent, CheckAppend only validates e; the
+	// script compares the parent with the real head.
+	if err := store.CheckAppend(key, e.ParentID, e); err != nil {
+		return nil, nil, err
+	}
+	line, err := transcript.AppendJSON(nil, e)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: session %s: %v", store.ErrInvalidEntry, key, err)
+	}
+	var one store.SessionInfo
+	one.Apply(key, e)
+	isMessage := "0"
+	if one.MessageCount > 0 {
+		isMessage = "1"
+	}
+	pending := "0"
+	switch {
+	case one.PendingApprovals > 0:
+		pending = "1"
+	case e.Type == transcript.TypeApprovalDecision:
+		pending = "-1"
+	}
+	gc := 0
+	if s.ttl > 0 {
+		gc = s.gcSample
+	}
+	k := s.keys(key.Scope())
+	keys := []string{k.log(key.ID), k.info(key.ID), k.index()}
+	args := []any{
+		e.ParentID, e.ID, line,
+		strconv.FormatInt(e.Timestamp.UnixNano(), 10), member(e.Timestamp, key.ID),
+		isMessage, one.Title, pending,
+		s.ttl.Milliseconds(), s.pendingTTL.Milliseconds(),
+		gc, k.sessionPrefix(),
+	}
+	return keys, args, nil
+}
+
+// appendAndWait runs appendScript and then WAIT or WAITAOF on the same
+// connection, which is what those commands need: they wait for the writes
+// of their own connection. On a cluster that is a connection to the
+// primary that serves the session's slot.
+func (s *Store) appendAndWait(ctx context.Context, keys []string, args []any) (any, error) {
+	var node *redis.Client
+	switch c := s.c.(type) {
+	case *redis.Client:
+		node = c
+	case *redis.ClusterClient:
+		var err error
+		if node, err = c.MasterForKey(ctx, keys[0]); err != nil {
+			return nil, err
+		}
+	}
+	conn := node.Conn()
+	defer conn.Close()
+	res, err := appendScript.Run(ctx, conn, keys, args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := res.([]any); !ok || len(r) == 0 || r[0] != int64(1) {
+		return res, nil // nothing was written, so there is nothing to wait for
+	}
+	if s.wait.aof {
+		return res, s.waited(conn.WaitAOF(ctx, s.wait.local, s.wait.replicas, s.wait.timeout))
+	}
+	return res, s.waited(conn.Wait(ctx, s.wait.replicas, s.wait.timeout))
+}
+
+// waited reports whether the WAIT or WAITAOF reply has the copies asked
+// for.
+func (s *Store) waited(cmd redis.Cmder) error {
+	switch c := cmd.(type) {
+	case *redis.IntCmd:
+		n, err := c.Result()
+		if err != nil {
+			return err
+		}
+		if int(n) < s.wait.replicas {
+			return fmt.Errorf("WAIT: %d of %d replicas within %v", n, s.wait.replicas, s.wait.timeout)
+		}
+	case *redis.IntSliceCmd:
+		v, err := c.Result()
+		if err != nil {
+			return err
+		}
+		if len(v) != 2 || int(v[0]) < s.wait.local || int(v[1]) < s.wait.replicas {
+			return fmt.Errorf("WAITAOF: %v of %d local and %d replicas within %v", v, s.wait.local, s.wait.replicas, s.wait.timeout)
+		}
+	}
+	return nil
+}

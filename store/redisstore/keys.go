@@ -1,0 +1,125 @@
+package redisstore
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/spool-go/spool/store"
+)
+
+// Key layout. Every key of a scope shares the hash tag {P:agent:owner}, so
+// one scope lives in one cluster slot:
+//
+//	{P:agent:owner}:idx          sorted set, the scope's listing index
+//	{P:agent:owner}:s:ID:log     list, the session's entries as wire lines
+//	{P:agent:owner}:s:ID:info    hash, the session's SessionInfo and head
+//	{P:agent:owner}:s:ID:lock    string, the session's Locker token
+//
+// P, agent, owner and ID are all store.ValidID strings (or, for owner,
+// empty), and ':', '{' and '}' are not in that alphabet, so the parts are
+// found again by splitting on ':' and no two keys ever share a name: the
+// empty owner of project scope gives "{P:agent:}", which no owner can.
+
+// scopeKeys holds the key names of one scope.
+type scopeKeys struct {
+	tag string // {P:agent:owner}
+}
+
+func keysFor(prefix string, s store.Scope) scopeKeys {
+	return scopeKeys{tag: "{" + prefix + ":" + s.Agent + ":" + s.Owner + "}"}
+}
+
+func (k scopeKeys) index() string { return k.tag + ":idx" }
+
+// sessionPrefix is what a session's keys start with before the id; the
+// Lua scripts that walk the index append id and ":info" to it.
+func (k scopeKeys) sessionPrefix() string { return k.tag + ":s:" }
+
+func (k scopeKeys) log(id string) string  { return k.sessionPrefix() + id + ":log" }
+func (k scopeKeys) info(id string) string { return k.sessionPrefix() + id + ":info" }
+func (k scopeKeys) lock(id string) string { return k.sessionPrefix() + id + ":lock" }
+
+// indexPattern is the SCAN pattern that matches every scope index of
+// prefix. The ID alphabet holds none of the glob characters * ? [ ] \.
+func indexPattern(prefix string) string { return "{" + prefix + ":*}:idx" }
+
+// scopeOfIndex returns the scope whose index key is k, or false when k is
+// not an index key of prefix.
+func scopeOfIndex(prefix, k string) (store.Scope, bool) {
+	rest, ok := strings.CutPrefix(k, "{"+prefix+":")
+	if !ok {
+		return store.Scope{}, false
+	}
+	rest, ok = strings.CutSuffix(rest, "}:idx")
+	if !ok {
+		return store.Scope{}, false
+	}
+	agent, owner, ok := strings.Cut(rest, ":")
+	if !ok {
+		return store.Scope{}, false
+	}
+	s := store.Scope{Agent: agent, Owner: owner}
+	if store.ValidateScope(s) != nil {
+		return store.Scope{}, false
+	}
+	return s, true
+}
+
+// Index members. The index is a sorted set whose members all have score 0,
+// so Redis orders them by their bytes and ZRANGEBYLEX pages through them.
+// A member is
+//
+//	16 hex digits of the inverted last activity ++ the inverted id ++ "~"
+//
+// which sorts exactly as store.Less: newest activity first, then id
+// descending. A float score cannot do that: a double holds unix
+// nanoseconds only to about 256 ns, and ties would need a second key.
+//
+// The timestamp part is ^(ns ^ 1<<63): flipping the sign bit maps int64
+// order onto uint64 order, and the complement reverses it. The id part
+// maps each byte c to 0xA7-c, which reverses the order of the ID alphabet
+// (0x2D '-' to 0x7A 'z') onto itself; the '~' (0x7E) that ends it sorts
+// after every mapped byte, so that an id sorts before the ids it is a
+// prefix of, as descending order wants.
+
+const (
+	tsHexLen  = 16
+	memberEnd = '~'
+	invertSum = 0x2D + 0x7A
+)
+
+func member(lastActivity time.Time, id string) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], ^(uint64(lastActivity.UnixNano()) ^ 1<<63))
+	m := make([]byte, 0, tsHexLen+len(id)+1)
+	m = hex.AppendEncode(m, b[:])
+	for i := 0; i < len(id); i++ {
+		m = append(m, invertSum-id[i])
+	}
+	return string(append(m, memberEnd))
+}
+
+// parseMember returns the position that member m stands for.
+func parseMember(m string) (store.ListPosition, error) {
+	if len(m) < tsHexLen+2 || m[len(m)-1] != memberEnd {
+		return store.ListPosition{}, errors.New("malformed index member")
+	}
+	var b [8]byte
+	if _, err := hex.Decode(b[:], []byte(m[:tsHexLen])); err != nil {
+		return store.ListPosition{}, errors.New("malformed index member")
+	}
+	ns := int64(^binary.BigEndian.Uint64(b[:]) ^ 1<<63)
+	inv := m[tsHexLen : len(m)-1]
+	id := make([]byte, len(inv))
+	for i := 0; i < len(inv); i++ {
+		id[i] = invertSum - inv[i]
+	}
+	p := store.ListPosition{LastActivity: time.Unix(0, ns).UTC(), ID: string(id)}
+	if !store.ValidID(p.ID) {
+		return store.ListPosition{}, errors.New("malformed index member")
+	}
+	return p, nil
+}

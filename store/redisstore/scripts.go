@@ -1,0 +1,217 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// The Lua scripts that make each multi-key operation atomic. redis.Script
+// runs them with EVALSHA and falls back to EVAL when the server's script
+// cache does not have them (after a restart or SCRIPT FLUSH).
+//
+// Every key a script touches carries the scope's hash tag, so on Redis
+// Cluster they are all in the slot of KEYS[1]. The listing and the index
+// clean-up read session hashes whose names they build from the index
+// members; those names are not in KEYS (they are not known before the
+// script runs), but they are in the same slot, which the node running the
+// script serves. Redis refuses the access with an error, never misroutes
+// it, if that ever did not hold.
+
+// luaHelpers are shared by the scripts that walk the index.
+const luaHelpers = `
+-- idOf returns the session id of index member m (see member in keys.go).
+local function idOf(m)
+  local inv = string.sub(m, 17, -2)
+  return (string.gsub(inv, '.', function(c)
+    local b = string.byte(c)
+    if b < 45 or b > 122 then
+      error('spool: malformed index member')
+    end
+    return string.char(167 - b)
+  end))
+end
+
+-- live reports whether member m still stands for its session: the
+-- session's hash names m as its member. A session that expired, or that
+-- expired and started again under the same id, leaves a stale member.
+local function live(prefix, m)
+  return redis.call('HGET', prefix .. idOf(m) .. ':info', 'm') == m
+end
+`
+
+// appendScript appends one entry if its parent is the session's head.
+//
+// KEYS: log, info, index.
+// ARGV: 1 parent id, 2 entry id, 3 wire line, 4 timestamp (unix ns),
+// 5 index member for the timestamp, 6 "1" when the entry is a message,
+// 7 title candidate or "", 8 pending approvals delta ("1", "-1" or "0"),
+// 9 TTL in ms (0: none), 10 TTL in ms while an approval is pending (0:
+// keep until deleted), 11 how many index members to sample for stale
+// ones, 12 the scope's session key prefix.
+//
+// Returns {1} when appended, {0, head} on a conflict, {2, length} when the
+// session's list and hash disagree about whether it exists.
+var appendScript = redis.NewScript(luaHelpers + `
+local log, info, idx = KEYS[1], KEYS[2], KEYS[3]
+local n0 = redis.call('LLEN', log)
+local head = redis.call('HGET', info, 'head')
+if (head == false) ~= (n0 == 0) then
+  return {2, n0}
+end
+head = head or ''
+if head ~= ARGV[1] then
+  return {0, head}
+end
+
+-- bytewise a < b for two strings of the same length; Lua's own string
+-- comparison follows the server's locale.
+local function before(a, b)
+  for i = 1, #a do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x < y
+    end
+  end
+  return false
+end
+
+local idxNew = redis.call('EXISTS', idx) == 0
+local n = redis.call('RPUSH', log, ARGV[3])
+local old = redis.call('HGET', info, 'm')
+if n == 1 then
+  redis.call('HSET', info, 'started', ARGV[4], 'last', ARGV[4], 'm', ARGV[5],
+    'title', '', 'msgs', 0, 'pending', 0)
+  redis.call('ZADD', idx, 0, ARGV[5])
+elseif not old or before(string.sub(ARGV[5], 1, 16), string.sub(old, 1, 16)) then
+  -- Newer activity: the session moves to its new place in the index.
+  if old then
+    redis.call('ZREM', idx, old)
+  end
+  redis.call('HSET', info, 'last', ARGV[4], 'm', ARGV[5])
+  redis.call('ZADD', idx, 0, ARGV[5])
+end
+redis.call('HSET', info, 'head', ARGV[2], 'n', n)
+if ARGV[6] == '1' then
+  redis.call('HINCRBY', info, 'msgs', 1)
+end
+if ARGV[7] ~= '' then
+  local t = redis.call('HGET', info, 'title')
+  if not t or t == '' then
+    redis.call('HSET', info, 'title', ARGV[7])
+  end
+end
+local pending = tonumber(redis.call('HGET', info, 'pending') or '0')
+if ARGV[8] == '1' then
+  pending = redis.call('HINCRBY', info, 'pending', 1)
+elseif ARGV[8] == '-1' and pending > 0 then
+  pending = redis.call('HINCRBY', info, 'pending', -1)
+end
+
+local ttl = tonumber(ARGV[9])
+if ttl <= 0 then
+  redis.call('PERSIST', log)
+  redis.call('PERSIST', info)
+  redis.call('PERSIST', idx)
+  return {1}
+end
+local keep = ttl
+if pending > 0 then
+  keep = tonumber(ARGV[10])
+end
+if keep <= 0 then
+  redis.call('PERSIST', log)
+  redis.call('PERSIST', info)
+  redis.call('PERSIST', idx)
+else
+  redis.call('PEXPIRE', log, keep)
+  redis.call('PEXPIRE', info, keep)
+  -- The index outlives every session in it; one that never expires
+  -- (pttl -1, written without a TTL) stays so.
+  local cur = redis.call('PTTL', idx)
+  if idxNew or (cur >= 0 and cur < keep) then
+    redis.call('PEXPIRE', idx, keep)
+  end
+end
+-- Expired sessions leave their members behind; sample a few and drop the
+-- stale ones, as Redis samples keys for its own active expiry.
+local sample = redis.call('ZRANDMEMBER', idx, tonumber(ARGV[11]))
+for _, m in ipairs(sample) do
+  if not live(ARGV[12], m) then
+    redis.call('ZREM', idx, m)
+  end
+end
+return {1}
+`)
+
+// listScript returns one page of a scope's index with each session's hash,
+// dropping stale members on the way.
+//
+// KEYS: index. ARGV: 1 the scope's session key prefix, 2 the ZRANGEBYLEX
+// lower bound ("-" or "(member"), 3 the page size.
+//
+// Returns {more, m1, h1, m2, h2, ...}: more is 1 when members follow the
+// page, each m is a member and each h its session's HGETALL.
+var listScript = redis.NewScript(luaHelpers + `
+local idx, prefix, bound, want = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3])
+local out = {0}
+local got = 0
+while got < want do
+  local ms = redis.call('ZRANGEBYLEX', idx, bound, '+', 'LIMIT', 0, want - got)
+  if #ms == 0 then
+    return out
+  end
+  for _, m in ipairs(ms) do
+    local h = redis.call('HGETALL', prefix .. idOf(m) .. ':info')
+    local cur
+    for i = 1, #h, 2 do
+      if h[i] == 'm' then
+        cur = h[i + 1]
+      end
+    end
+    if cur == m then
+      out[#out + 1] = m
+      out[#out + 1] = h
+      got = got + 1
+    else
+      redis.call('ZREM', idx, m)
+    end
+  end
+  bound = '(' .. ms[#ms]
+end
+if #redis.call('ZRANGEBYLEX', idx, bound, '+', 'LIMIT', 0, 1) > 0 then
+  out[1] = 1
+end
+return out
+`)
+
+// deleteScript removes a session: its entries, its hash and its member.
+//
+// KEYS: log, info, index. ARGV: 1 the member the session must still have,
+// or "" to delete whatever it holds.
+//
+// Returns the number of keys removed (0 when ARGV[1] no longer matches).
+var deleteScript = redis.NewScript(`
+local m = redis.call('HGET', KEYS[2], 'm')
+if ARGV[1] ~= '' and m ~= ARGV[1] then
+  return 0
+end
+if m then
+  redis.call('ZREM', KEYS[3], m)
+end
+return redis.call('UNLINK', KEYS[1], KEYS[2])
+`)
+
+// renewScript extends a lock that still holds the caller's token.
+// KEYS: lock. ARGV: 1 token, 2 lease in ms. Returns 1 when renewed.
+var renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`)
+
+// releaseScript deletes a lock that still holds the caller's token.
+// KEYS: lock. ARGV: 1 token. Returns 1 when released.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
