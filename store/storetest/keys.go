@@ -214,6 +214,6 @@ func testCase(t *testing.T, s store.Store) {
 		if err := s.Delete(t.Context(), lower); err != nil && !errors.Is(err, store.ErrInvalidKey) {
 			t.Errorf("Delete %s: %v", lower, err)
 		}
-		checkRead(t, s, upper, first, "deleting a "+part+" that differs only in case leaves the other session alone")
+		checkRead(t, s, upper, first, "Delete of a key whose "+part+" differs only in case leaves the other session alone")
 	}
 }
