@@ -1,0 +1,291 @@
+package history
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spool-go/spool/transcript"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden from Build's output")
+
+// perMessage counts every message as one token, so a budget reads as a
+// message count: handy to see the budget rule on its own.
+func perMessage(Message) int { return 1 }
+
+// goldenCases pairs a transcript in testdata/<transcript>.jsonl with
+// options; the expected history is testdata/golden/<name>.json. The golden
+// files are the spec: review them by hand when they change.
+var goldenCases = []struct {
+	name, transcript string
+	opt              Options
+}{
+	{"plain", "plain", Options{Instructions: "You are a support agent for an online shop."}},
+	{"plain-no-instructions", "plain", Options{}},
+	{"empty", "empty", Options{}},
+	{"empty-instructions", "empty", Options{Instructions: "You are terse."}},
+
+	// Rule 2: refused, failed (also rate limited) and cancelled turns.
+	{"statuses", "statuses", Options{}},
+	// Rule 3 and 5: a stopped answer keeps its question, merged into the next.
+	{"response-blocked", "response_blocked", Options{}},
+	{"response-blocked-newest", "response_blocked_newest", Options{}},
+	{"response-blocked-cap-2", "response_blocked", Options{MaxMessages: 2}},
+	{"merge-chain", "merge_chain", Options{}},
+	{"merge-chain-cap-1", "merge_chain", Options{MaxMessages: 1}},
+	{"merge-chain-cap-2", "merge_chain", Options{MaxMessages: 2}},
+	{"merge-chain-cap-3", "merge_chain", Options{MaxMessages: 3}},
+	// Rule 4: results after the step that called, in call order; errors.
+	{"tools", "tools", Options{}},
+
+	// Rule 6: turns of 2, 4, 2, 4 and 2 messages. The newest 4 and 10
+	// messages would start on a tool result, the newest 5 on its call.
+	{"window-cap-200", "window", Options{MaxMessages: 200}},
+	{"window-cap-1", "window", Options{MaxMessages: 1}},
+	{"window-cap-2", "window", Options{MaxMessages: 2}},
+	{"window-cap-3", "window", Options{MaxMessages: 3}},
+	{"window-cap-4-result-at-edge", "window", Options{MaxMessages: 4}},
+	{"window-cap-5-call-at-edge", "window", Options{MaxMessages: 5}},
+	{"window-cap-6", "window", Options{MaxMessages: 6}},
+	{"window-cap-10-result-at-edge", "window", Options{MaxMessages: 10}},
+	{"window-cap-2-instructions", "window", Options{MaxMessages: 2, Instructions: "Be brief."}},
+	{"long-turn-cap-3", "long_turn", Options{MaxMessages: 3}},
+	{"long-turn-cap-13", "long_turn", Options{MaxMessages: 13}},
+	{"long-turn-cap-14", "long_turn", Options{MaxMessages: 14}},
+
+	// Rule 8: a turn waiting on an approval.
+	{"approval-waiting", "approval_waiting", Options{}},
+	{"approval-waiting-cap-1", "approval_waiting", Options{MaxMessages: 1}},
+	{"approval-waiting-budget-10", "approval_waiting", Options{Budget: 10}},
+	{"approval-resolved", "approval_resolved", Options{}},
+	{"approval-older-cap-2", "approval_older", Options{MaxMessages: 2}},
+	{"approval-older", "approval_older", Options{}},
+
+	// Rule 7: each budget turn is 36 tokens by ApproxTokens; the
+	// instructions are 8.
+	{"budget-none", "budget", Options{}},
+	{"budget-108", "budget", Options{Budget: 108}},
+	{"budget-107", "budget", Options{Budget: 107}},
+	{"budget-80-instructions", "budget", Options{Budget: 80, Instructions: "You are terse."}},
+	{"budget-79-instructions", "budget", Options{Budget: 79, Instructions: "You are terse."}},
+	{"budget-10-newest-always", "budget", Options{Budget: 10}},
+	{"budget-counter-5", "budget", Options{Budget: 5, Counter: perMessage}},
+	{"budget-and-cap", "budget", Options{Budget: 1000, MaxMessages: 4}},
+
+	// Entries that are not messages, turns that never ended, suffixes,
+	// interleaved turns, and another writer's transcript.
+	{"unknown", "unknown", Options{}},
+	{"unfinished", "unfinished", Options{}},
+	{"suffix", "suffix", Options{}},
+	{"interleaved", "interleaved", Options{}},
+	{"interleaved-open", "interleaved_open", Options{}},
+	{"missing-result", "missing_result", Options{}},
+	{"foreign", "foreign", Options{}},
+}
+
+func TestBuildGolden(t *testing.T) {
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			entries := readTranscript(t, tc.transcript)
+			got := Build(entries, tc.opt)
+			if err := checkInvariants(entries, tc.opt, got); err != nil {
+				t.Errorf("invariant: %v", err)
+			}
+			out, err := json.MarshalIndent(got, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, '\n')
+			path := filepath.Join("testdata", "golden", tc.name+".json")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestBuildGolden -update to write it)", err)
+			}
+			if !bytes.Equal(out, want) {
+				t.Errorf("history differs from %s\n--- got\n%s\n--- want\n%s", path, out, want)
+			}
+		})
+	}
+}
+
+// TestGoldenFilesUsed keeps testdata honest: every transcript and golden
+// file belongs to a case.
+func TestGoldenFilesUsed(t *testing.T) {
+	used := map[string]bool{}
+	for _, tc := range goldenCases {
+		used[filepath.Join("testdata", tc.transcript+".jsonl")] = true
+		used[filepath.Join("testdata", "golden", tc.name+".json")] = true
+	}
+	for _, pattern := range []string{"testdata/*.jsonl", "testdata/golden/*.json"} {
+		files, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if !used[f] {
+				t.Errorf("%s is in no golden case", f)
+			}
+		}
+	}
+}
+
+func readTranscript(t testing.TB, name string) []transcript.Entry {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var entries []transcript.Entry
+	dec := transcript.NewDecoder(f)
+	for {
+		e, err := dec.Decode()
+		if errors.Is(err, io.EOF) {
+			return entries
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		entries = append(entries, e)
+	}
+}
+
+func TestDefaultCap(t *testing.T) {
+	var entries []transcript.Entry
+	for i := range 150 {
+		turn := fmt.Sprintf("T%03d", i)
+		entries = append(entries,
+			entry(turn, transcript.TypeUserMessage, "", transcript.UserMessage{Text: fmt.Sprintf("q%d", i)}),
+			entry(turn, transcript.TypeAssistantMessage, "", transcript.AssistantMessage{Text: fmt.Sprintf("a%d", i)}),
+			entry(turn, transcript.TypeTurnEnd, transcript.StatusOK, nil))
+	}
+	got := Build(entries, Options{})
+	if len(got) != DefaultMaxMessages || got[0].Content != "q50" || got[len(got)-1].Content != "a149" {
+		t.Errorf("default cap: %d messages from %q to %q, want 200 from q50 to a149", len(got), got[0].Content, got[len(got)-1].Content)
+	}
+	for _, capN := range []int{NoLimit, -7} {
+		if got := Build(entries, Options{MaxMessages: capN}); len(got) != 300 {
+			t.Errorf("MaxMessages %d: %d messages, want all 300", capN, len(got))
+		}
+	}
+	if got := Build(entries, Options{MaxMessages: 199}); len(got) != 198 || got[0].Content != "q51" {
+		t.Errorf("cap 199: %d messages from %q, want 198 from q51", len(got), got[0].Content)
+	}
+	for _, opt := range []Options{{}, {MaxMessages: 1}, {MaxMessages: NoLimit, Budget: 50}} {
+		if err := checkInvariants(entries, opt, Build(entries, opt)); err != nil {
+			t.Errorf("%+v: %v", opt, err)
+		}
+	}
+}
+
+func TestPendingApprovals(t *testing.T) {
+	tests := []struct {
+		transcript string
+		want       []string // approval ids
+	}{
+		{"approval_waiting", []string{"a1"}},
+		{"approval_resolved", nil},
+		{"approval_older", []string{"a1"}},
+		{"interleaved", nil},
+		{"plain", nil},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, r := range PendingApprovals(readTranscript(t, tt.transcript)) {
+			got = append(got, r.ApprovalID)
+		}
+		if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("%s: pending %v, want %v", tt.transcript, got, tt.want)
+		}
+	}
+	reqs := PendingApprovals(readTranscript(t, "approval_waiting"))
+	if r := reqs[0]; r.CallID != "c1" || r.Tool != "refund_order" || string(r.Arguments) != `{"order":1042}` {
+		t.Errorf("request %+v", r)
+	}
+
+	// A request without an approvalId matches nothing and is not listed; a
+	// decision names its request by approvalId alone.
+	entries := []transcript.Entry{
+		entry("T1", transcript.TypeApprovalRequest, "", map[string]any{"callId": "c0"}),
+		entry("T1", transcript.TypeApprovalRequest, "", transcript.ApprovalRequest{ApprovalID: "x", CallID: "c1"}),
+		entry("T1", transcript.TypeApprovalRequest, "", transcript.ApprovalRequest{ApprovalID: "y", CallID: "c2"}),
+		entry("T1", transcript.TypeApprovalDecision, "", transcript.ApprovalDecision{ApprovalID: "x", CallID: "c2", Decision: transcript.Allow}),
+	}
+	if got := PendingApprovals(entries); len(got) != 1 || got[0].ApprovalID != "y" {
+		t.Errorf("pending %+v, want only y", got)
+	}
+}
+
+// TestWaitingOnlyWhileOpen: a request left undecided in a turn that ended
+// does not hold that turn in the window.
+func TestWaitingOnlyWhileOpen(t *testing.T) {
+	entries := readTranscript(t, "approval_older")
+	// End T02 as cancelled: it is then left out, approval or not.
+	var withEnd []transcript.Entry
+	for _, e := range entries {
+		withEnd = append(withEnd, e)
+		if e.Type == transcript.TypeApprovalRequest {
+			withEnd = append(withEnd, entry(e.TurnID, transcript.TypeTurnEnd, transcript.StatusCancelled, nil))
+		}
+	}
+	for _, m := range Build(withEnd, Options{}) {
+		if m.Content == "Refund order 1042." {
+			t.Fatalf("a cancelled turn is sent because of its undecided approval")
+		}
+	}
+	if len(PendingApprovals(withEnd)) != 1 {
+		t.Errorf("PendingApprovals lists undecided requests whatever their turn became")
+	}
+}
+
+func TestBadStatusAndData(t *testing.T) {
+	entries := []transcript.Entry{
+		entry("T1", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "kept"}),
+		entry("T1", transcript.TypeAssistantMessage, "", transcript.AssistantMessage{Text: "yes"}),
+		entry("T1", transcript.TypeTurnEnd, transcript.StatusOK, nil),
+		entry("T2", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "status unknown"}),
+		entry("T2", transcript.TypeTurnEnd, "great", nil),
+		entry("T3", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "no status"}),
+		entry("T3", transcript.TypeTurnEnd, "", nil),
+		{ID: "x1", Type: transcript.TypeUserMessage, TurnID: "T4", Data: json.RawMessage(`{"text":42}`)},
+		{ID: "x2", Type: transcript.TypeAssistantMessage, TurnID: "T4", Data: json.RawMessage(`not json`)},
+		{ID: "x3", Type: transcript.TypeAssistantMessage, TurnID: "T4", Data: json.RawMessage(`{"text":"ok","toolCalls":"nope"}`)},
+	}
+	got := Build(entries, Options{})
+	want := []Message{
+		{Role: RoleUser, Content: "kept"},
+		{Role: RoleAssistant, Content: "yes"},
+		{Role: RoleUser},
+		{Role: RoleAssistant},
+		{Role: RoleAssistant, Content: "ok"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+// entry makes an entry for tests that build transcripts in code.
+func entry(turn string, typ transcript.Type, status transcript.Status, data any) transcript.Entry {
+	raw, err := json.Marshal(data)
+	if err != nil || data == nil {
+		raw = json.RawMessage(`{}`)
+	}
+	return transcript.Entry{ID: turn + string(typ), TurnID: turn, Type: typ, Status: status, Data: raw}
+}

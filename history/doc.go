@@ -1,0 +1,84 @@
+// Package history builds what the next model request carries from a
+// session's transcript: Build turns entries into Messages by the history
+// rules of the design, and PendingApprovals lists the approval requests that
+// still wait on a person.
+//
+// History is derived, never stored: Build reads its entries and nothing
+// else, keeps no state between calls, and never changes the transcript. It
+// is safe to call from several goroutines at once.
+//
+// # The rules
+//
+//  1. Entries are grouped into turns by turnId, in transcript order (a turn
+//     is placed where its first entry is, even if its entries are not all
+//     next to each other).
+//  2. A turn whose assistant.turn_end has status prompt_blocked, error or
+//     cancelled is left out entirely. So is a turn that has no turn_end and
+//     is not the current one: its process stopped before it finished.
+//  3. Of a response_blocked turn only the user's question stays.
+//  4. An ok turn gives its user message, each assistant step with its tool
+//     calls, each call's result right after the step that made it (in the
+//     order of the calls), and the final answer.
+//  5. Consecutive user messages are merged into one, joined by a blank line
+//     ("\n\n"). This happens before the window is chosen, so a merged
+//     message counts once.
+//  6. Window: at most Options.MaxMessages messages (default 200). The window
+//     is cut only between turns, so it starts on a user message and never
+//     separates a tool call from its result; the newest turn is always sent
+//     whole, however long.
+//  7. Budget: when the history is larger than Options.Budget tokens, the
+//     oldest turns are left out. The newest turn is always sent.
+//  8. A turn waiting on an approval is always in the window.
+//  9. Options.Instructions go in front as a system message.
+//
+// # Details the rules leave open
+//
+// A turn's status is the Status of its assistant.turn_end entry (the last
+// one, should there be several); a turn_end without a known status counts
+// as a failed turn. A turn with no turn_end is open. The open turn that is
+// current (the newest turn that has a message, or the turn of the final
+// entry) is sent with whatever it holds so far, and so is an open turn
+// waiting on an approval: one with an approval.request that has no
+// approval.decision with the same approvalId. Any other open turn is left
+// out, like a cancelled one.
+//
+// A turn is sent only if its first message entry is its user.message. This
+// is what lets Build take a suffix of a long transcript (the newest N
+// entries): a leading turn whose question is not in the slice is dropped,
+// never sent as an answer without its question. A suffix must therefore
+// start at or before the current turn's user.message.
+//
+// Tool results (tool.execution_complete) become tool messages whose
+// ToolCallID is the result's callId. A result that failed (isError) is sent
+// as "error: " followed by the result, so the model knows the call failed.
+// A result whose callId matches no call of its turn is dropped, since
+// providers reject a tool message without its call. A call that was denied
+// (an approval.decision deny for its callId) and has no result gets the
+// result "error: the user denied this call", followed by ": " and the
+// reason when there is one. A call of an ended turn with neither result nor
+// denial gets "error: no result was recorded for this call", so a finished
+// turn never leaves a call unanswered. In an open turn such a call is
+// still running or waiting on a person, and is left without a result.
+//
+// approval.request, approval.decision, session.mode, governance.notice and
+// assistant.turn_end entries are not messages, and entry types Build does
+// not know are ignored. Entry data that does not decode is read as far as it
+// goes: a user.message whose text is not a string is an empty message.
+//
+// # Window and budget
+//
+// The window is chosen on whole turns, newest first: the turns that are
+// always sent (the newest turn and any turn waiting on an approval) are
+// counted first, and older turns are added while the count stays within
+// MaxMessages and the tokens within Budget. The first older turn that does
+// not fit ends the window. The history sent is therefore at most
+// MaxMessages messages and Budget tokens, unless the turns that are always
+// sent alone exceed that, and then it is exactly those turns.
+//
+// The system message does not count toward MaxMessages, and counts toward
+// Budget, since it is sent on every request.
+//
+// Build decodes entry data only for the turns it sends (and at most one turn
+// more, the first that does not fit), so its cost for a long session is one
+// cheap pass over the entries plus the decoding of the window.
+package history
