@@ -1,0 +1,104 @@
+package spool
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/spool-go/spool/transcript"
+)
+
+// Decision answers a pending approval.
+type Decision struct {
+	Allow  bool
+	Scope  transcript.Scope // once (default) or session: allow this tool for the rest of the session
+	Reason string           // recorded, and told to the model on a denial
+}
+
+// Approve allows the pending call approvalID, once or for the rest of the
+// session (scope session: that tool then runs without asking, also after
+// OpenSession), and resumes the turn: the call runs and the model
+// continues. It works the same after a restart, with a new agent on the
+// same store. The Result is like Send's.
+func (s *Session) Approve(ctx context.Context, approvalID string, scope transcript.Scope) (*Result, error) {
+	return collect(s.Resolve(ctx, approvalID, Decision{Allow: true, Scope: scope}))
+}
+
+// Deny refuses the pending call approvalID and resumes the turn: the model
+// is told the call was denied, with reason, and continues.
+func (s *Session) Deny(ctx context.Context, approvalID, reason string) (*Result, error) {
+	return collect(s.Resolve(ctx, approvalID, Decision{Reason: reason}))
+}
+
+// Resolve answers the pending call approvalID with d and returns the
+// resumed turn as events, like Stream. It fails with ErrNoApproval when no
+// such approval is pending, and with store.ErrSessionExpired when the
+// session expired while it waited.
+func (s *Session) Resolve(ctx context.Context, approvalID string, d Decision) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if d.Scope == "" {
+			d.Scope = transcript.ScopeOnce
+		}
+		if d.Scope != transcript.ScopeOnce && d.Scope != transcript.ScopeSession {
+			yield(Event{}, fmt.Errorf("spool: unknown approval scope %q (once or session)", d.Scope))
+			return
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		err := s.with(ctx, func(ctx context.Context, sl *slot) error {
+			p, ok := sl.st.pendingApproval(approvalID)
+			if !ok {
+				return fmt.Errorf("session %s: approval %q: %w", s.key, approvalID, ErrNoApproval)
+			}
+			r := s.newRun(sl, yield, cancel, p.TurnID)
+			r.emit(Event{Kind: EventTurnStart})
+			if err := r.decide(ctx, p, d); err != nil {
+				return err
+			}
+			if d.Allow && d.Scope == transcript.ScopeSession {
+				// The tool is now approved for the session: its other calls
+				// waiting in this turn need no one to ask.
+				for _, other := range append([]Approval(nil), sl.st.pending...) {
+					if other.TurnID == p.TurnID && other.Tool == p.Tool {
+						if err := r.decide(ctx, other, Decision{Allow: true, Scope: transcript.ScopeSession, Reason: "approved for the session"}); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			for _, other := range sl.st.pending {
+				if other.TurnID == p.TurnID {
+					return r.pause()
+				}
+			}
+			return r.loop(ctx)
+		})
+		if err != nil {
+			yield(Event{}, err)
+		}
+	}
+}
+
+// decide records d for p, then runs the call or records its denial.
+func (r *run) decide(ctx context.Context, p Approval, d Decision) error {
+	dec := transcript.Deny
+	if d.Allow {
+		dec = transcript.Allow
+	}
+	if _, err := r.w.append(ctx, transcript.TypeApprovalDecision, p.TurnID, "", transcript.ApprovalDecision{
+		ApprovalID: p.ID, CallID: p.CallID, Decision: dec, Scope: d.Scope, Reason: d.Reason,
+	}); err != nil {
+		return err
+	}
+	r.observe(ctx, Observation{Kind: ObserveApproval, Tool: p.Tool, CallID: p.CallID, Decision: dec, Scope: d.Scope})
+	call := transcript.ToolCall{ID: p.CallID, Name: p.Tool, Arguments: p.Arguments}
+	if d.Allow {
+		return r.execute(ctx, call)
+	}
+	msg := "the user denied this call"
+	if d.Reason != "" {
+		msg += ": " + d.Reason
+	}
+	r.observe(ctx, Observation{Kind: ObserveToolEnd, Tool: p.Tool, CallID: p.CallID, Outcome: OutcomeDenied})
+	return r.recordResult(ctx, transcript.ToolResult{CallID: p.CallID, Tool: p.Tool, Result: msg, IsError: true})
+}

@@ -1,0 +1,135 @@
+package spool_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/model/echo"
+	"github.com/spool-go/spool/store/memstore"
+	"github.com/spool-go/spool/transcript"
+)
+
+func TestCallsOnOneSessionNeverInterleave(t *testing.T) {
+	ctx := context.Background()
+	a := newAgent(t, spool.Config{Model: echo.New(echo.WithDelay(100 * time.Microsecond))})
+	s, _ := a.Session(ctx, "busy")
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := s.Send(ctx, fmt.Sprintf("prompt %d", i))
+			if err == nil && res.Text != fmt.Sprintf("echo: prompt %d", i) {
+				err = fmt.Errorf("prompt %d got %q", i, res.Text)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, _ := s.Transcript(ctx)
+	checkWellFormed(t, entries)
+	if len(entries) != 150 {
+		t.Fatalf("%d entries, want 150", len(entries))
+	}
+}
+
+// TestDifferentSessionsRunConcurrently proves overlap without timing: each
+// session's model waits until the other's has started. Serialized, they
+// would never both arrive and the test would fail at its deadline.
+func TestDifferentSessionsRunConcurrently(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	both := make(chan struct{})
+	go func() { arrived.Wait(); close(both) }()
+	m := echoScript(func(req *model.Request) []model.Event {
+		arrived.Done()
+		select {
+		case <-both:
+		case <-ctx.Done():
+		}
+		return []model.Event{text("done")}
+	})
+	a := newAgent(t, spool.Config{Model: m})
+	var wg sync.WaitGroup
+	for _, id := range []string{"one", "two"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, _ := a.Session(ctx, id)
+			if _, err := s.Send(ctx, "go"); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case <-both:
+	default:
+		t.Fatal("the two sessions never ran at the same time")
+	}
+}
+
+func TestTwoAgentsOnOneStoreKeepOrder(t *testing.T) {
+	for name, st := range map[string]func() storeT{
+		"with the store's lock":   func() storeT { return memstore.New() },
+		"conditional append only": func() storeT { return plainStore{memstore.New()} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			shared := st()
+			agents := []*spool.Agent{
+				newAgent(t, spool.Config{Store: shared, Model: echo.New(echo.WithDelay(200 * time.Microsecond))}),
+				newAgent(t, spool.Config{Store: shared, Model: echo.New(echo.WithDelay(200 * time.Microsecond))}),
+			}
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			ok, busy := 0, 0
+			for i := range 20 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s, _ := agents[i%2].Session(ctx, "contended")
+					_, err := s.Send(ctx, fmt.Sprintf("p%d", i))
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case err == nil:
+						ok++
+					case errors.Is(err, spool.ErrBusy):
+						busy++
+					default:
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			s, _ := agents[0].Session(ctx, "contended")
+			entries, _ := s.Transcript(ctx)
+			checkWellFormed(t, entries)
+			ends := 0
+			for _, e := range entries {
+				if e.Type == transcript.TypeTurnEnd {
+					ends++
+				}
+			}
+			if ends != ok || ok == 0 {
+				t.Fatalf("%d turns ended in the transcript, %d calls succeeded (%d busy)", ends, ok, busy)
+			}
+		})
+	}
+}

@@ -1,0 +1,107 @@
+package spool
+
+import (
+	"container/list"
+	"context"
+	"sync"
+
+	"github.com/spool-go/spool/store"
+)
+
+// registry serializes calls per session, first come first served, and
+// caches each session's state between calls so a call on a long session
+// does not read its whole transcript again. Idle sessions' slots are kept
+// in least-recently-used order up to a bound.
+type registry struct {
+	mu    sync.Mutex
+	slots map[store.Key]*slot
+	idle  *list.List // of *slot, least recently used at the front
+	max   int
+}
+
+// slot is one session's place in the registry. Its st field belongs to
+// whoever holds the slot.
+type slot struct {
+	key     store.Key
+	held    bool
+	waiters []chan struct{}
+	refs    int           // holders and waiters
+	elem    *list.Element // in idle, when refs == 0
+	st      *state        // cached state; nil when unknown
+}
+
+func newRegistry(max int) *registry {
+	return &registry{slots: map[store.Key]*slot{}, idle: list.New(), max: max}
+}
+
+// acquire waits for the session's turn, in arrival order, until ctx is
+// done.
+func (r *registry) acquire(ctx context.Context, k store.Key) (*slot, error) {
+	r.mu.Lock()
+	s := r.slots[k]
+	if s == nil {
+		s = &slot{key: k}
+		r.slots[k] = s
+	}
+	if s.elem != nil {
+		r.idle.Remove(s.elem)
+		s.elem = nil
+	}
+	s.refs++
+	if !s.held {
+		s.held = true
+		r.mu.Unlock()
+		return s, nil
+	}
+	ch := make(chan struct{})
+	s.waiters = append(s.waiters, ch)
+	r.mu.Unlock()
+
+	select {
+	case <-ch:
+		return s, nil
+	case <-ctx.Done():
+		r.mu.Lock()
+		for i, w := range s.waiters {
+			if w == ch {
+				s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
+				r.unref(s)
+				r.mu.Unlock()
+				return nil, ctx.Err()
+			}
+		}
+		r.mu.Unlock()
+		// The slot was handed to us as we gave up: pass it on.
+		r.release(s)
+		return nil, ctx.Err()
+	}
+}
+
+// release hands the slot to the next waiter, or frees it.
+func (r *registry) release(s *slot) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(s.waiters) > 0 {
+		next := s.waiters[0]
+		s.waiters = s.waiters[1:]
+		r.unref(s)
+		close(next) // the slot stays held, now by the waiter
+		return
+	}
+	s.held = false
+	r.unref(s)
+}
+
+// unref drops one reference; r.mu is held.
+func (r *registry) unref(s *slot) {
+	s.refs--
+	if s.refs > 0 || s.held {
+		return
+	}
+	s.elem = r.idle.PushBack(s)
+	for r.idle.Len() > r.max {
+		old := r.idle.Remove(r.idle.Front()).(*slot)
+		old.elem = nil
+		delete(r.slots, old.key)
+	}
+}

@@ -1,0 +1,446 @@
+package spool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spool-go/spool/history"
+	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/tool"
+	"github.com/spool-go/spool/transcript"
+)
+
+// run is one call's part of a turn: from a prompt (begin) or from an
+// approval decision (resume) until the turn ends or pauses again. It runs
+// on the consumer's goroutine, inside the Stream iterator, so the model is
+// read exactly as fast as the consumer takes events.
+type run struct {
+	s       *Session
+	sl      *slot
+	w       writer
+	yield   func(Event, error) bool
+	cancel  context.CancelFunc
+	turnID  string
+	started time.Time
+	usage   transcript.Usage
+	texts   []string
+	stopped bool // the consumer stopped taking events
+	wrote   bool // something of this call is in the transcript
+}
+
+func (s *Session) newRun(sl *slot, yield func(Event, error) bool, cancel context.CancelFunc, turnID string) *run {
+	return &run{s: s, sl: sl, w: s.writer(sl), yield: yield, cancel: cancel, turnID: turnID, started: time.Now()}
+}
+
+// emit passes ev to the consumer and reports whether it wants more. Once it
+// does not, the run's context is cancelled and nothing more is emitted.
+func (r *run) emit(ev Event) bool {
+	if r.stopped {
+		return false
+	}
+	ev.TurnID = r.turnID
+	if !r.yield(ev, nil) {
+		r.stopped = true
+		r.cancel()
+		return false
+	}
+	return true
+}
+
+func (r *run) observe(ctx context.Context, o Observation) {
+	a := r.s.a
+	o.Time = a.now()
+	o.Agent = a.cfg.Name
+	o.SessionID = r.s.key.ID
+	o.TurnID = r.turnID
+	a.obs.emit(ctx, o)
+}
+
+// begin starts a turn with prompt.
+func (r *run) begin(ctx context.Context, prompt string) error {
+	if _, err := r.w.append(ctx, transcript.TypeUserMessage, r.turnID, "", transcript.UserMessage{Text: prompt}); err != nil {
+		return err
+	}
+	r.wrote = true
+	r.observe(ctx, Observation{Kind: ObserveTurnStart})
+	r.emit(Event{Kind: EventTurnStart})
+	for _, g := range r.s.a.cfg.PromptGuards {
+		if err := g(ctx, prompt); err != nil {
+			return r.end(ctx, transcript.StatusPromptBlocked, transcript.NoticePromptRefused, err.Error(), nil)
+		}
+	}
+	return r.loop(ctx)
+}
+
+// loop asks the model, runs the tools it calls, and repeats until the
+// model answers without tool calls, the turn fails, or it pauses.
+func (r *run) loop(ctx context.Context) error {
+	a := r.s.a
+	for {
+		if err := r.interrupted(ctx); err != nil {
+			return r.end(ctx, transcript.StatusCancelled, "", "", err)
+		}
+		if r.sl.st.open != nil && r.sl.st.open.steps >= a.cfg.MaxSteps {
+			return r.end(ctx, transcript.StatusError, "", "", &stepsError{a.cfg.MaxSteps})
+		}
+		if msg, over := r.overBudget(); over {
+			return r.end(ctx, transcript.StatusError, transcript.NoticeOverBudget, msg, errOverBudget)
+		}
+		calls, blocked, err := r.step(ctx)
+		switch {
+		case err != nil && errors.Is(err, errStore):
+			return err
+		case err != nil:
+			status, notice := transcript.StatusError, ""
+			if r.stopped || ctx.Err() != nil {
+				status = transcript.StatusCancelled
+			} else if errors.Is(err, model.ErrRateLimited) {
+				notice = transcript.NoticeRateLimited
+			}
+			return r.end(ctx, status, notice, noticeMessage(notice, err), err)
+		case blocked != nil:
+			return r.end(ctx, transcript.StatusResponseBlocked, transcript.NoticeResponseStopped, blocked.Error(), nil)
+		case len(calls) == 0:
+			return r.end(ctx, transcript.StatusOK, "", "", nil)
+		}
+		paused, err := r.handleCalls(ctx, calls)
+		if err != nil {
+			return err
+		}
+		if paused {
+			return r.pause()
+		}
+	}
+}
+
+var (
+	errStore      = errors.New("store failure")
+	errOverBudget = errors.New("token budget used up")
+)
+
+type stepsError struct{ max int }
+
+func (e *stepsError) Error() string {
+	return fmt.Sprintf("the turn used its %d model requests without a final answer", e.max)
+}
+
+func noticeMessage(kind string, err error) string {
+	if kind == transcript.NoticeRateLimited {
+		return "the model provider is rate limiting requests"
+	}
+	return ""
+}
+
+// interrupted reports why the run must stop, if it must.
+func (r *run) interrupted(ctx context.Context) error {
+	if r.stopped {
+		return context.Canceled
+	}
+	return ctx.Err()
+}
+
+func (r *run) overBudget() (string, bool) {
+	a := r.s.a
+	if b := a.cfg.SessionTokenBudget; b > 0 && r.sl.st.used+r.usage.InputTokens+r.usage.OutputTokens >= b {
+		return fmt.Sprintf("the session used its budget of %d tokens", b), true
+	}
+	if b := a.cfg.AgentTokenBudget; b > 0 && a.used.Load()+r.usage.InputTokens+r.usage.OutputTokens >= b {
+		return fmt.Sprintf("the agent used its budget of %d tokens", b), true
+	}
+	return "", false
+}
+
+// step makes one model request and records its answer. It returns the
+// tool calls the model asked for, or the guard error that stopped the
+// answer, or the model's error. Store failures wrap errStore.
+func (r *run) step(ctx context.Context) (calls []transcript.ToolCall, blocked error, err error) {
+	a := r.s.a
+	msgs, err := r.history(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errStore, err)
+	}
+	req := &model.Request{Messages: msgs}
+	if r.s.mode(r.sl.st) != transcript.ToolModeOff {
+		req.Tools = a.specs
+	}
+	r.emit(Event{Kind: EventStepStart})
+	r.observe(ctx, Observation{Kind: ObserveModelStart, Model: a.modelName})
+	start := time.Now()
+	var text strings.Builder
+	var usage transcript.Usage
+	var modelErr error
+	for ev, err := range a.cfg.Model.Stream(ctx, req) {
+		if err != nil {
+			modelErr = err
+			break
+		}
+		switch ev.Kind {
+		case model.EventText:
+			text.WriteString(ev.Text)
+			if r.emit(Event{Kind: EventText, Text: ev.Text}) {
+				blocked = r.checkAnswer(ctx, text.String())
+			}
+		case model.EventToolCall:
+			c := ev.ToolCall
+			if !json.Valid(c.Arguments) {
+				c.Arguments, _ = json.Marshal(string(c.Arguments))
+			}
+			calls = append(calls, c)
+			r.emit(Event{Kind: EventToolCall, ToolCall: &c})
+		case model.EventUsage:
+			usage = ev.Usage
+		}
+		if r.stopped || blocked != nil {
+			break
+		}
+	}
+	if modelErr == nil && r.stopped {
+		modelErr = context.Canceled
+	}
+	r.usage = r.usage.Add(usage)
+	code := ""
+	if modelErr != nil {
+		code = errorCode(modelErr)
+	}
+	r.observe(ctx, Observation{Kind: ObserveModelEnd, Model: a.modelName, Usage: usage, Duration: time.Since(start), ErrorCode: code})
+	if modelErr == nil && blocked == nil {
+		r.emit(Event{Kind: EventStepEnd})
+	}
+	if text.Len() > 0 || (len(calls) > 0 && modelErr == nil && blocked == nil) {
+		if modelErr != nil || blocked != nil {
+			calls = nil // a broken step's calls never run
+		}
+		msg := transcript.AssistantMessage{Text: text.String(), ToolCalls: calls, Model: a.modelName}
+		if _, err := r.w.append(ctx, transcript.TypeAssistantMessage, r.turnID, "", msg); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", errStore, err)
+		}
+		if text.Len() > 0 && blocked == nil {
+			r.texts = append(r.texts, text.String())
+		}
+	}
+	return calls, blocked, modelErr
+}
+
+// checkAnswer runs the answer guards over the step's text so far.
+func (r *run) checkAnswer(ctx context.Context, text string) error {
+	for _, g := range r.s.a.cfg.AnswerGuards {
+		if err := g(ctx, text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// history builds the request history from the newest entries, reading
+// more of the transcript only while the window is not yet full.
+func (r *run) history(ctx context.Context) ([]history.Message, error) {
+	a := r.s.a
+	opt := a.historyOptions()
+	n := max(512, 8*a.cfg.MaxMessages)
+	for {
+		var entries []transcript.Entry
+		var total int
+		var err error
+		if a.cfg.MaxMessages < 0 {
+			entries, err = a.cfg.Store.Read(ctx, r.s.key)
+			total = len(entries)
+		} else {
+			entries, total, err = store.ReadTail(ctx, a.cfg.Store, r.s.key, n)
+		}
+		if err != nil {
+			return nil, err
+		}
+		msgs := history.Build(entries, opt)
+		if len(entries) >= total || windowFull(msgs, a.cfg.MaxMessages) {
+			return msgs, nil
+		}
+		n *= 4
+	}
+}
+
+func windowFull(msgs []history.Message, maxMessages int) bool {
+	n := len(msgs)
+	if n > 0 && msgs[0].Role == history.RoleSystem {
+		n--
+	}
+	return n >= maxMessages
+}
+
+// handleCalls runs the calls of a step, or asks for approval of those that
+// need it. It reports whether the turn paused for approvals.
+func (r *run) handleCalls(ctx context.Context, calls []transcript.ToolCall) (bool, error) {
+	st := r.sl.st
+	var asked []Approval
+	for _, c := range calls {
+		if r.needsApproval(c.Name) {
+			id := "apr_" + transcript.NewID(r.s.a.now())
+			e, err := r.w.append(ctx, transcript.TypeApprovalRequest, r.turnID, "", transcript.ApprovalRequest{
+				ApprovalID: id, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments,
+			})
+			if err != nil {
+				return false, err
+			}
+			ap := st.requests[id]
+			ap.Requested = e.Timestamp
+			asked = append(asked, ap)
+			r.emit(Event{Kind: EventApprovalRequest, Approval: &ap})
+			continue
+		}
+		if err := r.execute(ctx, c); err != nil {
+			return false, err
+		}
+	}
+	return len(asked) > 0, nil
+}
+
+func (r *run) needsApproval(name string) bool {
+	t := r.s.a.tools[name]
+	return t != nil && t.RequiresApproval() &&
+		r.s.mode(r.sl.st) == transcript.ToolModeAsk && !r.sl.st.approved[name]
+}
+
+// execute runs one call and records its result. A failing, timed-out,
+// unknown or forbidden tool is a result for the model, not an error of
+// the turn; only a store failure is.
+func (r *run) execute(ctx context.Context, c transcript.ToolCall) error {
+	a := r.s.a
+	res := transcript.ToolResult{CallID: c.ID, Tool: c.Name}
+	outcome := OutcomeOK
+	start := time.Now()
+	t := a.tools[c.Name]
+	switch {
+	case r.s.mode(r.sl.st) == transcript.ToolModeOff:
+		res.Result, res.IsError, outcome = "tools are off in this session", true, OutcomeError
+	case t == nil:
+		res.Result, res.IsError, outcome = fmt.Sprintf("there is no tool named %q", c.Name), true, OutcomeError
+	default:
+		r.observe(ctx, Observation{Kind: ObserveToolStart, Tool: c.Name, CallID: c.ID})
+		tctx := withEmitter(ctx, r, c.ID)
+		out, err := t.Run(tctx, c.Arguments, a.cfg.ToolTimeout)
+		switch {
+		case err == nil:
+			res.Result = out
+		case errors.Is(err, tool.ErrTimeout):
+			res.Result, res.IsError, outcome = err.Error(), true, OutcomeTimeout
+		default:
+			res.Result, res.IsError, outcome = err.Error(), true, OutcomeError
+		}
+	}
+	res.DurationMs = time.Since(start).Milliseconds()
+	r.observe(ctx, Observation{Kind: ObserveToolEnd, Tool: c.Name, CallID: c.ID, Duration: time.Since(start), Outcome: outcome})
+	return r.recordResult(ctx, res)
+}
+
+func (r *run) recordResult(ctx context.Context, res transcript.ToolResult) error {
+	if _, err := r.w.append(ctx, transcript.TypeToolResult, r.turnID, "", res); err != nil {
+		return err
+	}
+	r.emit(Event{Kind: EventToolResult, ToolResult: &res})
+	return nil
+}
+
+// pause ends this call with the turn waiting on approvals.
+func (r *run) pause() error {
+	res := r.result(StatusAwaitingApproval)
+	for _, p := range r.sl.st.pending {
+		if p.TurnID == r.turnID {
+			res.Pending = append(res.Pending, p)
+		}
+	}
+	r.emit(Event{Kind: EventTurnEnd, Result: res})
+	return nil
+}
+
+func (r *run) result(status transcript.Status) *Result {
+	return &Result{
+		SessionID: r.s.key.ID,
+		TurnID:    r.turnID,
+		Status:    status,
+		Text:      strings.Join(r.texts, "\n\n"),
+		Usage:     r.usage,
+	}
+}
+
+// end records the turn's end (after a governance notice, when there is
+// one) and emits it. cause is what ended a turn with error or cancelled.
+func (r *run) end(ctx context.Context, status transcript.Status, noticeKind, noticeMsg string, cause error) error {
+	a := r.s.a
+	if noticeKind != "" {
+		if noticeMsg == "" && cause != nil {
+			noticeMsg = cause.Error()
+		}
+		if _, err := r.w.append(ctx, transcript.TypeGovernanceNotice, r.turnID, "", transcript.GovernanceNotice{Kind: noticeKind, Message: noticeMsg}); err != nil {
+			return err
+		}
+	}
+	end := transcript.TurnEnd{Usage: r.usage, DurationMs: time.Since(r.started).Milliseconds()}
+	if status == transcript.StatusError || status == transcript.StatusCancelled {
+		if cause == nil {
+			cause = context.Canceled
+		}
+		end.Error = &transcript.TurnError{Code: errorCode(cause), Message: errorMessage(cause)}
+	}
+	if _, err := r.w.append(ctx, transcript.TypeTurnEnd, r.turnID, status, end); err != nil {
+		return err
+	}
+	a.used.Add(r.usage.InputTokens + r.usage.OutputTokens)
+	code := ""
+	if end.Error != nil {
+		code = end.Error.Code
+	}
+	r.observe(ctx, Observation{Kind: ObserveTurnEnd, Status: status, Usage: r.usage, Duration: time.Since(r.started), ErrorCode: code})
+	level := slog.LevelDebug
+	if status == transcript.StatusError {
+		level = slog.LevelWarn
+	}
+	// Ids, status and counts only: content never reaches the log.
+	a.log.LogAttrs(ctx, level, "turn ended",
+		slog.String("session", r.s.key.ID), slog.String("turn", r.turnID), slog.String("status", string(status)),
+		slog.String("code", code), slog.Int64("inputTokens", r.usage.InputTokens), slog.Int64("outputTokens", r.usage.OutputTokens))
+	res := r.result(status)
+	res.Error = end.Error
+	res.cause = cause
+	if noticeKind != "" {
+		res.Notice = noticeMsg
+	}
+	if status == transcript.StatusResponseBlocked {
+		res.Text = ""
+	}
+	r.emit(Event{Kind: EventTurnEnd, Result: res})
+	return nil
+}
+
+// errorCode names a turn's failure for the transcript and observers.
+func errorCode(err error) string {
+	var me *model.Error
+	var se *stepsError
+	switch {
+	case errors.As(err, &me):
+		return me.Code
+	case errors.As(err, &se):
+		return "max_steps"
+	case errors.Is(err, errOverBudget):
+		return transcript.NoticeOverBudget
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline_exceeded"
+	}
+	return "model_error"
+}
+
+// errorMessage is the part of an error fit for the transcript: model
+// errors say what the provider said, never the request.
+func errorMessage(err error) string {
+	var me *model.Error
+	if errors.As(err, &me) {
+		return me.Message
+	}
+	return err.Error()
+}

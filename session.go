@@ -1,0 +1,253 @@
+package spool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spool-go/spool/history"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+// Session is a handle on one conversation. It is cheap: the agent keeps
+// the session's state, and every handle on the same key shares it. A
+// Session is safe for concurrent use; its calls run one after the other.
+type Session struct {
+	a   *Agent
+	key store.Key
+}
+
+// SessionOption configures NewSession.
+type SessionOption func(*sessionOptions)
+
+type sessionOptions struct {
+	id string
+}
+
+// WithSessionID makes NewSession use id instead of a generated one. An id
+// the store has never seen starts a new session under it; an id it has
+// continues that session.
+func WithSessionID(id string) SessionOption {
+	return func(o *sessionOptions) { o.id = id }
+}
+
+// NewSession returns a session with a generated id ("ses_" and a ULID), or
+// the id given WithSessionID. Nothing is stored until the first Send: a
+// session exists once its first entry is appended.
+func (a *Agent) NewSession(ctx context.Context, opts ...SessionOption) (*Session, error) {
+	var o sessionOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.id == "" {
+		o.id = NewSessionID()
+	}
+	return a.Session(ctx, o.id)
+}
+
+// Session returns a handle on session id, which may or may not exist yet:
+// the form servers use, where a client chooses the id.
+func (a *Agent) Session(ctx context.Context, id string) (*Session, error) {
+	k, err := a.key(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{a: a, key: k}, nil
+}
+
+// OpenSession returns the existing session id, restored as it was left: its
+// tool mode, the tools approved for it, and its pending approvals. It fails
+// with store.ErrNotFound for an id the store does not have (for a
+// user-scoped agent: that the user does not have), and with
+// store.ErrSessionExpired for a session that expired with an approval
+// pending.
+func (a *Agent) OpenSession(ctx context.Context, id string) (*Session, error) {
+	s, err := a.Session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var exists bool
+	err = s.with(ctx, func(ctx context.Context, sl *slot) error {
+		exists = sl.st.count > 0
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, fmt.Errorf("spool: session %s: %w", s.key, store.ErrNotFound)
+	}
+	return s, nil
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.key.ID }
+
+// Key returns the session's store key.
+func (s *Session) Key() store.Key { return s.key }
+
+// Agent returns the agent the session belongs to.
+func (s *Session) Agent() *Agent { return s.a }
+
+// with runs fn holding the session: after the calls before it, with its
+// state current (reloaded when another writer changed the transcript) and
+// TTL applied.
+func (s *Session) with(ctx context.Context, fn func(ctx context.Context, sl *slot) error) error {
+	if s.a.closed.Load() {
+		return ErrClosed
+	}
+	sl, err := s.a.reg.acquire(ctx, s.key)
+	if err != nil {
+		return err
+	}
+	defer s.a.reg.release(sl)
+	if l, ok := s.a.cfg.Store.(store.Locker); ok {
+		unlock, err := l.Lock(ctx, s.key)
+		if err != nil {
+			return fmt.Errorf("spool: session %s: lock: %w", s.key, err)
+		}
+		defer unlock()
+	}
+	if err := s.sync(ctx, sl); err != nil {
+		sl.st = nil
+		return err
+	}
+	if err := s.expire(ctx, sl); err != nil {
+		return err
+	}
+	return fn(ctx, sl)
+}
+
+// sync makes sl.st match the stored transcript, reading only its newest
+// entry when nothing changed since this process last saw it.
+func (s *Session) sync(ctx context.Context, sl *slot) error {
+	st := s.a.cfg.Store
+	if sl.st != nil {
+		tail, total, err := store.ReadTail(ctx, st, s.key, 1)
+		if err != nil {
+			return err
+		}
+		if total == sl.st.count && (total == 0 || tail[len(tail)-1].ID == sl.st.head) {
+			return nil
+		}
+	}
+	entries, err := st.Read(ctx, s.key)
+	if err != nil {
+		return err
+	}
+	sl.st = loadState(entries)
+	return nil
+}
+
+// expire applies the TTL: an idle session with no approval pending starts
+// fresh; one with an approval pending is store.ErrSessionExpired.
+func (s *Session) expire(ctx context.Context, sl *slot) error {
+	ttl := s.a.cfg.TTL
+	if ttl <= 0 || sl.st.count == 0 || s.a.now().Sub(sl.st.lastActivity) <= ttl {
+		return nil
+	}
+	if len(sl.st.pending) > 0 {
+		return &store.ExpiredError{Key: s.key}
+	}
+	if err := s.a.cfg.Store.Delete(ctx, s.key); err != nil {
+		return fmt.Errorf("spool: session %s: deleting the expired session: %w", s.key, err)
+	}
+	sl.st = newState()
+	return nil
+}
+
+// Transcript returns every entry of the session, in order.
+func (s *Session) Transcript(ctx context.Context) ([]transcript.Entry, error) {
+	return s.a.cfg.Store.Read(ctx, s.key)
+}
+
+// History returns what the next model request would carry: the
+// instructions as a system message, then the window of the transcript that
+// the history rules select (package history).
+func (s *Session) History(ctx context.Context) ([]history.Message, error) {
+	entries, err := s.a.cfg.Store.Read(ctx, s.key)
+	if err != nil {
+		return nil, err
+	}
+	return history.Build(entries, s.a.historyOptions()), nil
+}
+
+// PendingApprovals returns the tool calls waiting on a person, oldest
+// first.
+func (s *Session) PendingApprovals(ctx context.Context) ([]Approval, error) {
+	var out []Approval
+	err := s.with(ctx, func(ctx context.Context, sl *slot) error {
+		out = append(out, sl.st.pending...)
+		return nil
+	})
+	return out, err
+}
+
+// ToolMode returns the session's tool mode: the last one set with
+// SetToolMode, or the agent's.
+func (s *Session) ToolMode(ctx context.Context) (transcript.ToolMode, error) {
+	var m transcript.ToolMode
+	err := s.with(ctx, func(ctx context.Context, sl *slot) error {
+		m = s.mode(sl.st)
+		return nil
+	})
+	return m, err
+}
+
+func (s *Session) mode(st *state) transcript.ToolMode {
+	if st.mode != "" {
+		return st.mode
+	}
+	return s.a.cfg.ToolMode
+}
+
+// SetToolMode sets how the session treats tool calls from now on, and
+// records it (a session.mode entry), so OpenSession restores it.
+func (s *Session) SetToolMode(ctx context.Context, mode transcript.ToolMode) error {
+	if !mode.Valid() {
+		return fmt.Errorf("spool: unknown tool mode %q (ask, auto or off)", mode)
+	}
+	return s.with(ctx, func(ctx context.Context, sl *slot) error {
+		w := s.writer(sl)
+		_, err := w.append(ctx, transcript.TypeSessionMode, transcript.NewID(s.a.now()), "", transcript.SessionMode{ToolMode: mode})
+		return err
+	})
+}
+
+// writer appends entries to the session in sl, keeping its state.
+type writer struct {
+	s  *Session
+	sl *slot
+}
+
+func (s *Session) writer(sl *slot) writer { return writer{s: s, sl: sl} }
+
+// appendTimeout bounds one append; appends run without the caller's
+// cancellation so a stopped turn is still recorded.
+const appendTimeout = 30 * time.Second
+
+// append writes one entry after the session's head. A conflict means
+// another writer appended meanwhile: the cached state is dropped and the
+// error wraps ErrBusy and store.ErrConflict.
+func (w writer) append(ctx context.Context, typ transcript.Type, turnID string, status transcript.Status, data any) (transcript.Entry, error) {
+	a := w.s.a
+	e, err := transcript.New(a.now(), typ, turnID, data)
+	if err != nil {
+		return e, err
+	}
+	e.ParentID = w.sl.st.head
+	e.Status = status
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
+	defer cancel()
+	if err := a.cfg.Store.Append(actx, w.s.key, e); err != nil {
+		w.sl.st = nil
+		if errors.Is(err, store.ErrConflict) {
+			return e, fmt.Errorf("%w: %w", ErrBusy, err)
+		}
+		return e, fmt.Errorf("spool: session %s: %w", w.s.key, err)
+	}
+	w.sl.st.apply(e)
+	return e, nil
+}

@@ -1,0 +1,144 @@
+package spool
+
+import (
+	"time"
+
+	"github.com/spool-go/spool/transcript"
+)
+
+// state is what the runtime knows of a session between calls, derived
+// from its transcript: the head for conditional appends, the tool mode, the
+// tools approved for the session, the approvals pending, and the turn that
+// is open (started and not ended).
+type state struct {
+	head         string
+	count        int
+	lastActivity time.Time
+	mode         transcript.ToolMode // "" until a session.mode entry says
+	approved     map[string]bool     // tools approved for the rest of the session
+	pending      []Approval          // in request order
+	requests     map[string]Approval // every approval request by id, for decisions
+	used         int64               // tokens of the session's ended turns
+	open         *openTurn
+}
+
+// openTurn is a turn that has started and not ended: running, paused on
+// approvals, or left unfinished by a process that stopped.
+type openTurn struct {
+	id      string
+	started time.Time
+	steps   int                   // assistant messages so far
+	calls   []transcript.ToolCall // the newest step's calls
+	results map[string]bool       // call ids of the newest step with a result
+}
+
+func newState() *state {
+	return &state{approved: map[string]bool{}, requests: map[string]Approval{}}
+}
+
+// loadState derives the state of a whole transcript.
+func loadState(entries []transcript.Entry) *state {
+	st := newState()
+	for _, e := range entries {
+		st.apply(e)
+	}
+	return st
+}
+
+// apply updates st for e, appended after everything st has seen. Entries
+// whose data does not decode are counted but otherwise ignored here; Read
+// already refused anything corrupt.
+func (st *state) apply(e transcript.Entry) {
+	st.head = e.ID
+	st.count++
+	if e.Timestamp.After(st.lastActivity) {
+		st.lastActivity = e.Timestamp
+	}
+	switch e.Type {
+	case transcript.TypeUserMessage:
+		if st.open == nil || st.open.id != e.TurnID {
+			st.open = &openTurn{id: e.TurnID, started: e.Timestamp, results: map[string]bool{}}
+		}
+	case transcript.TypeAssistantMessage:
+		var m transcript.AssistantMessage
+		if e.DecodeData(&m) != nil {
+			return
+		}
+		if t := st.turn(e); t != nil {
+			t.steps++
+			t.calls = m.ToolCalls
+			t.results = map[string]bool{}
+		}
+	case transcript.TypeToolResult:
+		var r transcript.ToolResult
+		if e.DecodeData(&r) == nil {
+			if t := st.turn(e); t != nil {
+				t.results[r.CallID] = true
+			}
+		}
+	case transcript.TypeApprovalRequest:
+		var r transcript.ApprovalRequest
+		if e.DecodeData(&r) == nil {
+			a := Approval{ID: r.ApprovalID, CallID: r.CallID, Tool: r.Tool, Arguments: r.Arguments, TurnID: e.TurnID, Requested: e.Timestamp}
+			st.requests[a.ID] = a
+			st.pending = append(st.pending, a)
+		}
+	case transcript.TypeApprovalDecision:
+		var d transcript.ApprovalDecision
+		if e.DecodeData(&d) != nil {
+			return
+		}
+		for i, p := range st.pending {
+			if p.ID == d.ApprovalID {
+				st.pending = append(st.pending[:i:i], st.pending[i+1:]...)
+				break
+			}
+		}
+		if req, ok := st.requests[d.ApprovalID]; ok && d.Decision == transcript.Allow && d.Scope == transcript.ScopeSession {
+			st.approved[req.Tool] = true
+		}
+	case transcript.TypeSessionMode:
+		var m transcript.SessionMode
+		if e.DecodeData(&m) == nil && m.ToolMode.Valid() {
+			st.mode = m.ToolMode
+		}
+	case transcript.TypeTurnEnd:
+		var end transcript.TurnEnd
+		if e.DecodeData(&end) == nil {
+			st.used += end.Usage.InputTokens + end.Usage.OutputTokens
+		}
+		if st.open != nil && st.open.id == e.TurnID {
+			st.open = nil
+		}
+		// A turn's end settles its approvals: none of them can be answered.
+		st.pending = dropTurn(st.pending, e.TurnID)
+	}
+}
+
+// turn returns the open turn e belongs to, or nil.
+func (st *state) turn(e transcript.Entry) *openTurn {
+	if st.open != nil && st.open.id == e.TurnID {
+		return st.open
+	}
+	return nil
+}
+
+func dropTurn(p []Approval, turnID string) []Approval {
+	out := p[:0:0]
+	for _, a := range p {
+		if a.TurnID != turnID {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// pendingApproval returns the pending approval with id.
+func (st *state) pendingApproval(id string) (Approval, bool) {
+	for _, p := range st.pending {
+		if p.ID == id {
+			return p, true
+		}
+	}
+	return Approval{}, false
+}

@@ -1,0 +1,151 @@
+package spool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+// Send sends prompt and runs the turn to its end, or until it pauses on
+// approvals (Result.Status is StatusAwaitingApproval and Result.Pending
+// lists them). The turn is recorded however it ends. The error is nil for
+// ok, prompt_blocked, response_blocked and paused turns; a *TurnError for
+// turns that ended error or cancelled (the Result says how, too); and
+// another error when the turn could not run or be recorded, such as
+// ErrApprovalPending, ErrBusy or a store failure.
+func (s *Session) Send(ctx context.Context, prompt string) (*Result, error) {
+	return collect(s.Stream(ctx, prompt))
+}
+
+// Stream sends prompt and returns the turn as a sequence of events, ending
+// with EventTurnEnd. Nothing is read from the model ahead of the consumer:
+// each event is produced when the consumer asks for the next. The turn is
+// persisted as it goes and ended once the stream is consumed; a consumer
+// that stops early leaves the turn recorded as cancelled. An error the
+// turn could not record (see Send) is yielded last, with a zero Event.
+func (s *Session) Stream(ctx context.Context, prompt string) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if strings.TrimSpace(prompt) == "" {
+			yield(Event{}, ErrEmptyPrompt)
+			return
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		// Without a store lock, another process may append first; until
+		// this turn has written anything, that only means starting over
+		// from the new head.
+		deadline := time.Now().Add(s.a.cfg.BusyTimeout)
+		for attempt := 1; ; attempt++ {
+			var r *run
+			err := s.with(ctx, func(ctx context.Context, sl *slot) error {
+				if len(sl.st.pending) > 0 {
+					return fmt.Errorf("session %s: %w", s.key, ErrApprovalPending)
+				}
+				if err := s.settleOpenTurn(ctx, sl); err != nil {
+					return err
+				}
+				created := sl.st.count == 0
+				r = s.newRun(sl, yield, cancel, transcript.NewID(s.a.now()))
+				if err := r.begin(ctx, prompt); err != nil {
+					return err
+				}
+				if created && !s.a.cfg.Retention.Unlimited() {
+					s.a.prune(ctx)
+				}
+				return nil
+			})
+			if err != nil && errors.Is(err, store.ErrConflict) && (r == nil || !r.wrote) && time.Now().Before(deadline) {
+				if sleepCtx(ctx, backoff(attempt)) == nil {
+					continue
+				}
+			}
+			if err != nil {
+				yield(Event{}, err)
+			}
+			return
+		}
+	}
+}
+
+// backoff is the wait before retry attempt n: growing, with jitter so
+// that competing writers spread out.
+func backoff(n int) time.Duration {
+	d := time.Duration(min(n, 8)) * 10 * time.Millisecond
+	return d/2 + time.Duration(rand.Int64N(int64(d)))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// settleOpenTurn deals with a turn that started and never ended before
+// this one: a process that died mid-turn, or one still running elsewhere.
+// Holding the store's lock (or with no other writer), a dead turn is
+// closed as cancelled. Without a lock, a turn still recently active may be
+// running in another process: wait for it up to BusyTimeout, then ErrBusy.
+func (s *Session) settleOpenTurn(ctx context.Context, sl *slot) error {
+	_, locked := s.a.cfg.Store.(store.Locker)
+	deadline := time.Now().Add(s.a.cfg.BusyTimeout)
+	for sl.st.open != nil {
+		idle := s.a.now().Sub(sl.st.lastActivity)
+		if locked || idle > s.a.cfg.StaleTurn {
+			w := s.writer(sl)
+			_, err := w.append(ctx, transcript.TypeTurnEnd, sl.st.open.id, transcript.StatusCancelled, transcript.TurnEnd{
+				Error: &transcript.TurnError{Code: "interrupted", Message: "the turn never finished (its process stopped)"},
+			})
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("session %s: %w", s.key, ErrBusy)
+		}
+		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+		if err := s.sync(ctx, sl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// collect runs a turn's events to the end and returns its Result.
+func collect(seq iter.Seq2[Event, error]) (*Result, error) {
+	var res *Result
+	for ev, err := range seq {
+		if err != nil {
+			return res, err
+		}
+		if ev.Kind == EventTurnEnd {
+			res = ev.Result
+		}
+	}
+	if res == nil {
+		return nil, errors.New("spool: the turn ended without a result")
+	}
+	if res.Status == transcript.StatusError || res.Status == transcript.StatusCancelled {
+		te := &TurnError{SessionID: res.SessionID, TurnID: res.TurnID, Status: res.Status}
+		if res.Error != nil {
+			te.Code = res.Error.Code
+		}
+		te.Err = res.cause
+		if te.Err == nil && res.Error != nil {
+			te.Err = errors.New(res.Error.Message)
+		}
+		return res, te
+	}
+	return res, nil
+}
