@@ -66,9 +66,9 @@
 // sessions or positions detectable.
 //
 // It does not hide file names or keys (which carry session ids, agent and
-// owner names), sizes (a sealed line is 50 bytes plus 4/3 of the plaintext
-// longer than the plain one), timing of writes, or the number of entries in
-// a session. Dropping whole lines from the end of a session is not detected
+// owner names), sizes (a sealed line of an n-byte plain line is about
+// 4n/3 + 66 bytes, so lengths show through), timing of writes, or the
+// number of entries in a session. Dropping whole lines from the end of a session is not detected
 // by seal alone: positions are bound, the count is not.
 //
 // A key is only as safe as the account that holds it: anyone who can read
