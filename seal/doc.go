@@ -29,11 +29,11 @@
 // An AEAD sealed value is, byte by byte:
 //
 //	[0]       0x01
-//	[1:9]     key id: the first 8 bytes of HKDF-SHA256(key, info "spool/seal/v1 key id")
+//	[1:9]     key id: the first 8 bytes of HKDF-SHA256(key, no salt, info "spool/seal/v1 key id")
 //	[9:33]    nonce: 24 random bytes
 //	[33:]     ciphertext (as long as the plaintext) followed by the 16-byte Poly1305 tag
 //
-// The cipher key is HKDF-SHA256(key, info "spool/seal/v1 xchacha20poly1305"),
+// The cipher key is HKDF-SHA256(key, no salt, info "spool/seal/v1 xchacha20poly1305"),
 // never the key itself, and the associated data given to the cipher is bytes
 // [0:9] followed by the caller's associated data, so the header cannot be
 // changed unnoticed. The key id is a fingerprint that reveals nothing usable
@@ -66,8 +66,8 @@
 // sessions or positions detectable.
 //
 // It does not hide file names or keys (which carry session ids, agent and
-// owner names), sizes (a sealed line of an n-byte plain line is about
-// 4n/3 + 66 bytes, so lengths show through), timing of writes, or the
+// owner names), sizes (sealing an n-byte line gives about 4n/3 + 66 bytes,
+// so lengths show through), timing of writes, or the
 // number of entries in a session. Dropping whole lines from the end of a session is not detected
 // by seal alone: positions are bound, the count is not.
 //
