@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spool-go/spool/store"
+)
+
+var errHelp = errors.New("help shown")
+
+// common holds the flags every command takes.
+type common struct {
+	storeURL string
+	agent    string
+	user     string
+	encrypt  bool
+}
+
+func (c *common) register(fs *flag.FlagSet, env *environ) {
+	def := env.getenv("SPOOL_STORE")
+	if def == "" {
+		def = "file:"
+	}
+	fs.StringVar(&c.storeURL, "store", def, "store URL: file:, file:/path, memory:, sqlite:/path.db, postgres://…, redis://… (env SPOOL_STORE)")
+	fs.StringVar(&c.agent, "agent", "default", "agent name")
+	fs.StringVar(&c.user, "user", "", "user id, for user-scoped sessions")
+	fs.BoolVar(&c.encrypt, "encrypt", false, "encrypt at rest with the key file when SPOOL_ENCRYPTION_KEY is not set")
+}
+
+func (c *common) scope() (store.Scope, error) {
+	s := store.Scope{Agent: c.agent, Owner: c.user}
+	if err := store.ValidateScope(s); err != nil {
+		return s, usagef("%v", err)
+	}
+	return s, nil
+}
+
+func (c *common) key(id string) (store.Key, error) {
+	s, err := c.scope()
+	if err != nil {
+		return store.Key{}, err
+	}
+	k := s.Key(id)
+	if err := store.ValidateKey(k); err != nil {
+		return k, usagef("%v", err)
+	}
+	return k, nil
+}
+
+func (c *common) open(ctx context.Context, env *environ) (store.Store, error) {
+	return openStore(ctx, env, c.storeURL, c.encrypt)
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting,
+// and writes its usage to stderr.
+func newFlagSet(name, synopsis string, env *environ) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.stderr, "usage: %s\n\nflags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags and positional arguments in any order ("show ID
+// --json" and "show --json ID" both work) and returns the positional ones.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, errHelp
+			}
+			return nil, &usageError{} // flag already printed the problem
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func writeLines(w io.Writer, lines ...string) {
+	fmt.Fprint(w, strings.Join(lines, "\n")+"\n")
+}

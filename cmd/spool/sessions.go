@@ -1,0 +1,389 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spool-go/spool/history"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+const sessionsUsage = `usage: spool sessions <command> [flags]
+
+commands:
+  ls       list sessions, newest activity first
+  show     print a session's transcript
+  history  print what the next model request would carry
+  rm       delete a session
+  prune    delete sessions beyond a retention policy
+  search   find text across sessions
+  export   write sessions as JSON lines to stdout
+  import   read sessions as JSON lines from stdin
+`
+
+func runSessions(ctx context.Context, env *environ, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(env.stderr, sessionsUsage)
+		return &usageError{}
+	}
+	cmds := map[string]func(context.Context, *environ, []string) error{
+		"ls":      sessionsLs,
+		"show":    sessionsShow,
+		"history": sessionsHistory,
+		"rm":      sessionsRm,
+		"prune":   sessionsPrune,
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(env.stderr, "spool sessions: unknown command %q\n\n%s", args[0], sessionsUsage)
+		return &usageError{}
+	}
+	return cmd(ctx, env, args[1:])
+}
+
+func sessionsLs(ctx context.Context, env *environ, args []string) error {
+	var c common
+	fs := newFlagSet("ls", "spool sessions ls [--limit N] [--cursor C] [--json]", env)
+	c.register(fs, env)
+	limit := fs.Int("limit", store.DefaultListLimit, "sessions per page")
+	cursor := fs.String("cursor", "", "the cursor a previous page printed")
+	asJSON := fs.Bool("json", false, `print {"sessions":[…],"nextCursor":…}`)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("sessions ls takes no arguments (got %q)", pos[0])
+	}
+	if *limit < 1 || *limit > store.MaxListLimit {
+		return usagef("--limit must be between 1 and %d", store.MaxListLimit)
+	}
+	scope, err := c.scope()
+	if err != nil {
+		return err
+	}
+	st, err := c.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer store.Close(st)
+	page, err := st.List(ctx, scope, store.ListOptions{Limit: *limit, Cursor: *cursor})
+	if err != nil {
+		if errors.Is(err, store.ErrInvalidCursor) {
+			return usagef("--cursor: %v", err)
+		}
+		return err
+	}
+	if *asJSON {
+		out := struct {
+			Sessions   []store.SessionInfo `json:"sessions"`
+			NextCursor *string             `json:"nextCursor"`
+		}{Sessions: page.Sessions}
+		if out.Sessions == nil {
+			out.Sessions = []store.SessionInfo{}
+		}
+		if page.NextCursor != "" {
+			out.NextCursor = &page.NextCursor
+		}
+		return printJSON(env, out)
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTITLE\tSTARTED\tLAST ACTIVITY\tMESSAGES\tPENDING")
+	for _, s := range page.Sessions {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", s.ID, clip(s.Title, 40), stamp(s.Started), stamp(s.LastActivity), s.MessageCount, s.PendingApprovals)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if page.NextCursor != "" {
+		fmt.Fprintf(env.stdout, "\nnext page: spool sessions ls --cursor %s\n", page.NextCursor)
+	}
+	return nil
+}
+
+// sessionArg opens the store and checks that the session one positional
+// argument names exists.
+func sessionArg(ctx context.Context, env *environ, c *common, pos []string, cmd string) (store.Store, store.Key, error) {
+	if len(pos) != 1 {
+		return nil, store.Key{}, usagef("sessions %s takes one session id", cmd)
+	}
+	k, err := c.key(pos[0])
+	if err != nil {
+		return nil, k, err
+	}
+	st, err := c.open(ctx, env)
+	if err != nil {
+		return nil, k, err
+	}
+	if _, err := store.Stat(ctx, st, k); err != nil {
+		store.Close(st)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, k, fmt.Errorf("session %q not found (agent %q%s)", k.ID, k.Agent, userNote(k.Owner))
+		}
+		return nil, k, err
+	}
+	return st, k, nil
+}
+
+func userNote(owner string) string {
+	if owner == "" {
+		return ""
+	}
+	return fmt.Sprintf(", user %q", owner)
+}
+
+func sessionsShow(ctx context.Context, env *environ, args []string) error {
+	var c common
+	fs := newFlagSet("show", "spool sessions show ID [--json]", env)
+	c.register(fs, env)
+	asJSON := fs.Bool("json", false, "print the transcript as JSON lines")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	st, k, err := sessionArg(ctx, env, &c, pos, "show")
+	if err != nil {
+		return err
+	}
+	defer store.Close(st)
+	entries, err := st.Read(ctx, k)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := transcript.NewEncoder(env.stdout)
+		for _, e := range entries {
+			if err := enc.Encode(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	for _, e := range entries {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Timestamp.Local().Format("2006-01-02 15:04:05"), label(e), describe(e))
+	}
+	return tw.Flush()
+}
+
+func sessionsHistory(ctx context.Context, env *environ, args []string) error {
+	var c common
+	fs := newFlagSet("history", "spool sessions history ID [--json] [--max-messages N] [--budget TOKENS]", env)
+	c.register(fs, env)
+	asJSON := fs.Bool("json", false, "print the messages as one JSON array")
+	maxMessages := fs.Int("max-messages", history.DefaultMaxMessages, "the window's cap (negative: no cap)")
+	budget := fs.Int("budget", 0, "the history budget in tokens (0: none)")
+	instructions := fs.String("instructions", "", "the agent's instructions, sent first as a system message")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if *maxMessages == 0 {
+		return usagef("--max-messages 0 would send nothing; use a negative value for no cap")
+	}
+	if *budget < 0 {
+		return usagef("--budget must not be negative")
+	}
+	st, k, err := sessionArg(ctx, env, &c, pos, "history")
+	if err != nil {
+		return err
+	}
+	defer store.Close(st)
+	entries, err := st.Read(ctx, k)
+	if err != nil {
+		return err
+	}
+	msgs := history.Build(entries, history.Options{Instructions: *instructions, MaxMessages: *maxMessages, Budget: *budget})
+	if *asJSON {
+		if msgs == nil {
+			msgs = []history.Message{}
+		}
+		return printJSON(env, msgs)
+	}
+	for _, m := range msgs {
+		line := fmt.Sprintf("%s: %s", m.Role, m.Content)
+		if m.ToolCallID != "" {
+			line = fmt.Sprintf("%s [%s]: %s", m.Role, m.ToolCallID, m.Content)
+		}
+		for _, tc := range m.ToolCalls {
+			line += fmt.Sprintf("\n  → %s %s [%s]", tc.Name, tc.Arguments, tc.ID)
+		}
+		fmt.Fprintln(env.stdout, line)
+	}
+	return nil
+}
+
+func sessionsRm(ctx context.Context, env *environ, args []string) error {
+	var c common
+	fs := newFlagSet("rm", "spool sessions rm ID", env)
+	c.register(fs, env)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	st, k, err := sessionArg(ctx, env, &c, pos, "rm")
+	if err != nil {
+		return err
+	}
+	defer store.Close(st)
+	if err := st.Delete(ctx, k); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "deleted %s\n", k.ID)
+	return nil
+}
+
+func sessionsPrune(ctx context.Context, env *environ, args []string) error {
+	var c common
+	fs := newFlagSet("prune", "spool sessions prune [--max-sessions N] [--max-age DAYS]", env)
+	c.register(fs, env)
+	maxSessions := fs.Int("max-sessions", 0, "keep the newest N sessions (0: no limit)")
+	maxAge := fs.Float64("max-age", 0, "delete sessions idle longer than DAYS (0: no limit)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("sessions prune takes no arguments")
+	}
+	if *maxSessions < 0 || *maxAge < 0 {
+		return usagef("--max-sessions and --max-age must not be negative")
+	}
+	r := store.Retention{MaxSessions: *maxSessions, MaxAge: time.Duration(*maxAge * float64(24*time.Hour))}
+	if r.Unlimited() {
+		return usagef("give --max-sessions or --max-age (or both)")
+	}
+	scope, err := c.scope()
+	if err != nil {
+		return err
+	}
+	st, err := c.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer store.Close(st)
+	now := time.Now()
+	if p, ok := st.(store.Pruner); ok {
+		n, err := p.Prune(ctx, scope, r, now)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "pruned %d sessions\n", n)
+		return nil
+	}
+	victims, err := store.Victims(ctx, st, scope, r, now)
+	if err != nil {
+		return err
+	}
+	prog := newProgress(env, "pruning", len(victims))
+	for i, v := range victims {
+		if err := st.Delete(ctx, v.Key()); err != nil {
+			return fmt.Errorf("after pruning %d sessions: %w", i, err)
+		}
+		prog.step()
+	}
+	prog.done()
+	fmt.Fprintf(env.stdout, "pruned %d sessions\n", len(victims))
+	return nil
+}
+
+func printJSON(env *environ, v any) error {
+	enc := json.NewEncoder(env.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func stamp(t time.Time) string { return t.Local().Format("2006-01-02 15:04") }
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func label(e transcript.Entry) string {
+	switch e.Type {
+	case transcript.TypeUserMessage:
+		return "user"
+	case transcript.TypeAssistantMessage:
+		return "assistant"
+	case transcript.TypeToolResult:
+		return "tool"
+	case transcript.TypeApprovalRequest:
+		return "approval?"
+	case transcript.TypeApprovalDecision:
+		return "approval"
+	case transcript.TypeGovernanceNotice:
+		return "notice"
+	case transcript.TypeSessionMode:
+		return "mode"
+	case transcript.TypeTurnEnd:
+		return "turn end"
+	}
+	return string(e.Type)
+}
+
+// describe renders an entry's data for people, on one line.
+func describe(e transcript.Entry) string {
+	oneLine := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	switch e.Type {
+	case transcript.TypeUserMessage:
+		var d transcript.UserMessage
+		_ = e.DecodeData(&d)
+		return oneLine(d.Text)
+	case transcript.TypeAssistantMessage:
+		var d transcript.AssistantMessage
+		_ = e.DecodeData(&d)
+		s := oneLine(d.Text)
+		for _, c := range d.ToolCalls {
+			s += fmt.Sprintf(" [calls %s %s]", c.Name, c.Arguments)
+		}
+		return strings.TrimSpace(s)
+	case transcript.TypeToolResult:
+		var d transcript.ToolResult
+		_ = e.DecodeData(&d)
+		s := fmt.Sprintf("%s → %s", d.Tool, oneLine(d.Result))
+		if d.IsError {
+			s += " (error)"
+		}
+		return s
+	case transcript.TypeApprovalRequest:
+		var d transcript.ApprovalRequest
+		_ = e.DecodeData(&d)
+		return fmt.Sprintf("%s %s waits for approval (%s)", d.Tool, d.Arguments, d.ApprovalID)
+	case transcript.TypeApprovalDecision:
+		var d transcript.ApprovalDecision
+		_ = e.DecodeData(&d)
+		s := fmt.Sprintf("%s, %s (%s)", d.Decision, d.Scope, d.ApprovalID)
+		if d.Reason != "" {
+			s += ": " + oneLine(d.Reason)
+		}
+		return s
+	case transcript.TypeGovernanceNotice:
+		var d transcript.GovernanceNotice
+		_ = e.DecodeData(&d)
+		return fmt.Sprintf("%s: %s", d.Kind, oneLine(d.Message))
+	case transcript.TypeSessionMode:
+		var d transcript.SessionMode
+		_ = e.DecodeData(&d)
+		return "tool mode " + string(d.ToolMode)
+	case transcript.TypeTurnEnd:
+		var d transcript.TurnEnd
+		_ = e.DecodeData(&d)
+		s := fmt.Sprintf("%s (%d in / %d out tokens, %s)", e.Status, d.Usage.InputTokens, d.Usage.OutputTokens, time.Duration(d.DurationMs)*time.Millisecond)
+		if d.Error != nil {
+			s += fmt.Sprintf(": %s %s", d.Error.Code, oneLine(d.Error.Message))
+		}
+		return s
+	}
+	return string(e.Data)
+}
