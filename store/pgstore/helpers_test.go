@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -175,3 +176,11 @@ func equalEntries(t testing.TB, got, want []transcript.Entry) {
 }
 
 var bg = context.Background()
+
+// withParams adds query parameters to a URL.
+func withParams(u, params string) string {
+	if strings.Contains(u, "?") {
+		return u + "&" + params
+	}
+	return u + "?" + params
+}

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spool-go/spool/store"
@@ -42,8 +40,10 @@ func (s *Store) Lock(ctx context.Context, key store.Key) (unlock func(), err err
 	}
 	id := lockKey("session", s.schema, key.Agent, key.Owner, key.ID)
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, id); err != nil {
-		// Whether the server granted the lock before the call failed is
-		// unknown: closing the connection makes sure it is not held.
+		// A done ctx made pgx send the server a cancel request, which
+		// takes the wait out of the lock's queue at once. Whether the lock
+		// was granted just before is unknown: closing the connection makes
+		// sure it is not held.
 		closeConn(conn)
 		if ctx.Err() != nil {
 			err = ctx.Err()
@@ -76,8 +76,6 @@ func closeConn(conn *pgxpool.Conn) {
 // locks returns the pool that session locks hold connections of, made on
 // first use from the main pool's configuration. It is a pool of its own so
 // that locks held for turns never starve the appends those turns make.
-// Its connections answer a done context with a cancel request, so that a
-// caller that gives up waiting leaves the server's lock queue at once.
 func (s *Store) locks(ctx context.Context) (*pgxpool.Pool, error) {
 	s.lockMu.Lock()
 	defer s.lockMu.Unlock()
@@ -89,9 +87,6 @@ func (s *Store) locks(ctx context.Context) (*pgxpool.Pool, error) {
 	}
 	cfg := s.pool.Config()
 	cfg.MaxConns, cfg.MinConns, cfg.MinIdleConns = s.lockConns, 0, 0
-	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 5 * time.Second}
-	}
 	lp, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, dbError("lock", nil, err)
