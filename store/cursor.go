@@ -35,9 +35,14 @@ func Less(a, b SessionInfo) bool {
 	return a.ID > b.ID
 }
 
-// cursorVersion 2 added the position to the tag: version 1 cursors that
-// were cut short or altered still decoded, to another position.
+// cursorVersion 2 added the position to the tag (version 1 cursors cut
+// short or altered still decoded, to another position) and keeps seconds
+// and nanoseconds apart (UnixNano overflows after the year 2262, and a
+// timestamp may be as late as 9999).
 const cursorVersion = 2
+
+// cursorTimeLen is the encoded time: Unix seconds and nanoseconds.
+const cursorTimeLen = 8 + 4
 
 // EncodeListCursor returns the opaque cursor for position p of a listing of
 // scope. The cursor is bound to the scope and to its own content:
@@ -45,7 +50,8 @@ const cursorVersion = 2
 // or altered.
 func EncodeListCursor(scope Scope, p ListPosition) string {
 	var pos []byte
-	pos = binary.BigEndian.AppendUint64(pos, uint64(p.LastActivity.UnixNano()))
+	pos = binary.BigEndian.AppendUint64(pos, uint64(p.LastActivity.Unix()))
+	pos = binary.BigEndian.AppendUint32(pos, uint32(p.LastActivity.Nanosecond()))
 	pos = append(pos, p.ID...)
 	buf := make([]byte, 0, 1+8+len(pos))
 	buf = append(buf, cursorVersion)
@@ -65,24 +71,25 @@ func DecodeListCursor(scope Scope, c string) (ListPosition, error) {
 }
 
 func decodeCursor(scope Scope, c string) (ListPosition, error) {
-	if len(c) > 4*(1+8+8+MaxIDLength) {
+	if len(c) > 4*(1+8+cursorTimeLen+MaxIDLength) {
 		return ListPosition{}, errors.New("too long")
 	}
 	buf, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
 		return ListPosition{}, errors.New("not a cursor")
 	}
-	if len(buf) < 1+8+8+1 || buf[0] != cursorVersion {
+	if len(buf) < 1+8+cursorTimeLen+1 || buf[0] != cursorVersion {
 		return ListPosition{}, errors.New("not a cursor")
 	}
 	if string(buf[1:9]) != string(cursorTag(scope, buf[9:])) {
 		return ListPosition{}, errors.New("cursor of another listing, or altered")
 	}
+	nanos := binary.BigEndian.Uint32(buf[17:21])
 	p := ListPosition{
-		LastActivity: time.Unix(0, int64(binary.BigEndian.Uint64(buf[9:17]))).UTC(),
-		ID:           string(buf[17:]),
+		LastActivity: time.Unix(int64(binary.BigEndian.Uint64(buf[9:17])), int64(nanos)).UTC(),
+		ID:           string(buf[9+cursorTimeLen:]),
 	}
-	if !ValidID(p.ID) {
+	if nanos >= 1e9 || !ValidID(p.ID) {
 		return ListPosition{}, errors.New("not a cursor")
 	}
 	return p, nil

@@ -68,12 +68,12 @@ func Title(text string) string {
 			continue
 		}
 		if space {
+			if n == TitleLength-1 {
+				break // a title never ends in a space
+			}
 			b.WriteByte(' ')
 			n++
 			space = false
-			if n == TitleLength {
-				break
-			}
 		}
 		if r == utf8.RuneError || unicode.IsControl(r) {
 			continue
