@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,15 +110,28 @@ func testInfoFields(t *testing.T, s store.Store) {
 func last(entries []transcript.Entry) transcript.Entry { return entries[len(entries)-1] }
 
 func testInfoClockBack(t *testing.T, s store.Store) {
-	key := newScope().Key(name("sess"))
+	scope := newScope()
+	key := scope.Key(name("sess"))
 	start := base()
 	entries := Chain("", start, 1)
 	// A second writer whose clock is behind appends the next entries.
 	next := Chain(Head(entries), start.Add(10*time.Second), 2)
 	next[1] = NewEntry(next[0].ID, start.Add(5*time.Second), transcript.TypeTurnEnd, nil)
 	entries = append(entries, next...)
+	// Another session whose only entry falls between the two.
+	between := scope.Key(name("between"))
+	appendAll(t, s, between, NewEntry("", start.Add(7*time.Second), transcript.TypeUserMessage, nil))
 	appendAll(t, s, key, entries...)
 	checkInfo(t, s, key, entries, "entries whose timestamps go back (LastActivity is the newest timestamp, as store.Info keeps it)")
+	got := infoIDs(listAll(t, s, scope, 0))
+	if want := []string{key.ID, between.ID}; !slices.Equal(got, want) {
+		t.Errorf("List must order by LastActivity, the newest timestamp, not by the last entry's: a session with entries at +10s then +5s comes before one at +7s; got %v, want %v", got, want)
+	}
+	for _, limit := range []int{1, 2} {
+		if got := infoIDs(listAll(t, s, scope, limit)); !slices.Equal(got, []string{key.ID, between.ID}) {
+			t.Errorf("paging with Limit %d over sessions whose clocks went back shows %v, want each once in order", limit, got)
+		}
+	}
 }
 
 func testInfoNoUserMessage(t *testing.T, s store.Store) {

@@ -27,9 +27,10 @@
 //
 // The store must keep every session it is given for the length of a
 // subtest: no retention limits and no TTL. Retention is checked through
-// store.Pruner with explicit policies, and timestamps are near the present,
-// so a store whose retention cannot be switched off still passes when its
-// limits are generous (over 130 sessions per scope and a day of age).
+// store.Pruner with explicit policies and an explicit now. Timestamps are
+// within ten days before the present, and a scope holds at most about 200
+// sessions, so a store whose retention cannot be switched off still passes
+// when its limits are above those.
 //
 // # Decisions the suite makes where the contract leaves room
 //

@@ -43,6 +43,7 @@ var mutants = []struct {
 	{"no-key-check", "Keys/Invalid", "must fail with ErrInvalidKey"},
 	{"case-folding", "Keys/CaseNeverMixes", "differs only in case"},
 	{"owner-leak", "Isolation/Owners", "owner B reads nothing"},
+	{"last-entry-activity", "Info/ClockGoingBack", "not by the last entry's"},
 	{"tail-off-by-one", "TailReader", "newest n entries"},
 	{"prune-own-clock", "Pruner", "exactly the sessions store.Victims keeps"},
 	{"no-lock", "Locker/MutualExclusion", "mutual exclusion"},
@@ -171,6 +172,15 @@ func (m *mutant) List(ctx context.Context, scope store.Scope, opt store.ListOpti
 				page.Sessions[i].Title = t
 			}
 		}
+		return page, err
+	}
+	if m.kind == "last-entry-activity" {
+		page, err := m.Store.List(ctx, scope, opt)
+		for i, info := range page.Sessions {
+			entries, _ := m.Store.Read(ctx, info.Key())
+			page.Sessions[i].LastActivity = entries[len(entries)-1].Timestamp
+		}
+		store.SortSessions(page.Sessions)
 		return page, err
 	}
 	if m.kind != "offset-cursor" {
