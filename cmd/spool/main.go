@@ -20,6 +20,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/spool-go/spool/model"
 )
 
 func main() {
@@ -42,6 +44,8 @@ type environ struct {
 	getenv         func(string) string
 	// interrupts delivers Ctrl-C to chat; nil means the process's SIGINT.
 	interrupts <-chan os.Signal
+	// model, when set, replaces the model the flags name (for tests).
+	model model.Model
 }
 
 // usageError is a bad flag or argument: exit status 2.
@@ -72,6 +76,8 @@ func run(ctx context.Context, env *environ, args []string) int {
 	}
 	var err error
 	switch args[0] {
+	case "chat":
+		err = runChat(ctx, env, args[1:])
 	case "sessions":
 		err = runSessions(ctx, env, args[1:])
 	case "help", "-h", "-help", "--help":

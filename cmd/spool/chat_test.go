@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"iter"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/model/echo"
+)
+
+func TestChatPiped(t *testing.T) {
+	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
+	code, out, errs := c.run("hello there\n/history\n/quit\n", "chat")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "using the offline echo model") {
+		t.Fatalf("the default model is not announced: %q", errs)
+	}
+	for _, want := range []string{"session ses_", "echo: hello there", "user: hello there", "assistant: echo: hello there"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestChatApprovals(t *testing.T) {
+	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
+	in := strings.Join([]string{
+		`/call save_note {"text":"buy milk"}`, "maybe", "y",
+		`/call save_note {"text":"call mum"}`, "n",
+		`/call save_note {"text":"one"}`, "a",
+		`/call save_note {"text":"two"}`,
+		"/mode off",
+		`/call save_note {"text":"three"}`,
+	}, "\n")
+	code, out, errs := c.run(in, "chat")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		`allow save_note {"text":"buy milk"}?`,
+		"tool save_note returned: saved note: buy milk",
+		"the user denied this call",
+		"saved note: one",
+		"saved note: two",
+		"tool mode off",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "allow save_note") != 4 { // buy milk twice (after "maybe"), call mum, one
+		t.Fatalf("asked %d times:\n%s", strings.Count(out, "allow save_note"), out)
+	}
+	if strings.Contains(out, "saved note: three") {
+		t.Fatalf("tool ran in mode off:\n%s", out)
+	}
+}
+
+// blockingModel answers "partial" and then waits until its request is
+// cancelled; after that it answers like echo.
+type blockingModel struct {
+	started chan struct{}
+	once    sync.Once
+}
+
+func (m *blockingModel) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Event, error] {
+	first := false
+	m.once.Do(func() { first = true })
+	if !first {
+		return echo.New().Stream(ctx, req)
+	}
+	return func(yield func(model.Event, error) bool) {
+		if !yield(model.Event{Kind: model.EventText, Text: "partial"}, nil) {
+			return
+		}
+		close(m.started)
+		<-ctx.Done()
+		yield(model.Event{}, ctx.Err())
+	}
+}
+
+func TestChatCtrlCStopsTheTurnNotTheProgram(t *testing.T) {
+	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
+	m := &blockingModel{started: make(chan struct{})}
+	c.model = m
+	go func() {
+		<-m.started
+		c.sig <- os.Interrupt // Ctrl-C while the answer streams
+	}()
+	code, out, errs := c.run("first prompt\nsecond prompt\n", "chat")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "partial\n(stopped)") {
+		t.Fatalf("the turn was not stopped:\n%s", out)
+	}
+	if !strings.Contains(out, "echo: second prompt") {
+		t.Fatalf("the program did not go on after Ctrl-C:\n%s", out)
+	}
+}
+
+func TestChatBadFlags(t *testing.T) {
+	c := newCLI(t, nil)
+	if code, _, _ := c.run("", "chat", "--continue", "--session", "x"); code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	if code, _, _ := c.run("", "chat", "--model", "nosuch:thing"); code != 2 {
+		t.Fatalf("unknown provider: exit %d, want 2", code)
+	}
+	if code, _, _ := c.run("", "chat", "--bogus"); code != 2 {
+		t.Fatalf("unknown flag: exit %d, want 2", code)
+	}
+	if code, _, _ := c.run("", "nosuchcommand"); code != 2 {
+		t.Fatalf("unknown command: exit %d, want 2", code)
+	}
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spool-go/spool/model"
+)
+
+// cli runs the command in-process with stdin and the given environment
+// variables, returning its exit status, stdout and stderr.
+type cli struct {
+	t     *testing.T
+	vars  map[string]string
+	model model.Model
+	sig   chan os.Signal
+}
+
+func newCLI(t *testing.T, vars map[string]string) *cli {
+	return &cli{t: t, vars: vars, sig: make(chan os.Signal, 1)}
+}
+
+func (c *cli) run(stdin string, args ...string) (int, string, string) {
+	c.t.Helper()
+	var out, errb bytes.Buffer
+	env := &environ{
+		stdin:      strings.NewReader(stdin),
+		stdout:     &out,
+		stderr:     &errb,
+		getenv:     func(k string) string { return c.vars[k] },
+		interrupts: c.sig,
+		model:      c.model,
+	}
+	code := run(context.Background(), env, args)
+	return code, out.String(), errb.String()
+}
+
+func tempStoreURL(t *testing.T) string {
+	return "sqlite:" + filepath.Join(t.TempDir(), "spool.db")
+}

@@ -1,0 +1,6 @@
+package main
+
+import (
+	_ "github.com/spool-go/spool/model/echo"   // echo
+	_ "github.com/spool-go/spool/model/openai" // openai:, ollama:
+)
