@@ -1,0 +1,182 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spool-go/spool/seal"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+// sweepBatch bounds the expired sessions that creating a session deletes in
+// its scope, so one Append never pays for a long-neglected sweep.
+const sweepBatch = 16
+
+// Append adds e at the end of the session in one transaction that checks
+// the head, inserts the entry and updates the session's row. It returns
+// once the transaction is committed and the write-ahead log synced to disk.
+func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) error {
+	if err := store.ValidateKey(key); err != nil {
+		return err
+	}
+	// Validate the entry before taking the write lock: with its own parent
+	// as the head, CheckAppend can only fail on the entry itself.
+	if err := store.CheckAppend(key, e.ParentID, e); err != nil {
+		return err
+	}
+	ts, err := unixNano(key, e)
+	if err != nil {
+		return err
+	}
+	body, err := transcript.AppendJSON(nil, e)
+	if err != nil {
+		return fmt.Errorf("%w: session %s: %v", store.ErrInvalidEntry, key, err)
+	}
+	text, searchable := store.SearchText(e)
+	searchable = searchable && s.cfg.protector == nil
+
+	tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see dataSource
+	if err != nil {
+		return s.fail("append to", key, err)
+	}
+	defer tx.Rollback()
+
+	row, err := s.sessionRow(ctx, tx, key)
+	if err != nil {
+		return s.fail("append to", key, err)
+	}
+	if row.found && row.expired(s.cutoff()) {
+		// An expired session with no approval pending starts fresh under
+		// the same id: nothing of the old one may come back.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE sid = ?`, row.sid); err != nil {
+			return s.fail("append to", key, err)
+		}
+		row = sessionRow{}
+	}
+	if e.ParentID != row.head {
+		return store.ConflictError(key, e.ParentID, row.head)
+	}
+
+	seq := row.info.Entries
+	if s.cfg.protector != nil {
+		if body, err = s.cfg.protector.Seal(body, seal.AssociatedData(key.Agent, key.Owner, key.ID, seq)); err != nil {
+			return fmt.Errorf("sqlitestore: session %s: sealing entry %d: %w", key, seq, err)
+		}
+	}
+	info := row.info
+	hadTitle := row.hasTitle
+	if hadTitle {
+		info.Title = "-" // Apply must not replace it; the stored one stays
+	}
+	info.Apply(key, e)
+	var title any
+	if !hadTitle && info.Title != "" {
+		if title, err = s.sealTitle(key, info.Title); err != nil {
+			return fmt.Errorf("sqlitestore: session %s: sealing title: %w", key, err)
+		}
+	}
+
+	if row.found {
+		_, err = tx.ExecContext(ctx, `UPDATE sessions SET
+				last_activity = ?, title = coalesce(title, ?), messages = ?, pending = ?, entries = ?, head = ?
+			WHERE sid = ?`,
+			info.LastActivity.UnixNano(), title, info.MessageCount, info.PendingApprovals, info.Entries, e.ID, row.sid)
+	} else {
+		if err := s.sweepScope(ctx, tx, key.Scope()); err != nil {
+			return s.fail("append to", key, err)
+		}
+		var res sql.Result
+		res, err = tx.ExecContext(ctx, `INSERT INTO sessions
+				(agent, owner, id, started, last_activity, title, messages, pending, entries, head)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			key.Agent, key.Owner, key.ID, info.Started.UnixNano(), info.LastActivity.UnixNano(), title,
+			info.MessageCount, info.PendingApprovals, info.Entries, e.ID)
+		if err == nil {
+			row.sid, err = res.LastInsertId()
+		}
+	}
+	if err != nil {
+		return s.fail("append to", key, err)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO entries (sid, seq, ts, indexed, body) VALUES (?, ?, ?, ?, ?)`,
+		row.sid, seq, ts, searchable, body)
+	if err != nil {
+		return s.fail("append to", key, err)
+	}
+	if searchable {
+		eid, err := res.LastInsertId()
+		if err == nil {
+			_, err = tx.ExecContext(ctx, `INSERT INTO entries_fts (rowid, text) VALUES (?, ?)`, eid, text)
+		}
+		if err != nil {
+			return s.fail("append to", key, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return s.fail("append to", key, err)
+	}
+	return nil
+}
+
+// unixNano returns e's timestamp in unix nanoseconds, the form every time
+// column holds, refusing instants that form cannot hold.
+func unixNano(key store.Key, e transcript.Entry) (int64, error) {
+	if e.Timestamp.Year() < 1678 || e.Timestamp.Year() > 2261 {
+		return 0, fmt.Errorf("%w: session %s: entry %q: timestamp %s is outside the years 1678-2261 this store can hold",
+			store.ErrInvalidEntry, key, e.ID, e.Timestamp.Format(time.RFC3339))
+	}
+	return e.Timestamp.UnixNano(), nil
+}
+
+// sessionRow is a session's row as Append needs it: the zero value is a
+// session that does not exist yet.
+type sessionRow struct {
+	found    bool
+	sid      int64
+	hasTitle bool
+	head     string
+	info     store.SessionInfo
+}
+
+func (r sessionRow) expired(cutoff int64) bool {
+	return r.info.LastActivity.UnixNano() < cutoff && r.info.PendingApprovals == 0
+}
+
+func (s *Store) sessionRow(ctx context.Context, tx *sql.Tx, key store.Key) (sessionRow, error) {
+	var r sessionRow
+	var started, last int64
+	err := tx.QueryRowContext(ctx, `SELECT sid, started, last_activity, title IS NOT NULL, messages, pending, entries, head
+		FROM sessions WHERE agent = ? AND owner = ? AND id = ?`, key.Agent, key.Owner, key.ID).
+		Scan(&r.sid, &started, &last, &r.hasTitle, &r.info.MessageCount, &r.info.PendingApprovals, &r.info.Entries, &r.head)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sessionRow{}, nil
+	}
+	if err != nil {
+		return sessionRow{}, err
+	}
+	r.found = true
+	r.info.ID, r.info.Agent, r.info.Owner = key.ID, key.Agent, key.Owner
+	r.info.Started = time.Unix(0, started).UTC()
+	r.info.LastActivity = time.Unix(0, last).UTC()
+	return r, nil
+}
+
+// sweepScope deletes up to sweepBatch expired sessions of scope.
+func (s *Store) sweepScope(ctx context.Context, tx *sql.Tx, scope store.Scope) error {
+	if s.cfg.ttl <= 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE sid IN (
+			SELECT sid FROM sessions WHERE agent = ? AND owner = ? AND last_activity < ? AND pending = 0 LIMIT ?)`,
+		scope.Agent, scope.Owner, s.cutoff(), sweepBatch)
+	return err
+}
+
+// fail wraps a database error of an operation on key.
+func (s *Store) fail(op string, key store.Key, err error) error {
+	return fmt.Errorf("sqlitestore: %s: %s session %s: %w", s.path, op, key, err)
+}

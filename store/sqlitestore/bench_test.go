@@ -1,0 +1,150 @@
+package sqlitestore
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+// Benchmarks over the data set of dataset_test.go. Run them with
+//
+//	go test -run '^$' -bench . -benchtime 2s ./store/sqlitestore/
+//
+// The first run builds the cached search database (several minutes).
+
+func BenchmarkAppend(b *testing.B)         { benchAppend(b, chosenDriver) }
+func BenchmarkAppendParallel(b *testing.B) { benchAppendParallel(b, chosenDriver) }
+func BenchmarkReadTail(b *testing.B)       { benchTail(b, chosenDriver) }
+func BenchmarkList(b *testing.B)           { benchList(b, chosenDriver) }
+func BenchmarkSearch(b *testing.B)         { benchSearch(b, chosenDriver) }
+
+// BenchmarkRawFsync is the floor under a durable append: writing the same
+// 300 bytes to a file in the same folder and fdatasync-ing it.
+func BenchmarkRawFsync(b *testing.B) {
+	f, err := os.OpenFile(filepath.Join(b.TempDir(), "raw"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	line, _ := transcript.AppendLine(nil, newEntryGen(1).entry("", 0, time.Now(), false))
+	for b.Loop() {
+		if _, err := f.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if err := fdatasync(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+}
+
+func benchOpen(b *testing.B, drv sqlDriver, path string) *Store {
+	s, err := open(b.Context(), path, drv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// benchAppend appends 300-byte entries to one session, each durable.
+func benchAppend(b *testing.B, drv sqlDriver) {
+	s := benchOpen(b, drv, filepath.Join(b.TempDir(), "append.db"))
+	key := store.Key{Agent: "bench", ID: "append"}
+	g := newEntryGen(2)
+	head := ""
+	at := time.Now()
+	i := 0
+	for b.Loop() {
+		e := g.entry(head, i, at.Add(time.Duration(i)*time.Millisecond), false)
+		if err := s.Append(b.Context(), key, e); err != nil {
+			b.Fatal(err)
+		}
+		head = e.ID
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+}
+
+// benchAppendParallel appends from 4 goroutines per CPU, each to a
+// session of its own: the store's durable write throughput.
+func benchAppendParallel(b *testing.B, drv sqlDriver) {
+	s := benchOpen(b, drv, filepath.Join(b.TempDir(), "append.db"))
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		key := store.Key{Agent: "bench", ID: transcript.NewID(time.Now())}
+		g := newEntryGen(uint64(time.Now().UnixNano()))
+		head := ""
+		at := time.Now()
+		for i := 0; pb.Next(); i++ {
+			e := g.entry(head, i, at.Add(time.Duration(i)*time.Millisecond), false)
+			if err := s.Append(b.Context(), key, e); err != nil {
+				b.Error(err)
+				return
+			}
+			head = e.ID
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+}
+
+// benchTail reads the newest 50 entries of a 100,000-entry session and of
+// a 1,000-entry one.
+func benchTail(b *testing.B, drv sqlDriver) {
+	s := benchOpen(b, drv, benchDB(b))
+	for _, tc := range []struct {
+		name string
+		id   string
+		n    int
+	}{{"100000", "long", tailLong}, {"1000", "short", tailShort}} {
+		b.Run(tc.name, func(b *testing.B) {
+			key := tailScope.Key(tc.id)
+			for b.Loop() {
+				got, total, err := s.ReadTail(b.Context(), key, 50)
+				if err != nil || len(got) != 50 || total != tc.n {
+					b.Fatalf("ReadTail: %d entries of %d, %v", len(got), total, err)
+				}
+			}
+		})
+	}
+}
+
+// benchList reads the first page (50) of a scope of 10,000 sessions.
+func benchList(b *testing.B, drv sqlDriver) {
+	s := benchOpen(b, drv, benchDB(b))
+	for b.Loop() {
+		page, err := s.List(b.Context(), listScope, store.ListOptions{Limit: 50})
+		if err != nil || len(page.Sessions) != 50 || page.NextCursor == "" {
+			b.Fatalf("List: %d sessions, %v", len(page.Sessions), err)
+		}
+	}
+}
+
+// benchSearch searches the 1,000,000 entries of the search scope.
+func benchSearch(b *testing.B, drv sqlDriver) {
+	s := benchOpen(b, drv, benchDB(b))
+	for _, tc := range []struct {
+		name, text, session string
+		min                 int
+	}{
+		{"rare", "zanzibar", "", 50},
+		{"common", "order", "", 50},
+		{"two-words", "refund invoice", "", 50},
+		{"one-session", "zanzibar", "s0", 1},
+		{"short-word-scan", "ok", "", 50},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			q := store.SearchQuery{Text: tc.text, Session: tc.session, Limit: 50}
+			for b.Loop() {
+				hits, err := s.Search(b.Context(), searchScope, q)
+				if err != nil || len(hits) < tc.min {
+					b.Fatalf("Search(%q): %d hits, %v", tc.text, len(hits), err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,60 @@
+//go:build drivercompare
+
+package sqlitestore
+
+// The driver comparison that chose modernc.org/sqlite (see the package
+// doc): the same store code, the same SQL and the same data set on both
+// pure-Go drivers. It sits behind a build tag so that the other driver is
+// never linked into the package or its tests otherwise:
+//
+//	go test -tags drivercompare -run 'OtherDriver' -bench Driver -benchtime 2s ./store/sqlitestore/
+
+import (
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	ncruces "github.com/ncruces/go-sqlite3/driver"
+	"github.com/ncruces/go-sqlite3/ext/fts5"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storetest"
+)
+
+var ncrucesDriver = sqlDriver{
+	name: "github.com/ncruces/go-sqlite3",
+	open: func(dsn string) (*sql.DB, error) { return ncruces.Open(dsn, fts5.Register) },
+}
+
+var candidates = []struct {
+	name string
+	drv  sqlDriver
+}{
+	{"modernc", chosenDriver},
+	{"ncruces", ncrucesDriver},
+}
+
+func BenchmarkDriver(b *testing.B) {
+	for _, c := range candidates {
+		b.Run(c.name, func(b *testing.B) {
+			b.Run("Append", func(b *testing.B) { benchAppend(b, c.drv) })
+			b.Run("AppendParallel", func(b *testing.B) { benchAppendParallel(b, c.drv) })
+			b.Run("ReadTail", func(b *testing.B) { benchTail(b, c.drv) })
+			b.Run("List", func(b *testing.B) { benchList(b, c.drv) })
+			b.Run("Search", func(b *testing.B) { benchSearch(b, c.drv) })
+		})
+	}
+}
+
+// TestConformanceOtherDriver shows that the comparison was fair: the store
+// code passes the conformance suite on the other driver too.
+func TestConformanceOtherDriver(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := open(t.Context(), filepath.Join(t.TempDir(), "spool.db"), ncrucesDriver)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

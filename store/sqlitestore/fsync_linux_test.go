@@ -1,0 +1,8 @@
+package sqlitestore
+
+import (
+	"os"
+	"syscall"
+)
+
+func fdatasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }

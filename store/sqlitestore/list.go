@@ -1,0 +1,147 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spool-go/spool/store"
+)
+
+// List returns one page of the scope's sessions, newest activity first,
+// from the sessions_by_activity index: a page reads its own rows and no
+// others, and no entries.
+func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptions) (store.SessionPage, error) {
+	if err := store.ValidateScope(scope); err != nil {
+		return store.SessionPage{}, err
+	}
+	limit := opt.PageSize()
+	query := `SELECT ` + infoColumns + ` FROM sessions s
+		WHERE s.agent = ? AND s.owner = ? AND ` + visible
+	args := []any{scope.Agent, scope.Owner, s.cutoff()}
+	if opt.Cursor != "" {
+		pos, err := store.DecodeListCursor(scope, opt.Cursor)
+		if err != nil {
+			return store.SessionPage{}, err
+		}
+		query += ` AND (s.last_activity, s.id) < (?, ?)`
+		args = append(args, pos.LastActivity.UnixNano(), pos.ID)
+	}
+	query += ` ORDER BY s.last_activity DESC, s.id DESC LIMIT ?`
+	args = append(args, limit+1) // one more tells whether another page follows
+
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return store.SessionPage{}, fmt.Errorf("sqlitestore: %s: listing %s: %w", s.path, scope, err)
+	}
+	defer rows.Close()
+	page := store.SessionPage{Sessions: make([]store.SessionInfo, 0, min(limit, 64))}
+	more := false
+	for rows.Next() {
+		if len(page.Sessions) == limit {
+			more = true
+			break
+		}
+		info, err := s.scanInfo(scope, rows)
+		if err != nil {
+			return store.SessionPage{}, err
+		}
+		page.Sessions = append(page.Sessions, info)
+	}
+	if err := rows.Err(); err != nil {
+		return store.SessionPage{}, fmt.Errorf("sqlitestore: %s: listing %s: %w", s.path, scope, err)
+	}
+	if more {
+		last := page.Sessions[len(page.Sessions)-1]
+		page.NextCursor = store.EncodeListCursor(scope, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+	}
+	return page, nil
+}
+
+// Delete removes the session: its row, and with it (in the same statement)
+// its entries and their search index rows. The same id then starts empty.
+func (s *Store) Delete(ctx context.Context, key store.Key) error {
+	if err := store.ValidateKey(key); err != nil {
+		return err
+	}
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM sessions WHERE agent = ? AND owner = ? AND id = ?`,
+		key.Agent, key.Owner, key.ID); err != nil {
+		return s.fail("delete", key, err)
+	}
+	return nil
+}
+
+// Prune deletes, in one transaction, the sessions of scope that r does not
+// keep as of now (and those the TTL has expired): the newest r.MaxSessions
+// sessions not idle longer than r.MaxAge stay.
+func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention, now time.Time) (int, error) {
+	if err := store.ValidateScope(scope); err != nil {
+		return 0, err
+	}
+	if r.Unlimited() && s.cfg.ttl <= 0 {
+		return 0, nil
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("sqlitestore: %s: pruning %s: %w", s.path, scope, err)
+	}
+	defer tx.Rollback()
+	deleted := 0
+	del := func(query string, args ...any) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return fmt.Errorf("sqlitestore: %s: pruning %s: %w", s.path, scope, err)
+		}
+		n, _ := res.RowsAffected()
+		deleted += int(n)
+		return nil
+	}
+	if s.cfg.ttl > 0 {
+		if err := del(`DELETE FROM sessions WHERE agent = ? AND owner = ? AND last_activity < ? AND pending = 0`,
+			scope.Agent, scope.Owner, s.cutoff()); err != nil {
+			return 0, err
+		}
+	}
+	if r.MaxAge > 0 {
+		// store.Expired: idle strictly longer than MaxAge.
+		if err := del(`DELETE FROM sessions WHERE agent = ? AND owner = ? AND last_activity < ?`,
+			scope.Agent, scope.Owner, now.Add(-r.MaxAge).UnixNano()); err != nil {
+			return 0, err
+		}
+	}
+	if r.MaxSessions > 0 {
+		if err := del(`DELETE FROM sessions WHERE sid IN (
+				SELECT sid FROM sessions WHERE agent = ? AND owner = ?
+				ORDER BY last_activity DESC, id DESC LIMIT -1 OFFSET ?)`,
+			scope.Agent, scope.Owner, r.MaxSessions); err != nil {
+			return 0, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("sqlitestore: %s: pruning %s: %w", s.path, scope, err)
+	}
+	return deleted, nil
+}
+
+// Scopes returns every scope that has a session, ordered by agent, then
+// owner.
+func (s *Store) Scopes(ctx context.Context) ([]store.Scope, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT s.agent, s.owner FROM sessions s WHERE `+visible+`
+		GROUP BY s.agent, s.owner ORDER BY s.agent, s.owner`, s.cutoff())
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %s: listing scopes: %w", s.path, err)
+	}
+	defer rows.Close()
+	var scopes []store.Scope
+	for rows.Next() {
+		var sc store.Scope
+		if err := rows.Scan(&sc.Agent, &sc.Owner); err != nil {
+			return nil, fmt.Errorf("sqlitestore: %s: listing scopes: %w", s.path, err)
+		}
+		scopes = append(scopes, sc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: %s: listing scopes: %w", s.path, err)
+	}
+	return scopes, nil
+}

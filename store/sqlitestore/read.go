@@ -1,0 +1,181 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/spool-go/spool/seal"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+// Both reads are one statement, so the count and the entries come from one
+// snapshot even while appends go on; the range walks the (sid, seq) index,
+// so a page costs the same in a session of ten entries or of a million.
+const (
+	readRangeSQL = `SELECT s.sid, s.entries, e.seq, e.body FROM sessions s
+		LEFT JOIN entries e ON e.sid = s.sid AND e.seq >= ? AND e.seq < ?
+		WHERE s.agent = ? AND s.owner = ? AND s.id = ? AND ` + visible + `
+		ORDER BY e.seq`
+	readTailSQL = `SELECT s.sid, s.entries, e.seq, e.body FROM sessions s
+		LEFT JOIN entries e ON e.sid = s.sid AND e.seq >= s.entries - ?
+		WHERE s.agent = ? AND s.owner = ? AND s.id = ? AND ` + visible + `
+		ORDER BY e.seq`
+)
+
+// Read returns every entry of the session in append order; none for a
+// session the store does not have or that has expired.
+func (s *Store) Read(ctx context.Context, key store.Key) ([]transcript.Entry, error) {
+	entries, _, err := s.ReadRange(ctx, key, 0, math.MaxInt)
+	return entries, err
+}
+
+// ReadRange returns the entries at positions [start, end), clamped to the
+// transcript, and the number of entries in it.
+func (s *Store) ReadRange(ctx context.Context, key store.Key, start, end int) ([]transcript.Entry, int, error) {
+	if err := store.ValidateKey(key); err != nil {
+		return nil, 0, err
+	}
+	start = max(start, 0)
+	end = max(end, start)
+	rows, err := s.r.QueryContext(ctx, readRangeSQL, start, end, key.Agent, key.Owner, key.ID, s.cutoff())
+	return s.readRows(key, rows, err, func(total int) (int, int) { return min(start, total), min(end, total) })
+}
+
+// ReadTail returns the newest n entries in append order and the number of
+// entries in the transcript.
+func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcript.Entry, int, error) {
+	if err := store.ValidateKey(key); err != nil {
+		return nil, 0, err
+	}
+	n = max(n, 0)
+	rows, err := s.r.QueryContext(ctx, readTailSQL, n, key.Agent, key.Owner, key.ID, s.cutoff())
+	return s.readRows(key, rows, err, func(total int) (int, int) { return max(total-n, 0), total })
+}
+
+// readRows checks what a read query returns: entries at every position of
+// bounds(total), each one parsing and each the child of the one before.
+// Anything else is corruption, reported with the session and position.
+func (s *Store) readRows(key store.Key, rows *sql.Rows, err error, bounds func(total int) (start, end int)) ([]transcript.Entry, int, error) {
+	if err != nil {
+		return nil, 0, s.fail("read", key, err)
+	}
+	defer rows.Close()
+	var (
+		entries []transcript.Entry
+		found   bool
+		sid     int64
+		total   int
+		next    int
+		end     int
+	)
+	for rows.Next() {
+		var seq sql.NullInt64
+		var body sql.RawBytes
+		if err := rows.Scan(&sid, &total, &seq, &body); err != nil {
+			return nil, 0, s.fail("read", key, err)
+		}
+		if !found {
+			found = true
+			next, end = bounds(total)
+			if end > next {
+				entries = make([]transcript.Entry, 0, end-next)
+			}
+		}
+		if !seq.Valid {
+			continue // the session has no entries in the range
+		}
+		if int(seq.Int64) != next {
+			return nil, 0, s.corrupt(key, sid, next, fmt.Errorf("entry missing (next stored position is %d)", seq.Int64))
+		}
+		e, err := s.decode(key, sid, next, body)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(entries) > 0 && e.ParentID != entries[len(entries)-1].ID {
+			return nil, 0, s.corrupt(key, sid, next, fmt.Errorf("entry %q has parent %q, not the entry before it (%q)", e.ID, e.ParentID, entries[len(entries)-1].ID))
+		}
+		entries = append(entries, e)
+		next++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, s.fail("read", key, err)
+	}
+	if found && next < end {
+		return nil, 0, s.corrupt(key, sid, next, fmt.Errorf("entry missing (the session has %d)", total))
+	}
+	return entries, total, nil
+}
+
+// decode opens and parses the stored form of the entry at position seq.
+func (s *Store) decode(key store.Key, sid int64, seq int, body []byte) (transcript.Entry, error) {
+	if p := s.cfg.protector; p != nil {
+		plain, err := p.Open(body, seal.AssociatedData(key.Agent, key.Owner, key.ID, seq))
+		if err != nil {
+			return transcript.Entry{}, s.corrupt(key, sid, seq, err)
+		}
+		body = plain
+	}
+	e, err := transcript.Parse(body)
+	if err != nil {
+		return transcript.Entry{}, s.corrupt(key, sid, seq, err)
+	}
+	return e, nil
+}
+
+func (s *Store) corrupt(key store.Key, sid int64, seq int, err error) error {
+	return &store.CorruptError{
+		Key:      key,
+		Position: seq,
+		Where:    fmt.Sprintf("%s: table entries, sid %d, seq %d", s.path, sid, seq),
+		Err:      err,
+	}
+}
+
+// Stat returns the session's info from its row, or ErrNotFound.
+func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, error) {
+	if err := store.ValidateKey(key); err != nil {
+		return store.SessionInfo{}, err
+	}
+	row := s.r.QueryRowContext(ctx, `SELECT `+infoColumns+` FROM sessions s
+		WHERE s.agent = ? AND s.owner = ? AND s.id = ? AND `+visible,
+		key.Agent, key.Owner, key.ID, s.cutoff())
+	info, err := s.scanInfo(key.Scope(), row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.SessionInfo{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.SessionInfo{}, err
+	}
+	return info, nil
+}
+
+// infoColumns are what scanInfo reads, from a sessions row aliased s.
+const infoColumns = `s.id, s.started, s.last_activity, s.title, s.messages, s.pending, s.entries`
+
+func (s *Store) scanInfo(scope store.Scope, row interface{ Scan(...any) error }) (store.SessionInfo, error) {
+	var (
+		info          store.SessionInfo
+		started, last int64
+		title         []byte
+	)
+	if err := row.Scan(&info.ID, &started, &last, &title, &info.MessageCount, &info.PendingApprovals, &info.Entries); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return info, err
+		}
+		return info, fmt.Errorf("sqlitestore: %s: reading sessions of %s: %w", s.path, scope, err)
+	}
+	info.Agent, info.Owner = scope.Agent, scope.Owner
+	info.Started = time.Unix(0, started).UTC()
+	info.LastActivity = time.Unix(0, last).UTC()
+	t, err := s.openTitle(info.Key(), title)
+	if err != nil {
+		return info, err
+	}
+	info.Title = t
+	return info, nil
+}

@@ -1,0 +1,160 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// applicationID marks a database file as spool's (PRAGMA application_id;
+// "spol"), so Open refuses a file that belongs to another program rather
+// than adding tables to it.
+const applicationID = 0x73706f6c
+
+// migrations are the schema, one step per version: the database's
+// PRAGMA user_version is the number of steps applied. Steps are only ever
+// added at the end; an applied step is never edited.
+var migrations = [][]string{
+	// 1: sessions, entries, full-text index.
+	{
+		`CREATE TABLE settings (
+			name  TEXT PRIMARY KEY,
+			value TEXT NOT NULL
+		) WITHOUT ROWID`,
+		// One row per session: the SessionInfo fields, kept by Append, so
+		// that listing never reads entries. Times are unix nanoseconds.
+		// title is plain text, or sealed bytes under a protector, or NULL
+		// while the session has none.
+		`CREATE TABLE sessions (
+			sid           INTEGER PRIMARY KEY,
+			agent         TEXT NOT NULL,
+			owner         TEXT NOT NULL,
+			id            TEXT NOT NULL,
+			started       INTEGER NOT NULL,
+			last_activity INTEGER NOT NULL,
+			title         BLOB,
+			messages      INTEGER NOT NULL,
+			pending       INTEGER NOT NULL,
+			entries       INTEGER NOT NULL,
+			head          TEXT NOT NULL,
+			UNIQUE (agent, owner, id)
+		)`,
+		// Listing order per scope: newest activity first, then id.
+		`CREATE INDEX sessions_by_activity ON sessions (agent, owner, last_activity DESC, id DESC)`,
+		// One row per entry, at position seq of its session. body is the
+		// entry's wire JSON, or sealed bytes under a protector. indexed
+		// says whether the entry has a row in entries_fts.
+		`CREATE TABLE entries (
+			eid     INTEGER PRIMARY KEY,
+			sid     INTEGER NOT NULL REFERENCES sessions (sid) ON DELETE CASCADE,
+			seq     INTEGER NOT NULL,
+			ts      INTEGER NOT NULL,
+			indexed INTEGER NOT NULL,
+			body    BLOB NOT NULL,
+			UNIQUE (sid, seq)
+		)`,
+		// Contentless: the text lives only in entries.body; the trigram
+		// tokenizer makes MATCH a case-insensitive substring test, which is
+		// what store.MatchText does.
+		`CREATE VIRTUAL TABLE entries_fts USING fts5 (
+			text, content='', contentless_delete=1, tokenize='trigram'
+		)`,
+		// Whatever deletes entries (Delete, Prune, expiry, the cascade from
+		// sessions) takes their index rows with them.
+		`CREATE TRIGGER entries_fts_delete AFTER DELETE ON entries WHEN old.indexed BEGIN
+			DELETE FROM entries_fts WHERE rowid = old.eid;
+		END`,
+		fmt.Sprintf(`PRAGMA application_id = %d`, applicationID),
+	},
+}
+
+// ErrSchemaTooNew: the database was written by a newer version of this
+// package, whose schema this one does not know.
+var ErrSchemaTooNew = errors.New("sqlitestore: database schema is newer than this program knows")
+
+// ErrNotSpool: the file is an SQLite database of another program.
+var ErrNotSpool = errors.New("sqlitestore: not a spool database")
+
+// ErrProtectorMismatch: the database was written with a protector and
+// opened without one, or the other way round.
+var ErrProtectorMismatch = errors.New("sqlitestore: protector setting differs from the database's")
+
+// migrate brings the database at path up to SchemaVersion, one step per
+// transaction, so that a crash or a concurrent Open leaves it at some
+// whole version; BEGIN IMMEDIATE makes a second process wait for the first.
+func migrate(ctx context.Context, db *sql.DB, path string) error {
+	for {
+		done, err := migrateStep(ctx, db, path)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+func migrateStep(ctx context.Context, db *sql.DB, path string) (done bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("sqlitestore: %s: %w", path, err)
+	}
+	defer tx.Rollback()
+	var version, appID int
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return false, fmt.Errorf("sqlitestore: %s: reading schema version: %w", path, err)
+	}
+	if err := tx.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil {
+		return false, fmt.Errorf("sqlitestore: %s: reading application id: %w", path, err)
+	}
+	switch {
+	case appID != 0 && appID != applicationID, appID == 0 && version != 0:
+		return false, fmt.Errorf("%w: %s (application id %#x, schema version %d)", ErrNotSpool, path, appID, version)
+	case version > len(migrations):
+		return false, fmt.Errorf("%w: %s has schema version %d, this program knows up to %d; use a newer spool", ErrSchemaTooNew, path, version, len(migrations))
+	case version == len(migrations):
+		return true, nil
+	}
+	for _, stmt := range migrations[version] {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return false, fmt.Errorf("sqlitestore: %s: migrating to schema version %d: %w", path, version+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, version+1)); err != nil {
+		return false, fmt.Errorf("sqlitestore: %s: migrating to schema version %d: %w", path, version+1, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("sqlitestore: %s: migrating to schema version %d: %w", path, version+1, err)
+	}
+	return false, nil
+}
+
+// checkSealed records on first use whether the database holds sealed
+// entries, and refuses to mix: sealed entries do not parse as plain ones,
+// and plain ones must not be read as if a protector had checked them.
+func checkSealed(ctx context.Context, db *sql.DB, path string, sealed bool) error {
+	want := "0"
+	if sealed {
+		want = "1"
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: %s: %w", path, err)
+	}
+	defer tx.Rollback()
+	var got string
+	err = tx.QueryRowContext(ctx, `SELECT value FROM settings WHERE name = 'sealed'`).Scan(&got)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, `INSERT INTO settings (name, value) VALUES ('sealed', ?)`, want); err != nil {
+			return fmt.Errorf("sqlitestore: %s: %w", path, err)
+		}
+		return tx.Commit()
+	case err != nil:
+		return fmt.Errorf("sqlitestore: %s: %w", path, err)
+	case got == want:
+		return nil
+	case sealed:
+		return fmt.Errorf("%w: %s was written without a protector", ErrProtectorMismatch, path)
+	default:
+		return fmt.Errorf("%w: %s was written with a protector; open it with the same one", ErrProtectorMismatch, path)
+	}
+}

@@ -1,0 +1,254 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spool-go/spool/seal"
+	"github.com/spool-go/spool/store"
+)
+
+func init() {
+	store.Register("sqlite", openURL)
+}
+
+// Store keeps transcripts in one SQLite database file. It is safe for
+// concurrent use, and several Stores (in one process or several) may share
+// one file.
+type Store struct {
+	w    *sql.DB // one connection: writes queue here instead of spinning on SQLite's lock
+	r    *sql.DB // read-only connections
+	path string
+	cfg  config
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Interface checks: the capabilities this store offers.
+var (
+	_ store.Store       = (*Store)(nil)
+	_ store.RangeReader = (*Store)(nil)
+	_ store.TailReader  = (*Store)(nil)
+	_ store.Stater      = (*Store)(nil)
+	_ store.Pruner      = (*Store)(nil)
+	_ store.Searcher    = (*Store)(nil)
+	_ store.ScopeLister = (*Store)(nil)
+)
+
+// Open opens the database at path, creating it (mode 0600, and its folder
+// 0700 when missing) and bringing its schema up to date. It deletes the
+// sessions expired by a TTL (WithTTL) before returning.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	return open(ctx, path, chosenDriver, opts...)
+}
+
+func open(ctx context.Context, path string, drv sqlDriver, opts ...Option) (*Store, error) {
+	cfg := defaults()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	abs, err := prepareFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{path: abs, cfg: cfg}
+	if s.w, err = drv.open(dataSource(abs, cfg.busyTimeout, false)); err != nil {
+		return nil, fmt.Errorf("sqlitestore: %s: %w", abs, err)
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetConnMaxIdleTime(0)
+	if s.r, err = drv.open(dataSource(abs, cfg.busyTimeout, true)); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("sqlitestore: %s: %w", abs, err)
+	}
+	s.r.SetMaxOpenConns(cfg.readConns)
+	s.r.SetMaxIdleConns(cfg.readConns)
+	if err := s.init(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) init(ctx context.Context) error {
+	var mode string
+	if err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode); err != nil {
+		return fmt.Errorf("sqlitestore: %s: %w", s.path, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("sqlitestore: %s: cannot use write-ahead logging (journal mode %q)", s.path, mode)
+	}
+	if err := migrate(ctx, s.w, s.path); err != nil {
+		return err
+	}
+	if err := checkSealed(ctx, s.w, s.path, s.cfg.protector != nil); err != nil {
+		return err
+	}
+	if _, err := s.Sweep(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// prepareFile creates path's folder (0700) and the file itself (0600) when
+// they are missing, so that SQLite, which gives the -wal and -shm files the
+// database file's mode, never creates anything more open. Existing folders
+// and files keep their modes. It returns the absolute path.
+func prepareFile(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("sqlitestore: empty database path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("sqlitestore: %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return "", fmt.Errorf("sqlitestore: %w", err)
+	}
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("sqlitestore: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("sqlitestore: %w", err)
+	}
+	return abs, nil
+}
+
+// dataSource returns the URI both candidate drivers take: the file, the
+// per-connection pragmas, and BEGIN IMMEDIATE for every write transaction
+// so that the head check and the insert of Append hold the write lock
+// together. synchronous=FULL with WAL syncs the log on every commit.
+func dataSource(abs string, timeout time.Duration, readOnly bool) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows volume: file:///C:/…
+	}
+	u := url.URL{Scheme: "file", Path: p}
+	q := []string{
+		"_txlock=immediate",
+		fmt.Sprintf("_pragma=busy_timeout(%d)", timeout.Milliseconds()),
+		"_pragma=foreign_keys(1)",
+		"_pragma=synchronous(FULL)",
+	}
+	if readOnly {
+		q = append(q, "_pragma=query_only(1)")
+	}
+	return u.String() + "?" + strings.Join(q, "&")
+}
+
+// Path returns the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.r != nil {
+			errs = append(errs, s.r.Close())
+		}
+		if s.w != nil {
+			errs = append(errs, s.w.Close())
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// openURL opens "sqlite:/abs/path.db", "sqlite:relative.db" or
+// "sqlite:///abs/path.db", with an optional "?ttl=720h".
+func openURL(ctx context.Context, u *url.URL) (store.Store, error) {
+	if u.Host != "" || u.User != nil {
+		return nil, fmt.Errorf("sqlitestore: URL names a host %q; use sqlite:/abs/path.db or sqlite:relative.db", u.Host)
+	}
+	path := u.Path
+	if u.Opaque != "" {
+		var err error
+		if path, err = url.PathUnescape(u.Opaque); err != nil {
+			return nil, fmt.Errorf("sqlitestore: bad path in URL: %w", err)
+		}
+	}
+	if path == "" {
+		return nil, errors.New("sqlitestore: URL names no file; use sqlite:/abs/path.db or sqlite:relative.db")
+	}
+	var opts []Option
+	for k, v := range u.Query() {
+		switch k {
+		case "ttl":
+			d, err := time.ParseDuration(v[len(v)-1])
+			if err != nil || d < 0 {
+				return nil, fmt.Errorf("sqlitestore: bad ttl %q in URL (want a duration such as 720h)", v[len(v)-1])
+			}
+			opts = append(opts, WithTTL(d))
+		default:
+			return nil, fmt.Errorf("sqlitestore: unknown URL parameter %q (known: ttl)", k)
+		}
+	}
+	return Open(ctx, path, opts...)
+}
+
+// cutoff returns the unix-nanosecond instant before which a session with
+// no pending approval has expired, as of now; with no TTL, the earliest
+// instant, so that nothing expires.
+func (s *Store) cutoff() int64 {
+	if s.cfg.ttl <= 0 {
+		return math.MinInt64
+	}
+	return s.cfg.now().Add(-s.cfg.ttl).UnixNano()
+}
+
+// visible is the SQL condition that a sessions row (alias s) has not
+// expired; its one parameter is cutoff().
+const visible = `(s.last_activity >= ? OR s.pending > 0)`
+
+// Sweep deletes every session that the TTL has expired (idle longer than
+// the TTL, no approval pending) and returns how many it deleted. Open runs
+// it, and creating a session sweeps that session's scope; call it yourself
+// to reclaim space sooner. Without a TTL it does nothing.
+func (s *Store) Sweep(ctx context.Context) (int, error) {
+	if s.cfg.ttl <= 0 {
+		return 0, nil
+	}
+	res, err := s.w.ExecContext(ctx, `DELETE FROM sessions WHERE last_activity < ? AND pending = 0`, s.cutoff())
+	if err != nil {
+		return 0, fmt.Errorf("sqlitestore: %s: sweeping expired sessions: %w", s.path, err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// sealTitle and openTitle protect a title at rest. A title is bound to its
+// session at position -1, a place no entry has.
+func (s *Store) sealTitle(k store.Key, title string) (any, error) {
+	if title == "" {
+		return nil, nil
+	}
+	if s.cfg.protector == nil {
+		return title, nil
+	}
+	return s.cfg.protector.Seal([]byte(title), seal.AssociatedData(k.Agent, k.Owner, k.ID, -1))
+}
+
+func (s *Store) openTitle(k store.Key, raw []byte) (string, error) {
+	if len(raw) == 0 || s.cfg.protector == nil {
+		return string(raw), nil
+	}
+	b, err := s.cfg.protector.Open(raw, seal.AssociatedData(k.Agent, k.Owner, k.ID, -1))
+	if err != nil {
+		return "", &store.CorruptError{Key: k, Position: -1, Where: s.path + ": sessions row, title", Err: err}
+	}
+	return string(b), nil
+}
