@@ -1,0 +1,100 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+
+	oa "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+
+	"github.com/spool-go/spool/history"
+	"github.com/spool-go/spool/model"
+)
+
+// params maps a request onto chat completion parameters. Errors name the
+// offending message or tool by position and never quote content.
+func (m *Model) params(req *model.Request) (oa.ChatCompletionNewParams, error) {
+	p := oa.ChatCompletionNewParams{
+		Model:         m.name,
+		StreamOptions: oa.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)},
+	}
+	if req == nil {
+		return p, fmt.Errorf("openai: nil request")
+	}
+	for i, msg := range req.Messages {
+		mp, err := message(msg)
+		if err != nil {
+			return p, fmt.Errorf("openai: message %d: %w", i, err)
+		}
+		p.Messages = append(p.Messages, mp)
+	}
+	for i, t := range req.Tools {
+		tp, err := tool(t)
+		if err != nil {
+			return p, fmt.Errorf("openai: tool %d (%s): %w", i, t.Name, err)
+		}
+		p.Tools = append(p.Tools, tp)
+	}
+	if req.MaxOutputTokens > 0 {
+		if m.maxTokensOld {
+			p.MaxTokens = param.NewOpt(req.MaxOutputTokens)
+		} else {
+			p.MaxCompletionTokens = param.NewOpt(req.MaxOutputTokens)
+		}
+	}
+	return p, nil
+}
+
+func message(msg history.Message) (oa.ChatCompletionMessageParamUnion, error) {
+	switch msg.Role {
+	case history.RoleSystem:
+		return oa.SystemMessage(msg.Content), nil
+	case history.RoleUser:
+		return oa.UserMessage(msg.Content), nil
+	case history.RoleTool:
+		if msg.ToolCallID == "" {
+			return oa.ChatCompletionMessageParamUnion{}, fmt.Errorf("tool message without a tool call id")
+		}
+		return oa.ToolMessage(msg.Content, msg.ToolCallID), nil
+	case history.RoleAssistant:
+		a := oa.ChatCompletionAssistantMessageParam{}
+		// The API wants content unless there are tool calls; an assistant
+		// step that only called tools sends none.
+		if msg.Content != "" || len(msg.ToolCalls) == 0 {
+			a.Content.OfString = param.NewOpt(msg.Content)
+		}
+		for _, c := range msg.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, oa.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &oa.ChatCompletionMessageFunctionToolCallParam{
+					ID: c.ID,
+					Function: oa.ChatCompletionMessageFunctionToolCallFunctionParam{
+						Name:      c.Name,
+						Arguments: string(model.ToolArguments(string(c.Arguments))),
+					},
+				},
+			})
+		}
+		return oa.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	default:
+		return oa.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
+	}
+}
+
+func tool(t model.ToolSpec) (oa.ChatCompletionToolUnionParam, error) {
+	if t.Name == "" {
+		return oa.ChatCompletionToolUnionParam{}, fmt.Errorf("tool without a name")
+	}
+	fn := oa.FunctionDefinitionParam{Name: t.Name}
+	if t.Description != "" {
+		fn.Description = param.NewOpt(t.Description)
+	}
+	schema := oa.FunctionParameters{"type": "object", "properties": map[string]any{}}
+	if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
+		schema = oa.FunctionParameters{}
+		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+			return oa.ChatCompletionToolUnionParam{}, fmt.Errorf("parameters are not a JSON schema object: %w", err)
+		}
+	}
+	fn.Parameters = schema
+	return oa.ChatCompletionFunctionTool(fn), nil
+}

@@ -1,0 +1,201 @@
+package openai
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	oa "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/transcript"
+)
+
+// pendingCall is a tool call whose fragments are still arriving.
+type pendingCall struct {
+	index int64
+	seq   int // order of first appearance, to keep reused indexes apart
+	id    string
+	name  string
+	args  strings.Builder
+}
+
+// accumulator turns chunks into events: text as it comes, tool calls once
+// their choice finishes.
+type accumulator struct {
+	calls   []*pendingCall
+	byIndex map[int64]*pendingCall
+}
+
+func (a *accumulator) chunk(c oa.ChatCompletionChunk) []model.Event {
+	var out []model.Event
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue // requests ask for one choice; others are not ours
+		}
+		if ch.Delta.Content != "" {
+			out = append(out, model.Event{Kind: model.EventText, Text: ch.Delta.Content})
+		}
+		if ch.Delta.Refusal != "" {
+			// A refusal is the model's answer to this request.
+			out = append(out, model.Event{Kind: model.EventText, Text: ch.Delta.Refusal})
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			a.add(tc)
+		}
+		if ch.FinishReason != "" {
+			out = append(out, a.flush()...)
+		}
+	}
+	if c.JSON.Usage.Valid() {
+		out = append(out, model.Event{Kind: model.EventUsage, Usage: transcript.Usage{
+			InputTokens:  c.Usage.PromptTokens,
+			OutputTokens: c.Usage.CompletionTokens,
+		}})
+	}
+	return out
+}
+
+func (a *accumulator) add(tc oa.ChatCompletionChunkChoiceDeltaToolCall) {
+	if a.byIndex == nil {
+		a.byIndex = map[int64]*pendingCall{}
+	}
+	p := a.byIndex[tc.Index]
+	// Some compatible servers number every call 0 and tell them apart only
+	// by id: a new id at a known index starts a new call.
+	if p == nil || (tc.ID != "" && p.id != "" && tc.ID != p.id) {
+		p = &pendingCall{index: tc.Index, seq: len(a.calls)}
+		a.calls = append(a.calls, p)
+		a.byIndex[tc.Index] = p
+	}
+	if p.id == "" {
+		p.id = tc.ID
+	}
+	if p.name == "" {
+		p.name = tc.Function.Name
+	}
+	p.args.WriteString(tc.Function.Arguments)
+}
+
+// flush emits the assembled calls in index order and forgets them.
+func (a *accumulator) flush() []model.Event {
+	slices.SortStableFunc(a.calls, func(x, y *pendingCall) int {
+		return cmp.Or(cmp.Compare(x.index, y.index), cmp.Compare(x.seq, y.seq))
+	})
+	out := make([]model.Event, 0, len(a.calls))
+	for _, p := range a.calls {
+		out = append(out, model.Event{Kind: model.EventToolCall, ToolCall: transcript.ToolCall{
+			ID:        p.id,
+			Name:      p.name,
+			Arguments: model.ToolArguments(p.args.String()),
+		}})
+	}
+	a.calls, a.byIndex = nil, nil
+	return out
+}
+
+// streamError classifies what ended a stream. A done context wins over
+// whatever error its cancellation caused.
+func streamError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var apiErr *oa.Error
+	if errors.As(err, &apiErr) {
+		return &model.Error{
+			Code:       model.CodeForStatus(apiErr.StatusCode),
+			StatusCode: apiErr.StatusCode,
+			Message:    describe(http.StatusText(apiErr.StatusCode), apiErr.Type, apiErr.Code),
+			Err:        err,
+		}
+	}
+	var streamErr *ssestream.StreamError
+	if errors.As(err, &streamErr) {
+		return midStreamError(streamErr)
+	}
+	var syntaxErr *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) {
+		return &model.Error{Code: model.CodeBadResponse, Message: "a stream chunk is not valid JSON", Err: err}
+	}
+	if errors.Is(err, bufio.ErrTooLong) {
+		return &model.Error{Code: model.CodeBadResponse, Message: "a stream line is too long", Err: err}
+	}
+	// Network failures: their text names addresses, not content.
+	var urlErr *url.Error
+	var netErr net.Error
+	if errors.As(err, &urlErr) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &model.Error{Code: model.CodeProvider, Message: "connection failed: " + err.Error(), Err: err}
+	}
+	return &model.Error{Code: model.CodeProvider, Message: "the response stream failed", Err: err}
+}
+
+// midStreamError maps an error object a server sent inside a stream that
+// had started with 200 OK.
+func midStreamError(se *ssestream.StreamError) error {
+	var body struct {
+		Error struct {
+			Type string          `json:"type"`
+			Code json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(se.Event.Data, &body) // a body we cannot read still is an error
+	code := strings.Trim(string(body.Error.Code), `"`)
+	if code == "null" {
+		code = ""
+	}
+	kind := strings.ToLower(body.Error.Type + " " + code)
+	c := model.CodeProvider
+	switch {
+	case strings.Contains(kind, "rate_limit"):
+		c = model.CodeRateLimited
+	case strings.Contains(kind, "auth") || strings.Contains(kind, "api_key"):
+		c = model.CodeAuth
+	}
+	return &model.Error{Code: c, Message: describe("error inside the stream", body.Error.Type, code), Err: se}
+}
+
+// describe builds an error message from parts that carry no request
+// content: a status or situation and the provider's error type and code.
+func describe(what, typ, code string) string {
+	var b strings.Builder
+	b.WriteString(cmp.Or(what, "error"))
+	if identifier(typ) {
+		fmt.Fprintf(&b, "; type %s", typ)
+	}
+	if identifier(code) {
+		fmt.Fprintf(&b, "; code %s", code)
+	}
+	return b.String()
+}
+
+// identifier reports whether s looks like an error type or code
+// ("rate_limit_exceeded", "invalid_api_key", "500") rather than free text,
+// which a server could fill with anything.
+func identifier(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
