@@ -62,7 +62,7 @@ func (s *Store) read(ctx context.Context, key store.Key, start, last, end int) (
 		out   []transcript.Entry
 		total int
 		head  string
-		first = -1
+		lo    int // the first position of the range, known with total
 		line  []byte
 		seq   *int
 	)
@@ -70,17 +70,18 @@ func (s *Store) read(ctx context.Context, key store.Key, start, last, end int) (
 		if err := rows.Scan(&total, &head, &seq, &line); err != nil {
 			return nil, 0, dbError("read", key, err)
 		}
+		lo = max(start, total-last)
 		if seq == nil {
 			break // a session with no entry in the range
 		}
-		if first < 0 {
-			first = *seq
+		if *seq != lo+len(out) {
+			return nil, 0, s.corrupt(key, lo+len(out), fmt.Errorf("entry missing: the next row is at %d", *seq))
 		}
 		e, err := transcript.Parse(line)
 		if err != nil {
 			return nil, 0, s.corrupt(key, *seq, err)
 		}
-		if err := checkLink(out, first, *seq, e); err != nil {
+		if err := checkLink(out, *seq, e); err != nil {
 			return nil, 0, s.corrupt(key, *seq, err)
 		}
 		out = append(out, e)
@@ -90,26 +91,19 @@ func (s *Store) read(ctx context.Context, key store.Key, start, last, end int) (
 	}
 	// Rows missing at the end of the range, or a last entry that is not
 	// the head the session row names, mean rows were lost or edited.
-	want := min(end, total) - max(start, total-last)
-	if want < 0 {
-		want = 0
+	lo = max(start, total-last)
+	if want := max(min(end, total)-lo, 0); len(out) != want {
+		return nil, 0, s.corrupt(key, lo+len(out), fmt.Errorf("entry missing: the session counts %d entries", total))
 	}
-	if len(out) != want {
-		at := max(start, total-last) + len(out)
-		return nil, 0, s.corrupt(key, at, fmt.Errorf("entry missing: the session counts %d entries", total))
-	}
-	if len(out) > 0 && first+len(out) == total && out[len(out)-1].ID != head {
+	if len(out) > 0 && lo+len(out) == total && out[len(out)-1].ID != head {
 		return nil, 0, s.corrupt(key, total-1, fmt.Errorf("last entry %q is not the session's head %q", out[len(out)-1].ID, head))
 	}
 	return out, total, nil
 }
 
-// checkLink checks that e, at position seq, follows the entries read
-// before it (the first of which was at position first).
-func checkLink(before []transcript.Entry, first, seq int, e transcript.Entry) error {
-	if seq != first+len(before) {
-		return fmt.Errorf("entry missing: found position %d after %d", seq, first+len(before)-1)
-	}
+// checkLink checks that e, at position seq, links to the entry read
+// before it.
+func checkLink(before []transcript.Entry, seq int, e transcript.Entry) error {
 	switch {
 	case seq == 0 && e.ParentID != "":
 		return fmt.Errorf("first entry %q has parent %q", e.ID, e.ParentID)
