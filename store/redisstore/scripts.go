@@ -81,11 +81,13 @@ if n == 1 then
   redis.call('ZADD', idx, 0, ARGV[5])
 elseif not old or before(string.sub(ARGV[5], 1, 16), string.sub(old, 1, 16)) then
   -- Newer activity: the session moves to its new place in the index.
+  -- Adding before removing keeps the index from being emptied, which
+  -- would delete it and lose its expiry.
+  redis.call('HSET', info, 'last', ARGV[4], 'm', ARGV[5])
+  redis.call('ZADD', idx, 0, ARGV[5])
   if old then
     redis.call('ZREM', idx, old)
   end
-  redis.call('HSET', info, 'last', ARGV[4], 'm', ARGV[5])
-  redis.call('ZADD', idx, 0, ARGV[5])
 end
 redis.call('HSET', info, 'head', ARGV[2], 'n', n)
 if ARGV[6] == '1' then
