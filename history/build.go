@@ -29,9 +29,14 @@ func Build(entries []transcript.Entry, opt Options) []Message {
 		return system
 	}
 
+	// Room for the window, which is all the messages when nothing limits
+	// it; a budget stops at an unknown point, so start modestly then.
 	size := s.messages + 1
-	if capN >= 0 {
+	switch {
+	case capN >= 0:
 		size = min(size, capN+8)
+	case opt.Budget > 0:
+		size = min(size, 64)
 	}
 	b := builder{s: &s, acc: make([]Message, 0, size)}
 	var stack [16]chunk

@@ -78,7 +78,8 @@
 // The system message does not count toward MaxMessages, and counts toward
 // Budget, since it is sent on every request.
 //
-// Build decodes entry data only for the turns it sends (and at most one turn
-// more, the first that does not fit), so its cost for a long session is one
-// cheap pass over the entries plus the decoding of the window.
+// Build decodes entry data only for the turns it sends (and at most one
+// turn more, the first that does not fit), and approval entries only while
+// an open turn holds an approval request. Its cost for a long session is
+// one cheap pass over the entries plus the decoding of the window.
 package history

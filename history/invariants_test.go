@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/spool-go/spool/transcript"
 )
@@ -47,6 +48,9 @@ func checkInvariants(entries []transcript.Entry, opt Options, got []Message) err
 		return err
 	}
 	if err := checkLimits(entries, opt, got, msgs); err != nil {
+		return err
+	}
+	if err := checkSources(entries, msgs); err != nil {
 		return err
 	}
 	if again := Build(entries, opt); !reflect.DeepEqual(again, got) {
@@ -142,6 +146,93 @@ func checkLimits(entries []transcript.Entry, opt Options, got, msgs []Message) e
 		more.MaxMessages = c + 1
 		if n := len(Build(entries, more)); n < len(got) {
 			return fmt.Errorf("a cap of %d gives %d messages, a cap of %d only %d", c, len(got), c+1, n)
+		}
+	}
+	return nil
+}
+
+// checkSources checks rules 2, 3 and 8 where texts tell which entry a
+// message came from (the fuzz transcripts give every entry its own text):
+// nothing comes from a refused, failed or cancelled turn, only questions
+// from a response_blocked one, and the step of an open turn that made a
+// call now waiting on an approval is always sent.
+func checkSources(entries []transcript.Entry, msgs []Message) error {
+	status := map[string]transcript.Status{}
+	ended := map[string]bool{}
+	firstMsg := map[string]transcript.Type{}
+	for _, e := range entries {
+		switch e.Type {
+		case transcript.TypeTurnEnd:
+			status[e.TurnID], ended[e.TurnID] = e.Status, true
+		case transcript.TypeUserMessage, transcript.TypeAssistantMessage, transcript.TypeToolResult:
+			if _, ok := firstMsg[e.TurnID]; !ok {
+				firstMsg[e.TurnID] = e.Type
+			}
+		}
+	}
+	type source struct {
+		turn string
+		typ  transcript.Type
+	}
+	from := map[string]source{}
+	decided := map[string]bool{}
+	for _, e := range entries {
+		switch e.Type {
+		case transcript.TypeUserMessage:
+			var u transcript.UserMessage
+			if e.DecodeData(&u) == nil && u.Text != "" {
+				from[u.Text] = source{e.TurnID, e.Type}
+			}
+		case transcript.TypeAssistantMessage:
+			var a transcript.AssistantMessage
+			if e.DecodeData(&a) == nil && a.Text != "" {
+				from[a.Text] = source{e.TurnID, e.Type}
+			}
+		case transcript.TypeApprovalDecision:
+			if id, ok := approvalID(e.Data); ok {
+				decided[id] = true
+			}
+		}
+	}
+	sent := map[string]bool{} // ids of the calls sent
+	for i, m := range msgs {
+		for _, c := range m.ToolCalls {
+			sent[c.ID] = true
+		}
+		var parts []string
+		switch m.Role {
+		case RoleUser:
+			parts = strings.Split(m.Content, "\n\n")
+		case RoleAssistant:
+			parts = []string{m.Content}
+		}
+		for _, p := range parts {
+			src, ok := from[p]
+			if !ok {
+				continue
+			}
+			st, done := status[src.turn], ended[src.turn]
+			if done && st != transcript.StatusOK && !(st == transcript.StatusResponseBlocked && src.typ == transcript.TypeUserMessage) {
+				return fmt.Errorf("message %d: %q comes from turn %s, which ended %q", i, p, src.turn, st)
+			}
+		}
+	}
+	for _, e := range entries {
+		if e.Type != transcript.TypeAssistantMessage || ended[e.TurnID] || firstMsg[e.TurnID] != transcript.TypeUserMessage {
+			continue
+		}
+		var a transcript.AssistantMessage
+		_ = e.DecodeData(&a)
+		for _, c := range a.ToolCalls {
+			for _, r := range entries {
+				var req transcript.ApprovalRequest
+				if r.Type != transcript.TypeApprovalRequest || r.TurnID != e.TurnID || r.DecodeData(&req) != nil {
+					continue
+				}
+				if req.ApprovalID != "" && !decided[req.ApprovalID] && req.CallID == c.ID && c.ID != "" && !sent[c.ID] {
+					return fmt.Errorf("call %q waits on approval %q in open turn %s, and is not sent", c.ID, req.ApprovalID, e.TurnID)
+				}
+			}
 		}
 	}
 	return nil

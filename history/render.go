@@ -37,6 +37,25 @@ type builder struct {
 	denials []denial
 }
 
+// The parts of entry data that messages show; decoding only these spares
+// the strings of the fields they leave out (model, tool, durations).
+type (
+	assistantData struct {
+		Text      string                `json:"text"`
+		ToolCalls []transcript.ToolCall `json:"toolCalls"`
+	}
+	toolResultData struct {
+		CallID  string `json:"callId"`
+		Result  string `json:"result"`
+		IsError bool   `json:"isError"`
+	}
+	decisionData struct {
+		CallID   string              `json:"callId"`
+		Decision transcript.Decision `json:"decision"`
+		Reason   string              `json:"reason"`
+	}
+)
+
 type toolResult struct {
 	callID, content string
 	used            bool
@@ -101,7 +120,7 @@ func (b *builder) turn(k int, until int32) {
 		e := &s.entries[i]
 		switch e.Type {
 		case transcript.TypeToolResult:
-			var r transcript.ToolResult
+			var r toolResultData
 			_ = json.Unmarshal(e.Data, &r)
 			content := r.Result
 			if r.IsError {
@@ -109,7 +128,7 @@ func (b *builder) turn(k int, until int32) {
 			}
 			b.results = append(b.results, toolResult{callID: r.CallID, content: content})
 		case transcript.TypeApprovalDecision:
-			var d transcript.ApprovalDecision
+			var d decisionData
 			if json.Unmarshal(e.Data, &d) == nil && d.Decision == transcript.Deny {
 				b.denials = append(b.denials, denial{callID: d.CallID, reason: d.Reason})
 			}
@@ -124,7 +143,7 @@ func (b *builder) turn(k int, until int32) {
 				b.user(e.Data)
 			}
 		case transcript.TypeAssistantMessage:
-			var a transcript.AssistantMessage
+			var a assistantData
 			_ = json.Unmarshal(e.Data, &a)
 			b.acc = append(b.acc, Message{Role: RoleAssistant, Content: a.Text, ToolCalls: a.ToolCalls})
 			for _, c := range a.ToolCalls {

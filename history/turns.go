@@ -18,7 +18,8 @@ type turn struct {
 	lastAsst    int32 // position of its last assistant.message, or -1
 	end         int32 // position of its last assistant.turn_end, or -1
 	gap         bool  // entries of other turns lie between first and last
-	waiting     bool  // it holds an approval request with no decision
+	asks        bool  // it holds an approval request
+	waiting     bool  // it is open and holds an approval request with no decision
 	kept        bool  // it is sent (rules 2 and 3 and the open-turn rule)
 }
 
@@ -41,15 +42,15 @@ func (t *turn) endsWithUser(entries []transcript.Entry) bool {
 
 // turnSet is the first pass over a transcript.
 type turnSet struct {
-	entries []transcript.Entry
-	turns   []turn
+	entries  []transcript.Entry
+	turns    []turn
 	newest   int // the newest kept turn, or -1
 	waiting  int // how many kept turns wait on an approval
 	messages int // how many message entries there are, kept or not
 }
 
-// scan groups entries into turns and decides which are kept. It decodes
-// only approval entries, which are rare, and only their approvalId.
+// scan groups entries into turns and decides which are kept. It decodes no
+// entry data, except the approvalIds of markWaiting.
 func scan(entries []transcript.Entry) turnSet {
 	s := turnSet{entries: entries, newest: -1}
 	if len(entries) == 0 {
@@ -59,12 +60,11 @@ func scan(entries []transcript.Entry) turnSet {
 	// doublings without holding much more than needed.
 	s.turns = make([]turn, 0, len(entries)/3+1)
 	var (
-		index   map[string]int32 // turn ids seen, built only if they are not increasing
-		maxID   string           // the greatest turn id seen, while index is nil
-		curID   string
-		cur     = -1
-		reqs    []approvalRef
-		decided []string
+		index map[string]int32 // turn ids seen, built only if they are not increasing
+		maxID string           // the greatest turn id seen, while index is nil
+		curID string
+		cur   = -1
+		asks  bool // some turn holds an approval request
 	)
 	for i := range entries {
 		e := &entries[i]
@@ -107,14 +107,7 @@ func scan(entries []transcript.Entry) turnSet {
 			t.end = pos
 			continue
 		case transcript.TypeApprovalRequest:
-			if id, ok := approvalID(e.Data); ok {
-				reqs = append(reqs, approvalRef{turn: int32(cur), id: id})
-			}
-			continue
-		case transcript.TypeApprovalDecision:
-			if id, ok := approvalID(e.Data); ok {
-				decided = append(decided, id)
-			}
+			t.asks, asks = true, true
 			continue
 		default:
 			continue
@@ -124,16 +117,45 @@ func scan(entries []transcript.Entry) turnSet {
 			t.firstMsg = pos
 		}
 	}
-	if len(reqs) > 0 {
-		isDecided := decidedSet(decided)
-		for _, r := range reqs {
-			if !isDecided(r.id) {
-				s.turns[r.turn].waiting = true
-			}
-		}
+	if asks {
+		s.markWaiting()
 	}
 	s.keep(cur)
 	return s
+}
+
+// markWaiting finds the open turns that wait on an approval. Only an open
+// turn can wait, and the ended ones are almost all of a long session, so
+// approval data is decoded only when an open turn asks for one.
+func (s *turnSet) markWaiting() {
+	var open []int
+	for k := range s.turns {
+		if t := &s.turns[k]; t.asks && !t.ended() {
+			open = append(open, k)
+		}
+	}
+	if len(open) == 0 {
+		return
+	}
+	var decided []string
+	for i := range s.entries {
+		if s.entries[i].Type == transcript.TypeApprovalDecision {
+			if id, ok := approvalID(s.entries[i].Data); ok {
+				decided = append(decided, id)
+			}
+		}
+	}
+	isDecided := decidedSet(decided)
+	for _, k := range open {
+		for i := range s.positions(k) {
+			if e := &s.entries[i]; e.Type == transcript.TypeApprovalRequest {
+				if id, ok := approvalID(e.Data); ok && !isDecided(id) {
+					s.turns[k].waiting = true
+					break
+				}
+			}
+		}
+	}
 }
 
 func (s *turnSet) add(i int) int {
@@ -159,7 +181,6 @@ func (s *turnSet) keep(final int) {
 		if t.ended() {
 			st := s.entries[t.end].Status
 			t.kept = st == transcript.StatusOK || st == transcript.StatusResponseBlocked
-			t.waiting = false // an ended turn waits on nothing
 		} else {
 			t.kept = t.waiting || k == current || k == final
 		}
@@ -198,11 +219,6 @@ func (s *turnSet) positions(k int) iter.Seq[int] {
 			}
 		}
 	}
-}
-
-type approvalRef struct {
-	turn int32
-	id   string
 }
 
 // approvalID returns the approvalId of an approval entry's data, and false
