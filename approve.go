@@ -51,6 +51,7 @@ func (s *Session) Resolve(ctx context.Context, approvalID string, d Decision) it
 				return fmt.Errorf("session %s: approval %q: %w", s.key, approvalID, ErrNoApproval)
 			}
 			r := s.newRun(sl, yield, cancel, p.TurnID)
+			r.observe(ctx, Observation{Kind: ObserveTurnStart})
 			r.emit(Event{Kind: EventTurnStart})
 			if err := r.decide(ctx, p, d); err != nil {
 				return err
@@ -68,7 +69,7 @@ func (s *Session) Resolve(ctx context.Context, approvalID string, d Decision) it
 			}
 			for _, other := range sl.st.pending {
 				if other.TurnID == p.TurnID {
-					return r.pause()
+					return r.pause(ctx)
 				}
 			}
 			return r.loop(ctx)

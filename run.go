@@ -114,7 +114,7 @@ func (r *run) loop(ctx context.Context) error {
 			return err
 		}
 		if paused {
-			return r.pause()
+			return r.pause(ctx)
 		}
 	}
 }
@@ -346,7 +346,8 @@ func (r *run) recordResult(ctx context.Context, res transcript.ToolResult) error
 }
 
 // pause ends this call with the turn waiting on approvals.
-func (r *run) pause() error {
+func (r *run) pause(ctx context.Context) error {
+	r.observe(ctx, Observation{Kind: ObserveTurnEnd, Status: StatusAwaitingApproval, Usage: r.usage, Duration: time.Since(r.started)})
 	res := r.result(StatusAwaitingApproval)
 	for _, p := range r.sl.st.pending {
 		if p.TurnID == r.turnID {
