@@ -238,7 +238,7 @@ func (r *run) checkAnswer(ctx context.Context, text string) error {
 }
 
 // history builds the request history from the newest entries, reading
-// more of the transcript only while the window is not yet full.
+// more of the transcript only while older entries could still change it.
 func (r *run) history(ctx context.Context) ([]history.Message, error) {
 	a := r.s.a
 	opt := a.historyOptions()
@@ -247,7 +247,7 @@ func (r *run) history(ctx context.Context) ([]history.Message, error) {
 		var entries []transcript.Entry
 		var total int
 		var err error
-		if a.cfg.MaxMessages < 0 {
+		if a.cfg.MaxMessages < 0 && a.cfg.HistoryBudget <= 0 {
 			entries, err = a.cfg.Store.Read(ctx, r.s.key)
 			total = len(entries)
 		} else {
@@ -256,20 +256,12 @@ func (r *run) history(ctx context.Context) ([]history.Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		msgs := history.Build(entries, opt)
-		if len(entries) >= total || windowFull(msgs, a.cfg.MaxMessages) {
+		msgs, full := history.Window(entries, opt)
+		if full || len(entries) >= total {
 			return msgs, nil
 		}
 		n *= 4
 	}
-}
-
-func windowFull(msgs []history.Message, maxMessages int) bool {
-	n := len(msgs)
-	if n > 0 && msgs[0].Role == history.RoleSystem {
-		n--
-	}
-	return n >= maxMessages
 }
 
 // handleCalls runs the calls of a step, or asks for approval of those that

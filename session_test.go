@@ -3,6 +3,7 @@ package spool_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -311,4 +312,44 @@ func TestTTL(t *testing.T) {
 // scriptFunc returns an echo model answering with script.
 func scriptFunc(script func(*model.Request) []model.Event) model.Model {
 	return echoScript(script)
+}
+
+// TestLongSessionHistoryIsExact checks that reading only the newest part
+// of a long transcript gives exactly the history of the whole, with a
+// turn of many tool steps and blocked questions at the window's edge.
+func TestLongSessionHistoryIsExact(t *testing.T) {
+	ctx := context.Background()
+	for _, cfg := range []spool.Config{{MaxMessages: 5}, {MaxMessages: 200}, {MaxMessages: 7, HistoryBudget: 60}, {MaxMessages: -1, HistoryBudget: 300}} {
+		var last []history.Message
+		cfg.Model = scriptFunc(func(req *model.Request) []model.Event {
+			last = slices.Clone(req.Messages)
+			return []model.Event{text("ok")}
+		})
+		cfg.PromptGuards = []spool.PromptGuard{func(ctx context.Context, p string) error {
+			if strings.HasPrefix(p, "refuse") {
+				return errors.New("no")
+			}
+			return nil
+		}}
+		a := newAgent(t, cfg)
+		s, _ := a.Session(ctx, "long")
+		for i := range 700 {
+			p := fmt.Sprintf("prompt %d", i)
+			if i%7 == 3 {
+				p = "refuse " + p
+			}
+			if _, err := s.Send(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Send(ctx, "the last one"); err != nil {
+			t.Fatal(err)
+		}
+		entries, _ := s.Transcript(ctx)
+		// The request was built before its answer: drop the answer and end.
+		want := history.Build(entries[:len(entries)-2], history.Options{MaxMessages: cfg.MaxMessages, Budget: cfg.HistoryBudget})
+		if fmt.Sprint(last) != fmt.Sprint(want) {
+			t.Fatalf("%+v: request history\n%v\nwant\n%v", cfg.MaxMessages, last, want)
+		}
+	}
 }

@@ -12,6 +12,16 @@ import (
 // documentation. It never fails: entries it cannot use are left out. The
 // result is empty, not nil, when there is nothing to send.
 func Build(entries []transcript.Entry, opt Options) []Message {
+	msgs, _ := Window(entries, opt)
+	return msgs
+}
+
+// Window is Build for callers that read a transcript from its newest end:
+// full reports that the cap or the budget already left out an older turn
+// of entries, so that no entry older than entries could change the
+// result. When full is false and entries is only a suffix, the caller
+// needs more of the transcript for an exact history.
+func Window(entries []transcript.Entry, opt Options) (msgs []Message, full bool) {
 	s := scan(entries)
 	capN := opt.maxMessages()
 	var system []Message
@@ -24,9 +34,9 @@ func Build(entries []transcript.Entry, opt Options) []Message {
 	}
 	if s.newest < 0 {
 		if system == nil {
-			return []Message{}
+			return []Message{}, false
 		}
-		return system
+		return system, false
 	}
 
 	// Room for the window, which is all the messages when nothing limits
@@ -58,6 +68,7 @@ func Build(entries []transcript.Entry, opt Options) []Message {
 		prev, waiting := s.unit(k)
 		if k != s.newest && !waiting {
 			if capN >= 0 && used.messages >= capN {
+				full = true
 				break // a unit is at least one message
 			}
 			start := len(b.acc)
@@ -68,6 +79,7 @@ func Build(entries []transcript.Entry, opt Options) []Message {
 			}
 			if (capN >= 0 && used.messages+n > capN) || (opt.Budget > 0 && used.tokens+tokens > opt.Budget) {
 				b.acc = b.acc[:start]
+				full = true
 				break // the window ends at the first turn that does not fit
 			}
 			used.messages += n
@@ -76,7 +88,7 @@ func Build(entries []transcript.Entry, opt Options) []Message {
 		}
 		k = prev
 	}
-	return assemble(b.acc, chunks, system)
+	return assemble(b.acc, chunks, system), full
 }
 
 // window is what the units taken so far use.

@@ -1,0 +1,96 @@
+package spool_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/model/echo"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/memstore"
+	"github.com/spool-go/spool/transcript"
+)
+
+// stores the runtime benchmarks run on; filestore adds itself in
+// bench_file_test.go.
+var benchStores = map[string]func(b *testing.B) store.Store{
+	"memstore": func(b *testing.B) store.Store { return memstore.New() },
+}
+
+// BenchmarkTurn measures the runtime's own cost per turn: one Send with
+// the echo model (three appends: prompt, answer, turn end).
+func BenchmarkTurn(b *testing.B) {
+	for name, newStore := range benchStores {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			a, _ := spool.New(spool.Config{Model: echo.New(), Store: newStore(b)})
+			s, _ := a.Session(ctx, "bench")
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := s.Send(ctx, "hello there, how are you today?"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// fillTurns appends n finished turns to a session directly, as a long
+// history would leave them.
+func fillTurns(b *testing.B, st store.Store, k store.Key, n int) {
+	ctx := context.Background()
+	head := ""
+	now := time.Now().Add(-time.Hour)
+	for i := range n {
+		turn := transcript.NewID(now)
+		for _, step := range []struct {
+			typ    transcript.Type
+			status transcript.Status
+			data   any
+		}{
+			{transcript.TypeUserMessage, "", transcript.UserMessage{Text: fmt.Sprintf("question number %d about an order", i)}},
+			{transcript.TypeAssistantMessage, "", transcript.AssistantMessage{Text: fmt.Sprintf("answer number %d: it ships on Friday", i), Model: "echo"}},
+			{transcript.TypeTurnEnd, transcript.StatusOK, transcript.TurnEnd{Usage: transcript.Usage{InputTokens: 10, OutputTokens: 10}}},
+		} {
+			e, err := transcript.New(now, step.typ, turn, step.data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.ParentID, e.Status = head, step.status
+			if err := st.Append(ctx, k, e); err != nil {
+				b.Fatal(err)
+			}
+			head = e.ID
+		}
+	}
+}
+
+// BenchmarkSendLongSession compares Send on a session with 10 earlier
+// turns and with 10,000: history building reads only the window, so the
+// two should be close.
+func BenchmarkSendLongSession(b *testing.B) {
+	for name, newStore := range benchStores {
+		for _, turns := range []int{10, 10000} {
+			b.Run(fmt.Sprintf("%s/turns=%d", name, turns), func(b *testing.B) {
+				ctx := context.Background()
+				st := newStore(b)
+				a, _ := spool.New(spool.Config{Model: echo.New(), Store: st})
+				s, _ := a.Session(ctx, "long")
+				fillTurns(b, st, s.Key(), turns)
+				if _, err := s.Send(ctx, "warm up"); err != nil { // loads the session once
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					if _, err := s.Send(ctx, "and one more question"); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
