@@ -1,0 +1,286 @@
+package filestore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+// Append adds e at the end of the session and returns once the line is on
+// disk (see the package documentation for what that means). It fails with
+// store.ErrConflict when e.ParentID is not the session's last entry, as it
+// is when the lock is held: the check and the write happen under the
+// session's OS file lock, so two processes never interleave a session.
+// Creating a session applies the store's retention to its scope.
+func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	// Validate the entry alone first (the parent is checked under the
+	// lock), so that an entry that cannot be stored creates nothing.
+	if err := store.CheckAppend(key, e.ParentID, e); err != nil {
+		return err
+	}
+	create := e.ParentID == ""
+	sc, err := s.scope(ctx, key.Scope(), create)
+	if err != nil {
+		return err
+	}
+	if sc == nil {
+		return store.ConflictError(key, e.ParentID, "")
+	}
+	if err := sc.checkCase(key.ID); err != nil {
+		return err
+	}
+	created, err := s.appendLocked(ctx, sc, key, e, create)
+	if err != nil || !created || s.cfg.retention.Unlimited() {
+		return err
+	}
+	// Retention runs after the session's lock is released: deleting takes
+	// other sessions' locks, and holding two could deadlock with another
+	// process doing the same.
+	sc.mu.Lock()
+	victims := sc.victims(s.cfg.retention, s.cfg.now(), key.ID)
+	sc.mu.Unlock()
+	for _, id := range victims {
+		// The entry is durable whatever happens here; a session that
+		// cannot be deleted now goes at the next creation.
+		s.Delete(context.WithoutCancel(ctx), sc.key.Key(id))
+	}
+	return nil
+}
+
+// appendLocked does the append under the session's locks. It reports
+// whether the append created the session.
+func (s *Store) appendLocked(ctx context.Context, sc *scope, key store.Key, e transcript.Entry, create bool) (bool, error) {
+	mu := s.stripe(key)
+	mu.Lock()
+	defer mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	sf, err := s.openSession(sc, key.ID, true, create)
+	if err != nil {
+		return false, err
+	}
+	if sf == nil {
+		return false, store.ConflictError(key, e.ParentID, "")
+	}
+	defer sf.close()
+
+	cur, err := s.current(sc, key, sf)
+	if err != nil {
+		return false, err
+	}
+	head, pos := "", 0
+	if cur != nil {
+		if cur.badTail {
+			return false, s.tailError(key, sf, cur.info.Entries-1)
+		}
+		head, pos = cur.head, cur.info.Entries
+	} else if sf.size == 0 && s.fold {
+		// On a file system that folds case the file we hold may be
+		// another spelling's, made since the check before the lock.
+		if err := sc.checkCase(key.ID); err != nil {
+			return false, err
+		}
+	}
+	if err := store.CheckAppend(key, head, e); err != nil {
+		return false, err
+	}
+	line, err := s.encodeLine(nil, key, pos, e)
+	if err != nil {
+		return false, err
+	}
+	if err := s.writeLine(sf, line); err != nil {
+		return false, fmt.Errorf("filestore: session %s: %w", key, err)
+	}
+	if sf.size == 0 {
+		// A new file: its name must survive a crash too.
+		if err := syncDir(sc.dir); err != nil {
+			return false, fmt.Errorf("filestore: session %s: %w", key, err)
+		}
+	}
+	s.noteOffset(sf, pos, sf.size)
+	next := rec{titleOK: true}
+	if cur != nil {
+		next = *cur
+	}
+	if err := s.applyEntry(&next, key, e); err != nil {
+		return false, err
+	}
+	next.head = e.ID
+	if err := sf.stat(); err != nil {
+		next.size = -1 // unknown: the next use reads it again
+	} else {
+		next.size, next.mtime = sf.size, sf.mtime
+	}
+	sc.mu.Lock()
+	sc.put(&next)
+	sc.write(appendRecord(nil, &next, s.cfg.protector != nil))
+	if pos == 0 {
+		sc.touchDir()
+	}
+	sc.mu.Unlock()
+	return pos == 0, nil
+}
+
+// writeLine writes line at the end of the file and syncs it. On failure it
+// cuts the file back, so that no part of an entry that was not acknowledged
+// stays (if the cut fails too, the next open sets the torn line aside).
+func (s *Store) writeLine(sf *sfile, line []byte) error {
+	_, err := sf.f.WriteAt(line, sf.size)
+	if err == nil {
+		err = syncData(sf.f)
+	}
+	if err != nil {
+		if sf.f.Truncate(sf.size) == nil {
+			syncData(sf.f)
+		}
+		return err
+	}
+	return nil
+}
+
+// current returns the index record of the session held in sf, true to the
+// file: if the file's size or mtime is not the record's, it takes in the
+// records other processes appended, and if that is not enough it reads the
+// transcript. It returns nil for an empty file. The caller holds the
+// session's lock.
+func (s *Store) current(sc *scope, key store.Key, sf *sfile) (*rec, error) {
+	sc.mu.Lock()
+	r := sc.recs[key.ID]
+	if r == nil || r.size != sf.size || r.mtime != sf.mtime {
+		if err := sc.catchUp(); err != nil {
+			sc.mu.Unlock()
+			return nil, err
+		}
+		r = sc.recs[key.ID]
+	}
+	if r != nil && r.size == sf.size && r.mtime == sf.mtime {
+		c := *r
+		sc.mu.Unlock()
+		return &c, nil
+	}
+	sc.mu.Unlock()
+	if sf.size == 0 {
+		if r != nil {
+			sc.mu.Lock()
+			sc.remove(key.ID)
+			sc.write(appendDelete(nil, key.ID))
+			sc.mu.Unlock()
+		}
+		return nil, nil
+	}
+	fresh, err := s.scan(key, sf)
+	if err != nil {
+		return nil, err
+	}
+	c := *fresh
+	sc.mu.Lock()
+	sc.put(fresh)
+	sc.write(appendRecord(nil, fresh, s.cfg.protector != nil))
+	sc.mu.Unlock()
+	return &c, nil
+}
+
+// tailError returns the error of the session's last line, which does not
+// decode: nothing can be appended after it.
+func (s *Store) tailError(key store.Key, sf *sfile, pos int) error {
+	start, err := lastLineStart(sf.f, sf.size-1)
+	if err != nil {
+		return err
+	}
+	line := make([]byte, sf.size-1-start)
+	if _, err := sf.f.ReadAt(line, start); err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	_, err = s.decodeLine(line, key, pos, func() string { return sf.path + ": last line" })
+	if err == nil {
+		// It decodes now (another program fixed it): read it again.
+		return fmt.Errorf("filestore: session %s changed while it was read; try again", key)
+	}
+	return err
+}
+
+// Delete removes the session: its transcript, torn lines set aside, offsets
+// and turn lock file. It waits for an append or read in progress, in any
+// process, to finish. The same id then starts empty.
+func (s *Store) Delete(ctx context.Context, key store.Key) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	sc, err := s.scope(ctx, key.Scope(), false)
+	if err != nil || sc == nil {
+		return err
+	}
+	if err := sc.checkCase(key.ID); err != nil {
+		return err
+	}
+	mu := s.stripe(key)
+	mu.Lock()
+	defer mu.Unlock()
+	sf, err := s.openSession(sc, key.ID, true, false)
+	if err != nil {
+		return err
+	}
+	base := filepath.Join(sc.dir, key.ID)
+	if sf != nil {
+		defer sf.close()
+		if err := os.Remove(sf.path); err != nil {
+			return fmt.Errorf("filestore: deleting session %s: %w", key, err)
+		}
+	}
+	for _, ext := range []string{tornExt, offsetsExt} {
+		if err := os.Remove(base + ext); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("filestore: deleting session %s: %w", key, err)
+		}
+	}
+	removeLockFile(base + lockExt)
+	if err := syncDir(sc.dir); err != nil {
+		return fmt.Errorf("filestore: deleting session %s: %w", key, err)
+	}
+	sc.mu.Lock()
+	if sc.recs[key.ID] != nil || sf != nil {
+		sc.remove(key.ID)
+		sc.write(appendDelete(nil, key.ID))
+	}
+	sc.touchDir()
+	sc.mu.Unlock()
+	return nil
+}
+
+// Prune deletes the sessions of scope beyond r as of now, and returns how
+// many it deleted.
+func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention, now time.Time) (int, error) {
+	if err := checkScope(scope); err != nil {
+		return 0, err
+	}
+	if r.Unlimited() {
+		return 0, nil
+	}
+	sc, err := s.scope(ctx, scope, false)
+	if err != nil || sc == nil {
+		return 0, err
+	}
+	if err := s.ready(ctx, sc); err != nil {
+		return 0, err
+	}
+	sc.mu.Lock()
+	victims := sc.victims(r, now, "")
+	sc.mu.Unlock()
+	for i, id := range victims {
+		if err := ctx.Err(); err != nil {
+			return i, err
+		}
+		if err := s.Delete(ctx, scope.Key(id)); err != nil {
+			return i, err
+		}
+	}
+	return len(victims), nil
+}

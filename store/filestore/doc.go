@@ -1,0 +1,114 @@
+// Package filestore is spool's default store: one JSON-lines file per
+// session, on the device, that any program can read.
+//
+// Open it with New(root), or with store.Open and a "file:" URL (see Open):
+// "file:" is DefaultRoot, spool/sessions in the user's data folder
+// ($XDG_DATA_HOME or ~/.local/share on Linux and the BSDs, ~/Library/Application
+// Support on macOS, %LOCALAPPDATA% on Windows).
+//
+// # Layout
+//
+//	<root>/<agent>/<id>.jsonl                 a project-scope session
+//	<root>/<agent>/users/<owner>/<id>.jsonl   a user-scope session
+//	<folder>/.index                           the listing index of the folder's sessions
+//	<folder>/<id>.jsonl.torn                  torn last lines set aside (see below)
+//	<folder>/<id>.jsonl.off                   sparse offsets for range reads
+//	<folder>/<id>.jsonl.lock                  the session's turn lock (Locker)
+//
+// Each line of a transcript is one entry in exactly the transcript wire
+// shape (transcript.AppendLine), so a transcript written by another program
+// in that shape is read too; blank lines are skipped. Only names ending in
+// ".jsonl" are transcripts, and every other file ends in another suffix, so
+// no session id can name the index, the users folder or another session's
+// file. Ids are validated (store.ValidateKey) before any path is built, so
+// no key reaches outside the root. Folders are made 0700 and files 0600,
+// whatever the umask (on Windows they inherit the ACL of their folder,
+// which under %LOCALAPPDATA% is the user's own).
+//
+// # Durability
+//
+// When Append returns nil, the entry's line has been written and fdatasync'd
+// (F_FULLFSYNC on macOS, FlushFileBuffers on Windows), and when the append
+// created the file, its folder has been synced too: the entry survives the
+// process being killed (kill -9) and the machine losing power. When Append
+// returns an error, the line was not acknowledged, and the store tried to
+// cut it off again.
+//
+// A crash in the middle of an append can leave a last line without its
+// newline (a torn write). The next open of the session under its exclusive
+// lock notices it, appends the fragment to <id>.jsonl.torn (synced) and
+// cuts the transcript back to its last complete line; nothing is destroyed
+// and no complete line is ever lost. A last line that is a whole entry
+// lacking only its newline, as other programs may write, gets its newline
+// instead.
+//
+// A complete line that does not decode (garbage, JSON that is not an entry,
+// a sealed line that does not open) fails Read with a *store.CorruptError
+// (store.ErrCorrupt) naming the file, the line and the entry's position. It
+// is never skipped; other sessions list and read as before.
+//
+// The index, the offsets and the lock files are derived data and are not
+// synced: after a crash they are checked against the transcripts and
+// rebuilt where they disagree (see Listing).
+//
+// # Concurrency
+//
+// Every append takes an exclusive OS file lock (flock on Unix, LockFileEx on
+// Windows) on the transcript, checks the entry's parent against the session's
+// last entry and writes under it; reads take the shared lock. So appends from
+// any number of goroutines and processes never interleave one session, a
+// conditional append is checked against what is on disk, and a reader never
+// sees half an append. Locker holds a separate lock per session for a whole
+// turn. A Delete waits for the appends and reads in progress; an append
+// that waited on a deleted file starts over on the new one.
+//
+// # Listing
+//
+// Each folder of sessions has an index, ".index", with every session's
+// SessionInfo and its transcript's size and mtime, so List reads no
+// transcript: its cost follows the number of sessions, and once the index is
+// in memory, the page size. Appends add a record to the index (not synced);
+// a process rewrites it when superseded records pile up.
+//
+// What another writer's changes look like:
+//
+//   - Another process using this package: its appends and deletes are in
+//     the index the moment they return, and every List, Stat and append
+//     first applies the records added since (one stat when there are none).
+//   - Another program adding or removing a transcript: List notices that the
+//     folder changed, compares every session's size and mtime with the
+//     index and reads the transcripts that differ.
+//   - Another program appending to an existing transcript: Read, ReadTail,
+//     ReadRange and Append see it at once; List and Stat see it when the
+//     folder next changes or a new Store opens the folder.
+//   - A crash: a Store opening a folder for the first time compares every
+//     session's size and mtime with the index (one stat each), so appends
+//     whose index record was lost are found; a missing or damaged index is
+//     rebuilt from the transcripts.
+//
+// # Retention
+//
+// Each scope keeps the newest 50 sessions and none idle over 90 days
+// (store.DefaultRetention), enforced when a session is created; WithRetention
+// changes both, and store.Retention{} keeps everything. Prune applies any
+// policy on demand.
+//
+// # Case-insensitive file systems
+//
+// On a file system that folds case (macOS and Windows by default), two ids
+// that differ only in case would be one file. The store checks the file
+// system when it opens and there refuses an agent, owner or session id that
+// differs only in case from an existing one with store.ErrInvalidKey. Where
+// case matters (Linux), they are separate sessions.
+//
+// # Encryption
+//
+// With WithProtector, every line is sealed on its own, bound to its session
+// and position (seal.AssociatedData), and stored as seal.SealLine makes it: a
+// marker and base64, never starting with '{'. A plain line in an encrypted
+// store is corrupt (store.ErrCorrupt), as is a sealed line that was changed
+// or moved; a sealed line in a store opened without a protector fails with
+// ErrEncrypted, and one sealed with a key the protector lacks with an error
+// matching seal.ErrWrongKey that says so. The index keeps each title sealed
+// too; it holds no content, only ids, counts, times and sizes.
+package filestore

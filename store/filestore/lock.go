@@ -1,0 +1,174 @@
+package filestore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spool-go/spool/store"
+)
+
+// Lock takes the session's turn lock: an exclusive OS file lock on
+// <id>.jsonl.lock, a file of its own so that it never stands in the way of
+// the short lock each append and read takes on the transcript. It excludes
+// other holders in this process and in every other process on the machine,
+// and the OS releases it if the process dies. It waits, polling, until the
+// lock is free or ctx is done.
+func (s *Store) Lock(ctx context.Context, key store.Key) (func(), error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	sc, err := s.scope(ctx, key.Scope(), true)
+	if err != nil {
+		return nil, err
+	}
+	if err := sc.checkCase(key.ID); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(sc.dir, key.ID+lockExt)
+	for {
+		f, err := openLockFile(sc, path)
+		if err != nil {
+			return nil, err
+		}
+		if err := waitLock(ctx, f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		st, err := f.Stat()
+		if err == nil && !unlinked(st, path) {
+			var once sync.Once
+			return func() {
+				once.Do(func() {
+					unlockFile(f)
+					f.Close()
+				})
+			}, nil
+		}
+		// Delete removed the file while we waited: a lock on it no longer
+		// excludes anyone. Lock the new one.
+		unlockFile(f)
+		f.Close()
+	}
+}
+
+func openLockFile(sc *scope, path string) (*os.File, error) {
+	f, err := openFile(path, os.O_RDWR, 0)
+	if err == nil {
+		return f, nil
+	}
+	if !os.IsNotExist(err) {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	if f, err = openFile(path, os.O_RDWR|os.O_CREATE, fileMode); err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	f.Chmod(fileMode)
+	sc.mu.Lock()
+	sc.touchDir()
+	sc.mu.Unlock()
+	return f, nil
+}
+
+// waitLock polls for the exclusive lock on f, backing off to 25ms, until it
+// has it or ctx is done. A blocking flock could not be interrupted by ctx.
+func waitLock(ctx context.Context, f *os.File) error {
+	wait := time.Millisecond
+	for {
+		ok, err := tryLockFile(f, true)
+		if err != nil || ok {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(wait*2, 25*time.Millisecond)
+	}
+}
+
+// removeLockFile removes a deleted session's turn lock file unless a turn
+// holds it (then it stays, harmless, until the session's next delete).
+func removeLockFile(path string) {
+	f, err := openFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if ok, _ := tryLockFile(f, true); ok {
+		os.Remove(path)
+		unlockFile(f)
+	}
+}
+
+// Scopes returns every scope that holds sessions, agents in name order,
+// each project scope before its users'.
+func (s *Store) Scopes(ctx context.Context) ([]store.Scope, error) {
+	agents, err := readDirNames(s.root)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Scope
+	for _, agent := range agents {
+		var scopes []store.Scope
+		if checkScope(store.Scope{Agent: agent}) != nil {
+			continue
+		}
+		scopes = append(scopes, store.Scope{Agent: agent})
+		owners, err := readDirNames(filepath.Join(s.root, agent, usersDir))
+		if err != nil {
+			return nil, err
+		}
+		for _, owner := range owners {
+			scopes = append(scopes, store.Scope{Agent: agent, Owner: owner})
+		}
+		for _, sc := range scopes {
+			if checkScope(sc) != nil {
+				continue
+			}
+			x, err := s.scope(ctx, sc, false)
+			if err != nil {
+				return nil, err
+			}
+			if x == nil {
+				continue
+			}
+			if err := s.ready(ctx, x); err != nil {
+				return nil, err
+			}
+			x.mu.Lock()
+			n := len(x.recs)
+			x.mu.Unlock()
+			if n > 0 {
+				out = append(out, sc)
+			}
+		}
+	}
+	return out, nil
+}
+
+// readDirNames returns the names of the folders in dir, sorted; none when
+// dir does not exist.
+func readDirNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+

@@ -1,0 +1,217 @@
+package filestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+// Read returns every entry of the session, in append order, under a shared
+// lock (so never half of an append in progress). A line that does not
+// decode fails the call with a *store.CorruptError naming the file and line;
+// a sealed line in a store without a protector fails with ErrEncrypted, and
+// one sealed with another key with an error matching seal.ErrWrongKey.
+func (s *Store) Read(ctx context.Context, key store.Key) ([]transcript.Entry, error) {
+	sf, _, err := s.openRead(ctx, key)
+	if err != nil || sf == nil {
+		return nil, err
+	}
+	defer sf.close()
+	var entries []transcript.Entry
+	lr := newLineReader(sf.f, 0, sf.size)
+	for pos := 0; ; {
+		if pos%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		line, _, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			return entries, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("filestore: reading %s: %w", sf.path, err)
+		}
+		if blank(line) {
+			continue
+		}
+		no := lr.no
+		e, err := s.decodeLine(line, key, pos, func() string { return sf.path + ":" + strconv.Itoa(no) })
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, e)
+		pos++
+	}
+}
+
+// openRead opens the session's transcript for reading, or returns nil for
+// a session the store does not have.
+func (s *Store) openRead(ctx context.Context, key store.Key) (*sfile, *scope, error) {
+	if err := checkKey(key); err != nil {
+		return nil, nil, err
+	}
+	sc, err := s.scope(ctx, key.Scope(), false)
+	if err != nil || sc == nil {
+		return nil, nil, err
+	}
+	if err := sc.checkCase(key.ID); err != nil {
+		return nil, nil, err
+	}
+	sf, err := s.openSession(sc, key.ID, false, false)
+	return sf, sc, err
+}
+
+// ReadTail returns the newest n entries and the number of entries in the
+// session. It reads the file backwards from its end, so its cost follows n,
+// not the length of the transcript.
+func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcript.Entry, int, error) {
+	sf, sc, err := s.openRead(ctx, key)
+	if err != nil || sf == nil {
+		return nil, 0, err
+	}
+	defer sf.close()
+	cur, err := s.current(sc, key, sf)
+	if err != nil || cur == nil {
+		return nil, 0, err
+	}
+	total := cur.info.Entries
+	n = min(n, total)
+	if n <= 0 {
+		return nil, total, nil
+	}
+	lines, err := tailLines(sf, n)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(lines) != n {
+		return nil, 0, fmt.Errorf("filestore: %s has fewer entries than its index says", sf.path)
+	}
+	entries := make([]transcript.Entry, n)
+	for i, line := range lines {
+		pos := total - n + i
+		e, err := s.decodeLine(line, key, pos, func() string { return sf.path })
+		if err != nil {
+			return nil, 0, err
+		}
+		entries[i] = e
+	}
+	return entries, total, nil
+}
+
+// tailLines returns the last n lines that hold entries, oldest first,
+// reading backwards in growing chunks.
+func tailLines(sf *sfile, n int) ([][]byte, error) {
+	var lines [][]byte
+	chunk := int64(64 << 10)
+	var buf []byte // the bytes of [at, end), end being the last newline read
+	end := sf.size - 1
+	for at := end; at > 0 && len(lines) < n; {
+		start := max(at-chunk, 0)
+		more := make([]byte, at-start, int(at-start)+len(buf))
+		if _, err := sf.f.ReadAt(more, start); err != nil {
+			return nil, fmt.Errorf("filestore: %w", err)
+		}
+		buf = append(more, buf...)
+		at = start
+		// Take whole lines from the end of buf; keep the partial first one.
+		for len(lines) < n {
+			i := bytes.LastIndexByte(buf, '\n')
+			if i < 0 {
+				if at > 0 {
+					break
+				}
+				i = -1 // the file's first line
+			}
+			line := buf[i+1:]
+			if !blank(line) {
+				lines = append(lines, line)
+			}
+			if i < 0 {
+				buf = buf[:0]
+				break
+			}
+			buf = buf[:i]
+		}
+		chunk = min(chunk*2, 8<<20)
+	}
+	for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
+		lines[i], lines[j] = lines[j], lines[i]
+	}
+	return lines, nil
+}
+
+// ReadRange returns the entries at positions [start, end) and the number of
+// entries in the session. It starts reading at the nearest offset the
+// sparse offset index holds at or before start (see offsets.go).
+func (s *Store) ReadRange(ctx context.Context, key store.Key, start, end int) ([]transcript.Entry, int, error) {
+	sf, sc, err := s.openRead(ctx, key)
+	if err != nil || sf == nil {
+		return nil, 0, err
+	}
+	defer sf.close()
+	cur, err := s.current(sc, key, sf)
+	if err != nil || cur == nil {
+		return nil, 0, err
+	}
+	total := cur.info.Entries
+	start = min(max(start, 0), total)
+	end = min(max(end, start), total)
+	if start == end {
+		return nil, total, nil
+	}
+	if total-start <= offsetEvery {
+		// Near the end: reading backwards needs no offsets.
+		lines, err := tailLines(sf, total-start)
+		if err != nil {
+			return nil, 0, err
+		}
+		return s.decodeRange(sf, key, lines[:end-start], start, total)
+	}
+	k := start / offsetEvery
+	off, err := s.offsetOf(sf, k)
+	if err != nil {
+		return nil, 0, err
+	}
+	lr := newLineReader(sf.f, off, sf.size)
+	lines := make([][]byte, 0, end-start)
+	for pos := k * offsetEvery; pos < end; {
+		line, _, err := lr.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("fewer entries than the index says")
+			}
+			return nil, 0, fmt.Errorf("filestore: reading %s: %w", sf.path, err)
+		}
+		if blank(line) {
+			continue
+		}
+		if pos >= start {
+			lines = append(lines, bytes.Clone(line))
+		}
+		pos++
+	}
+	return s.decodeRange(sf, key, lines, start, total)
+}
+
+func (s *Store) decodeRange(sf *sfile, key store.Key, lines [][]byte, start, total int) ([]transcript.Entry, int, error) {
+	if len(lines) == 0 {
+		return nil, total, nil
+	}
+	entries := make([]transcript.Entry, len(lines))
+	for i, line := range lines {
+		pos := start + i
+		e, err := s.decodeLine(line, key, pos, func() string { return sf.path })
+		if err != nil {
+			return nil, 0, err
+		}
+		entries[i] = e
+	}
+	return entries, total, nil
+}

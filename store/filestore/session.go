@@ -1,0 +1,352 @@
+package filestore
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spool-go/spool/seal"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+// sfile is a session's transcript, open and locked (shared to read,
+// exclusive to write), with a complete last line.
+type sfile struct {
+	f     *os.File
+	path  string
+	size  int64
+	mtime int64
+}
+
+func (sf *sfile) close() {
+	unlockFile(sf.f)
+	sf.f.Close()
+}
+
+func (sf *sfile) stat() error {
+	st, err := sf.f.Stat()
+	if err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	sf.size, sf.mtime = st.Size(), st.ModTime().UnixNano()
+	return nil
+}
+
+// openSession opens and locks the transcript of id. Without create it
+// returns nil for a session that has no file. Before it returns, a torn
+// last line is set aside (repairTorn), so every line of the file is whole.
+func (s *Store) openSession(sc *scope, id string, exclusive, create bool) (*sfile, error) {
+	path := sessionPath(sc.dir, id)
+	flag := os.O_RDONLY
+	if exclusive {
+		flag = os.O_RDWR
+	}
+	if create {
+		flag |= os.O_CREATE
+	}
+	for attempt := 0; attempt < 100; attempt++ {
+		f, err := openFile(path, flag, fileMode)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				if !create {
+					return nil, nil
+				}
+				if attempt == 0 {
+					// The folder was removed under the store: make it again.
+					if err := mkdirs(sc.dir); err != nil {
+						return nil, err
+					}
+					continue
+				}
+			}
+			return nil, fmt.Errorf("filestore: %w", err)
+		}
+		if err := lockFile(f, exclusive); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("filestore: %w", err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("filestore: %w", err)
+		}
+		if unlinked(st, path) {
+			// Deleted while we waited for the lock: what we hold is no
+			// longer the session.
+			f.Close()
+			continue
+		}
+		sf := &sfile{f: f, path: path, size: st.Size(), mtime: st.ModTime().UnixNano()}
+		if create && sf.size == 0 && st.Mode().Perm() != fileMode {
+			f.Chmod(fileMode) // the umask may have narrowed it
+		}
+		torn, err := sf.torn()
+		if err != nil {
+			sf.close()
+			return nil, err
+		}
+		if !torn {
+			return sf, nil
+		}
+		if exclusive {
+			if err := s.repairTorn(sf); err != nil {
+				sf.close()
+				return nil, err
+			}
+			return sf, nil
+		}
+		// Setting the tail aside needs the exclusive lock; take it on a
+		// file of its own and start over.
+		sf.close()
+		w, err := s.openSession(sc, id, true, false)
+		if err != nil {
+			return nil, err
+		}
+		if w != nil {
+			w.close()
+		}
+	}
+	return nil, fmt.Errorf("filestore: %s keeps changing under the store", path)
+}
+
+// torn reports whether the file's last byte is not a newline: a write cut
+// short by a crash, or another program's file without its final newline.
+// Under the session's lock no spool writer is half way, so it is never a
+// write in progress.
+func (sf *sfile) torn() (bool, error) {
+	if sf.size == 0 {
+		return false, nil
+	}
+	var b [1]byte
+	if _, err := sf.f.ReadAt(b[:], sf.size-1); err != nil {
+		return false, fmt.Errorf("filestore: %w", err)
+	}
+	return b[0] != '\n', nil
+}
+
+// repairTorn ends the file at its last complete line. A last line that is
+// a whole plain entry missing only its newline (as other programs may
+// write) gets its newline. Anything else is moved, first, to the side file
+// <id>.jsonl.torn (one fragment a line, appended, synced) and then cut off;
+// nothing is destroyed. The caller holds the exclusive lock.
+func (s *Store) repairTorn(sf *sfile) error {
+	start, err := lastLineStart(sf.f, sf.size)
+	if err != nil {
+		return err
+	}
+	tail := make([]byte, sf.size-start)
+	if _, err := sf.f.ReadAt(tail, start); err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	if s.cfg.protector == nil && !blank(tail) {
+		if _, err := transcript.Parse(tail); err == nil {
+			if _, err := sf.f.WriteAt([]byte{'\n'}, sf.size); err != nil {
+				return fmt.Errorf("filestore: %w", err)
+			}
+			if err := syncData(sf.f); err != nil {
+				return fmt.Errorf("filestore: %w", err)
+			}
+			return sf.stat()
+		}
+	}
+	tornPath := sf.path[:len(sf.path)-len(transcriptExt)] + tornExt
+	_, existed := os.Stat(tornPath)
+	t, err := openFile(tornPath, os.O_RDWR|os.O_CREATE|os.O_APPEND, fileMode)
+	if err != nil {
+		return fmt.Errorf("filestore: setting aside a torn line: %w", err)
+	}
+	_, err = t.Write(append(tail, '\n'))
+	if err == nil {
+		err = syncData(t)
+	}
+	if cerr := t.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && existed != nil {
+		err = syncDir(filepath.Dir(sf.path))
+	}
+	if err != nil {
+		return fmt.Errorf("filestore: setting aside a torn line: %w", err)
+	}
+	if err := sf.f.Truncate(start); err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	if err := syncData(sf.f); err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	return sf.stat()
+}
+
+// lastLineStart returns the offset just past the last newline before size,
+// or 0 when there is none, reading backwards in chunks.
+func lastLineStart(f *os.File, size int64) (int64, error) {
+	buf := make([]byte, 8<<10)
+	for end := size; end > 0; {
+		start := max(end-int64(len(buf)), 0)
+		chunk := buf[:end-start]
+		if _, err := f.ReadAt(chunk, start); err != nil {
+			return 0, fmt.Errorf("filestore: %w", err)
+		}
+		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
+}
+
+// blank reports whether a line holds only white space. Blank lines are not
+// entries and have no position; other programs' files may have them.
+func blank(line []byte) bool {
+	for _, c := range line {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// lineReader reads the lines of a transcript from an offset on.
+type lineReader struct {
+	r    *bufio.Reader
+	line []byte
+	off  int64 // offset of the next line
+	no   int   // 1-based number of the last line read, from the start offset
+}
+
+func newLineReader(f *os.File, off, size int64) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 64<<10), off: off}
+}
+
+// next returns the next line without its newline (valid until the next
+// call) and its offset, or io.EOF. Every line ends in a newline: the file
+// was repaired when it was opened, and bytes appended after size are not
+// read.
+func (lr *lineReader) next() ([]byte, int64, error) {
+	lr.line = lr.line[:0]
+	for {
+		chunk, err := lr.r.ReadSlice('\n')
+		if len(lr.line)+len(chunk) > transcript.MaxLineSize+2 {
+			return nil, 0, fmt.Errorf("line longer than %d bytes", transcript.MaxLineSize)
+		}
+		switch {
+		case err == nil:
+			off := lr.off
+			lr.no++
+			if len(lr.line) == 0 {
+				lr.off += int64(len(chunk))
+				return chunk[:len(chunk)-1], off, nil
+			}
+			lr.line = append(lr.line, chunk...)
+			lr.off += int64(len(lr.line))
+			return lr.line[:len(lr.line)-1], off, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			lr.line = append(lr.line, chunk...)
+		case errors.Is(err, io.EOF):
+			if len(lr.line)+len(chunk) == 0 {
+				return nil, 0, io.EOF
+			}
+			// The file changed size under a lock that should have kept it
+			// still: report it rather than read half a line.
+			return nil, 0, io.ErrUnexpectedEOF
+		default:
+			return nil, 0, err
+		}
+	}
+}
+
+// encodeLine appends the stored form of e, at position pos of session key,
+// with its newline.
+func (s *Store) encodeLine(dst []byte, key store.Key, pos int, e transcript.Entry) ([]byte, error) {
+	if s.cfg.protector == nil {
+		return transcript.AppendLine(dst, e)
+	}
+	plain, err := transcript.AppendJSON(nil, e)
+	if err != nil {
+		return dst, err
+	}
+	sealed, err := seal.SealLine(s.cfg.protector, plain, seal.AssociatedData(key.Agent, key.Owner, key.ID, pos))
+	if err != nil {
+		return dst, fmt.Errorf("filestore: sealing entry %d of session %s: %w", pos, key, err)
+	}
+	dst = append(dst, sealed...)
+	return append(dst, '\n'), nil
+}
+
+// decodeLine decodes the stored line at position pos of session key; where
+// says where it is ("file:line") for errors.
+func (s *Store) decodeLine(line []byte, key store.Key, pos int, where func() string) (transcript.Entry, error) {
+	line = bytes.TrimRight(line, " \t\r")
+	corrupt := func(err error) error {
+		return &store.CorruptError{Key: key, Position: pos, Where: where(), Err: err}
+	}
+	if s.cfg.protector == nil {
+		if seal.IsSealedLine(bytes.TrimLeft(line, " \t")) {
+			return transcript.Entry{}, fmt.Errorf("session %s (%s): %w", key, where(), ErrEncrypted)
+		}
+		e, err := transcript.Parse(line)
+		if err != nil {
+			return transcript.Entry{}, corrupt(err)
+		}
+		return e, nil
+	}
+	plain, err := seal.OpenLine(s.cfg.protector, line, seal.AssociatedData(key.Agent, key.Owner, key.ID, pos))
+	switch {
+	case errors.Is(err, seal.ErrWrongKey):
+		return transcript.Entry{}, fmt.Errorf("session %s (%s): the store is encrypted with another key: %w", key, where(), err)
+	case errors.Is(err, seal.ErrNotSealed):
+		return transcript.Entry{}, corrupt(fmt.Errorf("an unencrypted line in an encrypted store: %w", err))
+	case err != nil:
+		return transcript.Entry{}, corrupt(err)
+	}
+	e, err := transcript.Parse(plain)
+	if err != nil {
+		return transcript.Entry{}, corrupt(err)
+	}
+	return e, nil
+}
+
+// scan reads the whole transcript and returns its record for the index,
+// or nil for an empty one. Lines that do not decode count as entries (they
+// hold a position) but add nothing else; Read reports them.
+func (s *Store) scan(key store.Key, sf *sfile) (*rec, error) {
+	lr := newLineReader(sf.f, 0, sf.size)
+	r := &rec{size: sf.size, mtime: sf.mtime, titleOK: true}
+	pos := 0
+	for {
+		line, _, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("filestore: reading %s: %w", sf.path, err)
+		}
+		if blank(line) {
+			continue
+		}
+		e, err := s.decodeLine(line, key, pos, func() string { return "" })
+		pos++
+		if err != nil {
+			r.badTail = true
+			continue
+		}
+		if err := s.applyEntry(r, key, e); err != nil {
+			return nil, err
+		}
+		r.head, r.badTail = e.ID, false
+	}
+	if pos == 0 {
+		return nil, nil
+	}
+	// Entries counts every line with a position, decoded or not, so that
+	// it agrees with the positions reads and appends use.
+	r.info.Entries = pos
+	r.info.ID, r.info.Agent, r.info.Owner = key.ID, key.Agent, key.Owner
+	return r, nil
+}

@@ -1,0 +1,217 @@
+package filestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spool-go/spool/seal"
+	"github.com/spool-go/spool/store"
+)
+
+// Store is the file store. It is safe for concurrent use, and several
+// Stores, in one process or many, may share a root.
+type Store struct {
+	root string
+	cfg  config
+	// fold is set when the file system folds case, so that names that
+	// differ only in case must be refused (tests set it to check the
+	// logic on a file system that does not).
+	fold bool
+
+	mu     sync.Mutex
+	scopes map[store.Scope]*scope
+	closed bool
+
+	// stripes serialize the appends and deletes of one session within the
+	// process, so that waiters queue on a mutex rather than each hold an
+	// OS thread in flock. The file lock still excludes other processes.
+	seed    maphash.Seed
+	stripes [64]sync.Mutex
+}
+
+type config struct {
+	retention store.Retention
+	now       func() time.Time
+	protector seal.Protector
+}
+
+// An Option configures a Store.
+type Option func(*config)
+
+// WithRetention sets which sessions of each scope the store keeps; it is
+// enforced when a session is created. store.Retention{} keeps everything.
+// The default is store.DefaultRetention.
+func WithRetention(r store.Retention) Option {
+	return func(c *config) { c.retention = r }
+}
+
+// WithClock sets the clock retention measures idleness against (time.Now by
+// default).
+func WithClock(now func() time.Time) Option {
+	return func(c *config) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
+
+// WithProtector encrypts every line with p, bound to its session and
+// position (see the package documentation). A store must always be opened
+// with the same protector, or a Keyring that holds its key.
+func WithProtector(p seal.Protector) Option {
+	return func(c *config) { c.protector = p }
+}
+
+// Errors of this store, besides the store package's sentinels.
+var (
+	// ErrClosed: the Store was closed.
+	ErrClosed = errors.New("filestore: store is closed")
+	// ErrEncrypted: a sealed line in a store opened without a protector.
+	ErrEncrypted = errors.New("the session is encrypted; open the store with its protector (filestore.WithProtector)")
+)
+
+// New returns the store of the sessions under root, which need not exist
+// yet: folders are made, 0700, when the first session is written.
+func New(root string, opts ...Option) (*Store, error) {
+	if platformErr != nil {
+		return nil, platformErr
+	}
+	if root == "" {
+		return nil, errors.New("filestore: empty root folder")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: root %q: %w", root, err)
+	}
+	if st, err := os.Stat(abs); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("filestore: root %s is not a folder", abs)
+	}
+	cfg := config{retention: store.DefaultRetention, now: time.Now}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return &Store{
+		root:   abs,
+		cfg:    cfg,
+		fold:   foldsCase(abs),
+		scopes: map[store.Scope]*scope{},
+		seed:   maphash.MakeSeed(),
+	}, nil
+}
+
+// Root returns the folder the store keeps its sessions in.
+func (s *Store) Root() string { return s.root }
+
+// Close closes the index files. The sessions' files are closed after every
+// call already. Calls after Close fail with ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	scopes := s.scopes
+	s.scopes = map[store.Scope]*scope{}
+	s.mu.Unlock()
+	var first error
+	for _, sc := range scopes {
+		sc.mu.Lock()
+		if err := sc.j.close(); err != nil && first == nil {
+			first = err
+		}
+		sc.mu.Unlock()
+	}
+	return first
+}
+
+func (s *Store) stripe(key store.Key) *sync.Mutex {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(key.Agent)
+	h.WriteByte(0)
+	h.WriteString(key.Owner)
+	h.WriteByte(0)
+	h.WriteString(key.ID)
+	return &s.stripes[h.Sum64()%uint64(len(s.stripes))]
+}
+
+// scope returns the loaded index of sc, making its folder when create is
+// set. Without create it returns nil for a scope whose folder does not
+// exist: there is nothing in it.
+func (s *Store) scope(ctx context.Context, sc store.Scope, create bool) (*scope, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	x := s.scopes[sc]
+	s.mu.Unlock()
+	if x == nil {
+		dir := s.scopeDir(sc)
+		if err := s.checkScopeCase(sc); err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(dir); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("filestore: %w", err)
+			}
+			if !create {
+				return nil, nil
+			}
+			if err := mkdirs(dir); err != nil {
+				return nil, err
+			}
+			// Another process may have made the same folder in other case
+			// at the same moment.
+			if err := s.checkScopeCase(sc); err != nil {
+				return nil, err
+			}
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if x = s.scopes[sc]; x == nil {
+			x = newScope(s, sc, dir)
+			s.scopes[sc] = x
+		}
+		s.mu.Unlock()
+	}
+	if err := s.ensureLoaded(ctx, x); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// checkScopeCase refuses a scope whose agent or owner folder exists in
+// other case, on file systems that fold case.
+func (s *Store) checkScopeCase(sc store.Scope) error {
+	if !s.fold {
+		return nil
+	}
+	if err := checkFolder(s.root, sc.Agent, "agent"); err != nil {
+		return err
+	}
+	if sc.Owner != "" {
+		return checkFolder(filepath.Join(s.root, sc.Agent, usersDir), sc.Owner, "owner")
+	}
+	return nil
+}
+
+var (
+	_ store.Store       = (*Store)(nil)
+	_ store.RangeReader = (*Store)(nil)
+	_ store.TailReader  = (*Store)(nil)
+	_ store.Stater      = (*Store)(nil)
+	_ store.Pruner      = (*Store)(nil)
+	_ store.Locker      = (*Store)(nil)
+	_ store.ScopeLister = (*Store)(nil)
+)
