@@ -59,28 +59,36 @@ func newStore(tb testing.TB, opts ...redisstore.Option) *redisstore.Store {
 
 // removePrefix unlinks every key of prefix (they all start with "{prefix:").
 func removePrefix(tb testing.TB, c redis.UniversalClient, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	if err := unlinkPrefix(c, prefix); err != nil {
+		tb.Errorf("cleanup of keys %q: %v", "{"+prefix+":*", err)
+	}
+}
+
+func unlinkPrefix(c redis.UniversalClient, prefix string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	it := c.Scan(ctx, 0, "{"+prefix+":*", 1000).Iterator()
 	var batch []string
-	flush := func() {
-		if len(batch) > 0 {
-			if err := c.Unlink(ctx, batch...).Err(); err != nil {
-				tb.Errorf("cleanup: UNLINK: %v", err)
-			}
-			batch = batch[:0]
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
 		}
+		err := c.Unlink(ctx, batch...).Err()
+		batch = batch[:0]
+		return err
 	}
 	for it.Next(ctx) {
 		batch = append(batch, it.Val())
 		if len(batch) == 500 {
-			flush()
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 	}
-	flush()
-	if err := it.Err(); err != nil {
-		tb.Errorf("cleanup: SCAN: %v", err)
+	if err := flush(); err != nil {
+		return err
 	}
+	return it.Err()
 }
 
 func TestConformance(t *testing.T) {

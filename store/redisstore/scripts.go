@@ -51,7 +51,9 @@ end
 var appendScript = redis.NewScript(luaHelpers + `
 local log, info, idx = KEYS[1], KEYS[2], KEYS[3]
 local n0 = redis.call('LLEN', log)
-local head = redis.call('HGET', info, 'head')
+local h = redis.call('HMGET', info, 'head', 'm', 'title', 'pending', 'msgs')
+local head, old, title = h[1], h[2], h[3]
+local pending, msgs = tonumber(h[4] or '0') or 0, tonumber(h[5] or '0') or 0
 if (head == false) ~= (n0 == 0) then
   return {2, n0}
 end
@@ -72,45 +74,56 @@ local function before(a, b)
   return false
 end
 
-local idxNew = redis.call('EXISTS', idx) == 0
+-- Each redis.call costs more than the Lua around it, so the hash is read
+-- with one HMGET above and written with one HSET below.
+local ttl = tonumber(ARGV[9])
+local idxNew = ttl > 0 and redis.call('EXISTS', idx) == 0
 local n = redis.call('RPUSH', log, ARGV[3])
-local old = redis.call('HGET', info, 'm')
+local f = {'head', ARGV[2], 'n', n}
+local function put(k, v)
+  f[#f + 1] = k
+  f[#f + 1] = v
+end
 if n == 1 then
-  redis.call('HSET', info, 'started', ARGV[4], 'last', ARGV[4], 'm', ARGV[5],
-    'title', '', 'msgs', 0, 'pending', 0)
+  title, pending, msgs = '', 0, 0
+  put('started', ARGV[4])
+  put('last', ARGV[4])
+  put('m', ARGV[5])
   redis.call('ZADD', idx, 0, ARGV[5])
 elseif not old or before(string.sub(ARGV[5], 1, 16), string.sub(old, 1, 16)) then
   -- Newer activity: the session moves to its new place in the index.
   -- Adding before removing keeps the index from being emptied, which
   -- would delete it and lose its expiry.
-  redis.call('HSET', info, 'last', ARGV[4], 'm', ARGV[5])
+  put('last', ARGV[4])
+  put('m', ARGV[5])
   redis.call('ZADD', idx, 0, ARGV[5])
   if old then
     redis.call('ZREM', idx, old)
   end
 end
-redis.call('HSET', info, 'head', ARGV[2], 'n', n)
 if ARGV[6] == '1' then
-  redis.call('HINCRBY', info, 'msgs', 1)
+  msgs = msgs + 1
 end
-if ARGV[7] ~= '' then
-  local t = redis.call('HGET', info, 'title')
-  if not t or t == '' then
-    redis.call('HSET', info, 'title', ARGV[7])
-  end
+if ARGV[7] ~= '' and (not title or title == '') then
+  title = ARGV[7]
 end
-local pending = tonumber(redis.call('HGET', info, 'pending') or '0')
 if ARGV[8] == '1' then
-  pending = redis.call('HINCRBY', info, 'pending', 1)
+  pending = pending + 1
 elseif ARGV[8] == '-1' and pending > 0 then
-  pending = redis.call('HINCRBY', info, 'pending', -1)
+  pending = pending - 1
 end
+put('msgs', msgs)
+put('pending', pending)
+put('title', title or '')
+redis.call('HSET', info, unpack(f))
 
-local ttl = tonumber(ARGV[9])
 if ttl <= 0 then
-  redis.call('PERSIST', log)
-  redis.call('PERSIST', info)
-  redis.call('PERSIST', idx)
+  -- Keys that a store with a TTL wrote stop expiring.
+  if redis.call('PTTL', info) ~= -1 or redis.call('PTTL', idx) ~= -1 then
+    redis.call('PERSIST', log)
+    redis.call('PERSIST', info)
+    redis.call('PERSIST', idx)
+  end
   return {1}
 end
 local keep = ttl
