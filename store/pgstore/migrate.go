@@ -59,6 +59,11 @@ var migrations = []migration{
 		)`,
 	)},
 	{2, "trigram search index when pg_trgm is available", searchIndexUp},
+	// Searches for common words walk a scope's searchable entries newest
+	// first and stop at the limit, instead of sorting every match.
+	{3, "searchable entries newest first", execAll(
+		`CREATE INDEX entries_recent ON {s}.entries (agent, owner, ts_ns DESC, entry_id DESC) WHERE search IS NOT NULL`,
+	)},
 }
 
 // latestVersion is the newest schema this code knows.

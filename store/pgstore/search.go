@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
@@ -21,8 +23,9 @@ const maxSearchTerms = 64
 // database. Each word becomes a LIKE '%word%' pattern, passed as a
 // parameter with % and _ escaped, so quotes, backslashes and operators
 // in a query are plain characters. The trigram index (when pg_trgm is
-// available) serves these patterns; without it the scope's entries are
-// scanned in the database.
+// available) serves these patterns for rare words; for common words the
+// database walks the scope's messages newest first (entries_recent) and
+// stops at the limit.
 func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQuery) ([]store.SearchHit, error) {
 	if err := store.ValidateScope(scope); err != nil {
 		return nil, err
@@ -64,7 +67,11 @@ func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQue
 	args = append(args, limit)
 	fmt.Fprintf(&b, ` ORDER BY e.ts_ns DESC, e.entry_id DESC LIMIT $%d`, len(args))
 
-	rows, err := s.pool.Query(ctx, s.sql(b.String()), args...)
+	// An unnamed statement is planned for its parameters each time: whether
+	// the trigram index (rare words) or the newest-first walk of
+	// entries_recent (common words) is cheaper depends on the words, which
+	// a cached generic plan cannot see.
+	rows, err := s.pool.Query(ctx, s.sql(b.String()), append([]any{pgx.QueryExecModeExec}, args...)...)
 	if err != nil {
 		return nil, dbError("search", scope, err)
 	}
