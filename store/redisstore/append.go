@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"time"
@@ -99,7 +101,7 @@ func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, 
 		strconv.FormatInt(e.Timestamp.UnixNano(), 10), member(e.Timestamp, key.ID),
 		isMessage, one.Title, pending,
 		s.ttl.Milliseconds(), s.pendingTTL.Milliseconds(),
-		gc, k.sessionPrefix(),
+		gc, k.sessionPrefix(), nonce(),
 	}
 	return keys, args, nil
 }
@@ -156,4 +158,13 @@ func (s *Store) waited(cmd redis.Cmder) error {
 		}
 	}
 	return nil
+}
+
+// nonce returns a random token that tells one Append call from another.
+func nonce() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on the platforms Go supports
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/redisstore"
 	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/transcript"
 )
@@ -117,4 +118,31 @@ func storetestAppend(t *testing.T, s store.Store, key store.Key, n int) []transc
 		}
 	}
 	return entries
+}
+
+// go-redis may send an append again after the connection failed with the
+// reply in flight; the second run reports the first one's success, while a
+// new call with the same entry is a conflict.
+func TestAppendSentTwice(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	key := store.Key{Agent: "agent", ID: "retried"}
+	entries := storetestAppend(t, s, key, 2)
+	e := storetest.NewEntry(storetest.Head(entries), time.Now(), "x.note", nil)
+	first, second, err := redisstore.AppendSentTwice(ctx, s, key, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first[0] != int64(1) || second[0] != int64(1) {
+		t.Fatalf("replies %v and %v, want success twice", first, second)
+	}
+	if got := readAll(t, s, key); len(got) != 3 || got[2].ID != e.ID {
+		t.Fatalf("after a resent append: %d entries", len(got))
+	}
+	if info, err := s.Stat(ctx, key); err != nil || info.Entries != 3 {
+		t.Fatalf("after a resent append: info %+v, %v", info, err)
+	}
+	if err := s.Append(ctx, key, e); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("the same entry in a new Append call: %v, want ErrConflict", err)
+	}
 }

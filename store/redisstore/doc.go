@@ -63,9 +63,13 @@
 // would, and moves the session in the index. Redis runs a script alone, so
 // any number of writers on any number of processes keep every transcript
 // one chain. Once the script has been sent, Append waits for its answer
-// even if ctx is cancelled meanwhile, so that an error always means
-// nothing was appended (bar a lost connection, where the outcome is
-// unknown and the next append's conflict check tells).
+// even if ctx is cancelled meanwhile, so that an error means nothing was
+// appended. go-redis sends a command again when the connection fails with
+// the reply in flight; each call carries a nonce that the session's hash
+// keeps, so a script that finds its own call already applied reports
+// success rather than a conflict. (Should another writer append in the
+// moment between the two sends, the call reports ErrConflict although its
+// entry is in the session, which a re-read shows.)
 //
 // "Durable" means what the Redis server is configured for. When Append
 // returns, the entry is in the primary's memory. It survives a restart of

@@ -44,3 +44,18 @@ func BulkAppend(ctx context.Context, s *Store, items []Keyed) error {
 	}
 	return nil
 }
+
+// AppendSentTwice runs the append script for e twice with the same
+// arguments, as go-redis does when it sends a command again after a
+// connection failure, and returns both replies.
+func AppendSentTwice(ctx context.Context, s *Store, key store.Key, e transcript.Entry) (first, second []any, err error) {
+	keys, args, err := s.appendArgs(key, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	if first, err = appendScript.Run(ctx, s.c, keys, args...).Slice(); err != nil {
+		return nil, nil, err
+	}
+	second, err = appendScript.Run(ctx, s.c, keys, args...).Slice()
+	return first, second, err
+}

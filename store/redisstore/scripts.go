@@ -44,14 +44,20 @@ end
 // 7 title candidate or "", 8 pending approvals delta ("1", "-1" or "0"),
 // 9 TTL in ms (0: none), 10 TTL in ms while an approval is pending (0:
 // keep until deleted), 11 how many index members to sample for stale
-// ones, 12 the scope's session key prefix.
+// ones, 12 the scope's session key prefix, 13 a nonce of this Append call.
+//
+// go-redis sends a command again when the connection fails after it was
+// written, so the script may run twice for one call; the nonce, kept in
+// the hash, lets the second run report the first one's success instead of
+// a conflict. A new Append call of the same entry has a new nonce, and
+// conflicts.
 //
 // Returns {1} when appended, {0, head} on a conflict, {2, length} when the
 // session's list and hash disagree about whether it exists.
 var appendScript = redis.NewScript(luaHelpers + `
 local log, info, idx = KEYS[1], KEYS[2], KEYS[3]
 local n0 = redis.call('LLEN', log)
-local h = redis.call('HMGET', info, 'head', 'm', 'title', 'pending', 'msgs')
+local h = redis.call('HMGET', info, 'head', 'm', 'title', 'pending', 'msgs', 'op')
 local head, old, title = h[1], h[2], h[3]
 local pending, msgs = tonumber(h[4] or '0') or 0, tonumber(h[5] or '0') or 0
 if (head == false) ~= (n0 == 0) then
@@ -59,6 +65,11 @@ if (head == false) ~= (n0 == 0) then
 end
 head = head or ''
 if head ~= ARGV[1] then
+  if head == ARGV[2] and h[6] == ARGV[13] then
+    -- This very call was applied already: the client sent it again
+    -- after losing the connection or timing out on the reply.
+    return {1}
+  end
   return {0, head}
 end
 
@@ -79,7 +90,7 @@ end
 local ttl = tonumber(ARGV[9])
 local idxNew = ttl > 0 and redis.call('EXISTS', idx) == 0
 local n = redis.call('RPUSH', log, ARGV[3])
-local f = {'head', ARGV[2], 'n', n}
+local f = {'head', ARGV[2], 'n', n, 'op', ARGV[13]}
 local function put(k, v)
   f[#f + 1] = k
   f[#f + 1] = v
