@@ -169,7 +169,7 @@ func (sc *scope) parseRecord(line string) (string, *rec, error) {
 	default:
 		return "", nil, errRecord
 	}
-	var f [12]string
+	var f [11]string
 	rest := body
 	for i := 0; i < len(f)-1; i++ {
 		j := indexByte(rest, '\t')
@@ -212,9 +212,9 @@ func (sc *scope) parseRecord(line string) (string, *rec, error) {
 		Entries:          int(n[2]),
 	}
 	if sc.s.cfg.protector != nil {
-		r.sealedTitle = f[11]
+		r.sealedTitle = f[10]
 	} else {
-		title, ok := parseField(f[11])
+		title, ok := parseField(f[10])
 		if !ok {
 			return "", nil, errRecord
 		}
@@ -451,6 +451,7 @@ func (sc *scope) rewrite() error {
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
+	fixMode(f)
 	buf := []byte(sc.s.indexHeader())
 	sealed := sc.s.cfg.protector != nil
 	for _, r := range sc.recs {

@@ -66,7 +66,7 @@ func openLockFile(sc *scope, path string) (*os.File, error) {
 	if f, err = openFile(path, os.O_RDWR|os.O_CREATE, fileMode); err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}
-	f.Chmod(fileMode)
+	fixMode(f)
 	sc.mu.Lock()
 	sc.touchDir()
 	sc.mu.Unlock()
@@ -171,4 +171,3 @@ func readDirNames(dir string) ([]string, error) {
 	}
 	return names, nil
 }
-

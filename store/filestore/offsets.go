@@ -39,6 +39,7 @@ func (s *Store) noteOffset(sf *sfile, pos int, off int64) {
 	if err != nil {
 		return
 	}
+	fixMode(f)
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(off))
 	f.WriteAt(b[:], int64(pos/offsetEvery-1)*8)
@@ -140,6 +141,7 @@ func writeOffsets(path string, offs []int64) {
 	if err != nil {
 		return
 	}
+	fixMode(f)
 	_, err = f.Write(b)
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -17,13 +17,13 @@ import (
 // index, the users folder and temporary files end in none of the suffixes,
 // so no id can name another session's file, the index or a folder.
 const (
-	transcriptExt = ".jsonl"       // <id>.jsonl: the transcript
-	tornExt       = ".jsonl.torn"  // torn last lines set aside, one per line
-	offsetsExt    = ".jsonl.off"   // sparse offsets, see offsets.go
-	lockExt       = ".jsonl.lock"  // the turn lock (Locker)
-	indexName     = ".index"       // the listing index of one scope folder
-	usersDir      = "users"        // <agent>/users/<owner>/: user scope
-	tmpExt        = ".tmp"         // files being written, renamed when whole
+	transcriptExt = ".jsonl"      // <id>.jsonl: the transcript
+	tornExt       = ".jsonl.torn" // torn last lines set aside, one per line
+	offsetsExt    = ".jsonl.off"  // sparse offsets, see offsets.go
+	lockExt       = ".jsonl.lock" // the turn lock (Locker)
+	indexName     = ".index"      // the listing index of one scope folder
+	usersDir      = "users"       // <agent>/users/<owner>/: user scope
+	tmpExt        = ".tmp"        // files being written, renamed when whole
 	dirMode       = fs.FileMode(0o700)
 	fileMode      = fs.FileMode(0o600)
 )
@@ -171,6 +171,14 @@ func mkdirs(dir string) error {
 		}
 	}
 	return nil
+}
+
+// fixMode sets a file the store created to exactly 0600: creating it
+// applied the umask, which may have taken away the owner's write bit.
+func fixMode(f *os.File) {
+	if st, err := f.Stat(); err == nil && st.Mode().Perm() != fileMode {
+		f.Chmod(fileMode)
+	}
 }
 
 // foldsCase reports whether the file system holding path treats names that

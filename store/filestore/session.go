@@ -161,6 +161,7 @@ func (s *Store) repairTorn(sf *sfile) error {
 	if err != nil {
 		return fmt.Errorf("filestore: setting aside a torn line: %w", err)
 	}
+	fixMode(t)
 	_, err = t.Write(append(tail, '\n'))
 	if err == nil {
 		err = syncData(t)

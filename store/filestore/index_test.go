@@ -1,0 +1,167 @@
+package filestore
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storetest"
+	"github.com/spool-go/spool/transcript"
+)
+
+// checkListing fails unless scope lists exactly the sessions of want, each
+// with the info store.Info computes from its transcript.
+func checkListing(t *testing.T, s *Store, scope store.Scope, want map[string][]transcript.Entry) {
+	t.Helper()
+	got := listAll(t, s, scope)
+	if len(got) != len(want) {
+		t.Fatalf("List: %d sessions, want %d", len(got), len(want))
+	}
+	for i, info := range got {
+		if i > 0 && store.Less(info, got[i-1]) {
+			t.Fatalf("List out of order at %d", i)
+		}
+		entries, ok := want[info.ID]
+		if !ok {
+			t.Fatalf("List shows unknown session %s", info.ID)
+		}
+		if w := store.Info(scope.Key(info.ID), entries); info != w {
+			t.Fatalf("List info of %s:\n got %+v\nwant %+v", info.ID, info, w)
+		}
+	}
+}
+
+func fill(t *testing.T, s *Store, scope store.Scope, n int) map[string][]transcript.Entry {
+	want := map[string][]transcript.Entry{}
+	for i := range n {
+		id := fmt.Sprintf("s%02d", i)
+		want[id] = seed(t, s, scope.Key(id), "", t0.Add(time.Duration(i)*time.Minute), 1+i%5)
+	}
+	return want
+}
+
+func TestIndexRebuiltWhenDeleted(t *testing.T) {
+	root := t.TempDir()
+	scope := store.Scope{Agent: "a"}
+	s := open(t, root)
+	want := fill(t, s, scope, 12)
+	if err := os.Remove(filepath.Join(root, "a", indexName)); err != nil {
+		t.Fatal(err)
+	}
+	checkListing(t, open(t, root), scope, want) // a new process
+	checkListing(t, s, scope, want)             // the one that had it in memory
+	if _, err := os.Stat(filepath.Join(root, "a", indexName)); err != nil {
+		t.Fatalf("index not written again: %v", err)
+	}
+	// And a damaged one.
+	writeRaw(t, filepath.Join(root, "a", indexName), []byte("spool-index\t1\tplain\nS\tdeadbeef\tgarbage\n"), os.O_TRUNC)
+	checkListing(t, open(t, root), scope, want)
+}
+
+func TestTranscriptAddedByHand(t *testing.T) {
+	root := t.TempDir()
+	scope := store.Scope{Agent: "a"}
+	s := open(t, root)
+	want := fill(t, s, scope, 3)
+	checkListing(t, s, scope, want)
+	time.Sleep(10 * time.Millisecond) // let the folder's mtime move on coarse clocks
+
+	// Another program writes a transcript.
+	hand := storetest.Chain("", t0.Add(time.Hour), 4)
+	writeRaw(t, filepath.Join(root, "a", "byhand.jsonl"), lines(t, hand...), 0)
+	want["byhand"] = hand
+	checkListing(t, s, scope, want)
+	checkListing(t, open(t, root), scope, want)
+	sameEntries(t, read(t, s, scope.Key("byhand")), hand)
+
+	// And removes one.
+	time.Sleep(10 * time.Millisecond)
+	os.Remove(filepath.Join(root, "a", "s00.jsonl"))
+	delete(want, "s00")
+	checkListing(t, s, scope, want)
+	checkListing(t, open(t, root), scope, want)
+}
+
+func TestStaleIndexAfterCrash(t *testing.T) {
+	// An append whose index record never made it (killed between the two,
+	// or power lost before the record reached the disk).
+	root := t.TempDir()
+	scope := store.Scope{Agent: "a"}
+	want := fill(t, open(t, root), scope, 4)
+	more := storetest.Chain(storetest.Head(want["s01"]), t0.Add(time.Hour), 3)
+	writeRaw(t, filepath.Join(root, "a", "s01.jsonl"), lines(t, more...), os.O_APPEND)
+	want["s01"] = append(want["s01"], more...)
+	s := open(t, root)
+	checkListing(t, s, scope, want)
+	// Appends continue from the true head.
+	seed(t, s, scope.Key("s01"), storetest.Head(want["s01"]), t0.Add(2*time.Hour), 1)
+}
+
+func TestListReadsNoTranscript(t *testing.T) {
+	root := t.TempDir()
+	scope := store.Scope{Agent: "a"}
+	want := fill(t, open(t, root), scope, 5)
+	// Garble every transcript but keep its size and mtime: a listing that
+	// read them would show garbage or fail.
+	files, _ := filepath.Glob(filepath.Join(root, "a", "*.jsonl"))
+	for _, f := range files {
+		st, _ := os.Stat(f)
+		writeRaw(t, f, bytes.Repeat([]byte("#"), int(st.Size())), 0)
+		os.Chtimes(f, st.ModTime(), st.ModTime())
+	}
+	checkListing(t, open(t, root), scope, want)
+}
+
+func TestOtherProcessSeen(t *testing.T) {
+	// Two Stores on one root know nothing of each other but the files, as
+	// two processes would.
+	root := t.TempDir()
+	scope := store.Scope{Agent: "a", Owner: "u"}
+	a, b := open(t, root), open(t, root)
+	want := fill(t, a, scope, 3)
+	checkListing(t, b, scope, want)
+	more := seed(t, b, scope.Key("s01"), storetest.Head(want["s01"]), t0.Add(time.Hour), 2)
+	want["s01"] = append(want["s01"], more...)
+	checkListing(t, a, scope, want)
+	if err := a.Delete(t.Context(), scope.Key("s02")); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "s02")
+	checkListing(t, b, scope, want)
+	info, err := b.Stat(t.Context(), scope.Key("s01"))
+	if err != nil || info.Entries != len(want["s01"]) {
+		t.Fatalf("Stat: %+v %v", info, err)
+	}
+}
+
+func TestIndexCompaction(t *testing.T) {
+	root := t.TempDir()
+	scope := store.Scope{Agent: "a"}
+	a, b := open(t, root), open(t, root)
+	want := fill(t, a, scope, 2)
+	checkListing(t, b, scope, want)
+	// Enough appends to make the index rewrite itself more than once.
+	for i := range 3000 {
+		id := []string{"s00", "s01"}[i%2]
+		e := storetest.Chain(storetest.Head(want[id]), t0.Add(time.Hour+time.Duration(i)*time.Millisecond), 1)
+		s := []*Store{a, b}[i/500%2]
+		if err := s.Append(t.Context(), scope.Key(id), e[0]); err != nil {
+			t.Fatal(err)
+		}
+		want[id] = append(want[id], e...)
+		if i%100 == 0 {
+			checkListing(t, s, scope, want)
+		}
+	}
+	checkListing(t, a, scope, want)
+	checkListing(t, b, scope, want)
+	checkListing(t, open(t, root), scope, want)
+	st, err := os.Stat(filepath.Join(root, "a", indexName))
+	if err != nil || st.Size() > 300_000 {
+		t.Fatalf("index not compacted: %v, %d bytes", err, st.Size())
+	}
+}

@@ -1,0 +1,188 @@
+package filestore
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storetest"
+	"github.com/spool-go/spool/transcript"
+)
+
+func TestLayoutAndWireFormat(t *testing.T) {
+	root := t.TempDir()
+	s := open(t, root)
+	proj := store.Key{Agent: "support", ID: "s1"}
+	user := store.Key{Agent: "support", Owner: "alice@example.com", ID: "s1"}
+	pe := seed(t, s, proj, "", t0, 4)
+	ue := seed(t, s, user, "", t0, 2)
+
+	// One entry per line, exactly the transcript wire shape.
+	b, err := os.ReadFile(filepath.Join(root, "support", "s1.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := lines(t, pe...); string(b) != string(want) {
+		t.Fatalf("project transcript:\n%s\nwant\n%s", b, want)
+	}
+	dec := transcript.NewDecoder(strings.NewReader(string(b)))
+	for i := range pe {
+		if e, err := dec.Decode(); err != nil || !e.Equal(pe[i]) {
+			t.Fatalf("transcript.Decoder line %d: %v", i, err)
+		}
+	}
+	b, err = os.ReadFile(filepath.Join(root, "support", "users", "alice@example.com", "s1.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := lines(t, ue...); string(b) != string(want) {
+		t.Fatalf("user transcript:\n%s\nwant\n%s", b, want)
+	}
+	sameEntries(t, read(t, s, proj), pe)
+	sameEntries(t, read(t, s, user), ue)
+}
+
+func TestModesUnderAnyUmask(t *testing.T) {
+	for _, mask := range []int{0o000, 0o022, 0o277} {
+		old := syscall.Umask(mask)
+		root := filepath.Join(t.TempDir(), "deep", "root")
+		s := open(t, root)
+		key := store.Key{Agent: "a", Owner: "bob", ID: "x"}
+		seed(t, s, key, "", t0, 1)
+		unlock, err := s.Lock(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+		syscall.Umask(old)
+		filepath.WalkDir(filepath.Dir(root), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _ := d.Info()
+			want := fileMode
+			if d.IsDir() {
+				want = dirMode
+			}
+			if st.Mode().Perm() != want {
+				t.Errorf("umask %03o: %s has mode %v, want %v", mask, path, st.Mode().Perm(), want)
+			}
+			return nil
+		})
+	}
+}
+
+func TestInvalidKeysTouchNothing(t *testing.T) {
+	root := t.TempDir()
+	s := open(t, root)
+	e := storetest.NewEntry("", t0, transcript.TypeUserMessage, nil)
+	for _, k := range []store.Key{
+		{Agent: "..", ID: "x"}, {Agent: "a", ID: "../x"}, {Agent: "a", Owner: "..", ID: "x"},
+		{Agent: "a", ID: "a/b"}, {Agent: "a", ID: "x\x00"}, {Agent: "a", ID: ""}, {Agent: "a", ID: "c:x"},
+	} {
+		if err := s.Append(t.Context(), k, e); !errors.Is(err, store.ErrInvalidKey) {
+			t.Errorf("Append %q: %v, want ErrInvalidKey", k, err)
+		}
+		if _, err := s.Read(t.Context(), k); !errors.Is(err, store.ErrInvalidKey) {
+			t.Errorf("Read %q: %v, want ErrInvalidKey", k, err)
+		}
+	}
+	if names, _ := os.ReadDir(root); len(names) != 0 {
+		t.Fatalf("invalid keys left %v in the root", names)
+	}
+}
+
+func TestIDsCannotMeetOtherFiles(t *testing.T) {
+	// Ids that look like the store's own names stay sessions of their own.
+	s := open(t, t.TempDir())
+	scope := store.Scope{Agent: "a"}
+	ids := []string{".index", "users", "x.jsonl", "x.jsonl.lock", "x.jsonl.torn", "x", ".index.abc.tmp", "x.jsonl.off"}
+	want := map[string][]transcript.Entry{}
+	for i, id := range ids {
+		want[id] = seed(t, s, scope.Key(id), "", t0.Add(time.Duration(i)*time.Second), 3)
+	}
+	seed(t, s, store.Key{Agent: "a", Owner: "users", ID: "x"}, "", t0, 1)
+	unlock, err := s.Lock(t.Context(), scope.Key("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	for _, s := range []*Store{s, open(t, s.Root())} {
+		for id, w := range want {
+			sameEntries(t, read(t, s, scope.Key(id)), w)
+		}
+		if got := listAll(t, s, scope); len(got) != len(ids) {
+			t.Fatalf("List: %d sessions, want %d", len(got), len(ids))
+		}
+	}
+}
+
+func TestDefaultRoot(t *testing.T) {
+	home := func() (string, error) { return "/home/u", nil }
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	tests := []struct {
+		goos string
+		env  map[string]string
+		want string
+	}{
+		{"linux", nil, "/home/u/.local/share/spool/sessions"},
+		{"linux", map[string]string{"XDG_DATA_HOME": "/data"}, "/data/spool/sessions"},
+		{"freebsd", map[string]string{"XDG_DATA_HOME": "relative"}, "/home/u/.local/share/spool/sessions"},
+		{"darwin", map[string]string{"XDG_DATA_HOME": "/data"}, "/home/u/Library/Application Support/spool/sessions"},
+		{"windows", map[string]string{"LOCALAPPDATA": "/appdata"}, "/appdata/spool/sessions"},
+	}
+	for _, tt := range tests {
+		got, err := defaultRoot(tt.goos, env(tt.env), home)
+		if err != nil || got != filepath.FromSlash(tt.want) {
+			t.Errorf("%s %v: %q, %v; want %q", tt.goos, tt.env, got, err, tt.want)
+		}
+	}
+	if _, err := defaultRoot("windows", env(nil), home); err == nil {
+		t.Error("windows without LOCALAPPDATA: no error")
+	}
+}
+
+func TestOpenURL(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", dir)
+	t.Chdir(dir)
+	tests := []struct {
+		url  string
+		root string
+		ret  store.Retention
+	}{
+		{"file:", filepath.Join(dir, "spool", "sessions"), store.DefaultRetention},
+		{"file:" + dir + "/p", dir + "/p", store.DefaultRetention},
+		{"file://" + dir + "/p", dir + "/p", store.DefaultRetention},
+		{"file:rel/p", filepath.Join(dir, "rel", "p"), store.DefaultRetention},
+		{"file:/x?maxSessions=20&maxAge=720h", "/x", store.Retention{MaxSessions: 20, MaxAge: 720 * time.Hour}},
+		{"file:/x?maxSessions=0", "/x", store.Retention{MaxAge: store.DefaultRetention.MaxAge}},
+		{"file:/x?maxAge=30d", "/x", store.Retention{MaxSessions: 50, MaxAge: 30 * 24 * time.Hour}},
+		{"file:/x?retention=none", "/x", store.Retention{}},
+	}
+	for _, tt := range tests {
+		st, err := store.Open(context.Background(), tt.url)
+		if err != nil {
+			t.Errorf("%s: %v", tt.url, err)
+			continue
+		}
+		s := st.(*Store)
+		if s.Root() != tt.root || s.cfg.retention != tt.ret {
+			t.Errorf("%s: root %s retention %+v; want %s %+v", tt.url, s.Root(), s.cfg.retention, tt.root, tt.ret)
+		}
+	}
+	for _, bad := range []string{"file:/x?maxSessions=-1", "file:/x?maxAge=soon", "file:/x?maxsessions=3", "file://host/x", "file:/x?retention=all", "file:/x?maxAge=1h&maxAge=2h"} {
+		u, _ := url.Parse(bad)
+		if _, err := Open(u); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
