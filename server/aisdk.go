@@ -1,0 +1,393 @@
+package server
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/transcript"
+)
+
+// POST /api/chat speaks the AI SDK's UI message stream protocol (version
+// "v1" of the x-vercel-ai-ui-message-stream header), so that an
+// unmodified useChat / DefaultChatTransport client works against spool:
+//
+//   - The request is {id, messages, trigger, messageId}. The chat id is
+//     the session id. Only the newest message is read: a user message's
+//     text parts are the prompt (the history comes from the transcript,
+//     never from the client), and an assistant message whose tool parts
+//     are in state "approval-responded" answers those approvals, which
+//     resumes the turn. trigger "regenerate-message" is refused: a
+//     transcript is append-only.
+//   - The response is SSE "data: <chunk JSON>" lines: start (messageId:
+//     the turn id, or for a resumed turn the id of the message it
+//     continues), start-step, text-start/text-delta/text-end,
+//     tool-input-available, tool-approval-request, tool-output-available,
+//     tool-output-error, tool-output-denied, finish-step, error, finish,
+//     and "data: [DONE]". Chunks carry only the fields the protocol
+//     documents: the client validates them.
+
+// aiChatRequest is the body DefaultChatTransport sends. Unknown fields are
+// allowed: clients add their own.
+type aiChatRequest struct {
+	ID        string      `json:"id"`
+	Messages  []uiMessage `json:"messages"`
+	Trigger   string      `json:"trigger"`
+	MessageID string      `json:"messageId"`
+}
+
+type uiMessage struct {
+	ID    string   `json:"id"`
+	Role  string   `json:"role"`
+	Parts []uiPart `json:"parts"`
+}
+
+type uiPart struct {
+	Type       string      `json:"type"`
+	Text       string      `json:"text"`
+	ToolCallID string      `json:"toolCallId"`
+	State      string      `json:"state"`
+	Approval   *uiApproval `json:"approval"`
+}
+
+type uiApproval struct {
+	ID       string `json:"id"`
+	Approved *bool  `json:"approved"`
+	Reason   string `json:"reason"`
+}
+
+// AIStreamHeader is the header that marks a UI message stream.
+const AIStreamHeader = "X-Vercel-Ai-Ui-Message-Stream"
+
+// handleAIChat is POST /api/chat.
+func (s *Server) handleAIChat(w http.ResponseWriter, r *http.Request) {
+	var req aiChatRequest
+	if err := decodeJSON(r, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	switch req.Trigger {
+	case "", "submit-message":
+	case "regenerate-message":
+		s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, "regenerating a message is not supported: spool transcripts are append-only; send a new message instead"))
+		return
+	default:
+		s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, `"trigger" must be "submit-message"`))
+		return
+	}
+	if req.ID == "" {
+		s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, `"id" (the chat id) is missing`))
+		return
+	}
+	if len(req.Messages) == 0 {
+		s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, `"messages" is empty`))
+		return
+	}
+	ctx, _, aerr := s.withUser(r)
+	if aerr != nil {
+		s.writeError(w, r, aerr)
+		return
+	}
+	sess, err := s.sessionFor(ctx, req.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	last := req.Messages[len(req.Messages)-1]
+	aw := &aiWriter{s: s, w: w, r: r, denied: map[string]bool{}}
+	var events iter.Seq2[spool.Event, error]
+	switch last.Role {
+	case "user":
+		var texts []string
+		for _, p := range last.Parts {
+			if p.Type == "text" {
+				texts = append(texts, p.Text)
+			}
+		}
+		prompt := strings.Join(texts, "\n")
+		if strings.TrimSpace(prompt) == "" {
+			s.writeError(w, r, errf(http.StatusBadRequest, CodeEmptyPrompt, "the newest user message has no text"))
+			return
+		}
+		events = sess.Stream(ctx, prompt)
+	case "assistant":
+		answers := approvalAnswers(last)
+		if len(answers) == 0 {
+			s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, "the newest message is neither a user message nor an assistant message with answered approvals"))
+			return
+		}
+		aw.messageID = req.MessageID
+		if aw.messageID == "" {
+			aw.messageID = last.ID
+		}
+		events, err = s.resolveAll(ctx, sess, answers, aw.denied)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	default:
+		s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, "the newest message must be from the user, or answer approvals"))
+		return
+	}
+	aw.run(events)
+}
+
+// approvalAnswers returns the approvals a message answers: its tool parts
+// (type "tool-<name>" or "dynamic-tool") in state approval-responded.
+func approvalAnswers(m uiMessage) []uiApproval {
+	var out []uiApproval
+	for _, p := range m.Parts {
+		isTool := strings.HasPrefix(p.Type, "tool-") || p.Type == "dynamic-tool"
+		if isTool && p.State == "approval-responded" && p.Approval != nil && p.Approval.ID != "" && p.Approval.Approved != nil {
+			out = append(out, *p.Approval)
+		}
+	}
+	return out
+}
+
+// resolveAll answers the approvals still pending among answers, one after
+// the other, as one stream of events; the pauses between them are left
+// out. The call ids of denied calls are put in denied. None pending is
+// ErrNoApproval.
+func (s *Server) resolveAll(ctx context.Context, sess *spool.Session, answers []uiApproval, denied map[string]bool) (iter.Seq2[spool.Event, error], error) {
+	pending, err := sess.PendingApprovals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]spool.Approval{}
+	for _, p := range pending {
+		byID[p.ID] = p
+	}
+	var todo []uiApproval
+	for _, a := range answers {
+		if p, ok := byID[a.ID]; ok {
+			todo = append(todo, a)
+			if !*a.Approved {
+				denied[p.CallID] = true
+			}
+		}
+	}
+	if len(todo) == 0 {
+		return nil, spool.ErrNoApproval
+	}
+	return func(yield func(spool.Event, error) bool) {
+		for i, a := range todo {
+			d := spool.Decision{Allow: *a.Approved, Scope: transcript.ScopeOnce, Reason: a.Reason}
+			lastOne := i == len(todo)-1
+			for ev, err := range sess.Resolve(ctx, a.ID, d) {
+				if err != nil {
+					yield(ev, err)
+					return
+				}
+				if ev.Kind == spool.EventTurnStart && i > 0 {
+					continue
+				}
+				if ev.Kind == spool.EventTurnEnd && !lastOne && ev.Result.Status == spool.StatusAwaitingApproval {
+					continue
+				}
+				if !yield(ev, nil) {
+					return
+				}
+			}
+		}
+	}, nil
+}
+
+// aiWriter turns a turn's events into UI message stream chunks.
+type aiWriter struct {
+	s         *Server
+	w         http.ResponseWriter
+	r         *http.Request
+	sse       *sseWriter
+	messageID string
+	denied    map[string]bool // call ids whose approval was denied
+	stepOpen  bool
+	textID    string // the open text part, "" when none
+	texts     int
+	failed    bool
+}
+
+// Chunks of the protocol, with exactly its fields.
+type (
+	chunkType struct {
+		Type string `json:"type"`
+	}
+	chunkStart struct {
+		Type      string `json:"type"`
+		MessageID string `json:"messageId,omitempty"`
+	}
+	chunkText struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+	}
+	chunkTextDelta struct {
+		Type  string `json:"type"`
+		ID    string `json:"id"`
+		Delta string `json:"delta"`
+	}
+	chunkToolInput struct {
+		Type       string `json:"type"`
+		ToolCallID string `json:"toolCallId"`
+		ToolName   string `json:"toolName"`
+		Input      any    `json:"input"`
+	}
+	chunkApproval struct {
+		Type       string `json:"type"`
+		ApprovalID string `json:"approvalId"`
+		ToolCallID string `json:"toolCallId"`
+	}
+	chunkToolOutput struct {
+		Type       string `json:"type"`
+		ToolCallID string `json:"toolCallId"`
+		Output     any    `json:"output"`
+	}
+	chunkToolError struct {
+		Type       string `json:"type"`
+		ToolCallID string `json:"toolCallId"`
+		ErrorText  string `json:"errorText"`
+	}
+	chunkToolDenied struct {
+		Type       string `json:"type"`
+		ToolCallID string `json:"toolCallId"`
+	}
+	chunkError struct {
+		Type      string `json:"type"`
+		ErrorText string `json:"errorText"`
+	}
+)
+
+func (a *aiWriter) send(v any) {
+	if a.sse != nil && !a.failed && a.sse.event("", v) != nil {
+		a.failed = true
+	}
+}
+
+// begin starts the stream: the header, then the start chunk.
+func (a *aiWriter) begin() {
+	a.sse = startSSE(a.w, a.s.opts.KeepAlive, map[string]string{AIStreamHeader: "v1"})
+	a.send(chunkStart{Type: "start", MessageID: a.messageID})
+}
+
+func (a *aiWriter) closeText() {
+	if a.textID != "" {
+		a.send(chunkText{Type: "text-end", ID: a.textID})
+		a.textID = ""
+	}
+}
+
+func (a *aiWriter) openStep() {
+	if !a.stepOpen {
+		a.send(chunkType{Type: "start-step"})
+		a.stepOpen = true
+	}
+}
+
+func (a *aiWriter) closeStep() {
+	a.closeText()
+	if a.stepOpen {
+		a.send(chunkType{Type: "finish-step"})
+		a.stepOpen = false
+	}
+}
+
+// finish ends the stream, with an error chunk first when errText is set.
+func (a *aiWriter) finish(errText string) {
+	a.closeStep()
+	if errText != "" {
+		a.send(chunkError{Type: "error", ErrorText: errText})
+	}
+	a.send(chunkType{Type: "finish"})
+	if a.sse != nil && !a.failed {
+		a.sse.raw("[DONE]")
+	}
+}
+
+func (a *aiWriter) run(events iter.Seq2[spool.Event, error]) {
+	defer func() {
+		if a.sse != nil {
+			a.sse.close()
+		}
+	}()
+	for ev, err := range events {
+		if err != nil {
+			if a.sse == nil {
+				a.s.writeError(a.w, a.r, err)
+				return
+			}
+			a.finish(a.s.streamError(a.r, err).Message)
+			return
+		}
+		if a.sse == nil {
+			if a.messageID == "" {
+				a.messageID = ev.TurnID
+			}
+			a.begin()
+		}
+		a.event(ev)
+		if a.failed {
+			return // the client went away: stopping stops the turn
+		}
+		if ev.Kind == spool.EventTurnEnd {
+			a.finish(turnEndError(ev.Result))
+			return
+		}
+	}
+}
+
+func (a *aiWriter) event(ev spool.Event) {
+	switch ev.Kind {
+	case spool.EventStepStart:
+		a.closeStep()
+		a.openStep()
+	case spool.EventText:
+		a.openStep()
+		if a.textID == "" {
+			a.texts++
+			a.textID = ev.TurnID + "-text-" + strconv.Itoa(a.texts)
+			a.send(chunkText{Type: "text-start", ID: a.textID})
+		}
+		a.send(chunkTextDelta{Type: "text-delta", ID: a.textID, Delta: ev.Text})
+	case spool.EventToolCall:
+		a.openStep()
+		a.closeText()
+		a.send(chunkToolInput{Type: "tool-input-available", ToolCallID: ev.ToolCall.ID, ToolName: ev.ToolCall.Name, Input: ev.ToolCall.Arguments})
+	case spool.EventStepEnd:
+		// The step stays open until the next one starts, so that its
+		// tool results land inside it.
+		a.closeText()
+	case spool.EventApprovalRequest:
+		a.openStep()
+		a.send(chunkApproval{Type: "tool-approval-request", ApprovalID: ev.Approval.ID, ToolCallID: ev.Approval.CallID})
+	case spool.EventToolResult:
+		a.openStep()
+		tr := ev.ToolResult
+		switch {
+		case a.denied[tr.CallID]:
+			a.send(chunkToolDenied{Type: "tool-output-denied", ToolCallID: tr.CallID})
+		case tr.IsError:
+			a.send(chunkToolError{Type: "tool-output-error", ToolCallID: tr.CallID, ErrorText: tr.Result})
+		default:
+			a.send(chunkToolOutput{Type: "tool-output-available", ToolCallID: tr.CallID, Output: tr.Result})
+		}
+	}
+}
+
+// turnEndError is the error text of a turn that did not end well, or "".
+func turnEndError(res *spool.Result) string {
+	if res == nil {
+		return ""
+	}
+	switch res.Status {
+	case transcript.StatusError, transcript.StatusCancelled:
+		return resultError(res).Message
+	case transcript.StatusPromptBlocked, transcript.StatusResponseBlocked:
+		if res.Notice != "" {
+			return res.Notice
+		}
+		return "the answer was stopped"
+	}
+	return ""
+}

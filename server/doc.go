@@ -1,0 +1,81 @@
+// Package server is the HTTP face of an agent: an http.Handler, with no
+// listener of its own, that a program mounts in its own mux beside its own
+// routes (spool serve is a thin program around it).
+//
+// # Routes
+//
+//	POST   /invoke                                 {"prompt","sessionId"?} → the turn's Result as JSON (default session "http")
+//	POST   /chat                                   the HTTP channel: {"sessionId"?,"text"} → SSE or JSON
+//	GET    /v1/sessions                            ?limit=&cursor= → {"sessions":[…],"nextCursor":…|null}
+//	GET    /v1/sessions/{id}                       the session's info
+//	DELETE /v1/sessions/{id}                       204
+//	GET    /v1/sessions/{id}/messages              ?limit=&order=asc|desc&cursor= → {"messages":[…],"nextCursor":…|null}
+//	GET    /v1/sessions/{id}/history               what the next model request carries → {"messages":[…]}
+//	GET    /v1/sessions/{id}/approvals             pending approvals → {"approvals":[…]}
+//	POST   /v1/sessions/{id}/approvals/{approval}  {"decision":"allow"|"deny","scope"?:"once"|"session","reason"?} → resumes the turn: SSE or JSON
+//	POST   /api/chat                               the AI SDK UI message stream protocol (useChat)
+//	GET, POST, DELETE /mcp                         the agent as an MCP server (streamable HTTP), tool "send_message"
+//
+// A turn's JSON answer is a spool.Result: {"sessionId","turnId","status",
+// "text","usage",…}; status "awaiting_approval" lists "pendingApprovals".
+//
+// # Event streams
+//
+// /chat and the approval route answer with Server-Sent Events when the
+// request has Accept: text/event-stream. Each event is named by the kind
+// of the runtime's event (turn_start, step_start, text, tool_call,
+// approval_request, tool_result, step_end, delegate, turn_end) and its
+// data is that spool.Event as JSON; a stream that fails ends with an
+// "error" event whose data is {"error":{"code","message"}}. /chat sends
+// a "session" event first, {"sessionId"}, also in the X-Spool-Session-Id
+// header. Events are flushed as they are produced, and comment lines
+// (": ping") keep an idle stream open. Nothing is produced ahead of the
+// client: a client that goes away stops its turn, which the transcript
+// records as cancelled.
+//
+// # Ordering
+//
+// Requests on one session are answered one at a time in arrival order:
+// /chat requests in the order they take their place in the session's
+// queue (Options.OnAccept reports that order), the other routes in the
+// runtime's order. Different sessions run concurrently.
+//
+// # Identity
+//
+// With Options.Keys, every request needs "Authorization: Bearer <key>"
+// (401 and WWW-Authenticate otherwise). A key maps to a user or to project
+// access (see Key). On a user-scoped agent a user key sees only that
+// user's sessions: another user's session id is 404 on every route, and
+// never listed. A project key on a user-scoped agent must name the user it
+// acts for in the X-Spool-User header (403 user_required without it): the
+// form for a trusted backend that signs its own users in. On a
+// project-scoped agent every key reaches the project's shared sessions.
+// Without keys every request has project access and the server answers
+// only to loopback Host names (see Options.AllowedHosts), which defeats
+// DNS rebinding; expose such a server on loopback only.
+//
+// # Errors
+//
+// Every error is JSON {"error":{"code","message"}} with an honest status:
+// 400 (malformed JSON, a body that is not application/json, a blank
+// prompt, a bad limit, order or cursor, a session id in a body that no
+// session can have), 401, 403, 404 (an unknown route; a session that does
+// not exist or is not the caller's, including an id in a URL that no
+// session can have; an approval not pending), 405 with Allow, 409 (an
+// approval is pending; another process is running a turn on the session,
+// with Retry-After), 410 (the session expired with an approval pending),
+// 413 (a body over Options.MaxBodyBytes, 1 MiB by default), 429 (the
+// model provider is rate limiting), 500, 502 (the turn ended with an
+// error of the model; the body names the session and turn), 503 (shutting
+// down, the channel closed, the turn was cancelled). The codes are the
+// Code constants.
+//
+// # Logs
+//
+// Every request gets an id (X-Request-Id: the client's if it is 1-64 of
+// A-Z a-z 0-9 . _ : -, else a fresh one), returned in the response and
+// carried by every log line about the request. Logs hold methods, paths,
+// statuses, sizes, durations, key names, ids and error codes: never
+// prompts, answers, tool arguments or results. LogHandler adds the
+// request id to the runtime's own lines.
+package server

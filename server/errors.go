@@ -1,0 +1,166 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/server/channel"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+// Error codes of the JSON errors, {"error":{"code","message"}}. Clients
+// branch on the code; the message is for people.
+const (
+	CodeBadRequest       = "bad_request"        // 400: malformed JSON, a missing or wrong field
+	CodeUnsupportedType  = "unsupported_media"  // 400: not Content-Type application/json
+	CodeEmptyPrompt      = "empty_prompt"       // 400: blank or missing prompt
+	CodeInvalidSessionID = "invalid_session_id" // 400: a session id in a body that no session can have
+	CodeInvalidCursor    = "invalid_cursor"     // 400
+	CodeUnauthorized     = "unauthorized"       // 401: no key, or a wrong one
+	CodeForbidden        = "forbidden"          // 403: the key may not act for that user, a foreign Host or Origin
+	CodeUserRequired     = "user_required"      // 403: a user-scoped agent and no user
+	CodeNotFound         = "not_found"          // 404: no such route
+	CodeSessionNotFound  = "session_not_found"  // 404: unknown, or not the caller's
+	CodeApprovalNotFound = "approval_not_found" // 404: no such pending approval
+	CodeMethodNotAllowed = "method_not_allowed" // 405, with Allow
+	CodeApprovalPending  = "approval_pending"   // 409: answer the pending approval first
+	CodeSessionBusy      = "session_busy"       // 409: another process is running a turn; retry
+	CodeSessionExpired   = "session_expired"    // 410: expired with an approval pending
+	CodeBodyTooLarge     = "body_too_large"     // 413
+	CodeRateLimited      = "rate_limited"       // 429: the model provider is rate limiting
+	CodeInternal         = "internal"           // 500
+	CodeModelError       = "model_error"        // 502: the turn ended with an error of the model
+	CodeUnavailable      = "unavailable"        // 503: shutting down, the channel closed
+	CodeCancelled        = "cancelled"          // the turn was cancelled (SSE error events)
+)
+
+// apiError is an error as the API reports it.
+type apiError struct {
+	Status     int    `json:"-"`
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+	RetryAfter int    `json:"-"` // seconds; 0 for none
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+func errf(status int, code, msg string) *apiError {
+	return &apiError{Status: status, Code: code, Message: msg}
+}
+
+// errorBody is the JSON of every error response.
+type errorBody struct {
+	Error *apiError `json:"error"`
+	// For turns that ran and failed: which turn, and how it ended.
+	SessionID string            `json:"sessionId,omitempty"`
+	TurnID    string            `json:"turnId,omitempty"`
+	Status    transcript.Status `json:"status,omitempty"`
+}
+
+// apiErrorFor maps an error of the runtime, the store or a channel to what
+// the API says. Errors it does not know are 500 with a generic message:
+// their text may name internals, and is logged instead.
+func apiErrorFor(err error) *apiError {
+	var ae *apiError
+	var te *spool.TurnError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &mbe):
+		return errf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body is larger than "+strconv.FormatInt(mbe.Limit, 10)+" bytes")
+	case errors.Is(err, spool.ErrEmptyPrompt):
+		return errf(http.StatusBadRequest, CodeEmptyPrompt, "the prompt is empty")
+	case errors.Is(err, spool.ErrApprovalPending):
+		return errf(http.StatusConflict, CodeApprovalPending, "the session has an approval pending: approve or deny it first (GET /v1/sessions/{id}/approvals)")
+	case errors.Is(err, spool.ErrBusy):
+		return &apiError{Status: http.StatusConflict, Code: CodeSessionBusy, Message: "another process is running a turn on this session; retry shortly", RetryAfter: 1}
+	case errors.Is(err, spool.ErrNoApproval):
+		return errf(http.StatusNotFound, CodeApprovalNotFound, "no such approval is pending on this session")
+	case errors.Is(err, store.ErrSessionExpired):
+		return errf(http.StatusGone, CodeSessionExpired, "the session expired with an approval pending; the approval can no longer be answered")
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalidKey):
+		// An id no session can have is reported like an unknown one.
+		return errf(http.StatusNotFound, CodeSessionNotFound, "no such session")
+	case errors.Is(err, store.ErrInvalidCursor):
+		return errf(http.StatusBadRequest, CodeInvalidCursor, "the cursor is not one this listing handed out")
+	case errors.Is(err, spool.ErrNoUser):
+		return errf(http.StatusForbidden, CodeUserRequired, "this agent is user-scoped: the request needs a user")
+	case errors.Is(err, spool.ErrClosed), errors.Is(err, channel.ErrClosed):
+		return errf(http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down")
+	case errors.As(err, &te):
+		return turnError(te.Status, te.Code, te.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, channel.ErrGone):
+		return errf(http.StatusServiceUnavailable, CodeCancelled, "the request was cancelled")
+	case errors.Is(err, context.DeadlineExceeded):
+		return errf(http.StatusServiceUnavailable, CodeUnavailable, "the request ran out of time")
+	}
+	return errf(http.StatusInternalServerError, CodeInternal, "internal error; the server log has the details under this request's id")
+}
+
+// turnError is the API error of a turn that ran and ended error or
+// cancelled, code being the transcript's error code.
+func turnError(status transcript.Status, code, msg string) *apiError {
+	switch {
+	case status == transcript.StatusCancelled:
+		return errf(http.StatusServiceUnavailable, CodeCancelled, "the turn was cancelled")
+	case code == transcript.NoticeRateLimited:
+		return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "the model provider is rate limiting requests; retry later", RetryAfter: 5}
+	}
+	if msg == "" {
+		msg = "the turn ended with an error"
+	}
+	return errf(http.StatusBadGateway, CodeModelError, msg)
+}
+
+// resultError returns the API error of a result whose turn failed, or nil.
+func resultError(res *spool.Result) *apiError {
+	if res == nil || (res.Status != transcript.StatusError && res.Status != transcript.StatusCancelled) {
+		return nil
+	}
+	code, msg := "", ""
+	if res.Error != nil {
+		code, msg = res.Error.Code, res.Error.Message
+	}
+	return turnError(res.Status, code, msg)
+}
+
+// writeError writes err as a JSON error response and logs what the
+// client is not told.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	ae := apiErrorFor(err)
+	if ae.Status >= 500 && ae.Code == CodeInternal {
+		// Error texts of the runtime and stores name sessions and causes,
+		// never content.
+		logger(r.Context()).ErrorContext(r.Context(), "request failed", "error", err)
+	}
+	writeAPIError(w, ae, errorBody{})
+}
+
+func writeAPIError(w http.ResponseWriter, ae *apiError, body errorBody) {
+	if ae.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(ae.RetryAfter))
+	}
+	if ae.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="spool"`)
+	}
+	body.Error = ae
+	writeJSON(w, ae.Status, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal","message":"cannot encode the response"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}

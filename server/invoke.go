@@ -1,0 +1,134 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/store"
+)
+
+// DefaultInvokeSession is the session POST /invoke uses when the request
+// names none.
+const DefaultInvokeSession = "http"
+
+type invokeRequest struct {
+	Prompt    *string `json:"prompt"`
+	SessionID string  `json:"sessionId,omitempty"`
+}
+
+// handleInvoke is POST /invoke: one prompt, one JSON answer, the turn
+// consumed on the server.
+func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
+	var req invokeRequest
+	if err := decodeJSON(r, &req, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Prompt == nil || strings.TrimSpace(*req.Prompt) == "" {
+		s.writeError(w, r, errf(http.StatusBadRequest, CodeEmptyPrompt, `"prompt" is missing or blank`))
+		return
+	}
+	ctx, _, aerr := s.withUser(r)
+	if aerr != nil {
+		s.writeError(w, r, aerr)
+		return
+	}
+	id := req.SessionID
+	if id == "" {
+		id = DefaultInvokeSession
+	}
+	sess, err := s.sessionFor(ctx, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := sess.Send(ctx, *req.Prompt)
+	s.writeResult(w, r, res, err)
+}
+
+// sessionFor returns a handle on a session a request body names, which
+// may not exist yet: an id no session can have is a 400 here, since the
+// client asked to create it.
+func (s *Server) sessionFor(ctx context.Context, id string) (*spool.Session, error) {
+	sess, err := s.agent.Session(ctx, id)
+	if errors.Is(err, store.ErrInvalidKey) {
+		return nil, errf(http.StatusBadRequest, CodeInvalidSessionID, "a session id is 1-128 of A-Z a-z 0-9 . _ @ -, and not . or ..")
+	}
+	return sess, err
+}
+
+// writeResult answers with a turn's Result, or the error that kept it
+// from running. A turn that ran and failed is answered with an error
+// status and its session and turn ids.
+func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, res *spool.Result, err error) {
+	if res != nil {
+		if ae := resultError(res); ae != nil {
+			writeAPIError(w, ae, errorBody{SessionID: res.SessionID, TurnID: res.TurnID, Status: res.Status})
+			return
+		}
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// decodeJSON reads a JSON object body into v. It requires Content-Type
+// application/json, refuses trailing data and, when strict, unknown
+// fields. Errors are 400 (415-worthy content types are 400 too, as the
+// API promises one status for a malformed request) or 413.
+func decodeJSON(r *http.Request, v any, strict bool) error {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		return errf(http.StatusBadRequest, CodeUnsupportedType, "the body must be JSON with Content-Type: application/json")
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return errf(http.StatusBadRequest, CodeBadRequest, "cannot read the request body")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		return errf(http.StatusBadRequest, CodeBadRequest, "malformed JSON: "+jsonProblem(err))
+	}
+	if dec.More() {
+		return errf(http.StatusBadRequest, CodeBadRequest, "malformed JSON: data after the object")
+	}
+	return nil
+}
+
+// jsonProblem describes a decoding error by position and field, never by
+// the values it saw.
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("syntax error at byte %d", se.Offset)
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %q must be %s", te.Field, te.Type.String())
+	case errors.Is(err, io.EOF):
+		return "the body is empty"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the body ends early"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	return "not a JSON object"
+}

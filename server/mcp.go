@@ -1,0 +1,156 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spool-go/spool"
+)
+
+// DefaultMCPSession is the session the MCP tool sends to when the call
+// names none.
+const DefaultMCPSession = "mcp"
+
+// MCPToolName is the name of the MCP tool that sends a prompt to the
+// agent.
+const MCPToolName = "send_message"
+
+type mcpArgs struct {
+	Prompt    string `json:"prompt" jsonschema:"the message to send to the agent"`
+	SessionID string `json:"sessionId,omitempty" jsonschema:"the session to continue; default \"mcp\""`
+}
+
+type mcpResult struct {
+	SessionID string `json:"sessionId"`
+	Status    string `json:"status"`
+	Text      string `json:"text"`
+}
+
+// mcpHandler returns /mcp: the agent as an MCP server over streamable
+// HTTP (stateless: every request stands alone), with one tool,
+// send_message, behind the Host and Origin checks.
+func (s *Server) mcpHandler() http.Handler {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "spool-" + s.agent.Name(), Version: "v1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        MCPToolName,
+		Description: fmt.Sprintf("Send a message to the agent %q and get its answer. Messages with the same sessionId continue one conversation.", s.agent.Name()),
+	}, s.mcpSend)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		Stateless: true,
+		// The checks below are the SDK's localhost protection and more.
+		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        s.opts.MaxBodyBytes,
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hostAllowed(r.Host) {
+			writeAPIError(w, errf(http.StatusForbidden, CodeForbidden, "Host "+r.Host+" is not allowed (DNS rebinding protection); add it to the allowed hosts"), errorBody{})
+			return
+		}
+		if !s.originAllowed(r) {
+			writeAPIError(w, errf(http.StatusForbidden, CodeForbidden, "Origin "+r.Header.Get("Origin")+" is not allowed; add it to the allowed origins"), errorBody{})
+			return
+		}
+		if _, aerr := s.actor(identityOf(r.Context()), r.Header); aerr != nil {
+			writeAPIError(w, aerr, errorBody{})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func identityOf(ctx context.Context) Identity {
+	id, _ := IdentityFrom(ctx)
+	return id
+}
+
+// mcpSend is the send_message tool. The caller's identity is taken again
+// from the request's headers, which the middleware has already checked:
+// the tool's context is the MCP session's, not the request's.
+func (s *Server) mcpSend(ctx context.Context, req *mcp.CallToolRequest, args mcpArgs) (*mcp.CallToolResult, mcpResult, error) {
+	var h http.Header
+	if req.Extra != nil {
+		h = req.Extra.Header
+	}
+	id, aerr := s.authenticate(h)
+	if aerr != nil {
+		return nil, mcpResult{}, aerr
+	}
+	user, aerr := s.actor(id, h)
+	if aerr != nil {
+		return nil, mcpResult{}, aerr
+	}
+	if user != "" {
+		ctx = spool.WithUser(ctx, user)
+	}
+	sid := args.SessionID
+	if sid == "" {
+		sid = DefaultMCPSession
+	}
+	sess, err := s.sessionFor(ctx, sid)
+	if err != nil {
+		return nil, mcpResult{}, apiErrorFor(err)
+	}
+	res, err := sess.Send(ctx, args.Prompt)
+	if res == nil {
+		return nil, mcpResult{}, apiErrorFor(err)
+	}
+	out := mcpResult{SessionID: res.SessionID, Status: string(res.Status), Text: res.Text}
+	text := res.Text
+	isErr := false
+	switch {
+	case res.Status == spool.StatusAwaitingApproval:
+		ids := make([]string, len(res.Pending))
+		for i, p := range res.Pending {
+			ids[i] = p.ID
+		}
+		text = fmt.Sprintf("The turn waits for a person to approve %s (POST /v1/sessions/%s/approvals/{approvalId}).", strings.Join(ids, ", "), res.SessionID)
+	case resultError(res) != nil:
+		text, isErr = resultError(res).Message, true
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isErr}, out, nil
+}
+
+// hostAllowed reports whether a Host header names this server: a loopback
+// name or address, or one of Options.AllowedHosts.
+func (s *Server) hostAllowed(host string) bool {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+	if strings.EqualFold(name, "localhost") {
+		return true
+	}
+	if ip := net.ParseIP(name); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	for _, a := range s.opts.AllowedHosts {
+		if strings.EqualFold(a, host) || strings.EqualFold(a, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// originAllowed reports whether a request's Origin, if it has one, is the
+// server's own or one of Options.AllowedOrigins. Requests without Origin
+// (not from a browser) pass.
+func (s *Server) originAllowed(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	for _, a := range s.opts.AllowedOrigins {
+		if strings.EqualFold(strings.TrimSuffix(a, "/"), o) {
+			return true
+		}
+	}
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, r.Host)
+}
