@@ -12,7 +12,8 @@
 // parameters: prefix (WithPrefix), ttl (WithTTL), pendingttl
 // (WithPendingTTL), locklease (WithLockLease), and wait, waitaof and
 // waittimeout (WithWait, WithWaitAOF). New wraps a client you made
-// yourself, including a Sentinel or Redis Cluster client.
+// yourself, including a Sentinel or Redis Cluster client. The store needs
+// Redis 7.0 or later.
 //
 // # Data layout
 //
@@ -112,6 +113,14 @@
 // store.ErrCorrupt) naming the session and position; a hash with missing
 // or malformed fields fails Stat and List the same way. Nothing is
 // skipped.
+//
+// # Locks
+//
+// Lock (store.Locker) holds a per-session key set with SET NX PX to a
+// random token and renewed by its holder every third of the lease
+// (WithLockLease, default 15s); it is released by a script that deletes
+// it only while it still holds the token. A crashed holder's lock frees
+// itself when the lease runs out.
 //
 // # Search
 //

@@ -4,15 +4,18 @@ import (
 	"context"
 	cryptorand "crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/spool-go/spool/store"
 )
 
-// Lock takes the session's lock: a key set with SET NX PX to a random
+// Lock takes the session's lock: a key set with SET NX PX GET to a random
 // token, so only the holder can renew or release it. While it is held, a
 // goroutine renews the lease every third of it; if the holder's process
 // dies, the lock is free once the lease runs out (WithLockLease). Lock
@@ -36,12 +39,14 @@ func (s *Store) Lock(ctx context.Context, key store.Key) (func(), error) {
 
 	delay := time.Millisecond
 	for {
-		ok, err := s.c.SetNX(ctx, lockKey, token, s.lease).Result()
+		// With GET, a SET that go-redis sends again after a lost reply
+		// finds its own token instead of waiting out its own lease.
+		prev, err := s.c.SetArgs(ctx, lockKey, token, redis.SetArgs{Mode: "NX", TTL: s.lease, Get: true}).Result()
+		if errors.Is(err, redis.Nil) || (err == nil && prev == token) {
+			break
+		}
 		if err != nil {
 			return nil, fmt.Errorf("lock session %s: %w", key, err)
-		}
-		if ok {
-			break
 		}
 		// Jitter keeps waiters from stepping in line with one another.
 		t := time.NewTimer(delay/2 + rand.N(delay/2+1))
