@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/pgstore/pgtest"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -21,14 +21,7 @@ import (
 // (failing it under CI=true).
 func testURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("SPOOL_TEST_POSTGRES")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SPOOL_TEST_POSTGRES is not set (CI=true): PostgreSQL tests cannot run")
-		}
-		t.Skip("SPOOL_TEST_POSTGRES is not set (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable); skipping PostgreSQL tests")
-	}
-	return u
+	return pgtest.DatabaseURL(t)
 }
 
 var (
