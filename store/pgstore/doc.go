@@ -68,25 +68,39 @@
 // # Search
 //
 // Search matches like store.MatchText: every word of the query, as a
-// substring, ignoring case. Each word is a LIKE pattern parameter; a
-// pg_trgm GIN index serves them when the extension is installed or can be
-// installed (pg_trgm is trusted: a role with CREATE on the database may
-// install it). Without it search still works, scanning the scope's entries
+// substring, ignoring case. Each word is a LIKE pattern parameter. A
+// pg_trgm GIN index serves rare words when the extension is installed or
+// can be installed (pg_trgm is trusted: a role with CREATE on the database
+// may install it); for common words the index entries_recent walks the
+// scope's messages newest first and stops at the limit. Each search is
+// planned for its own words. Without pg_trgm search still works, scanning
 // in the database.
+//
+// # Connections
+//
+// The pool Open makes has pgx's defaults (at most the larger of 4 and the
+// number of CPUs; pool_max_conns= in the URL sets it). Held session locks
+// use a second pool (lock_conns=, default 16), so a server with n turns in
+// flight holds up to n + pool_max_conns connections. Behind PgBouncer, use
+// session pooling: locks and cached statements belong to a connection.
 //
 // # Other Postgres-wire databases
 //
 // The store uses plain SQL: data-modifying CTEs, ON CONFLICT DO NOTHING,
-// row comparisons, COLLATE "C", bytea. It retries statements that a
-// distributed database aborts with a serialization failure (SQLSTATE
-// 40001). Two features need care elsewhere. Advisory locks: migrations
-// take pg_advisory_xact_lock and Lock takes pg_advisory_lock. YugabyteDB
-// has both (2.25 and later, with advisory locks switched on). CockroachDB
-// has the transaction-level one only in recent releases and, as of this
-// writing, answers the session-level one with a stub that always succeeds,
-// so there Lock does not exclude: the conditional append alone keeps every
-// transcript a chain, and turns of two replicas on one session may
-// conflict instead of taking turns. And pg_trgm: without it search works,
-// unindexed (CockroachDB has trigram indexes built in; create one on
-// entries.search by hand).
+// row comparisons, GREATEST and LEAST, COLLATE "C" columns, bytea, and
+// advisory locks; it retries statements that a distributed database aborts
+// with a serialization failure (SQLSTATE 40001). PostgreSQL (13 and later;
+// tested on 15) and YugabyteDB (2.25 and later, with advisory locks switched on) have all
+// of it. CockroachDB, as of this writing, does not run it unchanged: it
+// refuses COLLATE "C" on a column (its default order is already bytewise,
+// so the columns would simply drop it), lacks pg_advisory_xact_lock before
+// its newest releases (run the first Open from one process), and answers
+// pg_advisory_lock with a stub that always succeeds, so Lock would not
+// exclude there; the conditional append alone still keeps every
+// transcript a chain, and turns of two replicas on one session conflict
+// instead of waiting. Without pg_trgm, search works unindexed.
+//
+// An Append that fails with a connection or context error (not a
+// database error) may have committed, as with any database; reading the
+// session's head tells.
 package pgstore
