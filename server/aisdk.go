@@ -4,7 +4,7 @@ import (
 	"context"
 	"iter"
 	"net/http"
-	"strconv"
+	"time"
 	"strings"
 
 	"github.com/spool-go/spool"
@@ -206,7 +206,6 @@ type aiWriter struct {
 	denied    map[string]bool // call ids whose approval was denied
 	stepOpen  bool
 	textID    string // the open text part, "" when none
-	texts     int
 	failed    bool
 }
 
@@ -345,8 +344,8 @@ func (a *aiWriter) event(ev spool.Event) {
 	case spool.EventText:
 		a.openStep()
 		if a.textID == "" {
-			a.texts++
-			a.textID = ev.TurnID + "-text-" + strconv.Itoa(a.texts)
+			// Unique across the responses that add to one message.
+			a.textID = "txt_" + transcript.NewID(time.Now())
 			a.send(chunkText{Type: "text-start", ID: a.textID})
 		}
 		a.send(chunkTextDelta{Type: "text-delta", ID: a.textID, Delta: ev.Text})

@@ -361,3 +361,7 @@ func turnEnds(entries []transcript.Entry) []transcript.Status {
 func keyOf(a *spool.Agent, owner, id string) store.Key {
 	return store.Key{Agent: a.Name(), Owner: owner, ID: id}
 }
+
+func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(t.Context(), d)
+}

@@ -1,0 +1,298 @@
+package server_test
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/server"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// aiPost posts a chat request and returns the stream's data lines.
+func aiPost(t *testing.T, e *env, body any) ([]string, resp) {
+	t.Helper()
+	r := e.post("/api/chat", body)
+	if r.status != 200 {
+		return nil, r
+	}
+	if r.header.Get(server.AIStreamHeader) != "v1" || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("headers %v", r.header)
+	}
+	events, _ := readSSE(t, strings.NewReader(string(r.body)))
+	var out []string
+	for _, ev := range events {
+		if ev.name != "" {
+			t.Fatalf("a UI message stream has no event names: %q", ev.name)
+		}
+		out = append(out, ev.data)
+	}
+	return out, r
+}
+
+func userMsg(id, text string) map[string]any {
+	return map[string]any{"id": id, "role": "user", "parts": []any{map[string]any{"type": "text", "text": text}}}
+}
+
+// documented lists the fields each chunk type may have (those this server
+// sends, a subset of the protocol's): the client rejects others.
+var documented = map[string][]string{
+	"start":                 {"messageId", "type"},
+	"start-step":            {"type"},
+	"text-start":            {"id", "type"},
+	"text-delta":            {"delta", "id", "type"},
+	"text-end":              {"id", "type"},
+	"tool-input-available":  {"input", "toolCallId", "toolName", "type"},
+	"tool-approval-request": {"approvalId", "toolCallId", "type"},
+	"tool-output-available": {"output", "toolCallId", "type"},
+	"tool-output-error":     {"errorText", "toolCallId", "type"},
+	"tool-output-denied":    {"toolCallId", "type"},
+	"finish-step":           {"type"},
+	"finish":                {"type"},
+	"error":                 {"errorText", "type"},
+}
+
+func checkChunks(t *testing.T, chunks []string) {
+	t.Helper()
+	if len(chunks) == 0 || chunks[len(chunks)-1] != "[DONE]" {
+		t.Fatalf("stream does not end with [DONE]: %v", chunks)
+	}
+	for _, c := range chunks[:len(chunks)-1] {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(c), &m); err != nil {
+			t.Fatalf("chunk %q: %v", c, err)
+		}
+		typ, _ := m["type"].(string)
+		want, ok := documented[typ]
+		if !ok {
+			t.Fatalf("chunk of unknown type: %s", c)
+		}
+		var keys []string
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if strings.Join(keys, ",") != strings.Join(want, ",") {
+			t.Fatalf("chunk %s has fields %v, want %v", c, keys, want)
+		}
+	}
+}
+
+var (
+	ulidRE = regexp.MustCompile(`[0-9A-HJKMNP-TV-Z]{26}`)
+	callRE = regexp.MustCompile(`"call_[A-Za-z0-9_]+"`)
+)
+
+func normalize(chunks []string) string {
+	s := strings.Join(chunks, "\n") + "\n"
+	s = ulidRE.ReplaceAllString(s, "ULID")
+	return callRE.ReplaceAllString(s, `"call_ID"`)
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	p := filepath.Join("testdata", "aisdk", name+".golden")
+	if *update {
+		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("%s differs from %s:\n%s", name, p, got)
+	}
+}
+
+// The streams, against golden files: a plain answer, a tool call, a
+// call waiting on approval, its approval answered by the client (allowed,
+// then another denied), each chunk with only documented fields.
+func TestAIChatGolden(t *testing.T) {
+	e := newEnv(t, spool.Config{}, server.Options{})
+	msgs := []any{userMsg("u1", "hello world")}
+	chunks, r := aiPost(t, e, map[string]any{"id": "chat1", "messages": msgs, "trigger": "submit-message"})
+	if chunks == nil {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	checkChunks(t, chunks)
+	golden(t, "text", normalize(chunks))
+
+	msgs = append(msgs, map[string]any{"id": "a1", "role": "assistant", "parts": []any{}}, userMsg("u2", "/call get_time {}"))
+	chunks, _ = aiPost(t, e, map[string]any{"id": "chat1", "messages": msgs, "trigger": "submit-message"})
+	checkChunks(t, chunks)
+	golden(t, "tool", normalize(chunks))
+
+	for _, c := range []struct {
+		name     string
+		approved bool
+	}{{"approve", true}, {"deny", false}} {
+		chunks, _ = aiPost(t, e, map[string]any{"id": "chat1", "messages": []any{userMsg("u3", `/call save_note {"text":"milk"}`)}})
+		checkChunks(t, chunks)
+		golden(t, c.name+"-request", normalize(chunks))
+		var start, ap struct{ MessageID, ApprovalID, ToolCallID string }
+		json.Unmarshal([]byte(chunks[0]), &start)
+		for _, ch := range chunks {
+			if strings.Contains(ch, `"tool-approval-request"`) {
+				json.Unmarshal([]byte(ch), &ap)
+			}
+		}
+		answer := map[string]any{"id": start.MessageID, "role": "assistant", "parts": []any{
+			map[string]any{"type": "step-start"},
+			map[string]any{"type": "tool-save_note", "toolCallId": ap.ToolCallID, "state": "approval-responded",
+				"input": map[string]any{"text": "milk"}, "approval": map[string]any{"id": ap.ApprovalID, "approved": c.approved, "reason": "because"}},
+		}}
+		chunks, r = aiPost(t, e, map[string]any{"id": "chat1", "messages": []any{userMsg("u3", "x"), answer}, "trigger": "submit-message", "messageId": start.MessageID})
+		if chunks == nil {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		checkChunks(t, chunks)
+		if !strings.Contains(chunks[0], start.MessageID) {
+			t.Fatalf("the resumed stream does not continue message %s: %s", start.MessageID, chunks[0])
+		}
+		golden(t, c.name+"-response", normalize(chunks))
+		// Answering it again: no such approval any more.
+		if r := e.post("/api/chat", map[string]any{"id": "chat1", "messages": []any{answer}}); r.status != 404 {
+			t.Fatalf("answered twice: %d %s", r.status, r.body)
+		}
+	}
+}
+
+func TestAIChatBadRequests(t *testing.T) {
+	e := newEnv(t, spool.Config{}, server.Options{})
+	cases := map[string]any{
+		"no id":         map[string]any{"messages": []any{userMsg("u", "hi")}},
+		"no messages":   map[string]any{"id": "c"},
+		"regenerate":    map[string]any{"id": "c", "messages": []any{userMsg("u", "hi")}, "trigger": "regenerate-message"},
+		"blank text":    map[string]any{"id": "c", "messages": []any{userMsg("u", " ")}},
+		"invalid id":    map[string]any{"id": "a/b", "messages": []any{userMsg("u", "hi")}},
+		"no answers":    map[string]any{"id": "c", "messages": []any{map[string]any{"id": "a", "role": "assistant", "parts": []any{}}}},
+		"system":        map[string]any{"id": "c", "messages": []any{map[string]any{"id": "s", "role": "system", "parts": []any{}}}},
+		"malformed":     `{"id":`,
+		"wrong trigger": map[string]any{"id": "c", "messages": []any{userMsg("u", "hi")}, "trigger": "nope"},
+	}
+	for name, body := range cases {
+		r := e.post("/api/chat", body)
+		if r.status != 400 {
+			t.Fatalf("%s: %d %s", name, r.status, r.body)
+		}
+		r.errCode(t)
+	}
+}
+
+// The real client: the "ai" package's AbstractChat and
+// DefaultChatTransport (what useChat runs) against this server, approvals
+// included. Needs node and npm (the package is installed once into the
+// user's cache folder); skipped without them, except under CI=true.
+func TestAIChatRealClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the AI SDK client test installs an npm package")
+	}
+	node, errNode := exec.LookPath("node")
+	npm, errNpm := exec.LookPath("npm")
+	if errNode != nil || errNpm != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true and node or npm is missing: the AI SDK client test cannot run")
+		}
+		t.Skip("node or npm not found: the AI SDK client test is skipped")
+	}
+	const pkg = "ai@6.0.326"
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "spool-test", strings.ReplaceAll(pkg, "@", "-"))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ai", "package.json")); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private":true,"type":"module"}`), 0o644)
+		cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--loglevel=error", pkg)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("npm install %s: %v\n%s", pkg, err, out)
+			}
+			t.Skipf("npm install %s failed (offline?): %v\n%s", pkg, err, out)
+		}
+	}
+	script, err := os.ReadFile(filepath.Join("testdata", "aisdk", "chat.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chat.mjs"), script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, spool.Config{}, server.Options{})
+	ctx, cancel := contextWithTimeout(t, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "chat.mjs", e.http.URL+"/api/chat")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
+	}
+	var got struct {
+		Status   string
+		Errors   []string
+		Messages []struct {
+			ID, Role string
+			Parts    []map[string]any
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got.Status != "ready" || len(got.Errors) > 0 {
+		t.Fatalf("client status %s, errors %v", got.Status, got.Errors)
+	}
+	// Four user messages and four assistant ones; the approvals continued
+	// their messages rather than adding new ones.
+	if len(got.Messages) != 8 {
+		t.Fatalf("%d messages: %s", len(got.Messages), out)
+	}
+	texts := func(i int) (text string, tools []string) {
+		for _, p := range got.Messages[i].Parts {
+			switch t := p["type"].(string); {
+			case t == "text":
+				text += p["text"].(string)
+			case strings.HasPrefix(t, "tool-"):
+				tools = append(tools, t+":"+p["state"].(string))
+			}
+		}
+		return
+	}
+	want := []struct {
+		text  string
+		tools string
+	}{
+		{"echo: hello world", ""},
+		{"tool get_time returned: noon", "tool-get_time:output-available"},
+		{"tool save_note returned: saved: milk", "tool-save_note:output-available"},
+		{"tool save_note returned: error: the user denied this call: no eggs", "tool-save_note:output-denied"},
+	}
+	for i, w := range want {
+		text, tools := texts(2*i + 1)
+		if got.Messages[2*i+1].Role != "assistant" || text != w.text || strings.Join(tools, ",") != w.tools {
+			t.Fatalf("assistant message %d: %q %v, want %q %q\n%s", i, text, tools, w.text, w.tools, out)
+		}
+	}
+	// The session holds the four turns, each once.
+	if got := userTexts(t, e.transcriptOf("", "aisdk-chat")); len(got) != 4 {
+		t.Fatalf("transcript turns %q", got)
+	}
+}

@@ -1,0 +1,136 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/server"
+)
+
+// headerTransport adds headers to every request of the MCP client.
+type headerTransport struct {
+	base http.RoundTripper
+	h    map[string]string
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.h {
+		r.Header.Set(k, v)
+	}
+	return t.base.RoundTrip(r)
+}
+
+func mcpConnect(t *testing.T, e *env, h map[string]string) (*mcp.ClientSession, error) {
+	t.Helper()
+	hc := &http.Client{Transport: headerTransport{base: e.http.Client().Transport, h: h}}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.http.URL + "/mcp", HTTPClient: hc}, nil)
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+func callText(t *testing.T, cs *mcp.ClientSession, args map[string]any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.MCPToolName, Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("content %+v", res.Content)
+	}
+	return res.Content[0].(*mcp.TextContent).Text, res.IsError
+}
+
+func TestMCPSendMessage(t *testing.T) {
+	e := newEnv(t, spool.Config{}, server.Options{})
+	cs, err := mcpConnect(t, e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != server.MCPToolName {
+		t.Fatalf("tools %+v %v", tools, err)
+	}
+	if text, isErr := callText(t, cs, map[string]any{"prompt": "hello mcp"}); text != "echo: hello mcp" || isErr {
+		t.Fatalf("answer %q", text)
+	}
+	if text, _ := callText(t, cs, map[string]any{"prompt": "second", "sessionId": "other"}); text != "echo: second" {
+		t.Fatalf("answer %q", text)
+	}
+	if got := userTexts(t, e.transcriptOf("", server.DefaultMCPSession)); len(got) != 1 || got[0] != "hello mcp" {
+		t.Fatalf("default session holds %q", got)
+	}
+	if text, _ := callText(t, cs, map[string]any{"prompt": `/call save_note {"text":"x"}`, "sessionId": "other"}); !strings.Contains(text, "approve") {
+		t.Fatalf("pause answer %q", text)
+	}
+}
+
+func TestMCPHostAndOrigin(t *testing.T) {
+	keys := testKeys(t)
+	e := newEnv(t, spool.Config{}, server.Options{Keys: keys, AllowedHosts: []string{"agents.example.com"}, AllowedOrigins: []string{"https://app.example.com"}})
+	e.key = projectKey
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	cases := []struct {
+		host, origin string
+		want         int
+	}{
+		{"", "", 200},
+		{"evil.example.com", "", 403}, // DNS rebinding: a foreign Host
+		{"agents.example.com", "", 200},
+		{"", "https://evil.example.com", 403},
+		{"", "https://app.example.com", 200},
+		{"", "null", 403},
+	}
+	for _, c := range cases {
+		hr := e.newRequest(t.Context(), req{method: "POST", path: "/mcp", body: init, header: map[string]string{"Accept": "application/json, text/event-stream"}})
+		if c.host != "" {
+			hr.Host = c.host
+		}
+		if c.origin != "" {
+			hr.Header.Set("Origin", c.origin)
+		}
+		res, err := e.http.Client().Do(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != c.want {
+			t.Fatalf("Host %q Origin %q: %d, want %d", c.host, c.origin, res.StatusCode, c.want)
+		}
+	}
+	// The key is required on /mcp like everywhere.
+	if _, err := mcpConnect(t, e, nil); err == nil {
+		t.Fatal("connected without a key")
+	}
+	cs, err := mcpConnect(t, e, map[string]string{"Authorization": "Bearer " + projectKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := callText(t, cs, map[string]any{"prompt": "with key"}); text != "echo: with key" {
+		t.Fatalf("answer %q", text)
+	}
+}
+
+// On a user-scoped agent the MCP tool acts for the key's user.
+func TestMCPUserScope(t *testing.T) {
+	e := newEnv(t, spool.Config{Scope: spool.ScopeUser}, server.Options{Keys: testKeys(t)})
+	cs, err := mcpConnect(t, e, map[string]string{"Authorization": "Bearer " + aliceKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	callText(t, cs, map[string]any{"prompt": "from alice", "sessionId": "m"})
+	if got := userTexts(t, e.transcriptOf("alice", "m")); len(got) != 1 {
+		t.Fatalf("alice's session holds %q", got)
+	}
+	if _, err := mcpConnect(t, e, map[string]string{"Authorization": "Bearer " + projectKey}); err == nil {
+		t.Fatal("a project key without X-Spool-User connected to a user-scoped agent")
+	}
+}

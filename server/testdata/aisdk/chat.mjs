@@ -1,0 +1,60 @@
+// Drives POST /api/chat of a spool server with the real AI SDK client
+// (AbstractChat and DefaultChatTransport of the "ai" package, as useChat
+// does), approvals included, and prints the resulting UI messages as JSON.
+// Every chunk passes the client's own uiMessageChunkSchema and stream
+// processor, or the client records an error, which is printed too.
+//
+// usage: node chat.mjs http://127.0.0.1:PORT/api/chat
+import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
+
+class State {
+  constructor() { this.messages = []; this.status = 'ready'; this.error = undefined; }
+  pushMessage(m) { this.messages = this.messages.concat(m); }
+  popMessage() { this.messages = this.messages.slice(0, -1); }
+  replaceMessage(i, m) { this.messages = [...this.messages.slice(0, i), this.snapshot(m), ...this.messages.slice(i + 1)]; }
+  snapshot(v) { return structuredClone(v); }
+}
+
+class Chat extends AbstractChat {
+  constructor(opts) { super({ ...opts, state: new State() }); }
+}
+
+const errors = [];
+const chat = new Chat({
+  id: 'aisdk-chat',
+  transport: new DefaultChatTransport({ api: process.argv[2] }),
+  sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+  onError: (e) => errors.push(String(e && e.message || e)),
+});
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// settle waits until no request runs and no answered approval waits to be sent.
+async function settle() {
+  for (let i = 0; i < 500; i++) {
+    await sleep(10);
+    const last = chat.lastMessage;
+    const waiting = last && last.parts.some((p) => p.state === 'approval-responded');
+    if ((chat.status === 'ready' || chat.status === 'error') && !waiting) return;
+  }
+  throw new Error('chat did not settle; status ' + chat.status);
+}
+
+function approvalPart() {
+  return chat.lastMessage.parts.find((p) => p.state === 'approval-requested');
+}
+
+await chat.sendMessage({ text: 'hello world' });
+await chat.sendMessage({ text: '/call get_time {}' });
+await chat.sendMessage({ text: '/call save_note {"text":"milk"}' });
+let part = approvalPart();
+if (!part) throw new Error('no approval requested: ' + JSON.stringify(chat.lastMessage) + ' ' + errors.join('; '));
+await chat.addToolApprovalResponse({ id: part.approval.id, approved: true });
+await settle();
+await chat.sendMessage({ text: '/call save_note {"text":"eggs"}' });
+part = approvalPart();
+if (!part) throw new Error('no second approval requested');
+await chat.addToolApprovalResponse({ id: part.approval.id, approved: false, reason: 'no eggs' });
+await settle();
+
+process.stdout.write(JSON.stringify({ status: chat.status, errors, messages: chat.messages }));
