@@ -68,58 +68,62 @@ func scopeOfIndex(prefix, k string) (store.Scope, bool) {
 	return s, true
 }
 
-// Index members. The index is a sorted set whose members all have score 0,
-// so Redis orders them by their bytes and ZRANGEBYLEX pages through them.
-// A member is
+// Index members. The index has every member at score 0, so Redis orders
+// them by their bytes and ZRANGEBYLEX pages through them. A member is
 //
-//	16 hex digits of the inverted last activity ++ the inverted id ++ "~"
+//	16 hex digits of the inverted last activity ++ the inverted id ++ "~" ++ the id
 //
 // which sorts exactly as store.Less: newest activity first, then id
 // descending. A float score cannot do that: a double holds unix
 // nanoseconds only to about 256 ns, and ties would need a second key.
 //
 // The timestamp part is ^(ns ^ 1<<63): flipping the sign bit maps int64
-// order onto uint64 order, and the complement reverses it. The id part
+// order onto uint64 order, and the complement reverses it. The inverted id
 // maps each byte c to 0xA7-c, which reverses the order of the ID alphabet
-// (0x2D '-' to 0x7A 'z') onto itself; the '~' (0x7E) that ends it sorts
-// after every mapped byte, so that an id sorts before the ids it is a
-// prefix of, as descending order wants.
+// (0x2D '-' to 0x7A 'z') onto itself; the '~' (0x7E) after it sorts after
+// every mapped byte, so that an id sorts before the ids it is a prefix of,
+// as descending order wants. Activity and id decide the order before the
+// plain id that follows the '~' is reached; it is there so that the Lua
+// scripts find the session's keys with a string.find rather than by
+// inverting the id byte by byte.
 
 const (
 	tsHexLen  = 16
-	memberEnd = '~'
+	memberSep = '~'
 	invertSum = 0x2D + 0x7A
 )
 
 func member(lastActivity time.Time, id string) string {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], ^(uint64(lastActivity.UnixNano()) ^ 1<<63))
-	m := make([]byte, 0, tsHexLen+len(id)+1)
+	m := make([]byte, 0, tsHexLen+2*len(id)+1)
 	m = hex.AppendEncode(m, b[:])
 	for i := 0; i < len(id); i++ {
 		m = append(m, invertSum-id[i])
 	}
-	return string(append(m, memberEnd))
+	m = append(m, memberSep)
+	return string(append(m, id...))
 }
 
 // parseMember returns the position that member m stands for.
 func parseMember(m string) (store.ListPosition, error) {
-	if len(m) < tsHexLen+2 || m[len(m)-1] != memberEnd {
-		return store.ListPosition{}, errors.New("malformed index member")
+	bad := errors.New("malformed index member")
+	if len(m) < tsHexLen+3 {
+		return store.ListPosition{}, bad
 	}
 	var b [8]byte
 	if _, err := hex.Decode(b[:], []byte(m[:tsHexLen])); err != nil {
-		return store.ListPosition{}, errors.New("malformed index member")
+		return store.ListPosition{}, bad
+	}
+	inv, id, ok := strings.Cut(m[tsHexLen:], string(memberSep))
+	if !ok || !store.ValidID(id) || len(inv) != len(id) {
+		return store.ListPosition{}, bad
+	}
+	for i := 0; i < len(id); i++ {
+		if inv[i] != invertSum-id[i] {
+			return store.ListPosition{}, bad
+		}
 	}
 	ns := int64(^binary.BigEndian.Uint64(b[:]) ^ 1<<63)
-	inv := m[tsHexLen : len(m)-1]
-	id := make([]byte, len(inv))
-	for i := 0; i < len(inv); i++ {
-		id[i] = invertSum - inv[i]
-	}
-	p := store.ListPosition{LastActivity: time.Unix(0, ns).UTC(), ID: string(id)}
-	if !store.ValidID(p.ID) {
-		return store.ListPosition{}, errors.New("malformed index member")
-	}
-	return p, nil
+	return store.ListPosition{LastActivity: time.Unix(0, ns).UTC(), ID: id}, nil
 }

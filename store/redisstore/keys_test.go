@@ -66,7 +66,8 @@ func TestMemberOrderIsListingOrder(t *testing.T) {
 
 func TestParseMemberRejects(t *testing.T) {
 	good := member(time.Now(), "abc")
-	for _, m := range []string{"", "~", good[:len(good)-1], "zz" + good[2:], good[:tsHexLen] + "~", good[:tsHexLen] + "\x01~"} {
+	for _, m := range []string{"", "~", good[:len(good)-1], "zz" + good[2:], good[:tsHexLen] + "~", good[:tsHexLen] + "\x01~a",
+		good[:tsHexLen] + "FF~ab", good[:tsHexLen] + "F~b", good[:tsHexLen] + "F~a:"} {
 		if _, err := parseMember(m); err == nil {
 			t.Errorf("parseMember(%q) accepted", m)
 		}

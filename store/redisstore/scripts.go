@@ -16,16 +16,14 @@ import "github.com/redis/go-redis/v9"
 
 // luaHelpers are shared by the scripts that walk the index.
 const luaHelpers = `
--- idOf returns the session id of index member m (see member in keys.go).
+-- idOf returns the session id of index member m (see member in keys.go):
+-- what follows the first '~' after the timestamp.
 local function idOf(m)
-  local inv = string.sub(m, 17, -2)
-  return (string.gsub(inv, '.', function(c)
-    local b = string.byte(c)
-    if b < 45 or b > 122 then
-      error('spool: malformed index member')
-    end
-    return string.char(167 - b)
-  end))
+  local sep = string.find(m, '~', 17, true)
+  if not sep then
+    error('spool: malformed index member')
+  end
+  return string.sub(m, sep + 1)
 end
 
 -- live reports whether member m still stands for its session: the
