@@ -4,8 +4,8 @@ import (
 	"context"
 	"iter"
 	"net/http"
-	"time"
 	"strings"
+	"time"
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/transcript"
