@@ -243,6 +243,21 @@ func BenchmarkPostgres(b *testing.B) {
 			head, n = e.ID, n+1
 		}
 	})
+	b.Run("RawInsert", func(b *testing.B) {
+		// The floor Append stands on: one autocommitted INSERT of the same
+		// bytes, with the same durability.
+		if _, err := s.pool.Exec(ctx, s.sql(`CREATE TABLE {s}.raw (n bigint PRIMARY KEY, b bytea NOT NULL)`)); err != nil {
+			b.Fatal(err)
+		}
+		line, _ := transcript.AppendJSON(nil, benchEntry(z, 0, benchBase, "x", ""))
+		n := 0
+		for b.Loop() {
+			if _, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {s}.raw (n, b) VALUES ($1, $2)`), n, line); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+	})
 	b.Run("AppendParallel", func(b *testing.B) {
 		// 8 writers (4 per CPU), each on a session of its own: throughput.
 		b.SetParallelism(4)
