@@ -93,8 +93,8 @@ func TestOpenURL(t *testing.T) {
 	}
 	defer store.Close(st)
 	s := st.(*Store)
-	if s.Schema() != schema || s.ttl != time.Hour || s.lockConns != 2 {
-		t.Fatalf("URL parameters not applied: schema %q ttl %v lock_conns %d", s.Schema(), s.ttl, s.lockConns)
+	if s.Schema() != schema || s.TTL() != time.Hour || s.lockConns != 2 {
+		t.Fatalf("URL parameters not applied: schema %q ttl %v lock_conns %d", s.Schema(), s.TTL(), s.lockConns)
 	}
 	if _, err := Open(bg, withParams(u, "ttl=soon")); err == nil || !strings.Contains(err.Error(), "ttl") {
 		t.Fatalf("bad ttl: %v", err)

@@ -217,6 +217,10 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Schema returns the name of the schema that holds the store's tables.
 func (s *Store) Schema() string { return s.schema }
 
+// TTL returns the idle time after which sessions expire, or zero when they
+// never do.
+func (s *Store) TTL() time.Duration { return s.ttl }
+
 // Close releases the store's connections: the pool of session locks, and
 // the main pool when Open made it. Release every held lock first; Close
 // waits for their connections.

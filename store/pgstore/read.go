@@ -13,13 +13,14 @@ import (
 )
 
 // readSQL reads the session row and the entries at positions
-// [max($4, entries-$5), $6) in one statement, so that the count and the
+// [max($4, entries-$5), $6) of a session that TTL has not hidden ($7 is
+// the cutoff) in one statement, so that the count and the
 // entries come from one snapshot, walking the primary key: a page costs
 // the page, whatever the transcript's length. The LEFT JOIN keeps the
 // session row when no entry falls in the range.
 const readSQL = `WITH s AS (
 	SELECT entries, head FROM {s}.sessions s
-	WHERE agent = $1 AND owner = $2 AND id = $3 AND ` + "(last_ns >= $7 OR pending > 0)" + `
+	WHERE agent = $1 AND owner = $2 AND id = $3 AND (last_ns >= $7 OR pending > 0)
 )
 SELECT s.entries, s.head, e.seq, e.entry FROM s
 LEFT JOIN {s}.entries e ON e.agent = $1 AND e.owner = $2 AND e.session = $3
