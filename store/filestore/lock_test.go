@@ -1,0 +1,108 @@
+package filestore
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool/store"
+)
+
+func TestLockAcrossStores(t *testing.T) {
+	// Two Stores open the lock file separately, as two processes do.
+	root := t.TempDir()
+	a, b := open(t, root), open(t, root)
+	key := store.Key{Agent: "a", Owner: "u", ID: "s"}
+	unlock, err := a.Lock(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := b.Lock(ctx, key); err != context.DeadlineExceeded {
+		t.Fatalf("second Lock while held: %v, want context.DeadlineExceeded", err)
+	}
+	if u, err := b.Lock(t.Context(), store.Key{Agent: "a", Owner: "u", ID: "other"}); err != nil {
+		t.Fatalf("Lock of another session: %v", err)
+	} else {
+		u()
+	}
+	got := make(chan func())
+	go func() {
+		u, err := b.Lock(t.Context(), key)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- u
+	}()
+	time.Sleep(20 * time.Millisecond)
+	unlock()
+	unlock() // twice is harmless
+	select {
+	case u := <-got:
+		u()
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lock not granted after unlock")
+	}
+}
+
+func TestLockFileRemovedWhileWaiting(t *testing.T) {
+	root := t.TempDir()
+	a, b, c := open(t, root), open(t, root), open(t, root)
+	key := store.Key{Agent: "a", ID: "s"}
+	unlock, err := a.Lock(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan func())
+	go func() {
+		u, err := b.Lock(t.Context(), key)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- u
+	}()
+	time.Sleep(20 * time.Millisecond)
+	// The file b waits on goes away; the lock it would get excludes no one.
+	if err := os.Remove(filepath.Join(root, "a", "s.jsonl.lock")); err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	u := <-got
+	defer u()
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Lock(ctx, key); err != context.DeadlineExceeded {
+		t.Fatalf("a third Lock got in beside b: %v", err)
+	}
+}
+
+func TestDeleteRemovesEverything(t *testing.T) {
+	root := t.TempDir()
+	s := open(t, root)
+	key := store.Key{Agent: "a", ID: "s"}
+	seed(t, s, key, "", t0, 3)
+	unlock, err := s.Lock(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	writeRaw(t, filepath.Join(root, "a", "s.jsonl"), []byte(`{"torn`), os.O_APPEND)
+	read(t, s, key) // sets the torn line aside
+	writeRaw(t, filepath.Join(root, "a", "s.jsonl.off"), make([]byte, 8), 0)
+	if err := s.Delete(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := filepath.Glob(filepath.Join(root, "a", "s.*"))
+	if len(names) != 0 {
+		t.Fatalf("Delete left %v", names)
+	}
+	if got := read(t, s, key); got != nil {
+		t.Fatalf("deleted session reads %d entries", len(got))
+	}
+	// The same id starts empty.
+	fresh := seed(t, s, key, "", t0.Add(time.Hour), 1)
+	sameEntries(t, read(t, open(t, root), key), fresh)
+}
