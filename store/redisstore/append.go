@@ -44,16 +44,16 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		return fmt.Errorf("append to session %s: %w", key, err)
 	}
 	if r, ok := res.([]any); ok && len(r) > 0 {
-		switch r[0] {
-		case int64(1):
+		switch {
+		case r[0] == int64(1):
 			if err != nil {
 				return fmt.Errorf("append to session %s: %w: %v", key, ErrNotDurable, err)
 			}
 			return nil
-		case int64(0):
+		case r[0] == int64(0) && len(r) == 2:
 			head, _ := r[1].(string)
 			return store.ConflictError(key, e.ParentID, head)
-		case int64(2):
+		case r[0] == int64(2) && len(r) == 2:
 			return &store.CorruptError{Key: key, Position: -1, Where: "redis keys " + keys[0] + ", " + keys[1],
 				Err: fmt.Errorf("the entry list (%v entries) and the session hash disagree about whether the session exists", r[1])}
 		}
@@ -72,6 +72,12 @@ func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, 
 	// script compares the parent with the real head.
 	if err := store.CheckAppend(key, e.ParentID, e); err != nil {
 		return nil, nil, err
+	}
+	// Activity is kept, indexed and put in cursors as unix nanoseconds,
+	// which an int64 holds only for these years.
+	if y := e.Timestamp.Year(); y < 1678 || y > 2261 {
+		return nil, nil, fmt.Errorf("%w: session %s: entry %q: timestamp %s is outside the years 1678-2261 that the store can index",
+			store.ErrInvalidEntry, key, e.ID, e.Timestamp.Format(time.RFC3339))
 	}
 	line, err := transcript.AppendJSON(nil, e)
 	if err != nil {

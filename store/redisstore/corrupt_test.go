@@ -146,3 +146,20 @@ func TestAppendSentTwice(t *testing.T) {
 		t.Fatalf("the same entry in a new Append call: %v, want ErrConflict", err)
 	}
 }
+
+// Timestamps outside what unix nanoseconds hold are refused, not indexed
+// at a wrapped-around time.
+func TestAppendTimestampRange(t *testing.T) {
+	s := newStore(t)
+	key := store.Key{Agent: "agent", ID: "ancient"}
+	for _, at := range []time.Time{time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		e := storetest.NewEntry("", time.Now(), "x.note", nil)
+		e.Timestamp = at
+		if err := s.Append(t.Context(), key, e); !errors.Is(err, store.ErrInvalidEntry) {
+			t.Fatalf("append at %v: %v, want ErrInvalidEntry", at, err)
+		}
+	}
+	if got := readAll(t, s, key); len(got) != 0 {
+		t.Fatalf("a refused entry was stored")
+	}
+}
