@@ -46,6 +46,10 @@ func (s *Store) Lock(ctx context.Context, key store.Key) (func(), error) {
 			break
 		}
 		if err != nil {
+			// The SET may have run with its reply lost (ctx cancelled in
+			// flight): free the lock if it is ours, rather than leave it
+			// held for a lease by nobody.
+			s.release(lockKey, token)
 			return nil, fmt.Errorf("lock session %s: %w", key, err)
 		}
 		// Jitter keeps waiters from stepping in line with one another.
@@ -67,10 +71,7 @@ func (s *Store) Lock(ctx context.Context, key store.Key) (func(), error) {
 		once.Do(func() {
 			close(stop)
 			<-done
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			// An error leaves the lock to run out its lease.
-			_ = releaseScript.Run(ctx, s.c, []string{lockKey}, token).Err()
+			s.release(lockKey, token)
 		})
 	}
 	return unlock, nil
@@ -95,4 +96,12 @@ func (s *Store) renew(lockKey, token string, stop <-chan struct{}, done chan<- s
 			return // lost: the lease ran out and the key is gone or another's
 		}
 	}
+}
+
+// release deletes the lock if it still holds token. An error leaves the
+// lock to run out its lease.
+func (s *Store) release(lockKey, token string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = releaseScript.Run(ctx, s.c, []string{lockKey}, token).Err()
 }
