@@ -73,7 +73,13 @@ func unlinkPrefix(c redis.UniversalClient, prefix string) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		err := c.Unlink(ctx, batch...).Err()
+		// One key per UNLINK: on a cluster node, keys of several slots in
+		// one command are refused.
+		pipe := c.Pipeline()
+		for _, k := range batch {
+			pipe.Unlink(ctx, k)
+		}
+		_, err := pipe.Exec(ctx)
 		batch = batch[:0]
 		return err
 	}

@@ -1,0 +1,106 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/redisstore"
+	"github.com/spool-go/spool/store/storetest"
+	"github.com/spool-go/spool/transcript"
+)
+
+// newClusterStore returns a store on the Redis Cluster whose nodes
+// SPOOL_TEST_REDIS_CLUSTER lists (host:port,host:port,…), under a prefix
+// of its own that it removes from every primary when the test ends. The
+// test is skipped without the variable: a cluster is not part of the
+// usual test setup.
+func newClusterStore(t *testing.T, opts ...redisstore.Option) *redisstore.Store {
+	t.Helper()
+	addrs := os.Getenv("SPOOL_TEST_REDIS_CLUSTER")
+	if addrs == "" {
+		t.Skip("SPOOL_TEST_REDIS_CLUSTER is not set (e.g. 127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002); skipping the Redis Cluster tests")
+	}
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
+	prefix := randomPrefix()
+	s, err := redisstore.New(client, append([]redisstore.Option{redisstore.WithPrefix(prefix)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		err := client.ForEachMaster(context.Background(), func(ctx context.Context, node *redis.Client) error {
+			return unlinkPrefix(node, prefix)
+		})
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		client.Close()
+	})
+	return s
+}
+
+// The whole suite on Redis Cluster: every script touches one slot only.
+func TestClusterConformance(t *testing.T) {
+	newClusterStore(t)
+	storetest.Run(t, func(t *testing.T) store.Store { return newClusterStore(t) })
+}
+
+// Scopes of different agents and owners land on different primaries, and
+// the store still lists, scans and expires them as one.
+func TestClusterSpread(t *testing.T) {
+	s := newClusterStore(t, redisstore.WithTTL(time.Hour))
+	ctx := t.Context()
+	cluster := s.Client().(*redis.ClusterClient)
+	var want []store.Scope
+	nodes := map[string]bool{}
+	for _, owner := range []string{"u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8"} {
+		sc := store.Scope{Agent: "agent", Owner: owner}
+		want = append(want, sc)
+		entries := storetestAppend(t, s, sc.Key("s"), 3)
+		req := approval(storetest.Head(entries), time.Now())
+		if err := s.Append(ctx, sc.Key("s"), req); err != nil {
+			t.Fatal(err)
+		}
+		_, _, idx := keyNames(s, sc.Key("s"))
+		node, err := cluster.MasterForKey(ctx, idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[node.Options().Addr] = true
+		page, err := s.List(ctx, sc, store.ListOptions{})
+		if err != nil || len(page.Sessions) != 1 || page.Sessions[0].PendingApprovals != 1 {
+			t.Fatalf("List %v: %+v, %v", sc, page, err)
+		}
+	}
+	if len(nodes) < 2 {
+		t.Logf("all scopes landed on one primary (%v); the spread is not exercised", nodes)
+	}
+	got, err := s.Scopes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Scopes() on a cluster = %v, want %v", got, want)
+	}
+}
+
+// WAIT on a cluster runs on the primary of the session's slot.
+func TestClusterWait(t *testing.T) {
+	s := newClusterStore(t, redisstore.WithWait(1, 50*time.Millisecond))
+	key := store.Key{Agent: "agent", Owner: "waiter", ID: "s"}
+	e := storetest.NewEntry("", time.Now(), transcript.TypeUserMessage, transcript.UserMessage{Text: "hi"})
+	// The test cluster has no replicas, so WAIT 1 cannot be confirmed.
+	if err := s.Append(t.Context(), key, e); !errors.Is(err, redisstore.ErrNotDurable) {
+		t.Fatalf("append with WAIT 1 on a cluster without replicas: %v, want ErrNotDurable", err)
+	}
+	if got := readAll(t, s, key); len(got) != 1 {
+		t.Fatalf("%d entries, want 1", len(got))
+	}
+}
