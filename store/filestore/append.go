@@ -38,8 +38,16 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		return err
 	}
 	created, err := s.appendLocked(ctx, sc, key, e, create)
-	if err != nil || !created || s.cfg.retention.Unlimited() {
+	if err != nil {
 		return err
+	}
+	sc.mu.Lock()
+	if sc.compactDue() && sc.catchUp() == nil {
+		sc.rewrite() // on failure the old index stays, still right
+	}
+	sc.mu.Unlock()
+	if !created || s.cfg.retention.Unlimited() {
+		return nil
 	}
 	// Retention runs after the session's lock is released: deleting takes
 	// other sessions' locks, and holding two could deadlock with another
@@ -72,6 +80,13 @@ func (s *Store) appendLocked(ctx context.Context, sc *scope, key store.Key, e tr
 		return false, store.ConflictError(key, e.ParentID, "")
 	}
 	defer sf.close()
+	if s.fold {
+		// On a file system that folds case the file we hold may be
+		// another spelling's, made since the check before the lock.
+		if err := sc.checkCase(key.ID); err != nil {
+			return false, err
+		}
+	}
 
 	cur, err := s.current(sc, key, sf)
 	if err != nil {
@@ -83,12 +98,6 @@ func (s *Store) appendLocked(ctx context.Context, sc *scope, key store.Key, e tr
 			return false, s.tailError(key, sf, cur.info.Entries-1)
 		}
 		head, pos = cur.head, cur.info.Entries
-	} else if sf.size == 0 && s.fold {
-		// On a file system that folds case the file we hold may be
-		// another spelling's, made since the check before the lock.
-		if err := sc.checkCase(key.ID); err != nil {
-			return false, err
-		}
 	}
 	if err := store.CheckAppend(key, head, e); err != nil {
 		return false, err

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"sort"
@@ -149,12 +150,16 @@ func (sc *scope) listing() []*rec {
 
 // checkCase refuses a session id that differs only in case from one the
 // scope has, on file systems that fold case, where both would be one file.
-// On other file systems both are separate sessions.
+// On other file systems both are separate sessions. It asks the index, and
+// for an id the index does not have, the folder.
 func (sc *scope) checkCase(id string) error {
 	if !sc.s.fold {
 		return nil
 	}
 	sc.mu.Lock()
+	if sc.j.id == nil {
+		sc.catchUp()
+	}
 	_, exact := sc.recs[id]
 	other, folded := sc.folded[fold(id)]
 	sc.mu.Unlock()
@@ -164,13 +169,11 @@ func (sc *scope) checkCase(id string) error {
 	if folded && other != id {
 		return caseError(id, other)
 	}
-	// Not in the index (yet): ask the folder, which on such a file system
-	// answers for the other spelling too.
-	if _, err := os.Stat(sessionPath(sc.dir, id)); err != nil {
-		return nil
-	}
 	entries, err := os.ReadDir(sc.dir)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		return fmt.Errorf("filestore: %w", err)
 	}
 	for _, e := range entries {
@@ -264,6 +267,7 @@ func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptio
 		})
 	}
 	n := opt.PageSize()
+	page.Sessions = make([]store.SessionInfo, 0, min(n, len(all)-i))
 	for ; i < len(all) && len(page.Sessions) < n; i++ {
 		if err := sc.openTitle(all[i]); err != nil {
 			return store.SessionPage{Sessions: []store.SessionInfo{}}, err

@@ -372,8 +372,9 @@ func (sc *scope) write(b []byte) {
 			f, err := openFile(sc.j.path, os.O_RDWR|os.O_APPEND, 0)
 			if err != nil {
 				switch {
-				case sc.validating:
-					// The validation under way writes the whole index.
+				case sc.validating || !sc.loaded:
+					// The validation under way, or the first one, writes
+					// the whole index.
 				case errors.Is(err, fs.ErrNotExist) && sc.rewrite() == nil:
 					// No index (deleted, or never made): the one just
 					// written holds this change too.
@@ -403,6 +404,9 @@ func (sc *scope) write(b []byte) {
 			sc.j.close()
 			sc.needValidate = true
 		}
+		// Counted again when catchUp reads it back: compaction comes at
+		// most twice as early as it should.
+		sc.j.records++
 		return
 	}
 	sc.needValidate = true
@@ -482,6 +486,10 @@ func (sc *scope) rewrite() error {
 	sc.touchDir()
 	return nil
 }
+
+// compactDue reports whether superseded records make up most of the
+// index. The caller holds sc.mu.
+func (sc *scope) compactDue() bool { return sc.j.records > 2*len(sc.recs)+1024 }
 
 // install gives the index file written at tmpPath its name. The first
 // index is linked, not renamed, so that two processes making it at once do

@@ -139,9 +139,11 @@ func (s *Store) stripe(key store.Key) *sync.Mutex {
 	return &s.stripes[h.Sum64()%uint64(len(s.stripes))]
 }
 
-// scope returns the loaded index of sc, making its folder when create is
-// set. Without create it returns nil for a scope whose folder does not
-// exist: there is nothing in it.
+// scope returns the index of sc, making its folder when create is set.
+// Without create it returns nil for a scope whose folder does not exist:
+// there is nothing in it. The index loads lazily: the records of the index
+// file when a session's record is first needed (catchUp), the comparison
+// with the folder when a listing is (ready).
 func (s *Store) scope(ctx context.Context, sc store.Scope, create bool) (*scope, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -153,6 +155,7 @@ func (s *Store) scope(ctx context.Context, sc store.Scope, create bool) (*scope,
 	}
 	x := s.scopes[sc]
 	s.mu.Unlock()
+	made := false
 	if x == nil {
 		dir := s.scopeDir(sc)
 		if err := s.checkScopeCase(sc); err != nil {
@@ -168,6 +171,7 @@ func (s *Store) scope(ctx context.Context, sc store.Scope, create bool) (*scope,
 			if err := mkdirs(dir); err != nil {
 				return nil, err
 			}
+			made = true
 			// Another process may have made the same folder in other case
 			// at the same moment.
 			if err := s.checkScopeCase(sc); err != nil {
@@ -185,8 +189,12 @@ func (s *Store) scope(ctx context.Context, sc store.Scope, create bool) (*scope,
 		}
 		s.mu.Unlock()
 	}
-	if err := s.ensureLoaded(ctx, x); err != nil {
-		return nil, err
+	if made {
+		// A new folder: comparing it with an index costs nothing, and
+		// writes the index that appends will add their records to.
+		if err := s.ensureLoaded(ctx, x); err != nil {
+			return nil, err
+		}
 	}
 	return x, nil
 }

@@ -34,6 +34,9 @@ func (s *Store) ensureLoaded(ctx context.Context, sc *scope) error {
 // program) or the index was lost or damaged. The cost when nothing changed
 // is two stat calls.
 func (s *Store) ready(ctx context.Context, sc *scope) error {
+	if err := s.ensureLoaded(ctx, sc); err != nil {
+		return err
+	}
 	sc.mu.Lock()
 	err := sc.catchUp()
 	need := sc.needValidate
@@ -41,7 +44,7 @@ func (s *Store) ready(ctx context.Context, sc *scope) error {
 		st, serr := os.Stat(sc.dir)
 		need = serr != nil || !st.ModTime().Equal(sc.dirMod)
 	}
-	if err == nil && !need && sc.j.records > 2*len(sc.recs)+1024 {
+	if err == nil && !need && sc.compactDue() {
 		// Mostly superseded records: rewrite the index. A failure leaves
 		// the old one, which is still right.
 		sc.rewrite()
@@ -69,17 +72,11 @@ type fileState struct{ size, mtime int64 }
 // no session lock.
 func (s *Store) validate(ctx context.Context, sc *scope) error {
 	sc.mu.Lock()
-	var err error
-	indexOK := true
-	if !sc.loaded {
-		indexOK, err = sc.load(nil)
-	} else if err = sc.catchUp(); err == nil {
-		indexOK = sc.j.id != nil && !sc.needValidate
-	}
-	if err != nil {
+	if err := sc.catchUp(); err != nil {
 		sc.mu.Unlock()
 		return err
 	}
+	indexOK := sc.j.id != nil && !sc.needValidate
 	sc.needValidate = false
 	sc.validating = true
 	known := make(map[string]fileState, len(sc.recs))
