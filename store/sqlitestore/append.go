@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spool-go/spool/seal"
@@ -38,6 +39,11 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	}
 	text, searchable := store.SearchText(e)
 	searchable = searchable && s.cfg.protector == nil
+	// The index holds the text as store.MatchText compares it, lowered by
+	// Go's rules; the tokenizer's own case folding then acts on the query
+	// and the text alike, so that a match for MatchText is always a match
+	// for the index too.
+	text = strings.ToLower(text)
 
 	tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see dataSource
 	if err != nil {
@@ -102,19 +108,16 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	if err != nil {
 		return s.fail("append to", key, err)
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO entries (sid, seq, ts, indexed, body) VALUES (?, ?, ?, ?, ?)`,
-		row.sid, seq, ts, searchable, body)
+	eid, err := newRowID(ctx, tx, ts)
+	if err == nil {
+		_, err = tx.ExecContext(ctx, `INSERT INTO entries (eid, sid, seq, ts, indexed, body) VALUES (?, ?, ?, ?, ?, ?)`,
+			eid, row.sid, seq, ts, searchable, body)
+	}
+	if err == nil && searchable {
+		_, err = tx.ExecContext(ctx, `INSERT INTO entries_fts (rowid, text) VALUES (?, ?)`, eid, text)
+	}
 	if err != nil {
 		return s.fail("append to", key, err)
-	}
-	if searchable {
-		eid, err := res.LastInsertId()
-		if err == nil {
-			_, err = tx.ExecContext(ctx, `INSERT INTO entries_fts (rowid, text) VALUES (?, ?)`, eid, text)
-		}
-		if err != nil {
-			return s.fail("append to", key, err)
-		}
 	}
 	if err := tx.Commit(); err != nil {
 		return s.fail("append to", key, err)

@@ -18,11 +18,11 @@ package sqlitestore
 //     entries); entries of different sessions interleave in time. Every
 //     10,007th entry (global index) also carries the word "zanzibar" (100
 //     entries). Queries, limit 50: "zanzibar" (rare), "order" (common),
-//     "refund invoice" (two words), "zanzibar" within one session, "ok"
-//     (too short for the index: a scan).
+//     "refund invoice" (two words), "zanzibar" and "order" within one
+//     session, "ok" (too short for the index: a scan).
 //
 // The loaded database is cached in the system temp folder
-// (spool-sqlitestore-bench-v1.db) and reused by later runs; pass
+// (spool-sqlitestore-bench-v2.db) and reused by later runs; pass
 // -rebuild-bench to build it again.
 
 import (
@@ -133,7 +133,7 @@ var (
 // on first use (a few minutes) and reusing it afterwards.
 func benchDB(b *testing.B) string {
 	benchDBOnce.Do(func() {
-		benchDBPath = filepath.Join(os.TempDir(), "spool-sqlitestore-bench-v1.db")
+		benchDBPath = filepath.Join(os.TempDir(), "spool-sqlitestore-bench-v2.db")
 		if _, err := os.Stat(benchDBPath); err == nil && !*rebuildBench {
 			return
 		}
@@ -160,20 +160,21 @@ func buildBenchDB(ctx context.Context, path string) error {
 	}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	g := newEntryGen(1)
+	l := &bulkLoader{s: s, rowIDs: map[int64]int64{}}
 	// Search: sessions interleave in time, entry i of session j at
 	// base + (i*sessions + j) ms.
-	err = bulkLoad(ctx, s, searchScope, searchSessions, searchPerSession, func(j, i int, parent string) transcript.Entry {
+	err = l.load(ctx, searchScope, searchSessions, searchPerSession, func(j, i int, parent string) transcript.Entry {
 		global := i*searchSessions + j
 		return g.entry(parent, i, base.Add(time.Duration(global)*time.Millisecond), global%markEvery == 0)
 	})
 	if err == nil {
-		err = bulkLoadOne(ctx, s, tailScope.Key("long"), tailLong, g, base)
+		err = l.loadOne(ctx, tailScope.Key("long"), tailLong, g, base)
 	}
 	if err == nil {
-		err = bulkLoadOne(ctx, s, tailScope.Key("short"), tailShort, g, base)
+		err = l.loadOne(ctx, tailScope.Key("short"), tailShort, g, base)
 	}
 	if err == nil {
-		err = bulkLoad(ctx, s, listScope, listSessions, 2, func(j, i int, parent string) transcript.Entry {
+		err = l.load(ctx, listScope, listSessions, 2, func(j, i int, parent string) transcript.Entry {
 			return g.entry(parent, i, base.Add(time.Duration(j)*time.Second+time.Duration(i)*time.Millisecond), false)
 		})
 	}
@@ -189,34 +190,40 @@ func buildBenchDB(ctx context.Context, path string) error {
 	return os.Rename(tmp, path)
 }
 
-func bulkLoadOne(ctx context.Context, s *Store, key store.Key, n int, g *entryGen, base time.Time) error {
-	return bulkLoadKeys(ctx, s, []store.Key{key}, n, func(_, i int, parent string) transcript.Entry {
+// bulkLoader writes sessions straight into a new database, with the rows
+// Append would write, many entries per transaction.
+type bulkLoader struct {
+	s      *Store
+	rowIDs map[int64]int64 // the next entry row id of each millisecond
+}
+
+func (l *bulkLoader) loadOne(ctx context.Context, key store.Key, n int, g *entryGen, base time.Time) error {
+	return l.loadKeys(ctx, []store.Key{key}, n, func(_, i int, parent string) transcript.Entry {
 		return g.entry(parent, i, base.Add(time.Duration(i)*time.Millisecond), false)
 	})
 }
 
-// bulkLoad writes sessions s0, s1, … of perSession entries each into
-// scope; see bulkLoadKeys.
-func bulkLoad(ctx context.Context, s *Store, scope store.Scope, sessions, perSession int,
+// load writes sessions s0, s1, … of perSession entries each into scope;
+// see loadKeys.
+func (l *bulkLoader) load(ctx context.Context, scope store.Scope, sessions, perSession int,
 	gen func(session, i int, parent string) transcript.Entry) error {
 	keys := make([]store.Key, sessions)
 	for j := range keys {
 		keys[j] = scope.Key(fmt.Sprintf("s%d", j))
 	}
-	return bulkLoadKeys(ctx, s, keys, perSession, gen)
+	return l.loadKeys(ctx, keys, perSession, gen)
 }
 
-// bulkLoadKeys writes the sessions keys of perSession entries each, with
-// the rows Append would write, many entries per transaction; gen(j, i,
+// loadKeys writes the sessions keys of perSession entries each; gen(j, i,
 // parent) makes entry i of session j. Entries are generated position by
 // position across all sessions, so that their timestamps may interleave.
-func bulkLoadKeys(ctx context.Context, s *Store, keys []store.Key, perSession int,
+func (l *bulkLoader) loadKeys(ctx context.Context, keys []store.Key, perSession int,
 	gen func(session, i int, parent string) transcript.Entry) error {
 	const perTx = 200_000 // entries
 	sessions := len(keys)
 	infos := make([]store.SessionInfo, sessions)
 	sids := make([]int64, sessions)
-	conn, err := s.w.Conn(ctx)
+	conn, err := l.s.w.Conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -239,7 +246,7 @@ func bulkLoadKeys(ctx context.Context, s *Store, keys []store.Key, perSession in
 	var insEntry, insText *sql.Stmt
 	prepare := func() error {
 		var err error
-		if insEntry, err = tx.PrepareContext(ctx, `INSERT INTO entries (sid, seq, ts, indexed, body) VALUES (?, ?, ?, ?, ?)`); err != nil {
+		if insEntry, err = tx.PrepareContext(ctx, `INSERT INTO entries (eid, sid, seq, ts, indexed, body) VALUES (?, ?, ?, ?, ?, ?)`); err != nil {
 			return err
 		}
 		insText, err = tx.PrepareContext(ctx, `INSERT INTO entries_fts (rowid, text) VALUES (?, ?)`)
@@ -261,13 +268,14 @@ func bulkLoadKeys(ctx context.Context, s *Store, keys []store.Key, perSession in
 				return err
 			}
 			text, searchable := store.SearchText(e)
-			res, err := insEntry.ExecContext(ctx, sids[j], i, e.Timestamp.UnixNano(), searchable, body)
-			if err != nil {
+			ms := msOf(e.Timestamp.UnixNano())
+			eid := ms<<msShift + l.rowIDs[ms]
+			l.rowIDs[ms]++
+			if _, err := insEntry.ExecContext(ctx, eid, sids[j], i, e.Timestamp.UnixNano(), searchable, body); err != nil {
 				return err
 			}
 			if searchable {
-				eid, _ := res.LastInsertId()
-				if _, err := insText.ExecContext(ctx, eid, text); err != nil {
+				if _, err := insText.ExecContext(ctx, eid, strings.ToLower(text)); err != nil {
 					return err
 				}
 			}

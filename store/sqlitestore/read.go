@@ -17,11 +17,11 @@ import (
 // snapshot even while appends go on; the range walks the (sid, seq) index,
 // so a page costs the same in a session of ten entries or of a million.
 const (
-	readRangeSQL = `SELECT s.sid, s.entries, e.seq, e.body FROM sessions s
+	readRangeSQL = `SELECT s.sid, s.entries, s.head, e.seq, e.body FROM sessions s
 		LEFT JOIN entries e ON e.sid = s.sid AND e.seq >= ? AND e.seq < ?
 		WHERE s.agent = ? AND s.owner = ? AND s.id = ? AND ` + visible + `
 		ORDER BY e.seq`
-	readTailSQL = `SELECT s.sid, s.entries, e.seq, e.body FROM sessions s
+	readTailSQL = `SELECT s.sid, s.entries, s.head, e.seq, e.body FROM sessions s
 		LEFT JOIN entries e ON e.sid = s.sid AND e.seq >= s.entries - ?
 		WHERE s.agent = ? AND s.owner = ? AND s.id = ? AND ` + visible + `
 		ORDER BY e.seq`
@@ -58,8 +58,9 @@ func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcrip
 }
 
 // readRows checks what a read query returns: entries at every position of
-// bounds(total), each one parsing and each the child of the one before.
-// Anything else is corruption, reported with the session and position.
+// bounds(total), each one parsing, each the child of the one before, and
+// the last of the session the head its row names. Anything else is
+// corruption, reported with the session and position.
 func (s *Store) readRows(key store.Key, rows *sql.Rows, err error, bounds func(total int) (start, end int)) ([]transcript.Entry, int, error) {
 	if err != nil {
 		return nil, 0, s.fail("read", key, err)
@@ -69,6 +70,7 @@ func (s *Store) readRows(key store.Key, rows *sql.Rows, err error, bounds func(t
 		entries []transcript.Entry
 		found   bool
 		sid     int64
+		head    string
 		total   int
 		next    int
 		end     int
@@ -76,7 +78,7 @@ func (s *Store) readRows(key store.Key, rows *sql.Rows, err error, bounds func(t
 	for rows.Next() {
 		var seq sql.NullInt64
 		var body sql.RawBytes
-		if err := rows.Scan(&sid, &total, &seq, &body); err != nil {
+		if err := rows.Scan(&sid, &total, &head, &seq, &body); err != nil {
 			return nil, 0, s.fail("read", key, err)
 		}
 		if !found {
@@ -98,6 +100,9 @@ func (s *Store) readRows(key store.Key, rows *sql.Rows, err error, bounds func(t
 		}
 		if len(entries) > 0 && e.ParentID != entries[len(entries)-1].ID {
 			return nil, 0, s.corrupt(key, sid, next, fmt.Errorf("entry %q has parent %q, not the entry before it (%q)", e.ID, e.ParentID, entries[len(entries)-1].ID))
+		}
+		if next == total-1 && e.ID != head {
+			return nil, 0, s.corrupt(key, sid, next, fmt.Errorf("last entry is %q, but the session's head is %q", e.ID, head))
 		}
 		entries = append(entries, e)
 		next++

@@ -42,9 +42,10 @@ var migrations = [][]string{
 		)`,
 		// Listing order per scope: newest activity first, then id.
 		`CREATE INDEX sessions_by_activity ON sessions (agent, owner, last_activity DESC, id DESC)`,
-		// One row per entry, at position seq of its session. body is the
-		// entry's wire JSON, or sealed bytes under a protector. indexed
-		// says whether the entry has a row in entries_fts.
+		// One row per entry, at position seq of its session. eid orders
+		// entries by time (see rowid.go). body is the entry's wire JSON, or
+		// sealed bytes under a protector. indexed says whether the entry
+		// has a row in entries_fts.
 		`CREATE TABLE entries (
 			eid     INTEGER PRIMARY KEY,
 			sid     INTEGER NOT NULL REFERENCES sessions (sid) ON DELETE CASCADE,

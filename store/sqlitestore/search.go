@@ -45,37 +45,54 @@ func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQue
 	if limit <= 0 {
 		limit = store.DefaultListLimit
 	}
-	match := ftsMatch(terms)
-	query, args := searchSQL(scope, q.Session, match, s.cutoff())
-	batch := limit + 1
-	if match == "" {
-		batch = 4*limit + 64 // every batch scans the scope: take more per scan
+	query, args := searchSQL(scope, q.Session, ftsMatch(terms), s.cutoff())
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, scope, err)
 	}
+	defer rows.Close()
 
-	var (
-		hits     []store.SearchHit
-		hitTimes []int64
-		after    []any // keyset (ts, eid) of the last row seen
-	)
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	// Candidates come newest first to the millisecond (see rowid.go).
+	// Once limit hits are in, a candidate of an older millisecond than the
+	// limit-th hit's can no longer be among the newest; those of the same
+	// millisecond still can, and SortHits puts them in exact order.
+	var hits []store.SearchHit
+	var bound int64
+	for n := 0; rows.Next(); n++ {
+		if n%1024 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 		}
-		q := query
-		a := append([]any(nil), args...)
-		if after != nil {
-			q += ` AND (e.ts, e.eid) < (?, ?)`
-			a = append(a, after...)
+		var (
+			eid, ts, sid int64
+			seq          int
+			id           string
+			body         sql.RawBytes
+		)
+		if err := rows.Scan(&eid, &ts, &seq, &sid, &id, &body); err != nil {
+			return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, scope, err)
 		}
-		q += ` ORDER BY e.ts DESC, e.eid DESC LIMIT ?`
-		a = append(a, batch)
-		n, done, err := s.searchBatch(ctx, scope, terms, q, a, limit, &hits, &hitTimes, &after)
+		if len(hits) >= limit && bucketOf(eid) < bound {
+			break
+		}
+		e, err := s.decode(scope.Key(id), sid, seq, body)
 		if err != nil {
 			return nil, err
 		}
-		if done || n < batch {
-			break
+		text, ok := store.SearchText(e)
+		if !ok {
+			continue
 		}
+		if snip, ok := store.MatchText(text, terms); ok {
+			hits = append(hits, store.SearchHit{SessionID: id, EntryID: e.ID, Snippet: snip, Time: e.Timestamp})
+			if len(hits) == limit {
+				bound = bucketOf(eid)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, scope, err)
 	}
 	store.SortHits(hits)
 	if len(hits) > limit {
@@ -84,63 +101,24 @@ func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQue
 	return hits, nil
 }
 
-// searchBatch reads one batch of candidates, newest first, and keeps those
-// that match. It is done once it has limit hits and a candidate older than
-// the limit-th: ties with it must be seen, as SortHits orders them by id.
-func (s *Store) searchBatch(ctx context.Context, scope store.Scope, terms []string, query string, args []any, limit int,
-	hits *[]store.SearchHit, hitTimes *[]int64, after *[]any) (n int, done bool, err error) {
-	rows, err := s.r.QueryContext(ctx, query, args...)
-	if err != nil {
-		return 0, false, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, scope, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			eid, ts, sid int64
-			seq          int
-			id           string
-			body         sql.RawBytes
-		)
-		if err := rows.Scan(&eid, &ts, &seq, &sid, &id, &body); err != nil {
-			return n, false, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, scope, err)
-		}
-		n++
-		*after = []any{ts, eid}
-		if len(*hits) >= limit && ts < (*hitTimes)[limit-1] {
-			return n, true, nil
-		}
-		e, err := s.decode(scope.Key(id), sid, seq, body)
-		if err != nil {
-			return n, false, err
-		}
-		text, ok := store.SearchText(e)
-		if !ok {
-			continue
-		}
-		if snip, ok := store.MatchText(text, terms); ok {
-			*hits = append(*hits, store.SearchHit{SessionID: id, EntryID: e.ID, Snippet: snip, Time: e.Timestamp})
-			*hitTimes = append(*hitTimes, ts)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return n, false, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, scope, err)
-	}
-	return n, false, nil
-}
-
-// searchSQL returns the candidate query without its ORDER BY and LIMIT.
-// With a MATCH the index drives (CROSS JOIN fixes the order: index, then
-// entry, then its session's scope); without, the scope's entries do.
+// searchSQL returns the query for the candidates of a search, newest
+// first. With a MATCH the index drives (CROSS JOIN fixes the join order:
+// index, entry, session) and yields its matches by descending row id with
+// no sort. Without one, the entries table does the same; for one session,
+// its own entries, sorted.
 func searchSQL(scope store.Scope, session, match string, cutoff int64) (string, []any) {
 	var b strings.Builder
 	var args []any
 	b.WriteString(`SELECT e.eid, e.ts, e.seq, e.sid, s.id, e.body FROM `)
-	if match != "" {
+	switch {
+	case match != "":
 		b.WriteString(`entries_fts CROSS JOIN entries e ON e.eid = entries_fts.rowid CROSS JOIN sessions s ON s.sid = e.sid
 			WHERE entries_fts MATCH ? AND `)
 		args = append(args, match)
-	} else {
+	case session != "":
 		b.WriteString(`sessions s CROSS JOIN entries e ON e.sid = s.sid WHERE e.indexed AND `)
+	default:
+		b.WriteString(`entries e CROSS JOIN sessions s ON s.sid = e.sid WHERE e.indexed AND `)
 	}
 	b.WriteString(`s.agent = ? AND s.owner = ? AND ` + visible)
 	args = append(args, scope.Agent, scope.Owner, cutoff)
@@ -148,19 +126,27 @@ func searchSQL(scope store.Scope, session, match string, cutoff int64) (string, 
 		b.WriteString(` AND s.id = ?`)
 		args = append(args, session)
 	}
+	if match != "" {
+		b.WriteString(` ORDER BY entries_fts.rowid DESC`)
+	} else {
+		b.WriteString(` ORDER BY e.eid DESC`)
+	}
 	return b.String(), args
 }
 
-// ftsMatch returns the FTS5 query for terms: every term of three or more
-// characters (the trigram tokenizer's least) as an FTS5 string, which is
-// a quoted phrase with quotes doubled, so that no character of a term is
-// FTS5 syntax; implicit AND between them. Empty when no term is long
-// enough.
+// ftsMatch returns the FTS5 query for terms: every term as an FTS5
+// string, which is a quoted phrase with its quotes doubled, so that no
+// character of a term is FTS5 syntax; implicit AND between them. FTS5
+// reads a query up to its first NUL, so a term is split there, and the
+// trigram tokenizer needs three characters, so shorter pieces are left to
+// the check on the candidates. Empty when nothing is left.
 func ftsMatch(terms []string) string {
 	var parts []string
 	for _, t := range terms {
-		if utf8.RuneCountInString(t) >= 3 {
-			parts = append(parts, `"`+strings.ReplaceAll(t, `"`, `""`)+`"`)
+		for piece := range strings.SplitSeq(t, "\x00") {
+			if utf8.RuneCountInString(piece) >= 3 {
+				parts = append(parts, `"`+strings.ReplaceAll(piece, `"`, `""`)+`"`)
+			}
 		}
 	}
 	return strings.Join(parts, " ")

@@ -1,8 +1,0 @@
-package sqlitestore
-
-import (
-	"os"
-	"syscall"
-)
-
-func fdatasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
