@@ -43,6 +43,35 @@ const DefaultRunTimeout = 4 * time.Minute
 // to a server on loopback that lives as long as the call.
 func RunWasm(t *testing.T, dir string, args ...string) {
 	t.Helper()
+	r := runWasm(t, dir, os.Stdout, args)
+	summary := r.out.summary()
+	switch {
+	case r.status == "0":
+		t.Logf("the wasm tests passed in Chromium: %s (compiled in %v, ran in %v)", summary, r.compiled.Round(time.Second), r.ran.Round(time.Second))
+	case r.status == "":
+		t.Errorf("the wasm tests did not finish: %s (the output so far is above, lines starting with \"wasm: \")", r.problem)
+	case strings.HasPrefix(r.status, "error:"):
+		t.Errorf("the page could not run the wasm test binary: %s", strings.TrimPrefix(r.status, "error: "))
+	default:
+		t.Errorf("the wasm tests failed in Chromium (exit status %s): %s; failed: %s (their output is above, lines starting with \"wasm: \")",
+			r.status, summary, strings.Join(r.out.failed(), ", "))
+	}
+}
+
+// wasmRun is how a run of a wasm test binary ended.
+type wasmRun struct {
+	// status is the binary's exit status ("0", "1", "2"), "error: …" when
+	// the page could not run it, or empty when it did not finish.
+	status        string
+	problem       string // why it did not finish: a page error or the time limit
+	out           *output
+	compiled, ran time.Duration
+}
+
+// runWasm does the work of RunWasm, writing the binary's output to w. It
+// fails t only when it cannot set the run up.
+func runWasm(t *testing.T, dir string, w io.Writer, args []string) wasmRun {
+	t.Helper()
 	Chromium(t) // skip before compiling when there is no browser
 	budget := DefaultRunTimeout
 	if d, ok := t.Deadline(); ok {
@@ -51,15 +80,15 @@ func RunWasm(t *testing.T, dir string, args ...string) {
 	ctx, cancel := context.WithTimeout(t.Context(), budget)
 	defer cancel()
 
-	work := t.TempDir()
 	started := time.Now()
-	bin, execJS := compileWasm(ctx, t, dir, work)
-	compiled := time.Since(started)
+	bin, execJS := compileWasm(ctx, t, dir, t.TempDir())
+	r := wasmRun{out: newOutput(w, "wasm: "), compiled: time.Since(started)}
 
 	// The binary's own timeout comes first, so that a hang ends with its
 	// goroutine dump rather than with the browser being closed.
-	args = append([]string{"-test.v", fmt.Sprintf("-test.timeout=%v", max(budget-compiled-20*time.Second, 10*time.Second))}, args...)
-	srv := newWasmServer(t, bin, execJS, args)
+	timeout := max(budget-r.compiled-20*time.Second, 10*time.Second)
+	args = append([]string{"-test.v", fmt.Sprintf("-test.timeout=%v", timeout)}, args...)
+	srv := newWasmServer(t, bin, execJS, args, r.out)
 	url := srv.start(t)
 
 	tab := NewBrowser(t)
@@ -89,26 +118,25 @@ func RunWasm(t *testing.T, dir string, args ...string) {
 		t.Fatalf("load the test page: %v", err)
 	}
 	ran := time.Now()
+	defer func() {
+		r.ran = time.Since(ran)
+		r.out.Close()
+	}()
 	select {
-	case status := <-srv.exit:
-		srv.out.Close()
-		summary := srv.out.summary()
-		switch {
-		case status == "0":
-			t.Logf("the wasm tests passed in Chromium: %s (compiled in %v, ran in %v)", summary, compiled.Round(time.Second), time.Since(ran).Round(time.Second))
-		case strings.HasPrefix(status, "error:"):
-			t.Errorf("the page could not run the wasm test binary: %s", strings.TrimPrefix(status, "error: "))
-		default:
-			t.Errorf("the wasm tests failed in Chromium (exit status %s): %s; failed: %s (their output is above, lines starting with \"wasm: \")",
-				status, summary, strings.Join(srv.out.failed(), ", "))
-		}
-	case msg := <-pageErr:
-		srv.out.Close()
-		t.Errorf("the wasm tests did not finish: %s", msg)
+	case r.status = <-srv.exit:
+		return r
+	case r.problem = <-pageErr:
 	case <-ctx.Done():
-		srv.out.Close()
-		t.Errorf("the wasm tests have not finished after %v (output so far is above)", time.Since(ran).Round(time.Second))
+		r.problem = fmt.Sprintf("no exit status after %v", time.Since(ran).Round(time.Second))
+		return r
 	}
+	// An exception can come just before the exit status, from a callback
+	// into the program after it exited: the status decides.
+	select {
+	case r.status = <-srv.exit:
+	case <-time.After(2 * time.Second):
+	}
+	return r
 }
 
 // compileWasm builds the test binary of the package in dir and returns its
@@ -165,13 +193,13 @@ type wasmServer struct {
 	exit chan string
 }
 
-func newWasmServer(t *testing.T, bin, execJS string, args []string) *wasmServer {
+func newWasmServer(t *testing.T, bin, execJS string, args []string, out *output) *wasmServer {
 	config, err := json.Marshal(map[string]any{"args": args, "env": map[string]string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	page := strings.Replace(testPage, "/*CONFIG*/", string(config), 1)
-	s := &wasmServer{mux: http.NewServeMux(), out: newOutput(os.Stdout, "wasm: "), exit: make(chan string, 1)}
+	s := &wasmServer{mux: http.NewServeMux(), out: out, exit: make(chan string, 1)}
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		io.WriteString(w, page)
