@@ -51,7 +51,11 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	}
 	// Retention runs after the session's lock is released: deleting takes
 	// other sessions' locks, and holding two could deadlock with another
-	// process doing the same.
+	// process doing the same. It decides on a validated index: a record
+	// that a crash left stale must not make a live session look idle.
+	if err := s.ready(context.WithoutCancel(ctx), sc); err != nil {
+		return nil // the entry is durable; retention waits for next time
+	}
 	sc.mu.Lock()
 	victims := sc.victims(s.cfg.retention, s.cfg.now(), key.ID)
 	sc.mu.Unlock()
@@ -102,20 +106,12 @@ func (s *Store) appendLocked(ctx context.Context, sc *scope, key store.Key, e tr
 	if err := store.CheckAppend(key, head, e); err != nil {
 		return false, err
 	}
+	// Everything that can fail goes before the write: once the line is
+	// written and synced, the append has happened and must report so.
 	line, err := s.encodeLine(nil, key, pos, e)
 	if err != nil {
 		return false, err
 	}
-	if err := s.writeLine(sf, line); err != nil {
-		return false, fmt.Errorf("filestore: session %s: %w", key, err)
-	}
-	if sf.size == 0 {
-		// A new file: its name must survive a crash too.
-		if err := syncDir(sc.dir); err != nil {
-			return false, fmt.Errorf("filestore: session %s: %w", key, err)
-		}
-	}
-	s.noteOffset(sf, pos, sf.size)
 	next := rec{titleOK: true}
 	if cur != nil {
 		next = *cur
@@ -124,6 +120,17 @@ func (s *Store) appendLocked(ctx context.Context, sc *scope, key store.Key, e tr
 		return false, err
 	}
 	next.head = e.ID
+	if sf.size == 0 {
+		// A new file: its name must survive a crash too. The file is
+		// empty until the line below, so a failure here stores nothing.
+		if err := syncDir(sc.dir); err != nil {
+			return false, fmt.Errorf("filestore: session %s: %w", key, err)
+		}
+	}
+	if err := s.writeLine(sf, line); err != nil {
+		return false, fmt.Errorf("filestore: session %s: %w", key, err)
+	}
+	s.noteOffset(sf, pos, sf.size)
 	if err := sf.stat(); err != nil {
 		next.size = -1 // unknown: the next use reads it again
 	} else {
@@ -238,22 +245,23 @@ func (s *Store) Delete(ctx context.Context, key store.Key) error {
 	if err != nil {
 		return err
 	}
-	base := filepath.Join(sc.dir, key.ID)
 	if sf != nil {
 		defer sf.close()
-		if err := os.Remove(sf.path); err != nil {
-			return fmt.Errorf("filestore: deleting session %s: %w", key, err)
-		}
 	}
+	// The side files first: until the transcript goes, the session is
+	// whole without them (set-aside lines stay unread, offsets are rebuilt).
+	base := filepath.Join(sc.dir, key.ID)
 	for _, ext := range []string{tornExt, offsetsExt} {
 		if err := os.Remove(base + ext); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("filestore: deleting session %s: %w", key, err)
 		}
 	}
-	removeLockFile(base + lockExt)
-	if err := syncDir(sc.dir); err != nil {
-		return fmt.Errorf("filestore: deleting session %s: %w", key, err)
+	if sf != nil {
+		if err := os.Remove(sf.path); err != nil {
+			return fmt.Errorf("filestore: deleting session %s: %w", key, err)
+		}
 	}
+	removeLockFile(base + lockExt)
 	sc.mu.Lock()
 	if sc.recs[key.ID] != nil || sf != nil {
 		sc.remove(key.ID)
@@ -261,6 +269,10 @@ func (s *Store) Delete(ctx context.Context, key store.Key) error {
 	}
 	sc.touchDir()
 	sc.mu.Unlock()
+	// Without it a crash could bring the file back.
+	if err := syncDir(sc.dir); err != nil {
+		return fmt.Errorf("filestore: deleting session %s: %w", key, err)
+	}
 	return nil
 }
 

@@ -276,8 +276,9 @@ func (sc *scope) applyRecords(b []byte) int {
 		case r == nil:
 			sc.remove(id)
 		default:
-			if old := sc.recs[id]; old != nil && old.size == r.size && old.mtime == r.mtime && old.titleOK {
-				continue // the same state: keep the opened title
+			if old := sc.recs[id]; old != nil && old.titleOK && old.sealedTitle == r.sealedTitle && !r.titleOK {
+				// Keep the title already opened.
+				r.info.Title, r.titleOK = old.info.Title, true
 			}
 			sc.put(r)
 		}
@@ -291,7 +292,7 @@ func (sc *scope) applyRecords(b []byte) int {
 func (sc *scope) load(f *os.File) (bool, error) {
 	if f == nil {
 		var err error
-		f, err = os.Open(sc.j.path)
+		f, err = openFile(sc.j.path, os.O_RDONLY, 0)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				sc.j.id = nil
@@ -348,7 +349,7 @@ func (sc *scope) catchUp() error {
 	if st.Size() == sc.j.read {
 		return nil
 	}
-	f, err := os.Open(sc.j.path)
+	f, err := openFile(sc.j.path, os.O_RDONLY, 0)
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}

@@ -68,7 +68,7 @@ func (s *Store) offsetOf(sf *sfile, k int) (int64, error) {
 }
 
 func readOffset(sf *sfile, k int) (int64, bool) {
-	f, err := os.Open(offsetsPath(sf.path))
+	f, err := openFile(offsetsPath(sf.path), os.O_RDONLY, 0)
 	if err != nil {
 		return 0, false
 	}
