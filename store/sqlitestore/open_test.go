@@ -71,9 +71,9 @@ func TestFileModes(t *testing.T) {
 	s := openAt(t, filepath.Join(dir, "spool.db"))
 	seed(t, s, store.Key{Agent: "a", ID: "s"}, time.Now(), 3)
 	for path, want := range map[string]os.FileMode{
-		dir:                               0o700 | os.ModeDir,
-		filepath.Dir(dir):                 0o700 | os.ModeDir,
-		filepath.Join(dir, "spool.db"):    0o600,
+		dir:                                0o700 | os.ModeDir,
+		filepath.Dir(dir):                  0o700 | os.ModeDir,
+		filepath.Join(dir, "spool.db"):     0o600,
 		filepath.Join(dir, "spool.db-wal"): 0o600,
 		filepath.Join(dir, "spool.db-shm"): 0o600,
 	} {

@@ -20,7 +20,9 @@ import (
 // parentheses and column filters in it are plain characters to look for.
 // Words shorter than three characters cannot use the trigram index; they
 // are checked on the candidates the other words find, and a query of only
-// such words scans the scope's entries.
+// such words scans the scope's entries, newest first. A search within one
+// session of at most 2,000 entries reads that session's entries instead of
+// the index.
 //
 // With a protector the index is empty (it would hold plain text), and
 // Search falls back to store.Search's scan, which opens every transcript of
@@ -45,7 +47,24 @@ func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQue
 	if limit <= 0 {
 		limit = store.DefaultListLimit
 	}
-	query, args := searchSQL(scope, q.Session, ftsMatch(terms), s.cutoff())
+	match := ftsMatch(terms)
+	if q.Session != "" && match != "" {
+		// In a short session, reading its own entries beats walking every
+		// match of the index for the few that are in it.
+		var n int
+		err := s.r.QueryRowContext(ctx, `SELECT s.entries FROM sessions s
+			WHERE s.agent = ? AND s.owner = ? AND s.id = ? AND `+visible,
+			scope.Agent, scope.Owner, q.Session, s.cutoff()).Scan(&n)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, scope.Key(q.Session), err)
+		case n <= sessionScanMax:
+			match = ""
+		}
+	}
+	query, args := searchSQL(scope, q.Session, match, s.cutoff())
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, scope, err)
@@ -151,6 +170,11 @@ func ftsMatch(terms []string) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// sessionScanMax is the longest session that a search restricted to it
+// reads entry by entry rather than through the index (a variable for
+// tests).
+var sessionScanMax = 2000
 
 // scanOnly hides every method of a Store but the four of store.Store, so
 // store.Search scans it instead of calling its Search.

@@ -61,12 +61,20 @@ func TestSearchMatchesScan(t *testing.T) {
 		seedTexts(t, s, store.Key{Agent: "a", ID: fmt.Sprintf("s%d", i)}, start)
 	}
 
+	saved := sessionScanMax
+	t.Cleanup(func() { sessionScanMax = saved })
 	for _, text := range hostileQueries {
 		for _, q := range []store.SearchQuery{
 			{Text: text},
 			{Text: text, Limit: 3},
 			{Text: text, Session: "s2"},
+			{Text: text, Session: "s2", Limit: 1},
 		} {
+			// Within one session, both plans: the index and the session's entries.
+			sessionScanMax = 0
+			if q.Limit == 1 {
+				sessionScanMax = saved
+			}
 			if len(store.SearchTerms(q.Text)) == 0 {
 				continue
 			}
