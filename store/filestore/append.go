@@ -112,6 +112,10 @@ func (s *Store) appendLocked(ctx context.Context, sc *scope, key store.Key, e tr
 	if err != nil {
 		return false, err
 	}
+	if len(line) > transcript.MaxLineSize {
+		// No reader would take the line back.
+		return false, fmt.Errorf("%w: session %s: entry %q is %d bytes stored, more than the %d a line may hold", store.ErrInvalidEntry, key, e.ID, len(line), transcript.MaxLineSize)
+	}
 	next := rec{titleOK: true}
 	if cur != nil {
 		next = *cur

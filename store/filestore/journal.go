@@ -372,14 +372,11 @@ func (sc *scope) write(b []byte) {
 		if sc.j.f == nil {
 			f, err := openFile(sc.j.path, os.O_RDWR|os.O_APPEND, 0)
 			if err != nil {
-				switch {
-				case sc.validating || !sc.loaded:
-					// The validation under way, or the first one, writes
-					// the whole index.
-				case errors.Is(err, fs.ErrNotExist) && sc.rewrite() == nil:
-					// No index (deleted, or never made): the one just
-					// written holds this change too.
-				default:
+				// No index (never made, or deleted): the validation under
+				// way, the first one, or the next one writes a whole one
+				// from the folder. Records this process has in memory are
+				// not enough: others' may have gone with a deleted file.
+				if !sc.validating && sc.loaded {
 					sc.needValidate = true
 				}
 				return
@@ -483,7 +480,6 @@ func (sc *scope) rewrite() error {
 	}
 	sc.j.close()
 	sc.j.f, sc.j.id, sc.j.read, sc.j.records = f, st, int64(len(buf)), len(sc.recs)
-	sc.needValidate = false
 	sc.touchDir()
 	return nil
 }

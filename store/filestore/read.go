@@ -31,17 +31,19 @@ func (s *Store) Read(ctx context.Context, key store.Key) ([]transcript.Entry, er
 				return nil, err
 			}
 		}
-		line, _, err := lr.next()
-		if errors.Is(err, io.EOF) {
+		line, err := lr.next()
+		no := lr.no
+		switch {
+		case errors.Is(err, io.EOF):
 			return entries, nil
-		}
-		if err != nil {
+		case errors.Is(err, errLongLine):
+			return nil, &store.CorruptError{Key: key, Position: pos, Where: sf.path + ":" + strconv.Itoa(no), Err: err}
+		case err != nil:
 			return nil, fmt.Errorf("filestore: reading %s: %w", sf.path, err)
 		}
 		if blank(line) {
 			continue
 		}
-		no := lr.no
 		e, err := s.decodeLine(line, key, pos, func() string { return sf.path + ":" + strconv.Itoa(no) })
 		if err != nil {
 			return nil, err
@@ -182,11 +184,17 @@ func (s *Store) ReadRange(ctx context.Context, key store.Key, start, end int) ([
 	lr := newLineReader(sf.f, off, sf.size)
 	lines := make([][]byte, 0, end-start)
 	for pos := k * offsetEvery; pos < end; {
-		line, _, err := lr.next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = errors.New("fewer entries than the index says")
+		line, err := lr.next()
+		switch {
+		case errors.Is(err, errLongLine):
+			if pos >= start {
+				return nil, 0, &store.CorruptError{Key: key, Position: pos, Where: sf.path, Err: err}
 			}
+			pos++
+			continue
+		case errors.Is(err, io.EOF):
+			return nil, 0, fmt.Errorf("filestore: reading %s: fewer entries than the index says", sf.path)
+		case err != nil:
 			return nil, 0, fmt.Errorf("filestore: reading %s: %w", sf.path, err)
 		}
 		if blank(line) {

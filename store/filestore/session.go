@@ -217,47 +217,53 @@ func blank(line []byte) bool {
 type lineReader struct {
 	r    *bufio.Reader
 	line []byte
-	off  int64 // offset of the next line
-	no   int   // 1-based number of the last line read, from the start offset
+	no   int // 1-based number of the last line read, from the start offset
+	max  int // the longest line, newline included, as transcript.Decoder
 }
 
 func newLineReader(f *os.File, off, size int64) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 64<<10), off: off}
+	return &lineReader{r: bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 64<<10), max: transcript.MaxLineSize}
 }
 
+// errLongLine reports a line longer than any entry may be; the reader has
+// gone past it.
+var errLongLine = fmt.Errorf("a line longer than %d bytes", transcript.MaxLineSize)
+
 // next returns the next line without its newline (valid until the next
-// call) and its offset, or io.EOF. Every line ends in a newline: the file
-// was repaired when it was opened, and bytes appended after size are not
-// read.
-func (lr *lineReader) next() ([]byte, int64, error) {
+// call), or io.EOF. Every line ends in a newline: the file was repaired
+// when it was opened, and bytes appended after its size are not read.
+func (lr *lineReader) next() ([]byte, error) {
 	lr.line = lr.line[:0]
+	long := false
 	for {
 		chunk, err := lr.r.ReadSlice('\n')
-		if len(lr.line)+len(chunk) > transcript.MaxLineSize+2 {
-			return nil, 0, fmt.Errorf("line longer than %d bytes", transcript.MaxLineSize)
+		if !long && len(lr.line)+len(chunk) > lr.max {
+			long, lr.line = true, lr.line[:0]
 		}
 		switch {
 		case err == nil:
-			off := lr.off
 			lr.no++
+			if long {
+				return nil, errLongLine
+			}
 			if len(lr.line) == 0 {
-				lr.off += int64(len(chunk))
-				return chunk[:len(chunk)-1], off, nil
+				return chunk[:len(chunk)-1], nil
 			}
 			lr.line = append(lr.line, chunk...)
-			lr.off += int64(len(lr.line))
-			return lr.line[:len(lr.line)-1], off, nil
+			return lr.line[:len(lr.line)-1], nil
 		case errors.Is(err, bufio.ErrBufferFull):
-			lr.line = append(lr.line, chunk...)
+			if !long {
+				lr.line = append(lr.line, chunk...)
+			}
 		case errors.Is(err, io.EOF):
-			if len(lr.line)+len(chunk) == 0 {
-				return nil, 0, io.EOF
+			if len(lr.line)+len(chunk) == 0 && !long {
+				return nil, io.EOF
 			}
 			// The file changed size under a lock that should have kept it
 			// still: report it rather than read half a line.
-			return nil, 0, io.ErrUnexpectedEOF
+			return nil, io.ErrUnexpectedEOF
 		default:
-			return nil, 0, err
+			return nil, err
 		}
 	}
 }
@@ -321,17 +327,20 @@ func (s *Store) scan(key store.Key, sf *sfile) (*rec, error) {
 	r := &rec{size: sf.size, mtime: sf.mtime, titleOK: true}
 	pos := 0
 	for {
-		line, _, err := lr.next()
+		line, err := lr.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, errLongLine) {
 			return nil, fmt.Errorf("filestore: reading %s: %w", sf.path, err)
 		}
-		if blank(line) {
+		if err == nil && blank(line) {
 			continue
 		}
-		e, err := s.decodeLine(line, key, pos, func() string { return "" })
+		var e transcript.Entry
+		if err == nil {
+			e, err = s.decodeLine(line, key, pos, func() string { return "" })
+		}
 		pos++
 		if err != nil {
 			r.badTail = true

@@ -3,6 +3,7 @@ package filestore
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,5 +150,36 @@ func TestCorruptLastLineStopsAppend(t *testing.T) {
 	}
 	if _, _, err := s.ReadTail(t.Context(), key, 1); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("ReadTail: %v, want ErrCorrupt", err)
+	}
+}
+
+func TestLineReaderSkipsLongLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.jsonl")
+	content := "short\n" + strings.Repeat("x", 300<<10) + "\nafter\n"
+	writeRaw(t, path, []byte(content), 0)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lr := newLineReader(f, 0, int64(len(content)))
+	lr.max = 200 << 10
+	var got []string
+	for {
+		line, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if errors.Is(err, errLongLine) {
+			got = append(got, "LONG")
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(line))
+	}
+	if strings.Join(got, ",") != "short,LONG,after" || lr.no != 3 {
+		t.Fatalf("lines %v, line number %d", got, lr.no)
 	}
 }

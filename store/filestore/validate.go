@@ -166,7 +166,11 @@ func (s *Store) validate(ctx context.Context, sc *scope) error {
 	sc.loaded = true
 	sc.dirMod = dirSt.ModTime()
 	if !indexOK || len(stale) > 0 || removed > 0 {
-		sc.rewrite()
+		if sc.rewrite() == nil {
+			// The new index holds what the folder does, whatever went
+			// wrong with records meanwhile.
+			sc.needValidate = false
+		}
 	}
 	return nil
 }
