@@ -3,6 +3,7 @@ package browsertest
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,8 +40,11 @@ const DefaultRunTimeout = 4 * time.Minute
 //
 // The page loads wasm_exec.js from the Go installation that compiles the
 // binary, gives the binary args through the Go object, and sends what the
-// binary writes (the fs.writeSync hook of wasm_exec.js) and its exit status
-// to a server on loopback that lives as long as the call.
+// binary writes to standard output and error, and its exit status, to a
+// server on loopback that lives as long as the call. It replaces the file
+// system of wasm_exec.js (which has no files) with one in memory, so that
+// examples, which the testing package runs through a temporary file, and
+// tests that write files (not folders: t.TempDir fails) run too.
 func RunWasm(t *testing.T, dir string, args ...string) {
 	t.Helper()
 	r := runWasm(t, dir, os.Stdout, args)
@@ -185,8 +189,17 @@ func wasmGoFlags(flags string) string {
 	return strings.Join(keep, " ")
 }
 
-// wasmServer serves the test page, wasm_exec.js and the binary, and takes
-// the binary's output and exit status.
+// The page that runs the binary, and the file system it gives it
+// (wasm_exec.js's own has no files, so examples could not run).
+var (
+	//go:embed wasm_page.html
+	wasmPage string
+	//go:embed wasm_fs.js
+	wasmFS string
+)
+
+// wasmServer serves the test page, its file system, wasm_exec.js and the
+// binary, and takes the binary's output and exit status.
 type wasmServer struct {
 	mux  *http.ServeMux
 	out  *output
@@ -198,11 +211,15 @@ func newWasmServer(t *testing.T, bin, execJS string, args []string, out *output)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := strings.Replace(testPage, "/*CONFIG*/", string(config), 1)
+	page := strings.Replace(wasmPage, "/*CONFIG*/", string(config), 1)
 	s := &wasmServer{mux: http.NewServeMux(), out: out, exit: make(chan string, 1)}
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		io.WriteString(w, page)
+	})
+	s.mux.HandleFunc("GET /fs.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		io.WriteString(w, wasmFS)
 	})
 	s.mux.HandleFunc("GET /wasm_exec.js", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
@@ -305,57 +322,3 @@ func (o *output) failed() []string {
 	}
 	return o.results["FAIL"]
 }
-
-// testPage runs test.wasm with the Go object of wasm_exec.js. Its writes
-// are batched and posted in order; the exit status is posted after them.
-const testPage = `<!doctype html>
-<html lang="en">
-<meta charset="utf-8">
-<title>go test (js/wasm)</title>
-<script src="/wasm_exec.js"></script>
-<script>
-"use strict";
-(async () => {
-	const config = /*CONFIG*/;
-	let chunks = [];
-	let sending = Promise.resolve();
-	const post = (path, body) => {
-		sending = sending
-			.then(() => fetch(path, { method: "POST", body }))
-			.catch((e) => console.error("browsertest: POST " + path + ": " + e));
-	};
-	const flush = () => {
-		if (chunks.length > 0) {
-			post("/output", new Blob(chunks));
-			chunks = [];
-		}
-	};
-	setInterval(flush, 100);
-	// wasm_exec.js sends every write of the program (stdout and stderr)
-	// through fs.writeSync; buf is a view of the program's memory.
-	globalThis.fs.writeSync = (fd, buf) => {
-		chunks.push(buf.slice());
-		return buf.length;
-	};
-	let finished = false;
-	const finish = (status) => {
-		if (finished) return;
-		finished = true;
-		flush();
-		post("/exit", status);
-	};
-	const go = new Go();
-	go.argv = ["test.wasm", ...config.args];
-	go.env = config.env;
-	go.exit = (code) => finish(String(code));
-	try {
-		const { instance } = await WebAssembly.instantiateStreaming(fetch("/test.wasm"), go.importObject);
-		await go.run(instance);
-		finish("error: the program returned without exiting");
-	} catch (e) {
-		finish("error: " + ((e && e.stack) || e));
-	}
-})();
-</script>
-</html>
-`

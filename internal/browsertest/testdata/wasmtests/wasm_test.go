@@ -5,6 +5,11 @@
 package wasmtests
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"syscall/js"
 	"testing"
 )
@@ -22,4 +27,36 @@ func TestFail(t *testing.T) {
 
 func TestPanic(t *testing.T) {
 	panic("panicking on purpose")
+}
+
+func TestFiles(t *testing.T) {
+	f, err := os.CreateTemp("", "browsertest-*.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("hello, file"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(7, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil || string(b) != "file" {
+		t.Fatalf("read back %q, %v; want \"file\"", b, err)
+	}
+	f.Close()
+	if _, err := os.OpenFile(f.Name(), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("O_EXCL on an existing file: %v, want fs.ErrExist", err)
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(f.Name()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Stat after Remove: %v, want fs.ErrNotExist", err)
+	}
+}
+
+func Example() {
+	fmt.Println("an example's output, checked in the browser")
+	// Output: an example's output, checked in the browser
 }
