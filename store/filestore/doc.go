@@ -30,9 +30,15 @@
 // When Append returns nil, the entry's line has been written and fdatasync'd
 // (F_FULLFSYNC on macOS, FlushFileBuffers on Windows), and when the append
 // created the file, its folder has been synced too: the entry survives the
-// process being killed (kill -9) and the machine losing power. When Append
-// returns an error, the line was not acknowledged, and the store tried to
-// cut it off again.
+// process being killed (kill -9) and the machine losing power, on a disk
+// that honours cache flushes. When Append returns an error, nothing was
+// acknowledged and the store cut the line off again (or, if even that
+// failed, the next open sets it aside as a torn line). Delete syncs the
+// folder, so a deleted session does not come back after a crash.
+//
+// An entry's line may be up to transcript.MaxLineSize bytes, as
+// transcript.Decoder reads; Append refuses a longer one with
+// store.ErrInvalidEntry.
 //
 // A crash in the middle of an append can leave a last line without its
 // newline (a torn write). The next open of the session under its exclusive
@@ -66,25 +72,35 @@
 //
 // Each folder of sessions has an index, ".index", with every session's
 // SessionInfo and its transcript's size and mtime, so List reads no
-// transcript: its cost follows the number of sessions, and once the index is
-// in memory, the page size. Appends add a record to the index (not synced);
-// a process rewrites it when superseded records pile up.
+// transcript: the first List of a scope in a process costs one stat per
+// session, later ones two stat calls and the page. Appends and deletes add
+// a record to the index (not synced: it is derived data); a process
+// rewrites it when superseded records pile up. Read needs no index, and an
+// append reads the index's records but does not compare the folder.
 //
 // What another writer's changes look like:
 //
 //   - Another process using this package: its appends and deletes are in
-//     the index the moment they return, and every List, Stat and append
-//     first applies the records added since (one stat when there are none).
-//   - Another program adding or removing a transcript: List notices that the
-//     folder changed, compares every session's size and mtime with the
-//     index and reads the transcripts that differ.
+//     the index when they return, and every List, Stat and append first
+//     applies the records added since (one stat when there are none).
+//   - Another program adding or removing a transcript: List notices that
+//     the folder changed, compares every session's size and mtime with the
+//     index and reads the transcripts that differ. (On a file system whose
+//     timestamps are coarse, a change in the same clock tick as one by this
+//     process can go unnoticed until a Store next opens the folder.)
 //   - Another program appending to an existing transcript: Read, ReadTail,
 //     ReadRange and Append see it at once; List and Stat see it when the
-//     folder next changes or a new Store opens the folder.
-//   - A crash: a Store opening a folder for the first time compares every
-//     session's size and mtime with the index (one stat each), so appends
-//     whose index record was lost are found; a missing or damaged index is
-//     rebuilt from the transcripts.
+//     folder next changes or a Store first lists the folder.
+//   - A crash: the first List (or Stat, Prune or retention) of a scope in a
+//     process compares every session's size and mtime with the index, so
+//     appends whose index record was lost are found; a missing or damaged
+//     index is rebuilt from the transcripts.
+//
+// ReadTail reads backwards from the end of the file, so its cost follows
+// the number of entries asked for, not the transcript's length. ReadRange
+// starts from a sparse offset index, <id>.jsonl.off, which holds the offset
+// of every 256th entry (written by appends, rebuilt from the transcript
+// when missing or wrong), or reads backwards for a range near the end.
 //
 // # Retention
 //
