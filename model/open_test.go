@@ -116,3 +116,15 @@ func TestCodeForStatus(t *testing.T) {
 		}
 	}
 }
+
+func FuzzToolArguments(f *testing.F) {
+	for _, s := range []string{"", "{}", `{"a":1}`, `{"a":`, "Oslo", " [1, 2] ", "\x00", `"\ud800"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := model.ToolArguments(s)
+		if !json.Valid(got) {
+			t.Fatalf("ToolArguments(%q) = %q, not JSON", s, got)
+		}
+	})
+}

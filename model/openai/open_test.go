@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -83,5 +84,23 @@ func TestOllamaBaseURL(t *testing.T) {
 		if got := openai.OllamaBaseURL(in); got != want {
 			t.Errorf("OllamaBaseURL(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Without a key, OpenAI's API is not even called.
+func TestNoKey(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	m, err := openai.New("gpt-test-mini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = collect(m, context.Background(), simpleRequest())
+	var me *model.Error
+	if !errors.As(err, &me) || me.Code != model.CodeAuth {
+		t.Errorf("err = %v, want auth", err)
+	}
+	if m.BaseURL() != openai.DefaultBaseURL {
+		t.Errorf("BaseURL = %q", m.BaseURL())
 	}
 }

@@ -105,6 +105,7 @@ type Model struct {
 	baseURL      string
 	service      oa.ChatCompletionService
 	maxTokensOld bool // send max_tokens rather than max_completion_tokens
+	noKey        bool // no key configured for OpenAI's own API
 }
 
 type config struct {
@@ -190,6 +191,7 @@ func New(modelName string, opts ...Option) (*Model, error) {
 		// models refuse max_tokens); compatible servers have long accepted
 		// max_tokens and not all know the newer field.
 		maxTokensOld: u.Hostname() != "api.openai.com",
+		noKey:        key == "" && u.Hostname() == "api.openai.com",
 	}, nil
 }
 
@@ -205,6 +207,12 @@ func (m *Model) BaseURL() string { return m.baseURL }
 // done.
 func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Event, error] {
 	return func(yield func(model.Event, error) bool) {
+		if m.noKey {
+			// Fail before sending: the API would only answer 401.
+			yield(model.Event{}, &model.Error{Code: model.CodeAuth,
+				Message: "no API key: set OPENAI_API_KEY or pass WithAPIKey"})
+			return
+		}
 		params, err := m.params(req)
 		if err != nil {
 			yield(model.Event{}, err)

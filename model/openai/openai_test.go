@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -602,5 +603,24 @@ func TestBadRequestsFailBeforeSending(t *testing.T) {
 	}
 	if s.requests.Load() != 0 {
 		t.Errorf("%d requests sent", s.requests.Load())
+	}
+}
+
+// One Model serves concurrent streams. Run with -race.
+func TestConcurrentStreams(t *testing.T) {
+	s := newServer(t, replay(t, "text.sse"))
+	m := newModel(t, s)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			events, err := collect(m, context.Background(), simpleRequest())
+			if texts, _, _ := split(events); err != nil || strings.Join(texts, "") != "The answer is forty-two, as every reader knows." {
+				t.Errorf("err %v, texts %q", err, texts)
+			}
+		})
+	}
+	wg.Wait()
+	if s.requests.Load() != 8 {
+		t.Errorf("%d requests", s.requests.Load())
 	}
 }
