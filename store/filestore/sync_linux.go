@@ -10,10 +10,11 @@ import (
 // flushes the data and the metadata needed to read it back (the size), not
 // the modification time.
 func syncData(f *os.File) error {
-	for {
-		err := unix.Fdatasync(int(f.Fd()))
-		if err != unix.EINTR {
-			return pathErr("fdatasync", f, err)
+	return withFd(f, "fdatasync", func(fd int) error {
+		for {
+			if err := unix.Fdatasync(fd); err != unix.EINTR {
+				return err
+			}
 		}
-	}
+	})
 }
