@@ -30,12 +30,18 @@
 // from defaults. The SDK's other sources (profiles, federation) are not
 // consulted; pass SDK options with WithRequestOptions to use them. The
 // SDK's OpenTelemetry spans are kept to metadata: content never goes into
-// them. Importing the package registers the provider "anthropic" with
-// model.Open.
+// them. Without a key, streams from api.anthropic.com fail at once with
+// model.CodeAuth; other endpoints are called without one. Importing the
+// package registers the provider "anthropic" with model.Open.
 //
 // Errors the API reports are *model.Error values whose Message holds the
 // HTTP status and the API's error type, never its free text; the SDK's
-// error is their Err.
+// error is their Err, whose own text may quote the request: log the
+// *model.Error, not Err. An error event inside a stream that began with
+// 200 OK has StatusCode 0 and its code from the error type
+// (rate_limit_error is CodeRateLimited, overloaded_error CodeProvider). A
+// stream that ends before message_stop is a CodeProvider failure, not a
+// short answer.
 package anthropic
 
 import (

@@ -28,7 +28,9 @@
 // per call, WithError and WithErrorAfter fail, and WithDelay makes every
 // event wait, so that sessions can be made slow and cancelled mid-answer.
 //
-// A Model is safe for concurrent use.
+// A Model is safe for concurrent use. Importing the package registers the
+// provider "echo" with model.Open; the spec "echo:<name>" sets the name the
+// model reports.
 package echo
 
 import (

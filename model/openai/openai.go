@@ -16,8 +16,11 @@
 // Configuration comes from options, then from the environment variables
 // OPENAI_API_KEY and OPENAI_BASE_URL, then from defaults. No other OPENAI_*
 // variable is read; pass SDK options with WithRequestOptions for headers
-// such as the organization. Importing the package registers the providers
-// "openai" and "ollama" with model.Open.
+// such as the organization. Without a key, streams from api.openai.com fail
+// at once with model.CodeAuth; other endpoints are called without one.
+// Importing the package registers the providers "openai" and "ollama" with
+// model.Open; "ollama" uses OLLAMA_HOST (see OllamaBaseURL) and never sends
+// OPENAI_API_KEY.
 //
 // Errors the endpoint reports are *model.Error values whose Message holds
 // the HTTP status and the provider's error type and code, never the
