@@ -63,6 +63,7 @@ commands:
   chat        talk to an agent in the terminal
   sessions    list, show, search, export, import and delete sessions
   serve       run the HTTP server
+  bench       load-test a running server (bench invoke)
   migrate     copy every session from one store to another
   keys        manage the encryption key (keys rotate)
 
@@ -80,6 +81,12 @@ func run(ctx context.Context, env *environ, args []string) int {
 		err = runChat(ctx, env, args[1:])
 	case "sessions":
 		err = runSessions(ctx, env, args[1:])
+	case "migrate":
+		err = runMigrate(ctx, env, args[1:])
+	case "serve":
+		err = runServe(ctx, env, args[1:])
+	case "bench":
+		err = runBench(ctx, env, args[1:])
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(env.stdout, usage)
 		return 0

@@ -38,6 +38,9 @@ func runSessions(ctx context.Context, env *environ, args []string) error {
 		"history": sessionsHistory,
 		"rm":      sessionsRm,
 		"prune":   sessionsPrune,
+		"search":  sessionsSearch,
+		"export":  sessionsExport,
+		"import":  sessionsImport,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/transfer"
+)
+
+func sessionsSearch(ctx context.Context, env *environ, args []string) error {
+	var c common
+	fs := newFlagSet("search", "spool sessions search QUERY [--session ID] [--limit N] [--json]", env)
+	c.register(fs, env)
+	session := fs.String("session", "", "search only this session")
+	limit := fs.Int("limit", 20, "the most hits")
+	asJSON := fs.Bool("json", false, "print the hits as a JSON array")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("sessions search needs a query")
+	}
+	if *limit < 1 || *limit > store.MaxListLimit {
+		return usagef("--limit must be between 1 and %d", store.MaxListLimit)
+	}
+	scope, err := c.scope()
+	if err != nil {
+		return err
+	}
+	if *session != "" {
+		if _, err := c.key(*session); err != nil {
+			return err
+		}
+	}
+	st, err := c.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer store.Close(st)
+	query := joinArgs(pos)
+	hits, err := store.Search(ctx, st, scope, store.SearchQuery{Text: query, Session: *session, Limit: *limit})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if hits == nil {
+			hits = []store.SearchHit{}
+		}
+		return printJSON(env, hits)
+	}
+	if len(hits) == 0 {
+		fmt.Fprintf(env.stderr, "no matches for %q\n", query)
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tTIME\tSNIPPET")
+	for _, h := range hits {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", h.SessionID, stamp(h.Time), h.Snippet)
+	}
+	return tw.Flush()
+}
+
+func joinArgs(a []string) string {
+	s := ""
+	for i, x := range a {
+		if i > 0 {
+			s += " "
+		}
+		s += x
+	}
+	return s
+}
+
+func sessionsExport(ctx context.Context, env *environ, args []string) error {
+	var c common
+	fs := newFlagSet("export", "spool sessions export [--all | ID…] > sessions.jsonl", env)
+	c.register(fs, env)
+	all := fs.Bool("all", false, "export every session of every agent and user (or of --agent / --user when given)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if *all == (len(pos) > 0) {
+		return usagef("give session ids or --all (not both)")
+	}
+	st, err := c.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer store.Close(st)
+	var keys []store.Key
+	if *all {
+		scopes, err := scopesFor(ctx, fs, &c, st)
+		if err != nil {
+			return err
+		}
+		err = transfer.Sessions(ctx, st, scopes, func(k store.Key) error {
+			keys = append(keys, k)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	} else {
+		for _, id := range pos {
+			k, err := c.key(id)
+			if err != nil {
+				return err
+			}
+			if _, err := store.Stat(ctx, st, k); err != nil {
+				return fmt.Errorf("session %q: %w", id, err)
+			}
+			keys = append(keys, k)
+		}
+	}
+	prog := newProgress(env, "exporting sessions", len(keys))
+	var total transfer.Stats
+	for _, k := range keys {
+		s, err := transfer.Export(ctx, env.stdout, st, []store.Key{k})
+		if err != nil {
+			return err
+		}
+		total.Sessions += s.Sessions
+		total.Entries += s.Entries
+		prog.step()
+	}
+	prog.done()
+	fmt.Fprintf(env.stderr, "exported %d sessions, %d entries\n", total.Sessions, total.Entries)
+	return nil
+}
+
+// scopesFor returns the scopes --all covers: every scope of the store, or
+// those of the agent (and user) given explicitly.
+func scopesFor(ctx context.Context, fs *flag.FlagSet, c *common, st store.Store) ([]store.Scope, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["user"] {
+		s, err := c.scope()
+		if err != nil {
+			return nil, err
+		}
+		return []store.Scope{s}, nil
+	}
+	sl, ok := st.(store.ScopeLister)
+	if !ok {
+		if !set["agent"] {
+			return nil, fmt.Errorf("this store cannot list its agents and users; name them with --agent (and --user)")
+		}
+		s, err := c.scope()
+		return []store.Scope{s}, err
+	}
+	scopes, err := sl.Scopes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !set["agent"] {
+		return scopes, nil
+	}
+	var out []store.Scope
+	for _, s := range scopes {
+		if s.Agent == c.agent {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func sessionsImport(ctx context.Context, env *environ, args []string) error {
+	var c common
+	fs := newFlagSet("import", "spool sessions import < sessions.jsonl", env)
+	c.register(fs, env)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("sessions import reads stdin and takes no arguments")
+	}
+	st, err := openTarget(ctx, env, &c)
+	if err != nil {
+		return err
+	}
+	defer store.Close(st)
+	prog := newProgress(env, "importing sessions", 0)
+	stats, err := transfer.Import(ctx, st, env.stdin, func(int, int) { prog.step() })
+	prog.done()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stderr, "imported %d sessions: %d entries added, %d already there\n", stats.Sessions, stats.Entries, stats.Skipped)
+	return nil
+}
+
+func runMigrate(ctx context.Context, env *environ, args []string) error {
+	fs := newFlagSet("migrate", "spool migrate --from URL --to URL", env)
+	from := fs.String("from", "", "the store to copy from")
+	to := fs.String("to", "", "the store to copy into")
+	encrypt := fs.Bool("encrypt", false, "encrypt at rest with the key file when SPOOL_ENCRYPTION_KEY is not set")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || *from == "" || *to == "" {
+		return usagef("migrate needs --from URL and --to URL")
+	}
+	if *from == *to {
+		return usagef("--from and --to name the same store")
+	}
+	src, err := openStore(ctx, env, *from, *encrypt)
+	if err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	defer store.Close(src)
+	dst, err := openTarget(ctx, env, &common{storeURL: *to, encrypt: *encrypt})
+	if err != nil {
+		return fmt.Errorf("--to: %w", err)
+	}
+	defer store.Close(dst)
+	prog := newProgress(env, "migrating sessions", 0)
+	stats, err := transfer.Copy(ctx, dst, src, nil, func(int, int) { prog.step() })
+	prog.done()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stderr, "migrated %d sessions: %d entries added, %d already there\n", stats.Sessions, stats.Entries, stats.Skipped)
+	return nil
+}

@@ -1,0 +1,271 @@
+// Package transfer moves sessions between stores: Export writes them as
+// JSON lines, Import reads such lines into a store, and Copy copies from
+// one store to another directly. All three stream: they hold one chunk of
+// one transcript at a time, whatever the size of the store, and all three
+// are idempotent: running them again appends only what the target lacks.
+//
+// An export line is one entry with its session's key:
+//
+//	{"agent":"support","owner":"","session":"ses_01J…","entry":{"id":…,"parentId":…,"timestamp":…,"type":…,"turnId":…,"data":{…}}}
+//
+// Entries keep their ids, parents and timestamps, so a session copied into
+// another store is the same chain, and the target's conditional append
+// checks every link.
+package transfer
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+// Record is one line of an export.
+type Record struct {
+	Agent   string           `json:"agent"`
+	Owner   string           `json:"owner"`
+	Session string           `json:"session"`
+	Entry   transcript.Entry `json:"entry"`
+}
+
+// Key returns the record's session key.
+func (r Record) Key() store.Key { return store.Key{Agent: r.Agent, Owner: r.Owner, ID: r.Session} }
+
+// chunk is how many entries are read from a store at a time (a variable
+// so tests can make it small).
+var chunk = 1000
+
+// Progress is told after each session with the running totals; nil for
+// none.
+type Progress func(sessions, entries int)
+
+// Stats counts what a transfer did.
+type Stats struct {
+	Sessions int // sessions visited
+	Entries  int // entries written (exported, or appended to the target)
+	Skipped  int // entries the target already had
+}
+
+// Sessions walks every session of the given scopes of src, calling fn for
+// each session key. With no scopes, it walks every scope src holds, which
+// needs store.ScopeLister.
+func Sessions(ctx context.Context, src store.Store, scopes []store.Scope, fn func(store.Key) error) error {
+	if len(scopes) == 0 {
+		sl, ok := src.(store.ScopeLister)
+		if !ok {
+			return errors.New("transfer: the source store cannot list its agents and users (no store.ScopeLister); name a scope")
+		}
+		var err error
+		if scopes, err = sl.Scopes(ctx); err != nil {
+			return err
+		}
+	}
+	for _, sc := range scopes {
+		opt := store.ListOptions{Limit: store.MaxListLimit}
+		for {
+			page, err := src.List(ctx, sc, opt)
+			if err != nil {
+				return fmt.Errorf("transfer: listing %s: %w", sc, err)
+			}
+			for _, info := range page.Sessions {
+				if err := fn(info.Key()); err != nil {
+					return err
+				}
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			opt.Cursor = page.NextCursor
+		}
+	}
+	return nil
+}
+
+// eachEntry calls fn for every entry of key in src, a chunk at a time.
+func eachEntry(ctx context.Context, src store.Store, key store.Key, fn func(transcript.Entry) error) error {
+	for pos := 0; ; {
+		entries, total, err := store.ReadRange(ctx, src, key, pos, pos+chunk)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		pos += len(entries)
+		if len(entries) == 0 || pos >= total {
+			return nil
+		}
+	}
+}
+
+// Export writes every entry of the given sessions of src to w as JSON
+// lines (see Record).
+func Export(ctx context.Context, w io.Writer, src store.Store, keys []store.Key) (Stats, error) {
+	var st Stats
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for _, k := range keys {
+		if err := store.ValidateKey(k); err != nil {
+			return st, err
+		}
+		st.Sessions++
+		err := eachEntry(ctx, src, k, func(e transcript.Entry) error {
+			st.Entries++
+			return enc.Encode(Record{Agent: k.Agent, Owner: k.Owner, Session: k.ID, Entry: e})
+		})
+		if err != nil {
+			return st, fmt.Errorf("transfer: exporting %s: %w", k, err)
+		}
+	}
+	return st, bw.Flush()
+}
+
+// Import appends the records read from r to dst. Entries dst already has
+// (the same id at the same position) are skipped, so an import can be run
+// again after it was interrupted; an entry that differs from what dst has
+// at its position fails the import with store.ErrConflict naming the
+// session, and nothing of dst is changed by it. Lines that are not records
+// fail the import with their line number.
+func Import(ctx context.Context, dst store.Store, r io.Reader, progress Progress) (Stats, error) {
+	s := newSink(dst)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), transcript.MaxLineSize)
+	line := 0
+	var prev store.Key
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var rec Record
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return s.stats, fmt.Errorf("transfer: line %d: not an export record: %w", line, err)
+		}
+		k := rec.Key()
+		if k != prev && progress != nil && prev.ID != "" {
+			progress(s.stats.Sessions, s.stats.Entries)
+		}
+		prev = k
+		if err := s.put(ctx, k, rec.Entry); err != nil {
+			return s.stats, fmt.Errorf("transfer: line %d: %w", line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return s.stats, fmt.Errorf("transfer: after line %d: %w", line, err)
+	}
+	return s.stats, nil
+}
+
+// Copy copies the given sessions (every session src holds when keys is
+// nil) from src to dst, with Import's idempotence.
+func Copy(ctx context.Context, dst, src store.Store, keys []store.Key, progress Progress) (Stats, error) {
+	s := newSink(dst)
+	one := func(k store.Key) error {
+		err := eachEntry(ctx, src, k, func(e transcript.Entry) error { return s.put(ctx, k, e) })
+		if err != nil {
+			return fmt.Errorf("transfer: copying %s: %w", k, err)
+		}
+		if progress != nil {
+			progress(s.stats.Sessions, s.stats.Entries)
+		}
+		return nil
+	}
+	if keys == nil {
+		return s.stats, Sessions(ctx, src, nil, one)
+	}
+	for _, k := range keys {
+		if err := one(k); err != nil {
+			return s.stats, err
+		}
+	}
+	return s.stats, nil
+}
+
+// sink appends entries to a store session by session, skipping those the
+// store already has. It keeps the position reached in each session it has
+// seen, and a window of the target's ids being compared.
+type sink struct {
+	dst   store.Store
+	stats Stats
+	cur   map[store.Key]*target
+	last  *target
+}
+
+type target struct {
+	pos    int      // position of the next entry to place
+	total  int      // entries the store had when first seen
+	ids    []string // the store's ids at positions [idsAt, idsAt+len)
+	idsAt  int
+	loaded bool
+}
+
+func newSink(dst store.Store) *sink { return &sink{dst: dst, cur: map[store.Key]*target{}} }
+
+func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
+	if err := store.ValidateKey(k); err != nil {
+		return err
+	}
+	t := s.cur[k]
+	if t == nil {
+		s.stats.Sessions++
+		t = &target{}
+		s.cur[k] = t
+	}
+	if t != s.last {
+		if s.last != nil {
+			s.last.ids = nil // keep memory to one session's window
+		}
+		s.last = t
+	}
+	if !t.loaded {
+		_, total, err := store.ReadTail(ctx, s.dst, k, 0)
+		if err != nil {
+			return err
+		}
+		t.total, t.loaded = total, true
+	}
+	if t.pos < t.total {
+		id, err := s.idAt(ctx, k, t)
+		if err != nil {
+			return err
+		}
+		if id != e.ID {
+			return fmt.Errorf("session %s: %w: the target has entry %q at position %d where the source has %q", k, store.ErrConflict, id, t.pos, e.ID)
+		}
+		t.pos++
+		s.stats.Skipped++
+		return nil
+	}
+	if err := s.dst.Append(ctx, k, e); err != nil {
+		return fmt.Errorf("session %s: entry %d: %w", k, t.pos, err)
+	}
+	t.pos++
+	t.total++
+	s.stats.Entries++
+	return nil
+}
+
+func (s *sink) idAt(ctx context.Context, k store.Key, t *target) (string, error) {
+	if t.pos < t.idsAt || t.pos >= t.idsAt+len(t.ids) {
+		entries, _, err := store.ReadRange(ctx, s.dst, k, t.pos, t.pos+chunk)
+		if err != nil {
+			return "", err
+		}
+		t.ids, t.idsAt = t.ids[:0], t.pos
+		for _, e := range entries {
+			t.ids = append(t.ids, e.ID)
+		}
+		if len(t.ids) == 0 {
+			return "", fmt.Errorf("session %s: the target changed during the transfer", k)
+		}
+	}
+	return t.ids[t.pos-t.idsAt], nil
+}

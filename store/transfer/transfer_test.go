@@ -1,0 +1,166 @@
+package transfer_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool/internal/teststores"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storetest"
+	"github.com/spool-go/spool/store/transfer"
+	"github.com/spool-go/spool/transcript"
+)
+
+// fill writes a few sessions in several scopes and returns their keys and
+// transcripts.
+func fill(t *testing.T, s store.Store) map[store.Key][]transcript.Entry {
+	t.Helper()
+	ctx := context.Background()
+	agent := teststores.Name("agent")
+	want := map[store.Key][]transcript.Entry{}
+	start := time.Now().UTC().Truncate(time.Millisecond).Add(-time.Hour)
+	for i, k := range []store.Key{
+		{Agent: agent, ID: "project-1"},
+		{Agent: agent, ID: "project-2"},
+		{Agent: agent, Owner: "alice", ID: "project-1"}, // same id, user scope
+		{Agent: agent + "-other", Owner: "bob", ID: "b"},
+	} {
+		entries := storetest.Chain("", start.Add(time.Duration(i)*time.Minute), 5+i*20)
+		for _, e := range entries {
+			if err := s.Append(ctx, k, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want[k] = entries
+	}
+	return want
+}
+
+func check(t *testing.T, dst store.Store, want map[store.Key][]transcript.Entry) {
+	t.Helper()
+	for k, entries := range want {
+		got, err := dst.Read(context.Background(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(entries) {
+			t.Fatalf("%s: %d entries, want %d", k, len(got), len(entries))
+		}
+		for i := range got {
+			if !got[i].Equal(entries[i]) {
+				t.Fatalf("%s: entry %d differs", k, i)
+			}
+		}
+	}
+}
+
+func keys(m map[store.Key][]transcript.Entry) []store.Key {
+	var out []store.Key
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestRoundTripBetweenEveryPairOfStores exports from each store and imports
+// into each other (and copies directly), twice, to show the copy is exact
+// and a re-run appends nothing.
+func TestRoundTripBetweenEveryPairOfStores(t *testing.T) {
+	ctx := context.Background()
+	all := teststores.All()
+	for _, from := range teststores.Names {
+		for _, to := range teststores.Names {
+			t.Run(from+"→"+to, func(t *testing.T) {
+				src, dst := all[from](t), all[to](t)
+				want := fill(t, src)
+				var buf bytes.Buffer
+				st, err := transfer.Export(ctx, &buf, src, keys(want))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Sessions != 4 || st.Entries != 5+25+45+65 {
+					t.Fatalf("export stats %+v", st)
+				}
+				exported := buf.String()
+				for range 2 {
+					st, err := transfer.Import(ctx, dst, strings.NewReader(exported), nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if st.Entries+st.Skipped != 140 {
+						t.Fatalf("import stats %+v", st)
+					}
+				}
+				check(t, dst, want)
+				// A direct copy into a third, fresh store of the target kind.
+				dst2 := all[to](t)
+				if _, err := transfer.Copy(ctx, dst2, src, keys(want), nil); err != nil {
+					t.Fatal(err)
+				}
+				st, err = transfer.Copy(ctx, dst2, src, keys(want), nil)
+				if err != nil || st.Entries != 0 || st.Skipped != 140 {
+					t.Fatalf("second copy %+v %v", st, err)
+				}
+				check(t, dst2, want)
+			})
+		}
+	}
+}
+
+func TestCopyEverything(t *testing.T) {
+	ctx := context.Background()
+	src := teststores.SQLite(t)
+	want := fill(t, src)
+	dst := teststores.File(t)
+	var calls int
+	st, err := transfer.Copy(ctx, dst, src, nil, func(sessions, entries int) { calls++ })
+	if err != nil || st.Sessions != 4 || calls != 4 {
+		t.Fatalf("%+v %v (progress calls %d)", st, err, calls)
+	}
+	check(t, dst, want)
+}
+
+func TestImportRefusesADivergentTarget(t *testing.T) {
+	ctx := context.Background()
+	src, dst := teststores.All()["memory"](t), teststores.All()["memory"](t)
+	want := fill(t, src)
+	var buf bytes.Buffer
+	if _, err := transfer.Export(ctx, &buf, src, keys(want)); err != nil {
+		t.Fatal(err)
+	}
+	// The target already holds a different session under one of the keys.
+	var k store.Key
+	for key := range want {
+		k = key
+		break
+	}
+	other := storetest.Chain("", time.Now().UTC().Truncate(time.Millisecond), 3)
+	for _, e := range other {
+		if err := dst.Append(ctx, k, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := transfer.Import(ctx, dst, &buf, nil)
+	if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), k.ID) {
+		t.Fatalf("%v, want ErrConflict naming %s", err, k)
+	}
+	got, _ := dst.Read(ctx, k)
+	if len(got) != 3 {
+		t.Fatalf("the divergent session was changed: %d entries", len(got))
+	}
+}
+
+func TestImportRejectsGarbage(t *testing.T) {
+	dst := teststores.All()["memory"](t)
+	for _, in := range []string{"not json\n", `{"agent":"../x","session":"s","entry":{}}` + "\n",
+		fmt.Sprintf(`{"agent":"a","session":"s","entry":{"id":"x","timestamp":"%s","type":"user.message","turnId":"t","data":[]}}`+"\n", time.Now().Format(time.RFC3339))} {
+		if _, err := transfer.Import(context.Background(), dst, strings.NewReader(in), nil); err == nil || !strings.Contains(err.Error(), "line 1") {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+}
