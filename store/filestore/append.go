@@ -70,13 +70,15 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 // appendLocked does the append under the session's locks. It reports
 // whether the append created the session.
 func (s *Store) appendLocked(ctx context.Context, sc *scope, key store.Key, e transcript.Entry, create bool) (bool, error) {
-	mu := s.stripe(key)
-	mu.Lock()
-	defer mu.Unlock()
+	release, err := s.lockStripe(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	defer release()
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	sf, err := s.openSession(sc, key.ID, true, create)
+	sf, err := s.openSession(ctx, sc, key.ID, true, create)
 	if err != nil {
 		return false, err
 	}
@@ -242,10 +244,12 @@ func (s *Store) Delete(ctx context.Context, key store.Key) error {
 	if err := sc.checkCase(key.ID); err != nil {
 		return err
 	}
-	mu := s.stripe(key)
-	mu.Lock()
-	defer mu.Unlock()
-	sf, err := s.openSession(sc, key.ID, true, false)
+	release, err := s.lockStripe(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer release()
+	sf, err := s.openSession(ctx, sc, key.ID, true, false)
 	if err != nil {
 		return err
 	}

@@ -154,3 +154,39 @@ func TestOpenURL(t *testing.T) {
 		}
 	}
 }
+
+func TestWindowsNames(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"con": false, "CON": false, "nul.txt": false, "com1": false, "LPT9.x": false, "aux": false,
+		"console": true, "com": true, "com10": true, "a.b": true, "x": true,
+	} {
+		if got := windowsName(name, false); got != ok {
+			t.Errorf("windowsName(%q) = %v, want %v", name, got, ok)
+		}
+	}
+	if windowsName("agent.", true) || !windowsName("agent.", false) {
+		t.Error("a folder name ending in a dot must be refused, a file's stem need not")
+	}
+}
+
+func TestScopesAndClose(t *testing.T) {
+	root := t.TempDir()
+	s := open(t, root)
+	seed(t, s, store.Key{Agent: "b", ID: "x"}, "", t0, 1)
+	seed(t, s, store.Key{Agent: "a", Owner: "u2", ID: "x"}, "", t0, 1)
+	seed(t, s, store.Key{Agent: "a", Owner: "u1", ID: "x"}, "", t0, 1)
+	if err := s.Delete(t.Context(), store.Key{Agent: "a", Owner: "u2", ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := open(t, root).Scopes(t.Context())
+	want := []store.Scope{{Agent: "a", Owner: "u1"}, {Agent: "b"}}
+	if err != nil || len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("Scopes: %v %v, want %v", got, err, want)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Read(t.Context(), store.Key{Agent: "b", ID: "x"}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Read after Close: %v", err)
+	}
+}

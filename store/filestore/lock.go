@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/spool-go/spool/store"
 )
@@ -15,8 +14,8 @@ import (
 // <id>.jsonl.lock, a file of its own so that it never stands in the way of
 // the short lock each append and read takes on the transcript. It excludes
 // other holders in this process and in every other process on the machine,
-// and the OS releases it if the process dies. It waits, polling, until the
-// lock is free or ctx is done.
+// and the OS releases it if the process dies. It waits until the lock is
+// free or ctx is done.
 func (s *Store) Lock(ctx context.Context, key store.Key) (func(), error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -34,8 +33,7 @@ func (s *Store) Lock(ctx context.Context, key store.Key) (func(), error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := waitLock(ctx, f); err != nil {
-			f.Close()
+		if err := lockCtx(ctx, f, true); err != nil {
 			return nil, err
 		}
 		st, err := f.Stat()
@@ -73,24 +71,36 @@ func openLockFile(sc *scope, path string) (*os.File, error) {
 	return f, nil
 }
 
-// waitLock polls for the exclusive lock on f, backing off to 25ms, until it
-// has it or ctx is done. A blocking flock could not be interrupted by ctx.
-func waitLock(ctx context.Context, f *os.File) error {
-	wait := time.Millisecond
-	for {
-		ok, err := tryLockFile(f, true)
-		if err != nil || ok {
-			return err
+// lockCtx takes the lock on f, waiting until ctx is done. A blocked
+// flock or LockFileEx cannot be interrupted, so the wait happens in a
+// goroutine; if ctx ends first, that goroutine releases the lock when it
+// comes and closes f. On any error f is closed: lockCtx owns it then.
+func lockCtx(ctx context.Context, f *os.File, exclusive bool) error {
+	ok, err := tryLockFile(f, exclusive)
+	if err == nil && !ok {
+		if ctx.Done() == nil {
+			err = lockFile(f, exclusive)
+		} else {
+			done := make(chan error, 1)
+			go func() { done <- lockFile(f, exclusive) }()
+			select {
+			case err = <-done:
+			case <-ctx.Done():
+				go func() {
+					if <-done == nil {
+						unlockFile(f)
+					}
+					f.Close()
+				}()
+				return ctx.Err()
+			}
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		wait = min(wait*2, 25*time.Millisecond)
 	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("filestore: %w", err)
+	}
+	return nil
 }
 
 // removeLockFile removes a deleted session's turn lock file unless a turn

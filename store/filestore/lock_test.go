@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storetest"
 )
 
 func TestLockAcrossStores(t *testing.T) {
@@ -105,4 +106,34 @@ func TestDeleteRemovesEverything(t *testing.T) {
 	// The same id starts empty.
 	fresh := seed(t, s, key, "", t0.Add(time.Hour), 1)
 	sameEntries(t, read(t, open(t, root), key), fresh)
+}
+
+func TestAppendGivesUpOnContext(t *testing.T) {
+	// Another process holds the transcript's lock and does not let go (it
+	// hangs, or is stopped): an append waits only as long as its context.
+	root := t.TempDir()
+	s := open(t, root)
+	key := store.Key{Agent: "a", ID: "s"}
+	entries := seed(t, s, key, "", t0, 1)
+	f, err := os.OpenFile(filepath.Join(root, "a", "s.jsonl"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := lockFile(f, true); err != nil {
+		t.Fatal(err)
+	}
+	next := storetest.Chain(entries[0].ID, t0.Add(time.Second), 1)[0]
+	for range 2 { // the first wait, abandoned, must not get in the way of the next
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		if err := s.Append(ctx, key, next); err != context.DeadlineExceeded {
+			t.Fatalf("Append while another holds the lock: %v, want context.DeadlineExceeded", err)
+		}
+		cancel()
+	}
+	unlockFile(f)
+	if err := s.Append(t.Context(), key, next); err != nil {
+		t.Fatal(err)
+	}
+	sameEntries(t, read(t, s, key), append(entries, next))
 }

@@ -66,7 +66,7 @@ func (s *Store) openRead(ctx context.Context, key store.Key) (*sfile, *scope, er
 	if err := sc.checkCase(key.ID); err != nil {
 		return nil, nil, err
 	}
-	sf, err := s.openSession(sc, key.ID, false, false)
+	sf, err := s.openSession(ctx, sc, key.ID, false, false)
 	return sf, sc, err
 }
 

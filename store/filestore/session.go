@@ -3,6 +3,7 @@ package filestore
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -38,10 +39,11 @@ func (sf *sfile) stat() error {
 	return nil
 }
 
-// openSession opens and locks the transcript of id. Without create it
-// returns nil for a session that has no file. Before it returns, a torn
-// last line is set aside (repairTorn), so every line of the file is whole.
-func (s *Store) openSession(sc *scope, id string, exclusive, create bool) (*sfile, error) {
+// openSession opens and locks the transcript of id, waiting for the lock
+// until ctx is done. Without create it returns nil for a session that has
+// no file. Before it returns, a torn last line is set aside (repairTorn), so
+// every line of the file is whole.
+func (s *Store) openSession(ctx context.Context, sc *scope, id string, exclusive, create bool) (*sfile, error) {
 	path := sessionPath(sc.dir, id)
 	flag := os.O_RDONLY
 	if exclusive {
@@ -67,9 +69,8 @@ func (s *Store) openSession(sc *scope, id string, exclusive, create bool) (*sfil
 			}
 			return nil, fmt.Errorf("filestore: %w", err)
 		}
-		if err := lockFile(f, exclusive); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("filestore: %w", err)
+		if err := lockCtx(ctx, f, exclusive); err != nil {
+			return nil, err
 		}
 		st, err := f.Stat()
 		if err != nil {
@@ -104,7 +105,7 @@ func (s *Store) openSession(sc *scope, id string, exclusive, create bool) (*sfil
 		// Setting the tail aside needs the exclusive lock; take it on a
 		// file of its own and start over.
 		sf.close()
-		w, err := s.openSession(sc, id, true, false)
+		w, err := s.openSession(ctx, sc, id, true, false)
 		if err != nil {
 			return nil, err
 		}

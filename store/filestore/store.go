@@ -30,10 +30,11 @@ type Store struct {
 	closed bool
 
 	// stripes serialize the appends and deletes of one session within the
-	// process, so that waiters queue on a mutex rather than each hold an
-	// OS thread in flock. The file lock still excludes other processes.
+	// process, so that waiters queue here (giving up when their context
+	// ends) rather than each hold an OS thread in flock. The file lock
+	// still excludes other processes.
 	seed    maphash.Seed
-	stripes [64]sync.Mutex
+	stripes [64]chan struct{}
 }
 
 type config struct {
@@ -97,13 +98,17 @@ func New(root string, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &Store{
+	s := &Store{
 		root:   abs,
 		cfg:    cfg,
 		fold:   foldsCase(abs),
 		scopes: map[store.Scope]*scope{},
 		seed:   maphash.MakeSeed(),
-	}, nil
+	}
+	for i := range s.stripes {
+		s.stripes[i] = make(chan struct{}, 1)
+	}
+	return s, nil
 }
 
 // Root returns the folder the store keeps its sessions in.
@@ -128,7 +133,9 @@ func (s *Store) Close() error {
 	return first
 }
 
-func (s *Store) stripe(key store.Key) *sync.Mutex {
+// lockStripe takes the in-process lock of key's stripe, or fails when ctx
+// ends first, and returns its release.
+func (s *Store) lockStripe(ctx context.Context, key store.Key) (func(), error) {
 	var h maphash.Hash
 	h.SetSeed(s.seed)
 	h.WriteString(key.Agent)
@@ -136,7 +143,13 @@ func (s *Store) stripe(key store.Key) *sync.Mutex {
 	h.WriteString(key.Owner)
 	h.WriteByte(0)
 	h.WriteString(key.ID)
-	return &s.stripes[h.Sum64()%uint64(len(s.stripes))]
+	ch := s.stripes[h.Sum64()%uint64(len(s.stripes))]
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // scope returns the index of sc, making its folder when create is set.

@@ -143,7 +143,7 @@ func (s *Store) validate(ctx context.Context, sc *scope) error {
 		}
 		// A transcript that cannot be read now keeps its old record (or
 		// none); the next validation tries again.
-		s.rescan(sc, id)
+		s.rescan(ctx, sc, id)
 	}
 
 	sc.mu.Lock()
@@ -178,8 +178,8 @@ func (s *Store) validate(ctx context.Context, sc *scope) error {
 // rescan reads one transcript again and records what it holds. The
 // session's lock is held from the read to the record, so the record cannot
 // land after a newer one.
-func (s *Store) rescan(sc *scope, id string) error {
-	sf, err := s.openSession(sc, id, false, false)
+func (s *Store) rescan(ctx context.Context, sc *scope, id string) error {
+	sf, err := s.openSession(ctx, sc, id, false, false)
 	if err != nil {
 		return err
 	}
