@@ -74,7 +74,7 @@ type wasmRun struct {
 
 // runWasm does the work of RunWasm, writing the binary's output to w. It
 // fails t only when it cannot set the run up.
-func runWasm(t *testing.T, dir string, w io.Writer, args []string) wasmRun {
+func runWasm(t *testing.T, dir string, w io.Writer, args []string) (r wasmRun) {
 	t.Helper()
 	Chromium(t) // skip before compiling when there is no browser
 	budget := DefaultRunTimeout
@@ -86,7 +86,7 @@ func runWasm(t *testing.T, dir string, w io.Writer, args []string) wasmRun {
 
 	started := time.Now()
 	bin, execJS := compileWasm(ctx, t, dir, t.TempDir())
-	r := wasmRun{out: newOutput(w, "wasm: "), compiled: time.Since(started)}
+	r = wasmRun{out: newOutput(w, "wasm: "), compiled: time.Since(started)}
 
 	// The binary's own timeout comes first, so that a hang ends with its
 	// goroutine dump rather than with the browser being closed.

@@ -44,15 +44,19 @@ func openTest(t *testing.T, opts ...Option) *Store {
 // fine; a connection left open would make it time out.
 func deleteDatabase(t *testing.T, name string) {
 	t.Helper()
-	req := js.Global().Get("indexedDB").Call("deleteDatabase", name)
 	select {
-	case r := <-watch(req):
+	case r := <-rawDelete(name):
 		if r.err != nil {
 			t.Errorf("deleteDatabase %s: %v", name, r.err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Errorf("deleteDatabase %s has not finished after 10s: a connection to it is still open", name)
 	}
+}
+
+// rawDelete starts deleting database name.
+func rawDelete(name string) <-chan result {
+	return watch(js.Global().Get("indexedDB").Call("deleteDatabase", name))
 }
 
 // rawOpen opens database name at version (0: the current one) with

@@ -10,9 +10,12 @@ import (
 	"github.com/spool-go/spool/store"
 )
 
-// List returns one page of the sessions of scope, newest activity first: a
-// walk backwards on the activity index from the cursor's position that
-// reads the page's records and nothing of any transcript.
+// List returns one page of the sessions of scope, newest activity first,
+// from the activity index and the page's records alone, never a
+// transcript. It takes three requests whatever the page size: a key cursor
+// walking backwards from the cursor's position finds the oldest record the
+// page needs (one more than the page, to know whether another follows),
+// and one getAll reads the records from there up.
 func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptions) (store.SessionPage, error) {
 	if err := store.ValidateScope(scope); err != nil {
 		return store.SessionPage{}, err
@@ -32,37 +35,51 @@ func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptio
 	if err != nil {
 		return store.SessionPage{}, err
 	}
+	fail := func(err error) (store.SessionPage, error) {
+		return store.SessionPage{}, requestErr(ctx, "list "+scope.String(), err)
+	}
 	index := x.store(sessionsStore).Call("index", activityIndex)
-	c, err := openCursor(index, "openCursor", rng, "prev")
+	limit := opt.PageSize()
+	c, err := openCursor(index, "openKeyCursor", rng, "prev")
 	if err != nil {
-		return store.SessionPage{}, fmt.Errorf("idbstore: list %s: %w", scope, err)
+		return fail(err)
 	}
 	defer c.close()
-	limit := opt.PageSize()
-	// One record more than the page tells whether there is a next page.
-	page := store.SessionPage{Sessions: make([]store.SessionInfo, 0, min(limit, 64))}
-	for {
-		cur, err := c.next(ctx, x)
-		if err != nil {
-			return store.SessionPage{}, requestErr(ctx, "list "+scope.String(), err)
-		}
-		if cur.IsNull() {
-			return page, nil
-		}
-		if len(page.Sessions) == limit {
-			last := page.Sessions[limit-1]
-			page.NextCursor = store.EncodeListCursor(scope, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
-			return page, nil
-		}
-		rec, err := decodeRecord(cur.Get("value"), scope.Key(""))
+	cur, err := c.next(ctx, x) // the newest
+	if err != nil {
+		return fail(err)
+	}
+	if cur.IsNull() {
+		return store.SessionPage{Sessions: []store.SessionInfo{}}, nil
+	}
+	if err := move(cur, "advance", limit); err != nil {
+		return fail(err)
+	}
+	if cur, err = c.next(ctx, x); err != nil { // the (limit+1)th newest, if any
+		return fail(err)
+	}
+	if !cur.IsNull() {
+		rng = keyRange.Call("bound", cur.Get("key"), rng.Get("upper"), false, rng.Get("upperOpen"))
+	}
+	c.close()
+	vals, err := x.request(ctx, index, "getAll", rng, limit+1)
+	if err != nil {
+		return fail(err)
+	}
+	n := vals.Length()
+	page := store.SessionPage{Sessions: make([]store.SessionInfo, 0, min(n, limit))}
+	for i := n - 1; i >= 0 && len(page.Sessions) < limit; i-- { // newest first
+		rec, err := decodeRecord(vals.Index(i), scope.Key(""))
 		if err != nil {
 			return store.SessionPage{}, err
 		}
 		page.Sessions = append(page.Sessions, rec.info)
-		if err := move(cur, "continue"); err != nil {
-			return store.SessionPage{}, fmt.Errorf("idbstore: list %s: %w", scope, err)
-		}
 	}
+	if n > limit {
+		last := page.Sessions[limit-1]
+		page.NextCursor = store.EncodeListCursor(scope, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+	}
+	return page, nil
 }
 
 // Delete removes the session's record and entries in one readwrite
