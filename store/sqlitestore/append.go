@@ -13,6 +13,29 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
+// The statements of Append, prepared when the Store opens (see stmt.go).
+const (
+	sessionRowSQL = `SELECT sid, started, last_activity, title IS NOT NULL, messages, pending, entries, head
+		FROM sessions WHERE agent = ? AND owner = ? AND id = ?`
+	deleteSessionSQL = `DELETE FROM sessions WHERE sid = ?`
+	updateSessionSQL = `UPDATE sessions SET
+		last_activity = ?, title = coalesce(title, ?), messages = ?, pending = ?, entries = ?, head = ?
+		WHERE sid = ?`
+	insertSessionSQL = `INSERT INTO sessions
+		(agent, owner, id, started, last_activity, title, messages, pending, entries, head)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sweepScopeSQL = `DELETE FROM sessions WHERE sid IN (
+		SELECT sid FROM sessions WHERE agent = ? AND owner = ? AND last_activity < ? AND pending = 0 LIMIT ?)`
+	lastRowIDSQL   = `SELECT eid FROM entries WHERE eid >= ? AND eid < ? ORDER BY eid DESC LIMIT 1`
+	insertEntrySQL = `INSERT INTO entries (eid, sid, seq, ts, indexed, body) VALUES (?, ?, ?, ?, ?, ?)`
+	insertTextSQL  = `INSERT INTO entries_fts (rowid, text) VALUES (?, ?)`
+)
+
+var appendSQL = []string{
+	sessionRowSQL, deleteSessionSQL, updateSessionSQL, insertSessionSQL,
+	sweepScopeSQL, lastRowIDSQL, insertEntrySQL, insertTextSQL,
+}
+
 // sweepBatch bounds the expired sessions that creating a session deletes in
 // its scope, so one Append never pays for a long-neglected sweep.
 const sweepBatch = 16
@@ -58,7 +81,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	if row.found && row.expired(s.cutoff()) {
 		// An expired session with no approval pending starts fresh under
 		// the same id: nothing of the old one may come back.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE sid = ?`, row.sid); err != nil {
+		if _, err := s.txStmt(ctx, tx, deleteSessionSQL).ExecContext(ctx, row.sid); err != nil {
 			return s.fail("append to", key, err)
 		}
 		row = sessionRow{}
@@ -87,18 +110,14 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	}
 
 	if row.found {
-		_, err = tx.ExecContext(ctx, `UPDATE sessions SET
-				last_activity = ?, title = coalesce(title, ?), messages = ?, pending = ?, entries = ?, head = ?
-			WHERE sid = ?`,
+		_, err = s.txStmt(ctx, tx, updateSessionSQL).ExecContext(ctx,
 			info.LastActivity.UnixNano(), title, info.MessageCount, info.PendingApprovals, info.Entries, e.ID, row.sid)
 	} else {
 		if err := s.sweepScope(ctx, tx, key.Scope()); err != nil {
 			return s.fail("append to", key, err)
 		}
 		var res sql.Result
-		res, err = tx.ExecContext(ctx, `INSERT INTO sessions
-				(agent, owner, id, started, last_activity, title, messages, pending, entries, head)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		res, err = s.txStmt(ctx, tx, insertSessionSQL).ExecContext(ctx,
 			key.Agent, key.Owner, key.ID, info.Started.UnixNano(), info.LastActivity.UnixNano(), title,
 			info.MessageCount, info.PendingApprovals, info.Entries, e.ID)
 		if err == nil {
@@ -108,13 +127,12 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	if err != nil {
 		return s.fail("append to", key, err)
 	}
-	eid, err := newRowID(ctx, tx, ts)
+	eid, err := s.newRowID(ctx, tx, ts)
 	if err == nil {
-		_, err = tx.ExecContext(ctx, `INSERT INTO entries (eid, sid, seq, ts, indexed, body) VALUES (?, ?, ?, ?, ?, ?)`,
-			eid, row.sid, seq, ts, searchable, body)
+		_, err = s.txStmt(ctx, tx, insertEntrySQL).ExecContext(ctx, eid, row.sid, seq, ts, searchable, body)
 	}
 	if err == nil && searchable {
-		_, err = tx.ExecContext(ctx, `INSERT INTO entries_fts (rowid, text) VALUES (?, ?)`, eid, text)
+		_, err = s.txStmt(ctx, tx, insertTextSQL).ExecContext(ctx, eid, text)
 	}
 	if err != nil {
 		return s.fail("append to", key, err)
@@ -152,8 +170,7 @@ func (r sessionRow) expired(cutoff int64) bool {
 func (s *Store) sessionRow(ctx context.Context, tx *sql.Tx, key store.Key) (sessionRow, error) {
 	var r sessionRow
 	var started, last int64
-	err := tx.QueryRowContext(ctx, `SELECT sid, started, last_activity, title IS NOT NULL, messages, pending, entries, head
-		FROM sessions WHERE agent = ? AND owner = ? AND id = ?`, key.Agent, key.Owner, key.ID).
+	err := s.txStmt(ctx, tx, sessionRowSQL).QueryRowContext(ctx, key.Agent, key.Owner, key.ID).
 		Scan(&r.sid, &started, &last, &r.hasTitle, &r.info.MessageCount, &r.info.PendingApprovals, &r.info.Entries, &r.head)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sessionRow{}, nil
@@ -173,9 +190,7 @@ func (s *Store) sweepScope(ctx context.Context, tx *sql.Tx, scope store.Scope) e
 	if s.cfg.ttl <= 0 {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE sid IN (
-			SELECT sid FROM sessions WHERE agent = ? AND owner = ? AND last_activity < ? AND pending = 0 LIMIT ?)`,
-		scope.Agent, scope.Owner, s.cutoff(), sweepBatch)
+	_, err := s.txStmt(ctx, tx, sweepScopeSQL).ExecContext(ctx, scope.Agent, scope.Owner, s.cutoff(), sweepBatch)
 	return err
 }
 

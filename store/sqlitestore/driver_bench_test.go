@@ -11,6 +11,7 @@ package sqlitestore
 
 import (
 	"database/sql"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -57,4 +58,26 @@ func TestConformanceOtherDriver(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	})
+}
+
+// TestReportFileModes reports the modes each driver gives the -wal and
+// -shm files of a 0600 database in a 0700 folder (with the process's usual
+// umask): part of the comparison, as the log holds transcript text.
+func TestReportFileModes(t *testing.T) {
+	for _, c := range candidates {
+		dir := filepath.Join(t.TempDir(), "db")
+		s, err := open(t.Context(), filepath.Join(dir, "spool.db"), c.drv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seedAny(t, s, store.Key{Agent: "a", ID: "s"})
+		for _, name := range []string{"spool.db", "spool.db-wal", "spool.db-shm"} {
+			fi, err := os.Stat(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %s %v", c.name, name, fi.Mode())
+		}
+		s.Close()
+	}
 }

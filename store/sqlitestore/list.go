@@ -30,7 +30,7 @@ func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptio
 	query += ` ORDER BY s.last_activity DESC, s.id DESC LIMIT ?`
 	args = append(args, limit+1) // one more tells whether another page follows
 
-	rows, err := s.r.QueryContext(ctx, query, args...)
+	rows, err := s.query(ctx, query, args...)
 	if err != nil {
 		return store.SessionPage{}, fmt.Errorf("sqlitestore: %s: listing %s: %w", s.path, scope, err)
 	}

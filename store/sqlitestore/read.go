@@ -42,7 +42,7 @@ func (s *Store) ReadRange(ctx context.Context, key store.Key, start, end int) ([
 	}
 	start = max(start, 0)
 	end = max(end, start)
-	rows, err := s.r.QueryContext(ctx, readRangeSQL, start, end, key.Agent, key.Owner, key.ID, s.cutoff())
+	rows, err := s.query(ctx, readRangeSQL, start, end, key.Agent, key.Owner, key.ID, s.cutoff())
 	return s.readRows(key, rows, err, func(total int) (int, int) { return min(start, total), min(end, total) })
 }
 
@@ -53,7 +53,7 @@ func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcrip
 		return nil, 0, err
 	}
 	n = max(n, 0)
-	rows, err := s.r.QueryContext(ctx, readTailSQL, n, key.Agent, key.Owner, key.ID, s.cutoff())
+	rows, err := s.query(ctx, readTailSQL, n, key.Agent, key.Owner, key.ID, s.cutoff())
 	return s.readRows(key, rows, err, func(total int) (int, int) { return max(total-n, 0), total })
 }
 
@@ -146,10 +146,11 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 	if err := store.ValidateKey(key); err != nil {
 		return store.SessionInfo{}, err
 	}
-	row := s.r.QueryRowContext(ctx, `SELECT `+infoColumns+` FROM sessions s
-		WHERE s.agent = ? AND s.owner = ? AND s.id = ? AND `+visible,
-		key.Agent, key.Owner, key.ID, s.cutoff())
-	info, err := s.scanInfo(key.Scope(), row)
+	st, err := s.readStmt(ctx, statSQL)
+	if err != nil {
+		return store.SessionInfo{}, s.fail("stat", key, err)
+	}
+	info, err := s.scanInfo(key.Scope(), st.QueryRowContext(ctx, key.Agent, key.Owner, key.ID, s.cutoff()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.SessionInfo{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
 	}
@@ -161,6 +162,9 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 
 // infoColumns are what scanInfo reads, from a sessions row aliased s.
 const infoColumns = `s.id, s.started, s.last_activity, s.title, s.messages, s.pending, s.entries`
+
+const statSQL = `SELECT ` + infoColumns + ` FROM sessions s
+	WHERE s.agent = ? AND s.owner = ? AND s.id = ? AND ` + visible
 
 func (s *Store) scanInfo(scope store.Scope, row interface{ Scan(...any) error }) (store.SessionInfo, error) {
 	var (

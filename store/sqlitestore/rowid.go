@@ -36,11 +36,11 @@ func bucketOf(eid int64) int64 { return eid >> msShift }
 
 // newRowID returns the row id for a new entry at ts: the next free one of
 // its millisecond.
-func newRowID(ctx context.Context, tx *sql.Tx, ts int64) (int64, error) {
+func (s *Store) newRowID(ctx context.Context, tx *sql.Tx, ts int64) (int64, error) {
 	lo := msOf(ts) << msShift
 	hi := lo + 1<<msShift
 	var last int64
-	err := tx.QueryRowContext(ctx, `SELECT eid FROM entries WHERE eid >= ? AND eid < ? ORDER BY eid DESC LIMIT 1`, lo, hi).Scan(&last)
+	err := s.txStmt(ctx, tx, lastRowIDSQL).QueryRowContext(ctx, lo, hi).Scan(&last)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return lo, nil

@@ -65,7 +65,7 @@ func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQue
 		}
 	}
 	query, args := searchSQL(scope, q.Session, match, s.cutoff())
-	rows, err := s.r.QueryContext(ctx, query, args...)
+	rows, err := s.query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, scope, err)
 	}

@@ -30,6 +30,9 @@ type Store struct {
 	path string
 	cfg  config
 
+	writeStmts map[string]*sql.Stmt // Append's, prepared by Open; see stmt.go
+	readStmts  sync.Map             // query → *sql.Stmt, prepared on first use
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -97,6 +100,9 @@ func (s *Store) init(ctx context.Context) error {
 	if err := checkSealed(ctx, s.w, s.path, s.cfg.protector != nil); err != nil {
 		return err
 	}
+	if err := s.prepareWrites(ctx); err != nil {
+		return err
+	}
 	if _, err := s.Sweep(ctx); err != nil {
 		return err
 	}
@@ -156,6 +162,7 @@ func (s *Store) Path() string { return s.path }
 // Close closes the database. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.closeStmts()
 		var errs []error
 		if s.r != nil {
 			errs = append(errs, s.r.Close())
