@@ -140,7 +140,7 @@ func (s *Store) appendLocked(ctx context.Context, sc *scope, key store.Key, e tr
 	if err := sf.stat(); err != nil {
 		next.size = -1 // unknown: the next use reads it again
 	} else {
-		next.size, next.mtime = sf.size, sf.mtime
+		next.fileState = sf.fileState
 	}
 	sc.mu.Lock()
 	sc.put(&next)
@@ -170,21 +170,21 @@ func (s *Store) writeLine(sf *sfile, line []byte) error {
 }
 
 // current returns the index record of the session held in sf, true to the
-// file: if the file's size or mtime is not the record's, it takes in the
+// file: if the file's size, mtime or inode is not the record's, it takes in the
 // records other processes appended, and if that is not enough it reads the
 // transcript. It returns nil for an empty file. The caller holds the
 // session's lock.
 func (s *Store) current(sc *scope, key store.Key, sf *sfile) (*rec, error) {
 	sc.mu.Lock()
 	r := sc.recs[key.ID]
-	if r == nil || r.size != sf.size || r.mtime != sf.mtime {
+	if r == nil || r.fileState != sf.fileState {
 		if err := sc.catchUp(); err != nil {
 			sc.mu.Unlock()
 			return nil, err
 		}
 		r = sc.recs[key.ID]
 	}
-	if r != nil && r.size == sf.size && r.mtime == sf.mtime {
+	if r != nil && r.fileState == sf.fileState {
 		c := *r
 		sc.mu.Unlock()
 		return &c, nil

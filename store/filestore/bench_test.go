@@ -116,7 +116,7 @@ func listDataset(b *testing.B, root string, n int) {
 		if err := os.Link(template, filepath.Join(dir, id+transcriptExt)); err != nil {
 			b.Fatal(err)
 		}
-		r := &rec{info: store.Info(scope.Key(id), entries), size: st.Size(), mtime: st.ModTime().UnixNano(), head: storetest.Head(entries)}
+		r := &rec{info: store.Info(scope.Key(id), entries), fileState: stateOf(st), head: storetest.Head(entries)}
 		buf = appendRecord(buf, r, false)
 	}
 	writeRaw(b, filepath.Join(dir, indexName), buf, 0)

@@ -41,11 +41,10 @@ type scope struct {
 
 // rec is what the index knows of one session without reading it.
 type rec struct {
-	info    store.SessionInfo // Title is set when titleOK
-	size    int64             // the transcript's size and mtime when info was
-	mtime   int64             // true; anything else means info is stale
-	head    string            // the last entry's id
-	badTail bool              // the last line does not decode: appends fail
+	info      store.SessionInfo // Title is set when titleOK
+	fileState                   // the transcript's when info was true; any other means info is stale
+	head      string            // the last entry's id
+	badTail   bool              // the last line does not decode: appends fail
 
 	sealedTitle string // the title as an encrypted store keeps it in the index
 	titleOK     bool   // info.Title holds the title (opened, when sealed)

@@ -165,3 +165,38 @@ func TestIndexCompaction(t *testing.T) {
 		t.Fatalf("index not compacted: %v, %d bytes", err, st.Size())
 	}
 }
+
+func TestReplacedFileSameSizeAndMtime(t *testing.T) {
+	// Another program replaces a transcript with one of the same size and
+	// gives it the old mtime (or the clock is too coarse to tell): the
+	// store still notices, by the file's identity.
+	root := t.TempDir()
+	s := open(t, root)
+	key := store.Key{Agent: "a", ID: "s"}
+	seed(t, s, key, "", t0, 2)
+	path := filepath.Join(root, "a", "s.jsonl")
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fileID(st) == 0 {
+		t.Skip("no file ids on this platform")
+	}
+	replacement := storetest.Chain("", t0, 2)
+	b := lines(t, replacement...)
+	if int64(len(b)) != st.Size() {
+		t.Fatalf("replacement is %d bytes, want %d", len(b), st.Size())
+	}
+	writeRaw(t, path+".new", b, 0)
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	next := storetest.Chain(storetest.Head(replacement), t0.Add(time.Hour), 1)
+	if err := s.Append(t.Context(), key, next[0]); err != nil {
+		t.Fatalf("Append after the head of the replaced file: %v", err)
+	}
+	sameEntries(t, read(t, s, key), append(replacement, next...))
+}

@@ -21,11 +21,12 @@ import (
 // line per record, each appended by whichever process changed a session:
 //
 //	spool-index	1	plain|sealed
-//	S	<crc>	<id>	<size>	<mtime>	<entries>	<messages>	<pending>	<started>	<last>	<flags>	<head>	<title>
+//	S	<crc>	<id>	<size>	<mtime>	<inode>	<entries>	<messages>	<pending>	<started>	<last>	<flags>	<head>	<title>
 //	D	<crc>	<id>
 //
 // The last record of an id wins: S is a session's whole SessionInfo with the
-// size and mtime of its transcript when the info was true, D its deletion.
+// size, mtime and inode of its transcript when the info was true (see
+// fileState), D its deletion.
 // crc is the CRC-32C of the rest of the line, so a record cut short by a
 // crash is noticed and skipped. Times are Unix seconds.nanoseconds. head
 // and title are written as they are, or Go-quoted when they hold a tab, a
@@ -78,6 +79,8 @@ func appendRecord(dst []byte, r *rec, sealed bool) []byte {
 	dst = strconv.AppendInt(dst, r.size, 10)
 	dst = append(dst, '\t')
 	dst = strconv.AppendInt(dst, r.mtime, 10)
+	dst = append(dst, '\t')
+	dst = strconv.AppendUint(dst, r.ino, 10)
 	dst = append(dst, '\t')
 	dst = strconv.AppendInt(dst, int64(r.info.Entries), 10)
 	dst = append(dst, '\t')
@@ -169,7 +172,7 @@ func (sc *scope) parseRecord(line string) (string, *rec, error) {
 	default:
 		return "", nil, errRecord
 	}
-	var f [11]string
+	var f [12]string
 	rest := body
 	for i := 0; i < len(f)-1; i++ {
 		j := indexByte(rest, '\t')
@@ -185,22 +188,26 @@ func (sc *scope) parseRecord(line string) (string, *rec, error) {
 	}
 	r := &rec{}
 	var n [5]int64
-	for i := range n {
-		v, err := strconv.ParseInt(f[i+1], 10, 64)
+	for i, k := range []int{1, 2, 4, 5, 6} {
+		v, err := strconv.ParseInt(f[k], 10, 64)
 		if err != nil || v < 0 {
 			return "", nil, errRecord
 		}
 		n[i] = v
 	}
-	r.size, r.mtime = n[0], n[1]
-	started, ok1 := parseTime(f[6])
-	last, ok2 := parseTime(f[7])
-	head, ok3 := parseField(f[9])
+	ino, err := strconv.ParseUint(f[3], 10, 64)
+	if err != nil {
+		return "", nil, errRecord
+	}
+	r.size, r.mtime, r.ino = n[0], n[1], ino
+	started, ok1 := parseTime(f[7])
+	last, ok2 := parseTime(f[8])
+	head, ok3 := parseField(f[10])
 	if !ok1 || !ok2 || !ok3 {
 		return "", nil, errRecord
 	}
 	r.head = head
-	r.badTail = f[8] == "c"
+	r.badTail = f[9] == "c"
 	r.info = store.SessionInfo{
 		ID:               id,
 		Agent:            sc.key.Agent,
@@ -212,9 +219,9 @@ func (sc *scope) parseRecord(line string) (string, *rec, error) {
 		Entries:          int(n[2]),
 	}
 	if sc.s.cfg.protector != nil {
-		r.sealedTitle = f[10]
+		r.sealedTitle = f[11]
 	} else {
-		title, ok := parseField(f[10])
+		title, ok := parseField(f[11])
 		if !ok {
 			return "", nil, errRecord
 		}

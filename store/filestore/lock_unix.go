@@ -97,6 +97,14 @@ func unlinked(st fs.FileInfo, path string) bool {
 	return false
 }
 
+// fileID returns the inode number st describes.
+func fileID(st fs.FileInfo) uint64 {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return uint64(s.Ino)
+	}
+	return 0
+}
+
 // syncDir makes the names in dir durable: created, renamed and removed
 // files.
 func syncDir(dir string) error {

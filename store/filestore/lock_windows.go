@@ -82,6 +82,10 @@ func unlinked(st fs.FileInfo, path string) bool {
 	return err != nil || !os.SameFile(st, now)
 }
 
+// fileID is 0 on Windows, where a FileInfo from a directory listing has no
+// file index; size and mtime alone tell a changed transcript.
+func fileID(st fs.FileInfo) uint64 { return 0 }
+
 // syncDir does nothing on Windows: NTFS journals its directory changes,
 // and a folder cannot be opened for FlushFileBuffers.
 func syncDir(dir string) error { return nil }

@@ -19,10 +19,22 @@ import (
 // sfile is a session's transcript, open and locked (shared to read,
 // exclusive to write), with a complete last line.
 type sfile struct {
-	f     *os.File
-	path  string
+	f    *os.File
+	path string
+	fileState
+}
+
+// fileState is what says a file changed: its size, its mtime, and its
+// identity (a file deleted and made again within one tick of a coarse clock
+// may have the same size and mtime, but not the same inode).
+type fileState struct {
 	size  int64
 	mtime int64
+	ino   uint64
+}
+
+func stateOf(st fs.FileInfo) fileState {
+	return fileState{size: st.Size(), mtime: st.ModTime().UnixNano(), ino: fileID(st)}
 }
 
 func (sf *sfile) close() {
@@ -35,7 +47,7 @@ func (sf *sfile) stat() error {
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
-	sf.size, sf.mtime = st.Size(), st.ModTime().UnixNano()
+	sf.fileState = stateOf(st)
 	return nil
 }
 
@@ -83,7 +95,7 @@ func (s *Store) openSession(ctx context.Context, sc *scope, id string, exclusive
 			f.Close()
 			continue
 		}
-		sf := &sfile{f: f, path: path, size: st.Size(), mtime: st.ModTime().UnixNano()}
+		sf := &sfile{f: f, path: path, fileState: stateOf(st)}
 		if create && sf.size == 0 && st.Mode().Perm() != fileMode {
 			f.Chmod(fileMode) // the umask may have narrowed it
 		}
@@ -325,7 +337,7 @@ func (s *Store) decodeLine(line []byte, key store.Key, pos int, where func() str
 // hold a position) but add nothing else; Read reports them.
 func (s *Store) scan(key store.Key, sf *sfile) (*rec, error) {
 	lr := newLineReader(sf.f, 0, sf.size)
-	r := &rec{size: sf.size, mtime: sf.mtime, titleOK: true}
+	r := &rec{fileState: sf.fileState, titleOK: true}
 	pos := 0
 	for {
 		line, err := lr.next()

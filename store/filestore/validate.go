@@ -61,8 +61,6 @@ func (s *Store) ready(ctx context.Context, sc *scope) error {
 	return nil
 }
 
-type fileState struct{ size, mtime int64 }
-
 // validate compares the index with the folder: a transcript whose size or
 // mtime is not what its record says is read again (a crash between the
 // append and its record, a power loss that kept the line but not the
@@ -81,7 +79,7 @@ func (s *Store) validate(ctx context.Context, sc *scope) error {
 	sc.validating = true
 	known := make(map[string]fileState, len(sc.recs))
 	for id, r := range sc.recs {
-		known[id] = fileState{r.size, r.mtime}
+		known[id] = r.fileState
 	}
 	dirSt, derr := os.Stat(sc.dir)
 	sc.mu.Unlock()
@@ -133,7 +131,7 @@ func (s *Store) validate(ctx context.Context, sc *scope) error {
 			continue // removed meanwhile, or never written
 		}
 		present[id] = true
-		if k, ok := known[id]; !ok || k.size != st.Size() || k.mtime != st.ModTime().UnixNano() {
+		if k, ok := known[id]; !ok || k != stateOf(st) {
 			stale = append(stale, id)
 		}
 	}
