@@ -64,9 +64,10 @@
 // last entry and writes under it; reads take the shared lock. So appends from
 // any number of goroutines and processes never interleave one session, a
 // conditional append is checked against what is on disk, and a reader never
-// sees half an append. Locker holds a separate lock per session for a whole
-// turn. A Delete waits for the appends and reads in progress; an append
-// that waited on a deleted file starts over on the new one.
+// sees half an append. Every wait for a lock ends when the call's context
+// does. Locker holds a separate lock per session for a whole turn. A Delete
+// waits for the appends and reads in progress; an append that waited on a
+// deleted file starts over on the new one.
 //
 // # Listing
 //

@@ -174,6 +174,9 @@ func (s *Store) ReadRange(ctx context.Context, key store.Key, start, end int) ([
 		if err != nil {
 			return nil, 0, err
 		}
+		if len(lines) != total-start {
+			return nil, 0, fmt.Errorf("filestore: %s has fewer entries than its index says", sf.path)
+		}
 		return s.decodeRange(sf, key, lines[:end-start], start, total)
 	}
 	k := start / offsetEvery
