@@ -71,8 +71,10 @@
 // which rolls it back entirely. The call then returns ctx.Err() with
 // nothing written, except when the commit had already begun: then the
 // write is stored and the call returns nil, so an error always means
-// nothing changed. Opening the database (first use, after Close) is not
-// aborted; a later call uses the connection it opens.
+// nothing changed. Opening the database (first use, after Close) cannot
+// be aborted: a call that stops waiting for it leaves it to finish, and a
+// later call uses the connection (Open, which returns no store then,
+// closes it).
 //
 // # Capabilities
 //

@@ -150,6 +150,7 @@ func Open(ctx context.Context, opts ...Option) (*Store, error) {
 	}
 	s := &Store{cfg: cfg}
 	if _, err := s.connect(ctx); err != nil {
+		s.Close() // an open still under way closes when it succeeds
 		return nil, err
 	}
 	return s, nil
