@@ -236,17 +236,15 @@ func TestChatDisconnectCancelsTurn(t *testing.T) {
 // Closing the channel answers the requests still waiting with an error,
 // and refuses new ones.
 func TestChatCloseRejectsPending(t *testing.T) {
-	release := make(chan struct{})
 	started := make(chan struct{}, 10)
 	m := echo.New(echo.WithScript(func(req *model.Request) []model.Event {
 		started <- struct{}{}
-		<-release
 		return echo.Reply(req)
-	}))
+	}), echo.WithDelay(20*time.Millisecond))
 	e := newEnv(t, spool.Config{Model: m}, server.Options{})
-	defer close(release)
+	first := strings.Repeat("word ", 100)
 	results := make(chan resp, 2)
-	go func() { results <- e.post("/chat", map[string]any{"sessionId": "cl", "text": "first"}) }()
+	go func() { results <- e.post("/chat", map[string]any{"sessionId": "cl", "text": first}) }()
 	<-started
 	go func() { results <- e.post("/chat", map[string]any{"sessionId": "cl", "text": "second"}) }()
 	// Wait until the second is queued behind the first.
@@ -269,5 +267,16 @@ func TestChatCloseRejectsPending(t *testing.T) {
 	}
 	if r := e.post("/chat", map[string]any{"sessionId": "cl", "text": "third"}); r.status != http.StatusServiceUnavailable {
 		t.Fatalf("after close: %d %s", r.status, r.body)
+	}
+	// Close returned once the running turn was recorded: cancelled (the
+	// queued one, if it started at all, the same way).
+	ends := turnEnds(e.transcriptOf("", "cl"))
+	if len(ends) == 0 {
+		t.Fatal("no turn recorded")
+	}
+	for _, st := range ends {
+		if st != transcript.StatusCancelled {
+			t.Fatalf("turn ends %v", ends)
+		}
 	}
 }

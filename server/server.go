@@ -79,6 +79,9 @@ func New(agent *spool.Agent, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if _, ok := opts.Logger.Handler().(requestIDHandler); !ok {
+		opts.Logger = slog.New(LogHandler(opts.Logger.Handler()))
+	}
 	s := &Server{
 		agent:      agent,
 		opts:       opts,
@@ -101,9 +104,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 func (s *Server) Channel() *HTTPChannel { return s.chat }
 
 // Close closes the HTTP channel: /chat requests still waiting are
-// answered 503 (or an SSE error event) and new ones refused. Other routes
-// keep working; turns already running stop when their clients go away.
-func (s *Server) Close() error { return s.chat.Close() }
+// answered 503 (or an SSE error event) and new ones refused; the turn
+// running for each stops at its next event. Close returns once every
+// /chat turn is recorded, so a program can close its store after it.
+// Other routes keep working.
+func (s *Server) Close() error {
+	err := s.chat.Close()
+	s.dispatch.Wait()
+	return err
+}
 
 // routes registers every route, and for each path a catch-all that
 // answers other methods 405 with Allow.
@@ -155,7 +164,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		start := time.Now()
 		rid := requestID(r.Header.Get("X-Request-Id"))
 		w.Header().Set("X-Request-Id", rid)
-		log := s.log.With("requestId", rid)
+		// s.log's handler adds the request id of the context to every
+		// record.
+		log := s.log
 		ctx := context.WithValue(r.Context(), requestIDKey{}, rid)
 		ctx = context.WithValue(ctx, loggerKey{}, log)
 		rw := &statusWriter{ResponseWriter: w}
@@ -257,9 +268,15 @@ func logger(ctx context.Context) *slog.Logger {
 }
 
 // LogHandler wraps h so that records logged with a request's context
-// (such as the runtime's "turn ended" lines, when the agent logs through
-// it) carry the request id.
-func LogHandler(h slog.Handler) slog.Handler { return requestIDHandler{h} }
+// carry the request id. The server wraps its own logger with it; give it
+// to the agent's logger too (spool.Config.Logger) so that the runtime's
+// lines about a request carry its id.
+func LogHandler(h slog.Handler) slog.Handler {
+	if r, ok := h.(requestIDHandler); ok {
+		return r
+	}
+	return requestIDHandler{h}
+}
 
 type requestIDHandler struct{ slog.Handler }
 

@@ -83,6 +83,10 @@ func run(ctx context.Context, env *environ, args []string) int {
 		err = runSessions(ctx, env, args[1:])
 	case "migrate":
 		err = runMigrate(ctx, env, args[1:])
+	case "serve":
+		err = runServe(ctx, env, args[1:])
+	case "bench":
+		err = runBench(ctx, env, args[1:])
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(env.stdout, usage)
 		return 0

@@ -1,0 +1,419 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// spoolBinary builds the command once per test run.
+func spoolBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "spool-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "spool")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// lockedBuffer collects a process's output safely.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// serveProc is a running spool serve.
+type serveProc struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *lockedBuffer
+	exited chan struct{}
+	err    error
+}
+
+var servingRE = regexp.MustCompile(`serving agent "[^"]*" on (http://\S+)`)
+
+// startServe starts spool serve on a free loopback port and waits until it
+// listens (it prints the address it bound).
+func startServe(t *testing.T, args ...string) *serveProc {
+	t.Helper()
+	cmd := exec.Command(spoolBinary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "SPOOL_API_KEY=", "SPOOL_KEYS=", "SPOOL_STORE=", "SPOOL_MODEL=")
+	pr, pw := io.Pipe()
+	p := &serveProc{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		pw.Close()
+		close(p.exited)
+	}()
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			p.stderr.Write([]byte(line + "\n"))
+			if m := servingRE.FindStringSubmatch(line); m != nil {
+				ready <- m[1]
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("spool serve stderr:\n%s", p.stderr.String())
+		}
+	})
+	select {
+	case p.url = <-ready:
+	case <-p.exited:
+		t.Fatalf("spool serve exited: %v\n%s", p.err, p.stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("spool serve not ready after 20s:\n%s", p.stderr.String())
+	}
+	return p
+}
+
+// wait waits for the process to exit and returns its exit code.
+func (p *serveProc) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(d):
+		t.Fatalf("spool serve still running %s after the signal:\n%s", d, p.stderr.String())
+	}
+	if p.err == nil {
+		return 0
+	}
+	if ee, ok := p.err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	t.Fatal(p.err)
+	return -1
+}
+
+func httpDo(t *testing.T, method, url, key string, body any, accept string) (*http.Response, []byte) {
+	t.Helper()
+	res := httpOpen(t, context.Background(), method, url, key, body, accept)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, b
+}
+
+func httpOpen(t *testing.T, ctx context.Context, method, url, key string, body any, accept string) *http.Response {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+type sse struct{ name, data string }
+
+// parseSSE reads events until the stream ends.
+func parseSSE(t *testing.T, r io.Reader) []sse {
+	t.Helper()
+	var out []sse
+	var cur sse
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		switch line := sc.Text(); {
+		case line == "":
+			if cur.name != "" {
+				out = append(out, cur)
+			}
+			cur = sse{}
+		case strings.HasPrefix(line, "event: "):
+			cur.name = line[len("event: "):]
+		case strings.HasPrefix(line, "data: "):
+			cur.data = line[len("data: "):]
+		}
+	}
+	return out
+}
+
+const e2eKey = "e2e-key-0123456789abcdef"
+
+// The whole server as a process on a loopback port, driven by a real
+// HTTP client: keys, /invoke, /chat as SSE, an approval, the session API.
+func TestServeEndToEnd(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "spool.db")
+	p := startServe(t, "--store", db, "--api-key", e2eKey, "--keep-alive", "50ms")
+
+	if res, _ := httpDo(t, "GET", p.url+"/v1/sessions", "", nil, ""); res.StatusCode != 401 || res.Header.Get("WWW-Authenticate") == "" {
+		t.Fatalf("without a key: %d", res.StatusCode)
+	}
+	res, b := httpDo(t, "POST", p.url+"/invoke", e2eKey, map[string]string{"prompt": "hello"}, "")
+	if res.StatusCode != 200 || !strings.Contains(string(b), `"text":"echo: hello"`) || !strings.Contains(string(b), `"sessionId":"http"`) {
+		t.Fatalf("invoke: %d %s", res.StatusCode, b)
+	}
+
+	sres := httpOpen(t, context.Background(), "POST", p.url+"/chat", e2eKey, map[string]string{"sessionId": "e2e", "text": `/call save_note {"text":"buy milk"}`}, "text/event-stream")
+	events := parseSSE(t, sres.Body)
+	sres.Body.Close()
+	var got []string
+	var approvalID string
+	for _, ev := range events {
+		got = append(got, ev.name)
+		if ev.name == "approval_request" {
+			var e struct{ Approval struct{ ID, Tool string } }
+			json.Unmarshal([]byte(ev.data), &e)
+			approvalID = e.Approval.ID
+		}
+	}
+	if strings.Join(got, ",") != "session,turn_start,step_start,tool_call,step_end,approval_request,turn_end" || approvalID == "" {
+		t.Fatalf("chat events %v", got)
+	}
+
+	res, b = httpDo(t, "GET", p.url+"/v1/sessions/e2e/approvals", e2eKey, nil, "")
+	if res.StatusCode != 200 || !strings.Contains(string(b), approvalID) {
+		t.Fatalf("approvals: %d %s", res.StatusCode, b)
+	}
+	sres = httpOpen(t, context.Background(), "POST", p.url+"/v1/sessions/e2e/approvals/"+approvalID, e2eKey, map[string]string{"decision": "allow"}, "text/event-stream")
+	events = parseSSE(t, sres.Body)
+	sres.Body.Close()
+	last := events[len(events)-1]
+	if last.name != "turn_end" || !strings.Contains(last.data, "saved note: buy milk") {
+		t.Fatalf("approval stream ends with %+v", last)
+	}
+
+	res, b = httpDo(t, "GET", p.url+"/v1/sessions?limit=10", e2eKey, nil, "")
+	var list struct {
+		Sessions []struct{ ID string }
+	}
+	json.Unmarshal(b, &list)
+	if res.StatusCode != 200 || len(list.Sessions) != 2 {
+		t.Fatalf("list: %d %s", res.StatusCode, b)
+	}
+	res, b = httpDo(t, "GET", p.url+"/v1/sessions/e2e/messages?order=asc", e2eKey, nil, "")
+	if res.StatusCode != 200 || strings.Count(string(b), `"role"`) != 4 {
+		t.Fatalf("messages: %d %s", res.StatusCode, b)
+	}
+	if res, _ := httpDo(t, "DELETE", p.url+"/v1/sessions/e2e", e2eKey, nil, ""); res.StatusCode != 204 {
+		t.Fatalf("delete: %d", res.StatusCode)
+	}
+
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t, 10*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if strings.Contains(p.stderr.String(), "buy milk") {
+		t.Fatalf("content in the server's log:\n%s", p.stderr.String())
+	}
+}
+
+// slowProvider is an OpenAI-compatible endpoint that streams words slowly,
+// so that a turn is still running when the server is told to stop.
+func slowProvider(t *testing.T, words int, every time.Duration) *httptest.Server {
+	started := make(chan struct{}, 16)
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		started <- struct{}{}
+		chunk := func(delta string, finish string) {
+			fr := "null"
+			if finish != "" {
+				fr = `"` + finish + `"`
+			}
+			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"slow\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":%s}]}\n\n", delta, fr)
+			w.(http.Flusher).Flush()
+		}
+		for i := range words {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(every):
+			}
+			chunk(fmt.Sprintf("w%d ", i), "")
+		}
+		chunk("", "stop")
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// readTranscript opens the store the process used and reads a session.
+func readTranscript(t *testing.T, url, id string) []transcript.Entry {
+	t.Helper()
+	st, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close(st)
+	entries, err := st.Read(context.Background(), store.Key{Agent: "default", ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+func endStatuses(entries []transcript.Entry) []transcript.Status {
+	var out []transcript.Status
+	for _, e := range entries {
+		if e.Type == transcript.TypeTurnEnd {
+			out = append(out, e.Status)
+		}
+	}
+	return out
+}
+
+// SIGTERM with a turn running: within the grace period the turn finishes
+// and its client gets the whole answer; past it the turn is cancelled and
+// recorded so. Either way the process exits 0 and the transcript is
+// complete.
+func TestServeGracefulShutdown(t *testing.T) {
+	cases := []struct {
+		name  string
+		grace string
+		words int
+		want  transcript.Status
+	}{
+		{"finishes within grace", "20s", 8, transcript.StatusOK},
+		{"cancelled after grace", "200ms", 400, transcript.StatusCancelled},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			prov := slowProvider(t, c.words, 50*time.Millisecond)
+			db := "sqlite:" + filepath.Join(t.TempDir(), "spool.db")
+			p := startServe(t, "--store", db, "--grace", c.grace, "--model", "openai:slow", "--base-url", prov.URL+"/v1", "--model-key", "test")
+			res := httpOpen(t, context.Background(), "POST", p.url+"/chat", "", map[string]string{"sessionId": "slow", "text": "go"}, "text/event-stream")
+			defer res.Body.Close()
+			br := bufio.NewReader(res.Body)
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					t.Fatalf("stream ended before any text: %v", err)
+				}
+				if strings.HasPrefix(line, "event: text") {
+					break
+				}
+			}
+			p.cmd.Process.Signal(syscall.SIGTERM)
+			rest, _ := io.ReadAll(br)
+			if code := p.wait(t, 20*time.Second); code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+			if c.want == transcript.StatusOK && !strings.Contains(string(rest), "event: turn_end") {
+				t.Fatalf("the client did not get the end of the turn:\n%s", rest)
+			}
+			entries := readTranscript(t, db, "slow")
+			if got := endStatuses(entries); len(got) != 1 || got[0] != c.want {
+				t.Fatalf("turn ends %v, want [%s]", got, c.want)
+			}
+		})
+	}
+}
+
+func TestServeRefusals(t *testing.T) {
+	dir := t.TempDir()
+	open := filepath.Join(dir, "keys.json")
+	os.WriteFile(open, []byte(`{"keys":[{"key":"`+e2eKey+`","project":true}]}`), 0o644)
+	os.Chmod(open, 0o644)
+	cases := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--addr", "0.0.0.0:0"}, 2, "without keys"},
+		{[]string{"--addr", ":0"}, 2, "without keys"},
+		{[]string{"--keys", open}, 1, "readable by other users"},
+		{[]string{"--api-key", "short"}, 2, "shorter than"},
+		{[]string{"--user", "bob"}, 2, "--user"},
+		{[]string{"--scope", "team"}, 2, "--scope"},
+		{[]string{"--mode", "yolo"}, 2, "--mode"},
+		{[]string{"--addr", "nonsense"}, 2, "--addr"},
+	}
+	for _, c := range cases {
+		code, _, stderr := newCLI(t, nil).run("", append([]string{"serve", "--store", "memory:"}, c.args...)...)
+		if code != c.code || !strings.Contains(stderr, c.msg) {
+			t.Fatalf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr, c.code, c.msg)
+		}
+	}
+}
+
+// spool bench drives a running server and reports rates and percentiles.
+func TestBench(t *testing.T) {
+	p := startServe(t, "--store", "memory:", "--api-key", e2eKey)
+	for _, mode := range []string{"invoke", "chat"} {
+		code, out, stderr := newCLI(t, nil).run("", "bench", mode, "--url", p.url, "--key", e2eKey, "--duration", "300ms", "--concurrency", "4", "--sessions", "2")
+		if code != 0 || !strings.Contains(out, "rps: ") || !strings.Contains(out, "p99") {
+			t.Fatalf("bench %s: exit %d\n%s\n%s", mode, code, out, stderr)
+		}
+	}
+	code, _, stderr := newCLI(t, nil).run("", "bench", "invoke", "--url", p.url, "--duration", "200ms")
+	if code != 1 || !strings.Contains(stderr, "401") {
+		t.Fatalf("bench without the key: exit %d %s", code, stderr)
+	}
+}
