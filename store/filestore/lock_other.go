@@ -26,5 +26,8 @@ func tryLockFile(f *os.File, exclusive bool) (bool, error) { return false, errNo
 func unlockFile(f *os.File) error                          { return errNoLocks }
 func unlinked(st fs.FileInfo, path string) bool            { return false }
 func syncDir(dir string) error                             { return nil }
-func fileID(st fs.FileInfo) uint64                         { return 0 }
-func pathErr(op string, f *os.File, err error) error       { return err }
+func statEach(dir *os.File, names []string, fn func(i int, st fileState, regular bool)) error {
+	return statEachByPath(dir, names, fn)
+}
+func fileID(st fs.FileInfo) uint64                   { return 0 }
+func pathErr(op string, f *os.File, err error) error { return err }

@@ -105,6 +105,30 @@ func fileID(st fs.FileInfo) uint64 {
 	return 0
 }
 
+// statEach stats each name in the open folder dir, without following
+// symlinks, and calls fn with what it found; a name that vanished is
+// skipped. Stating relative to the folder spares the kernel walking the
+// whole path each time, a third of the cost of listing a cold index.
+func statEach(dir *os.File, names []string, fn func(i int, st fileState, regular bool)) error {
+	return withFd(dir, "fstatat", func(fd int) error {
+		for i, name := range names {
+			var st unix.Stat_t
+			err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+			for err == unix.EINTR {
+				err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+			}
+			if err == unix.ENOENT {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			fn(i, fileState{size: st.Size, mtime: st.Mtim.Nano(), ino: uint64(st.Ino)}, uint32(st.Mode)&unix.S_IFMT == unix.S_IFREG)
+		}
+		return nil
+	})
+}
+
 // syncDir makes the names in dir durable: created, renamed and removed
 // files.
 func syncDir(dir string) error {

@@ -86,6 +86,12 @@ func unlinked(st fs.FileInfo, path string) bool {
 // file index; size and mtime alone tell a changed transcript.
 func fileID(st fs.FileInfo) uint64 { return 0 }
 
+// statEach stats each name in the folder dir without following symlinks,
+// and calls fn with what it found; a name that vanished is skipped.
+func statEach(dir *os.File, names []string, fn func(i int, st fileState, regular bool)) error {
+	return statEachByPath(dir, names, fn)
+}
+
 // syncDir does nothing on Windows: NTFS journals its directory changes,
 // and a folder cannot be opened for FlushFileBuffers.
 func syncDir(dir string) error { return nil }

@@ -37,6 +37,21 @@ func stateOf(st fs.FileInfo) fileState {
 	return fileState{size: st.Size(), mtime: st.ModTime().UnixNano(), ino: fileID(st)}
 }
 
+// statEachByPath is statEach for systems without fstatat.
+func statEachByPath(dir *os.File, names []string, fn func(i int, st fileState, regular bool)) error {
+	for i, name := range names {
+		st, err := os.Lstat(filepath.Join(dir.Name(), name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		fn(i, stateOf(st), st.Mode().IsRegular())
+	}
+	return nil
+}
+
 func (sf *sfile) close() {
 	unlockFile(sf.f)
 	sf.f.Close()

@@ -106,34 +106,33 @@ func (s *Store) validate(ctx context.Context, sc *scope) error {
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
-	entries, err := d.ReadDir(-1)
-	d.Close()
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
-	present := make(map[string]bool, len(entries))
+	var ids, files []string
+	for _, name := range names {
+		if id, ok := sessionID(name); ok {
+			ids, files = append(ids, id), append(files, name)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	present := make(map[string]bool, len(ids))
 	var stale []string
-	for i, e := range entries {
-		if i%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+	err = statEach(d, files, func(i int, st fileState, regular bool) {
+		if !regular || st.size == 0 {
+			return // not a transcript, or one never written
 		}
-		if !e.Type().IsRegular() {
-			continue
+		present[ids[i]] = true
+		if k, ok := known[ids[i]]; !ok || k != st {
+			stale = append(stale, ids[i])
 		}
-		id, ok := sessionID(e.Name())
-		if !ok {
-			continue
-		}
-		st, err := e.Info()
-		if err != nil || st.Size() == 0 {
-			continue // removed meanwhile, or never written
-		}
-		present[id] = true
-		if k, ok := known[id]; !ok || k != stateOf(st) {
-			stale = append(stale, id)
-		}
+	})
+	if err != nil {
+		return fmt.Errorf("filestore: %w", err)
 	}
 	for _, id := range stale {
 		if err := ctx.Err(); err != nil {
