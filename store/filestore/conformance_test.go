@@ -17,3 +17,20 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 }
+
+// The same rules hold for an encrypted store, and on a file system that
+// folds case (simulated: the store's own checks do the refusing).
+func TestConformanceSealedFolding(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the suite again")
+	}
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := New(t.TempDir(), WithRetention(store.Retention{}), WithProtector(newTestProtector(7)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.fold = true
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
