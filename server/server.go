@@ -40,9 +40,12 @@ type Options struct {
 	// AllowedOrigins are Origin values ("https://app.example.com") that
 	// /mcp accepts besides the server's own origin.
 	AllowedOrigins []string
-	// UI, when set, serves GET / and every path no route of the server
-	// matches: the web UI (a separate package). Requests reach it
-	// authenticated like any other; IdentityFrom tells it who they are.
+	// UI, when set, serves / and every other path outside the API
+	// (/invoke, /chat, /api/chat, /mcp, /v1/…): the hook for the web UI, a
+	// separate package. Its paths are served without a key, since a
+	// browser cannot send one for a page load; the API calls the UI makes
+	// need one like any other client's. (The Host check of a keyless
+	// server applies to it too.)
 	UI http.Handler
 	// OnAccept, when set, is called as a /chat request takes its place in
 	// its session's queue, in that order, with the request's id

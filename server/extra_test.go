@@ -1,0 +1,105 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/model/echo"
+	"github.com/spool-go/spool/server"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/memstore"
+	"github.com/spool-go/spool/tool"
+)
+
+// A delegated agent's events reach the /chat stream as "delegate" events.
+func TestChatSSEDelegateEvents(t *testing.T) {
+	helper, err := spool.New(spool.Config{Name: "helper", Model: echo.New(), Store: memstore.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, spool.Config{Tools: []*tool.Tool{helper.AsTool("ask_helper", "Ask the helper.")}}, server.Options{})
+	_, events, _ := e.stream("/chat", map[string]any{"sessionId": "d", "text": `/call ask_helper {"prompt":"hi"}`})
+	var delegated []string
+	for _, ev := range events {
+		if ev.name == "delegate" {
+			var de spool.Event
+			if err := json.Unmarshal([]byte(ev.data), &de); err != nil || de.Delegate == nil || de.Delegate.Agent != "helper" {
+				t.Fatalf("delegate event %s", ev.data)
+			}
+			delegated = append(delegated, string(de.Delegate.Event.Kind))
+		}
+	}
+	if len(delegated) == 0 || delegated[len(delegated)-1] != "turn_end" {
+		t.Fatalf("delegate events %v (all: %v)", delegated, names(events))
+	}
+}
+
+// An approval answered after the session expired with it pending is 410.
+func TestApprovalAfterExpiryIs410(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	e := newEnv(t, spool.Config{TTL: time.Hour, Clock: clock}, server.Options{})
+	var res spool.Result
+	e.post("/invoke", map[string]any{"prompt": `/call save_note {"text":"x"}`, "sessionId": "old"}).json(t, &res)
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	r := e.post("/v1/sessions/old/approvals/"+res.Pending[0].ID, map[string]any{"decision": "allow"})
+	if r.status != http.StatusGone || r.errCode(t) != server.CodeSessionExpired {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+}
+
+// brokenStore fails listing, as a store whose database is down would.
+type brokenStore struct{ store.Store }
+
+func (brokenStore) List(context.Context, store.Scope, store.ListOptions) (store.SessionPage, error) {
+	return store.SessionPage{}, errors.New("connection refused by db.internal:5432")
+}
+
+// A failure the client cannot act on is a 500 with a generic message; the
+// details go to the log under the request id.
+func TestInternalErrors(t *testing.T) {
+	e := newEnv(t, spool.Config{Store: brokenStore{memstore.New()}}, server.Options{})
+	r := e.get("/v1/sessions", "X-Request-Id", "broken-1")
+	if r.status != 500 || r.errCode(t) != server.CodeInternal || strings.Contains(string(r.body), "db.internal") {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	var line string
+	for _, l := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(l, "request failed") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "db.internal") || !strings.Contains(line, "requestId=broken-1") {
+		t.Fatalf("log line %q", line)
+	}
+}
+
+// Options.UI serves the paths no route matches, without a key; the API
+// around it still needs one.
+func TestUIHook(t *testing.T) {
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := server.IdentityFrom(r.Context())
+		io.WriteString(w, "ui "+r.URL.Path+" "+id.Name)
+	})
+	e := newEnv(t, spool.Config{}, server.Options{UI: ui, Keys: testKeys(t)})
+	if r := e.get("/"); r.status != 200 || string(r.body) != "ui / " {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if r := e.get("/app/sessions/x"); r.status != 200 || string(r.body) != "ui /app/sessions/x " {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if r := e.get("/v1/sessions"); r.status != 401 {
+		t.Fatalf("API without key: %d", r.status)
+	}
+}
