@@ -209,7 +209,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		}
 		ident = id
 		ctx = withIdentity(ctx, id)
-		r.Body = http.MaxBytesReader(rw, r.Body, s.opts.MaxBodyBytes)
+		// The underlying writer, so that an oversized body also closes
+		// the connection.
+		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
 		r = r.WithContext(ctx)
 		next.ServeHTTP(rw, r)
 	})

@@ -126,7 +126,7 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 		MaxBodyBytes:   f.maxBody,
 		KeepAlive:      f.keepAlive,
 		Logger:         log,
-		AllowedHosts:   splitList(f.allowHosts),
+		AllowedHosts:   append(splitList(f.allowHosts), boundHost(f.addr)...),
 		AllowedOrigins: splitList(f.allowOrigins),
 	})
 	defer h.Close()
@@ -238,4 +238,17 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// boundHost returns the host of addr when it names one address (not every
+// interface): requests that name the server by it are not rebinding.
+func boundHost(addr string) []string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return nil
+	}
+	return []string{host}
 }
