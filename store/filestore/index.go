@@ -21,9 +21,10 @@ import (
 // scope is the in-memory index of one scope folder: a record per session,
 // kept in listing order, mirrored on disk by the journal (journal.go).
 type scope struct {
-	s   *Store
-	key store.Scope
-	dir string
+	s    *Store
+	key  store.Scope
+	dir  string
+	used uint64 // when last used, under s.mu (see evict)
 
 	// valMu serializes loading and validation, which read transcripts.
 	valMu sync.Mutex

@@ -200,3 +200,26 @@ func TestReplacedFileSameSizeAndMtime(t *testing.T) {
 	}
 	sameEntries(t, read(t, s, key), append(replacement, next...))
 }
+
+func TestManyScopes(t *testing.T) {
+	// More user scopes than a Store keeps in memory: evicted ones come
+	// back from disk, and file descriptors stay bounded.
+	root := t.TempDir()
+	s := open(t, root)
+	n := maxScopes + 40
+	for i := range n {
+		seed(t, s, store.Key{Agent: "a", Owner: fmt.Sprintf("u%03d", i), ID: "s"}, "", t0, 1)
+	}
+	if len(s.scopes) > maxScopes {
+		t.Fatalf("%d scopes in memory, at most %d", len(s.scopes), maxScopes)
+	}
+	for i := range n {
+		scope := store.Scope{Agent: "a", Owner: fmt.Sprintf("u%03d", i)}
+		if got := listAll(t, s, scope); len(got) != 1 || got[0].Entries != 1 {
+			t.Fatalf("scope %s lists %+v", scope, got)
+		}
+	}
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil && len(fds) > maxScopes+64 {
+		t.Fatalf("%d open file descriptors", len(fds))
+	}
+}

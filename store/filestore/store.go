@@ -26,7 +26,8 @@ type Store struct {
 	fold bool
 
 	mu     sync.Mutex
-	scopes map[store.Scope]*scope
+	scopes map[store.Scope]*scope // the most recently used, at most maxScopes
+	tick   uint64                 // the clock of scope.used
 	closed bool
 
 	// stripes serialize the appends and deletes of one session within the
@@ -167,6 +168,10 @@ func (s *Store) scope(ctx context.Context, sc store.Scope, create bool) (*scope,
 		return nil, ErrClosed
 	}
 	x := s.scopes[sc]
+	if x != nil {
+		s.tick++
+		x.used = s.tick
+	}
 	s.mu.Unlock()
 	made := false
 	if x == nil {
@@ -196,11 +201,20 @@ func (s *Store) scope(ctx context.Context, sc store.Scope, create bool) (*scope,
 			s.mu.Unlock()
 			return nil, ErrClosed
 		}
+		var evicted *scope
 		if x = s.scopes[sc]; x == nil {
 			x = newScope(s, sc, dir)
 			s.scopes[sc] = x
+			evicted = s.evict()
 		}
+		s.tick++
+		x.used = s.tick
 		s.mu.Unlock()
+		if evicted != nil {
+			evicted.mu.Lock()
+			evicted.j.close()
+			evicted.mu.Unlock()
+		}
 	}
 	if made {
 		// A new folder: comparing it with an index costs nothing, and
@@ -210,6 +224,30 @@ func (s *Store) scope(ctx context.Context, sc store.Scope, create bool) (*scope,
 		}
 	}
 	return x, nil
+}
+
+// maxScopes bounds the scopes a Store keeps in memory, each with its index
+// and an open index file, so that a server with many users' scopes keeps
+// neither memory nor file descriptors for all of them.
+const maxScopes = 256
+
+// evict drops the least recently used scope when there are too many, and
+// returns it for its index file to be closed. An operation still under way
+// on it finishes on its own copy: two views of one folder in one process
+// keep each other right the same way two processes do, through the files.
+// The caller holds s.mu.
+func (s *Store) evict() *scope {
+	if len(s.scopes) <= maxScopes {
+		return nil
+	}
+	var old *scope
+	for _, x := range s.scopes {
+		if old == nil || x.used < old.used {
+			old = x
+		}
+	}
+	delete(s.scopes, old.key)
+	return old
 }
 
 // checkScopeCase refuses a scope whose agent or owner folder exists in

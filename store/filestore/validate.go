@@ -84,9 +84,13 @@ func (s *Store) validate(ctx context.Context, sc *scope) error {
 	dirSt, derr := os.Stat(sc.dir)
 	sc.mu.Unlock()
 
+	done := false
 	defer func() {
 		sc.mu.Lock()
 		sc.validating = false
+		if !done {
+			sc.needValidate = true // try again at the next chance
+		}
 		sc.mu.Unlock()
 	}()
 	if derr != nil {
@@ -100,6 +104,7 @@ func (s *Store) validate(ctx context.Context, sc *scope) error {
 		sc.j.id = nil
 		sc.loaded = true
 		sc.mu.Unlock()
+		done = true
 		return nil
 	}
 	d, err := os.Open(sc.dir)
@@ -162,6 +167,7 @@ func (s *Store) validate(ctx context.Context, sc *scope) error {
 	}
 	sc.loaded = true
 	sc.dirMod = dirSt.ModTime()
+	done = true
 	if !indexOK || len(stale) > 0 || removed > 0 {
 		if sc.rewrite() == nil {
 			// The new index holds what the folder does, whatever went
