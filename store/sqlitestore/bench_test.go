@@ -1,5 +1,40 @@
 package sqlitestore
 
+// Benchmarks of the store over one data set. Other stores' benchmarks
+// should build the same shapes, so that BENCHMARKS.md compares like with
+// like:
+//
+//   - An entry is exactly 300 bytes on the wire (transcript.AppendJSON):
+//     alternating user.message and assistant.message entries of one turn
+//     each, chained by parentId, with ULID ids, millisecond timestamps and
+//     text of English words from the vocabulary in dataset_test.go (216
+//     words of customer-support chat, most common first), drawn with a Zipf
+//     distribution (s=1.1, v=4) from a seeded PCG generator, cut to length.
+//   - Append: one session, each operation one 300-byte entry appended with
+//     its parent, durable when Append returns; AppendParallel: 4 writers per CPU,
+//     a session each. RawFsync is the floor: the same 300 bytes written to
+//     a file in the same folder and fdatasync-ed.
+//   - Tail: the newest 50 entries of a session of 100,000 entries (and, for
+//     comparison, of a session of 1,000).
+//   - List: the first page (50) of one scope holding 10,000 sessions of 2
+//     entries each.
+//   - Search: one scope of 1,000 sessions of 1,000 entries (1,000,000
+//     entries); entries of different sessions interleave in time. Every
+//     10,007th entry (global index) also carries the word "zanzibar" (100
+//     entries). Queries, limit 50: "zanzibar" (rare), "order" (common),
+//     "refund invoice" (two words), "zanzibar" and "order" within one
+//     session, "ok" (too short for the index: a scan).
+//
+// The loaded database (about 1 GB) is built on first use, in two to four
+// minutes, cached in the system temp folder (spool-sqlitestore-bench-v2.db)
+// and reused by later runs; pass -rebuild-bench to build it again. Besides
+// ns/op, every benchmark reports cpu-ns/op, the process's CPU time per
+// operation, which varies far less on a shared machine.
+//
+// Run them with
+//
+//	go test -run '^$' -bench . -benchtime 2s ./store/sqlitestore/
+
 import (
 	"os"
 	"path/filepath"
@@ -9,12 +44,6 @@ import (
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
-
-// Benchmarks over the data set of dataset_test.go. Run them with
-//
-//	go test -run '^$' -bench . -benchtime 2s ./store/sqlitestore/
-//
-// The first run builds the cached search database (several minutes).
 
 func BenchmarkAppend(b *testing.B)         { benchAppend(b, chosenDriver) }
 func BenchmarkAppendParallel(b *testing.B) { benchAppendParallel(b, chosenDriver) }

@@ -1,29 +1,7 @@
 package sqlitestore
 
-// The benchmark data set. Other stores' benchmarks should build the same
-// shapes so that BENCHMARKS.md compares like with like:
-//
-//   - An entry is exactly 300 bytes on the wire (transcript.AppendJSON):
-//     alternating user.message and assistant.message entries of one turn
-//     each, chained by parentId, with ULID ids, millisecond timestamps and
-//     text of English words from the vocabulary below, drawn with a Zipf
-//     distribution (s=1.1, v=4) from a seeded PCG generator, cut to length.
-//   - Append: one session, each operation one 300-byte entry appended with
-//     its parent, durable when Append returns.
-//   - Tail: the newest 50 entries of a session of 100,000 entries (and, for
-//     comparison, of a session of 1,000).
-//   - List: the first page (50) of one scope holding 10,000 sessions of 2
-//     entries each.
-//   - Search: one scope of 1,000 sessions of 1,000 entries (1,000,000
-//     entries); entries of different sessions interleave in time. Every
-//     10,007th entry (global index) also carries the word "zanzibar" (100
-//     entries). Queries, limit 50: "zanzibar" (rare), "order" (common),
-//     "refund invoice" (two words), "zanzibar" and "order" within one
-//     session, "ok" (too short for the index: a scan).
-//
-// The loaded database is cached in the system temp folder
-// (spool-sqlitestore-bench-v2.db) and reused by later runs; pass
-// -rebuild-bench to build it again.
+// The benchmark data set that bench_test.go describes: its entries, and
+// the database loaded with it, built once and cached.
 
 import (
 	"context"

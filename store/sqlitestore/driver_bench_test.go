@@ -7,7 +7,7 @@ package sqlitestore
 // pure-Go drivers. It sits behind a build tag so that the other driver is
 // never linked into the package or its tests otherwise:
 //
-//	go test -tags drivercompare -run 'OtherDriver' -bench Driver -benchtime 2s ./store/sqlitestore/
+//	go test -tags drivercompare -run 'OtherDriver|ReportFileModes' -v -bench Driver -benchtime 2s ./store/sqlitestore/
 
 import (
 	"database/sql"
