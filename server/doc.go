@@ -14,7 +14,7 @@
 //	GET    /v1/sessions/{id}/approvals             pending approvals → {"approvals":[…]}
 //	POST   /v1/sessions/{id}/approvals/{approval}  {"decision":"allow"|"deny","scope"?:"once"|"session","reason"?} → resumes the turn: SSE or JSON
 //	POST   /api/chat                               the AI SDK UI message stream protocol (useChat)
-//	GET, POST, DELETE /mcp                         the agent as an MCP server (streamable HTTP), tool "send_message"
+//	POST   /mcp                                    the agent as a stateless MCP server (streamable HTTP), tool "send_message"
 //
 // A turn's JSON answer is a spool.Result: {"sessionId","turnId","status",
 // "text","usage",…}; status "awaiting_approval" lists "pendingApprovals".

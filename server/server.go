@@ -139,10 +139,9 @@ func (s *Server) routes() {
 	handle("GET", "/v1/sessions/{id}/approvals", s.handleApprovals)
 	handle("POST", "/v1/sessions/{id}/approvals/{approvalId}", s.handleDecide)
 	handle("POST", "/api/chat", s.handleAIChat)
-	mcp := s.mcpHandler()
-	for _, m := range []string{"GET", "POST", "DELETE"} {
-		handle(m, "/mcp", mcp.ServeHTTP)
-	}
+	// Stateless MCP: every request is a POST; there is no session to
+	// resume (GET) or end (DELETE).
+	handle("POST", "/mcp", s.mcpHandler().ServeHTTP)
 	for path, methods := range allow {
 		list := strings.Join(slices.Compact(methods), ", ")
 		s.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {

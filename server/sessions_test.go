@@ -192,7 +192,7 @@ func TestMethodNotAllowedAndUnknownRoutes(t *testing.T) {
 		{"PATCH", "/v1/sessions/x", "GET, HEAD, DELETE"},
 		{"DELETE", "/v1/sessions/x/approvals/y", "POST"},
 		{"GET", "/api/chat", "POST"},
-		{"PUT", "/mcp", "GET, HEAD, POST, DELETE"},
+		{"GET", "/mcp", "POST"},
 	}
 	for _, c := range cases {
 		r := e.do(req{method: c.method, path: c.path})
