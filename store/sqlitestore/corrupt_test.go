@@ -23,6 +23,9 @@ var corruptCases = []struct {
 	{"body of another entry", `UPDATE entries SET body = (SELECT body FROM entries WHERE sid = $SID AND seq = 1) WHERE sid = $SID AND seq = 3`, 3},
 	{"last body of another entry", `UPDATE entries SET body = (SELECT body FROM entries WHERE sid = $SID AND seq = 0) WHERE sid = $SID AND seq = 4`, 4},
 	{"entry missing", `DELETE FROM entries WHERE sid = $SID AND seq = 2`, 2},
+	{"count one short", `UPDATE sessions SET entries = 4 WHERE sid = $SID`, 3},
+	{"entry beyond the count", `UPDATE sessions SET entries = 4,
+		head = (SELECT json_extract(body, '$.id') FROM entries WHERE sid = $SID AND seq = 3) WHERE sid = $SID`, 4},
 	{"last entry missing", `DELETE FROM entries WHERE sid = $SID AND seq = 4`, 4},
 }
 

@@ -91,6 +91,9 @@ func (s *Store) readRows(key store.Key, rows *sql.Rows, err error, bounds func(t
 		if !seq.Valid {
 			continue // the session has no entries in the range
 		}
+		if next >= end {
+			return nil, 0, s.corrupt(key, sid, int(seq.Int64), fmt.Errorf("entry stored beyond the session's %d", total))
+		}
 		if int(seq.Int64) != next {
 			return nil, 0, s.corrupt(key, sid, next, fmt.Errorf("entry missing (next stored position is %d)", seq.Int64))
 		}
