@@ -392,7 +392,7 @@ func (m *modelFlags) register(fs interface {
 }, env *environ) {
 	fs.StringVar(&m.spec, "model", env.getenv("SPOOL_MODEL"), "echo, openai:MODEL, anthropic:MODEL or ollama:MODEL (env SPOOL_MODEL; default echo)")
 	fs.StringVar(&m.baseURL, "base-url", "", "the provider's endpoint (default from OPENAI_BASE_URL, ANTHROPIC_BASE_URL, OLLAMA_HOST)")
-	fs.StringVar(&m.apiKey, "api-key", "", "the provider's key (default from OPENAI_API_KEY, ANTHROPIC_API_KEY)")
+	fs.StringVar(&m.apiKey, "model-key", "", "the model provider's key (default from OPENAI_API_KEY, ANTHROPIC_API_KEY)")
 }
 
 func (m *modelFlags) open(env *environ) (model.Model, error) {

@@ -17,9 +17,6 @@ import (
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/server"
 	"github.com/spool-go/spool/transcript"
-
-	_ "github.com/spool-go/spool/store/filestore"   // file:
-	_ "github.com/spool-go/spool/store/sqlitestore" // sqlite:
 )
 
 const serveSynopsis = `spool serve [--addr 127.0.0.1:8080] [--store URL] [--model SPEC] [--keys FILE] [--api-key KEY]
