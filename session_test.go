@@ -11,6 +11,7 @@ import (
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/history"
+	"github.com/spool-go/spool/internal/teststores"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
@@ -264,11 +265,18 @@ func TestPaging(t *testing.T) {
 	}
 }
 
+// TestTTL checks expiry by the runtime's clock on every store: the
+// runtime applies the TTL itself wherever the store does not.
 func TestTTL(t *testing.T) {
+	for _, name := range teststores.Names {
+		t.Run(name, func(t *testing.T) { testTTL(t, teststores.All()[name](t)) })
+	}
+}
+
+func testTTL(t *testing.T, st store.Store) {
 	ctx := context.Background()
-	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	now := time.Now().UTC().Truncate(time.Millisecond)
 	clock := func() time.Time { return now }
-	st := memstore.New()
 	a := newAgent(t, spool.Config{Store: st, TTL: time.Hour, Clock: clock, Tools: approvalTools(nil)})
 	s, _ := a.Session(ctx, "idle")
 	if _, err := s.Send(ctx, "remember me"); err != nil {
