@@ -13,11 +13,10 @@ import (
 
 // Append adds e at the end of the session and returns once the line is on
 // disk (see the package documentation for what that means). It fails with
-// store.ErrConflict when e.ParentID is not the session's last entry, as it
-// is when the lock is held: the check and the write happen under the
-// session's OS file lock, so two processes never interleave a session. It
-// waits for that lock until ctx is done. Creating a session applies the
-// store's retention to its scope.
+// store.ErrConflict when e.ParentID is not the session's last entry. The
+// check and the write happen under the session's OS file lock, so two
+// processes never interleave a session; Append waits for the lock until ctx
+// is done. Creating a session applies the store's retention to its scope.
 func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) error {
 	if err := checkKey(key); err != nil {
 		return err

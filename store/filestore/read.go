@@ -151,7 +151,8 @@ func tailLines(sf *sfile, n int) ([][]byte, error) {
 
 // ReadRange returns the entries at positions [start, end) and the number of
 // entries in the session. It starts reading at the nearest offset the
-// sparse offset index holds at or before start (see offsets.go).
+// sparse offset index holds at or before start, or reads backwards for a
+// range near the end (see the package documentation).
 func (s *Store) ReadRange(ctx context.Context, key store.Key, start, end int) ([]transcript.Entry, int, error) {
 	sf, sc, err := s.openRead(ctx, key)
 	if err != nil || sf == nil {
