@@ -11,9 +11,9 @@ package sqlitestore
 //     words of customer-support chat, most common first), drawn with a Zipf
 //     distribution (s=1.1, v=4) from a seeded PCG generator, cut to length.
 //   - Append: one session, each operation one 300-byte entry appended with
-//     its parent, durable when Append returns; AppendParallel: 4 writers per CPU,
-//     a session each. RawFsync is the floor: the same 300 bytes written to
-//     a file in the same folder and fdatasync-ed.
+//     its parent, durable when Append returns; AppendParallel: 4 writers
+//     per CPU, a session each. RawFsync is the floor: the same 300 bytes
+//     written to a file in the same folder and fdatasync-ed.
 //   - Tail: the newest 50 entries of a session of 100,000 entries (and, for
 //     comparison, of a session of 1,000).
 //   - List: the first page (50) of one scope holding 10,000 sessions of 2
@@ -41,6 +41,8 @@ import (
 	"testing"
 	"time"
 
+	"modernc.org/sqlite"
+
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
@@ -50,6 +52,18 @@ func BenchmarkAppendParallel(b *testing.B) { benchAppendParallel(b, chosenDriver
 func BenchmarkReadTail(b *testing.B)       { benchTail(b, chosenDriver) }
 func BenchmarkList(b *testing.B)           { benchList(b, chosenDriver) }
 func BenchmarkSearch(b *testing.B)         { benchSearch(b, chosenDriver) }
+
+// BenchmarkAppendFdatasync is BenchmarkAppend with modernc.org/sqlite
+// switched, process-wide, from fsync to fdatasync: what a program gains by
+// calling sqlite.Fdatasync(true) itself.
+func BenchmarkAppendFdatasync(b *testing.B) {
+	prev, err := sqlite.Fdatasync(true)
+	if err != nil {
+		b.Skip(err)
+	}
+	defer sqlite.Fdatasync(prev)
+	benchAppend(b, chosenDriver)
+}
 
 // BenchmarkRawFsync is the floor under a durable append: writing the same
 // 300 bytes to a file in the same folder and fdatasync-ing it.
