@@ -20,7 +20,8 @@ import (
 // parentheses and column filters in it are plain characters to look for.
 // Words shorter than three characters cannot use the trigram index; they
 // are checked on the candidates the other words find, and a query of only
-// such words scans the scope's entries, newest first. A search within one
+// such words walks the stored entries, newest first, until it has its
+// hits. A search within one
 // session of at most 2,000 entries reads that session's entries instead of
 // the index.
 //
