@@ -21,9 +21,8 @@ import (
 // Words shorter than three characters cannot use the trigram index; they
 // are checked on the candidates the other words find, and a query of only
 // such words walks the stored entries, newest first, until it has its
-// hits. A search within one
-// session of at most 2,000 entries reads that session's entries instead of
-// the index.
+// hits. A search within one session of at most 2,000 entries reads that
+// session's entries instead of the index.
 //
 // With a protector the index is empty (it would hold plain text), and
 // Search falls back to store.Search's scan, which opens every transcript of
