@@ -70,6 +70,13 @@ func tryLockFile(f *os.File, exclusive bool) (bool, error) {
 	return err == nil, pathErr("LockFileEx", f, err)
 }
 
+// closeLocked unlocks and closes f. Windows releases the locks of a closed
+// handle only when it gets round to it, so unlock first.
+func closeLocked(f *os.File) error {
+	unlockFile(f)
+	return f.Close()
+}
+
 func unlockFile(f *os.File) error {
 	ol := &windows.Overlapped{OffsetHigh: lockOffsetHigh}
 	return pathErr("UnlockFileEx", f, windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, ol))

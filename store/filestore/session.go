@@ -50,10 +50,7 @@ func statEachByPath(dir *os.File, names []string, fn func(i int, st fileState, r
 	return nil
 }
 
-func (sf *sfile) close() {
-	unlockFile(sf.f)
-	sf.f.Close()
-}
+func (sf *sfile) close() { closeLocked(sf.f) }
 
 func (sf *sfile) stat() error {
 	st, err := sf.f.Stat()
@@ -112,10 +109,18 @@ func (s *Store) openSession(ctx context.Context, sc *scope, id string, exclusive
 		if create && sf.size == 0 && st.Mode().Perm() != fileMode {
 			f.Chmod(fileMode) // the umask may have narrowed it
 		}
-		torn, err := sf.torn()
-		if err != nil {
-			sf.close()
-			return nil, err
+		// A file just as the index last saw it ends in a newline: the
+		// index records only whole appends. Anything else is checked.
+		sc.mu.Lock()
+		r := sc.recs[id]
+		known := r != nil && r.fileState == sf.fileState
+		sc.mu.Unlock()
+		torn := false
+		if !known {
+			if torn, err = sf.torn(); err != nil {
+				sf.close()
+				return nil, err
+			}
 		}
 		if !torn {
 			return sf, nil
