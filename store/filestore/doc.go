@@ -107,8 +107,10 @@
 //
 // Each scope keeps the newest 50 sessions and none idle over 90 days
 // (store.DefaultRetention), enforced when a session is created; WithRetention
-// changes both, and store.Retention{} keeps everything. Prune applies any
-// policy on demand.
+// changes both, and store.Retention{} keeps everything. The session being
+// created is never its own victim (an imported session with old timestamps
+// survives its import), and a session that cannot be deleted then is tried
+// again at the next creation. Prune applies any policy on demand.
 //
 // # Case-insensitive file systems
 //
