@@ -17,6 +17,7 @@ import (
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/server"
 	"github.com/spool-go/spool/transcript"
+	"github.com/spool-go/spool/web"
 )
 
 const serveSynopsis = `spool serve [--addr 127.0.0.1:8080] [--store URL] [--model SPEC] [--keys FILE] [--api-key KEY]
@@ -125,6 +126,7 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 		Logger:         log,
 		AllowedHosts:   append(splitList(f.allowHosts), boundHost(f.addr)...),
 		AllowedOrigins: splitList(f.allowOrigins),
+		UI:             web.Handler(), // the chat page at /
 	})
 	defer h.Close()
 

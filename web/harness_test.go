@@ -1,0 +1,403 @@
+package web_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/spool-go/spool/internal/browsertest"
+)
+
+var update = flag.Bool("update", false, "copy the README screenshot of the UI to docs/screenshot.png")
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	binPath   string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// spoolBinary builds cmd/spool once per test run.
+func spoolBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "spool-web-")
+		if buildErr != nil {
+			return
+		}
+		binPath = filepath.Join(buildDir, "spool")
+		start := time.Now()
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/spool-go/spool/cmd/spool").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/spool: %v\n%s", err, out)
+			return
+		}
+		t.Logf("built spool in %v", time.Since(start).Round(time.Millisecond))
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// logBuffer collects a process's output safely.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// spoolServer is a running spool serve.
+type spoolServer struct {
+	URL string
+	key string // the API key the tests' own requests send, if any
+}
+
+var servingRE = regexp.MustCompile(`serving agent "[^"]*" on (http://\S+)`)
+
+// startServe starts spool serve with the echo model and a file store in
+// a temporary folder on a free loopback port, and waits until it listens
+// (it prints the address it bound). The process is stopped with SIGINT
+// when the test ends (killed if it lingers).
+func startServe(t *testing.T, key string, args ...string) *spoolServer {
+	t.Helper()
+	bin := spoolBinary(t)
+	all := []string{"serve", "--addr", "127.0.0.1:0", "--store", "file:" + t.TempDir(), "--model", "echo", "--grace", "2s"}
+	if key != "" {
+		all = append(all, "--api-key", key)
+	}
+	cmd := exec.Command(bin, append(all, args...)...)
+	cmd.Env = append(os.Environ(), "SPOOL_API_KEY=", "SPOOL_KEYS=", "SPOOL_STORE=", "SPOOL_MODEL=")
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stderr := &logBuffer{}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		pw.Close()
+		close(exited)
+	}()
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			stderr.Write([]byte(line + "\n"))
+			if m := servingRE.FindStringSubmatch(line); m != nil {
+				ready <- m[1]
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("spool serve stderr:\n%s", stderr.String())
+		}
+	})
+	select {
+	case url := <-ready:
+		return &spoolServer{URL: url, key: key}
+	case <-exited:
+		t.Fatalf("spool serve exited: %v\n%s", waitErr, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("spool serve did not start in 30s\n%s", stderr.String())
+	}
+	return nil
+}
+
+// do sends an API request as a test client and returns the status and
+// body.
+func (s *spoolServer) do(t *testing.T, method, path string, body any) (int, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, s.URL+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if s.key != "" {
+		req.Header.Set("Authorization", "Bearer "+s.key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, b
+}
+
+// invoke runs one turn through POST /invoke.
+func (s *spoolServer) invoke(t *testing.T, session, prompt string) {
+	t.Helper()
+	if code, b := s.do(t, "POST", "/invoke", map[string]string{"sessionId": session, "prompt": prompt}); code != 200 {
+		t.Fatalf("invoke %s: %d %s", session, code, b)
+	}
+}
+
+// sessionIDs lists the ids of every session, newest first.
+func (s *spoolServer) sessionIDs(t *testing.T) []string {
+	t.Helper()
+	code, b := s.do(t, "GET", "/v1/sessions?limit=1000", nil)
+	if code != 200 {
+		t.Fatalf("list: %d %s", code, b)
+	}
+	var page struct {
+		Sessions []struct{ ID string }
+	}
+	if err := json.Unmarshal(b, &page); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range page.Sessions {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+// stepTimeout bounds each browser step; generous, for a loaded machine.
+const stepTimeout = 30 * time.Second
+
+// tab is a browser tab of one test.
+type tab struct {
+	t   *testing.T
+	ctx context.Context
+
+	mu       sync.Mutex
+	problems []string // uncaught exceptions and console errors of the page
+}
+
+// newTab opens a tab of browser with the given viewport. Uncaught
+// exceptions and errors the page logs (failed requests aside) fail the
+// test when it ends.
+func newTab(t *testing.T, browser context.Context, width, height int64, mobile bool) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(browser)
+	tb := &tab{t: t, ctx: ctx}
+	t.Cleanup(func() {
+		cancel()
+		tb.mu.Lock()
+		defer tb.mu.Unlock()
+		for _, p := range tb.problems {
+			t.Errorf("page: %s", p)
+		}
+	})
+	if err := chromedp.Listen(ctx, tb.listen); err != nil {
+		t.Fatalf("open a tab: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
+		t.Fatalf("enable the log: %v", err)
+	}
+	opts := []chromedp.EmulateViewportOption{}
+	if mobile {
+		opts = append(opts, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulateScale(2))
+	}
+	tb.do(chromedp.EmulateViewport(width, height, opts...))
+	return tb
+}
+
+func (tb *tab) listen(ev any) {
+	var p string
+	switch ev := ev.(type) {
+	case *cdpruntime.EventExceptionThrown:
+		d := ev.ExceptionDetails
+		p = "uncaught: " + d.Text
+		if d.Exception != nil && d.Exception.Description != "" {
+			p += " " + d.Exception.Description
+		}
+	case *cdplog.EventEntryAdded:
+		e := ev.Entry
+		// Failed requests (401s, 404s the tests cause) are logged by the
+		// network source; they are expected.
+		if e.Level == cdplog.EntryLevelError && e.Source != cdplog.EntrySourceNetwork {
+			p = fmt.Sprintf("%s error: %s (%s:%d)", e.Source, e.Text, e.URL, e.LineNumber)
+		}
+	case *cdpruntime.EventConsoleAPICalled:
+		if ev.Type == cdpruntime.ConsoleAPICalledTypeError || ev.Type == cdpruntime.ConsoleAPICalledTypeAssert {
+			var parts []string
+			for _, a := range ev.Args {
+				parts = append(parts, a.Description+string(a.Value))
+			}
+			p = "console." + string(ev.Type) + ": " + strings.Join(parts, " ")
+		}
+	}
+	if p != "" {
+		tb.mu.Lock()
+		tb.problems = append(tb.problems, p)
+		tb.mu.Unlock()
+	}
+}
+
+// do runs actions, failing the test on an error.
+func (tb *tab) do(actions ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		tb.t.Fatalf("browser: %v", err)
+	}
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](tb *tab, expr string) T {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		tb.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitFor polls a JavaScript condition until it is true. (chromedp's Poll
+// compiles its predicate with new Function, which the page's CSP
+// forbids; evaluating through DevTools is allowed.)
+func (tb *tab) waitFor(what, cond string) {
+	tb.t.Helper()
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+cond+")"))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.shot("timeout")
+			if err != nil {
+				tb.t.Fatalf("waiting for %s: %v", what, err)
+			}
+			tb.t.Fatalf("waiting for %s: not after %v (%s)", what, stepTimeout, cond)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// text returns the textContent of the first element matching a CSS
+// selector, or "" when there is none.
+func (tb *tab) text(sel string) string {
+	tb.t.Helper()
+	return eval[string](tb, fmt.Sprintf(`document.querySelector(%q)?.textContent ?? ""`, sel))
+}
+
+// count returns the number of elements matching a CSS selector.
+func (tb *tab) count(sel string) int {
+	tb.t.Helper()
+	return eval[int](tb, fmt.Sprintf(`document.querySelectorAll(%q).length`, sel))
+}
+
+// shot saves a screenshot of the viewport as name.png among the test's
+// artifacts and returns the path.
+func (tb *tab) shot(name string) string {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		tb.t.Errorf("screenshot %s: %v", name, err)
+		return ""
+	}
+	path := filepath.Join(artifactDir(tb.t), name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		tb.t.Errorf("screenshot %s: %v", name, err)
+		return ""
+	}
+	tb.t.Logf("screenshot: %s", path)
+	return path
+}
+
+var artifactDirs sync.Map // test name → directory
+
+// artifactDir is where a test's screenshots go: $SPOOL_ARTIFACTS/<test>
+// when that is set, else the test's ArtifactDir (kept with go test
+// -artifacts, removed after the test otherwise).
+func artifactDir(t *testing.T) string {
+	if d, ok := artifactDirs.Load(t.Name()); ok {
+		return d.(string)
+	}
+	var dir string
+	if root := os.Getenv("SPOOL_ARTIFACTS"); root != "" {
+		dir = filepath.Join(root, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		dir = t.ArtifactDir()
+	}
+	artifactDirs.Store(t.Name(), dir)
+	return dir
+}
+
+// browser starts Chromium for the tests of t, or skips them (see
+// browsertest).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("browser tests are skipped with -short")
+	}
+	browsertest.Chromium(t)
+	spoolBinary(t)
+	return browsertest.NewBrowser(t)
+}

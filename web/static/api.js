@@ -1,0 +1,148 @@
+// The server's HTTP API as the UI uses it. URLs are relative to the page,
+// so the UI works wherever the server is mounted.
+
+import { apiKey } from './auth.js';
+import { readEvents } from './sse.js';
+
+// ApiError is an error answer of the API ({"error":{"code","message"}}),
+// or status 0 and code "network" when the server could not be reached.
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+  }
+}
+
+// friendly returns what to tell a person about err.
+export function friendly(err) {
+  if (!(err instanceof ApiError)) return err && err.message ? err.message : String(err);
+  switch (err.code) {
+    case 'network':
+      return 'The server could not be reached. Check that it is running, then try again.';
+    case 'approval_pending':
+      return 'A tool call is waiting for your approval: allow or deny it first.';
+    case 'session_busy':
+      return 'Another turn is running in this conversation. Try again in a moment.';
+    case 'session_not_found':
+      return 'This conversation does not exist (it may have been deleted).';
+    case 'rate_limited':
+      return 'The model provider is rate limiting requests. Try again later.';
+    case 'cancelled':
+      return 'The answer was stopped.';
+  }
+  return err.message || `The server answered ${err.status}.`;
+}
+
+async function errorOf(res) {
+  let code = `http_${res.status}`;
+  let message = `The server answered ${res.status} ${res.statusText}`.trim();
+  try {
+    const body = await res.json();
+    if (body && body.error) {
+      code = body.error.code || code;
+      message = body.error.message || message;
+    }
+  } catch {
+    // not JSON: keep the status line
+  }
+  return new ApiError(res.status, code, message);
+}
+
+async function request(method, url, { body, accept = 'application/json', signal } = {}) {
+  const headers = { Accept: accept };
+  const key = apiKey();
+  if (key) headers.Authorization = `Bearer ${key}`;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let res;
+  try {
+    res = await fetch(url, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+      cache: 'no-store',
+      credentials: 'same-origin',
+    });
+  } catch (err) {
+    if (err.name === 'AbortError') throw err;
+    throw new ApiError(0, 'network', err.message);
+  }
+  if (!res.ok) throw await errorOf(res);
+  return res;
+}
+
+const json = async (res) => (res.status === 204 ? null : res.json());
+const seg = encodeURIComponent;
+
+function query(params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v) q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+// listSessions returns {sessions, nextCursor}: newest activity first.
+export async function listSessions(limit, cursor, signal) {
+  return json(await request('GET', `v1/sessions${query({ limit, cursor })}`, { signal }));
+}
+
+// sessionInfo returns one session's info.
+export async function sessionInfo(id, signal) {
+  return json(await request('GET', `v1/sessions/${seg(id)}`, { signal }));
+}
+
+// messages returns {messages, nextCursor}, newest first.
+export async function messages(id, limit, cursor, signal) {
+  const q = query({ order: 'desc', limit, cursor });
+  return json(await request('GET', `v1/sessions/${seg(id)}/messages${q}`, { signal }));
+}
+
+// approvals returns the session's pending approvals, oldest first.
+export async function approvals(id, signal) {
+  return (await json(await request('GET', `v1/sessions/${seg(id)}/approvals`, { signal }))).approvals;
+}
+
+// deleteSession deletes a session.
+export async function deleteSession(id) {
+  await request('DELETE', `v1/sessions/${seg(id)}`);
+}
+
+// events yields the events of an event-stream response as {type, data}
+// with data parsed from JSON.
+async function* events(res) {
+  const type = res.headers.get('Content-Type') || '';
+  if (!type.startsWith('text/event-stream')) {
+    throw new ApiError(res.status, 'bad_response', `Expected an event stream, got ${type || 'no content type'}.`);
+  }
+  for await (const ev of readEvents(res.body)) {
+    let data;
+    try {
+      data = JSON.parse(ev.data);
+    } catch {
+      continue; // not one of ours
+    }
+    yield { type: ev.event, data };
+  }
+}
+
+// chat sends text to a session (a new one when id is empty) and yields
+// the answer's events: "session" ({sessionId}) first, then the turn's.
+export async function* chat(id, text, signal) {
+  const body = { text };
+  if (id) body.sessionId = id;
+  const res = await request('POST', 'chat', { body, accept: 'text/event-stream', signal });
+  yield* events(res);
+}
+
+// decide answers a pending approval ("allow" or "deny", scope "once" or
+// "session") and yields the events of the resumed turn.
+export async function* decide(id, approvalId, decision, scope, signal) {
+  const res = await request('POST', `v1/sessions/${seg(id)}/approvals/${seg(approvalId)}`, {
+    body: { decision, scope },
+    accept: 'text/event-stream',
+    signal,
+  });
+  yield* events(res);
+}
