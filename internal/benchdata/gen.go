@@ -1,0 +1,110 @@
+package benchdata
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/spool-go/spool/transcript"
+)
+
+// EntrySize is the length of every generated entry as transcript.AppendJSON
+// encodes it.
+const EntrySize = 300
+
+// Marker is the rare word of the search set; no word of Vocabulary
+// contains it.
+const Marker = "zanzibar"
+
+// Vocabulary is ordered by how often the Zipf draw picks a word: the first
+// is the most common.
+var Vocabulary = strings.Fields(`
+the to and a of you i is it for your that in this can be order with on have
+please we my will not are what as if at me from do help thanks so but all
+refund there an account how would just get was out up they check need ok
+about here which when time one could like know invoice more has any see
+some let number payment did should them make shipping now our delivery back
+also email sure product sorry issue new date update into only then
+been after his service other these want address return than two card first
+its way may well use day customer because over order's phone
+days still week price support best cancel package tracking item items
+received sent change information today open question call store working
+problem tomorrow available right hours team request details status receipt
+charge charged billing subscription plan upgrade downgrade password login
+reset error message screen app website browser download install version
+device settings notification profile shipped arrived damaged missing
+replacement exchange warranty policy credit debit bank transfer confirmed
+pending approved declined processing estimate weekend morning evening
+manager colleague feedback survey rating review complaint escalate urgent
+quickly sincerely regards hello goodbye welcome appreciate understand
+explain confirm verify apologize inconvenience resolve solution options
+`)
+
+// Gen makes the entries of one session, in order, deterministically from
+// its seed. It is not safe for concurrent use; give each writer its own.
+type Gen struct {
+	rng  *rand.Rand
+	zipf *rand.Zipf
+	ids  *rand.ChaCha8 // the random part of the ULIDs
+	head string        // the id of the last entry made
+	turn string        // the turn of the last user message
+	n    int           // entries made
+	text strings.Builder
+}
+
+// NewGen returns a generator whose entries depend only on seed.
+func NewGen(seed uint64) *Gen { return newGen(seed, seed^0x9e3779b97f4a7c15) }
+
+func newGen(s1, s2 uint64) *Gen {
+	rng := rand.New(rand.NewPCG(s1, s2))
+	var key [32]byte
+	for i := range 4 {
+		binary.LittleEndian.PutUint64(key[8*i:], rng.Uint64())
+	}
+	return &Gen{
+		rng:  rng,
+		zipf: rand.NewZipf(rng, 1.1, 4, uint64(len(Vocabulary)-1)),
+		ids:  rand.NewChaCha8(key),
+	}
+}
+
+var emptyText = []byte(`{"text":""}`)
+
+// Next returns the session's next entry, at time at (to the millisecond),
+// chained to the entry before: a user.message at even positions, the
+// assistant.message answering it, in the same turn, at odd ones. A marked
+// entry's text starts with Marker.
+func (g *Gen) Next(at time.Time, marked bool) transcript.Entry {
+	at = at.UTC().Truncate(time.Millisecond)
+	id := ulid.MustNew(ulid.Timestamp(at), g.ids).String()
+	typ := transcript.TypeAssistantMessage
+	if g.n%2 == 0 {
+		typ, g.turn = transcript.TypeUserMessage, id
+	}
+	e := transcript.Entry{ID: id, ParentID: g.head, Timestamp: at, Type: typ, TurnID: g.turn, Data: emptyText}
+	empty, err := transcript.AppendJSON(nil, e)
+	if err != nil {
+		panic(err) // a generated entry always encodes
+	}
+	n := EntrySize - len(empty)
+	b := &g.text
+	b.Reset()
+	if marked {
+		b.WriteString(Marker + " ")
+	}
+	for b.Len() < n {
+		b.WriteString(Vocabulary[g.zipf.Uint64()])
+		b.WriteByte(' ')
+	}
+	// Cut to length; a cut that ends in a space ends in a period instead,
+	// so the text never ends in blanks. No word needs escaping in JSON.
+	text := strings.TrimRight(b.String()[:n], " ")
+	text += strings.Repeat(".", n-len(text))
+	e.Data = []byte(`{"text":"` + text + `"}`)
+	g.head = e.ID
+	g.n++
+	return e
+}
