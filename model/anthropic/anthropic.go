@@ -59,6 +59,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/model/internal/provider"
 )
 
 // DefaultBaseURL is the Anthropic API.
@@ -219,22 +220,8 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 			yield(model.Event{}, err)
 			return
 		}
-		stream := m.service.NewStreaming(ctx, params)
-		defer stream.Close()
 		var acc accumulator
-		for stream.Next() {
-			if err := ctx.Err(); err != nil {
-				yield(model.Event{}, err)
-				return
-			}
-			for _, ev := range acc.event(stream.Current()) {
-				if !yield(ev, nil) {
-					return
-				}
-			}
-		}
-		if err := streamError(ctx, stream.Err()); err != nil {
-			yield(model.Event{}, err)
+		if !provider.Drive(ctx, m.service.NewStreaming(ctx, params), yield, acc.event, apiError) {
 			return
 		}
 		if !acc.stopped {

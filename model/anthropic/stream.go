@@ -1,20 +1,14 @@
 package anthropic
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/model/internal/provider"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -94,47 +88,23 @@ func (a *accumulator) event(e sdk.MessageStreamEventUnion) []model.Event {
 	return nil
 }
 
-// streamError classifies what ended a stream. A done context wins over
-// whatever error its cancellation caused.
-func streamError(ctx context.Context, err error) error {
-	if err == nil {
+// apiError maps the SDK's error type: an HTTP error status, or an error
+// event inside a stream that began with 200 OK.
+func apiError(err error) error {
+	var apiErr *sdk.Error
+	if !errors.As(err, &apiErr) {
 		return nil
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return ctxErr
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	var apiErr *sdk.Error
-	if errors.As(err, &apiErr) {
-		typ := string(apiErr.Type())
-		if apiErr.StatusCode >= 400 {
-			return &model.Error{
-				Code:       model.CodeForStatus(apiErr.StatusCode),
-				StatusCode: apiErr.StatusCode,
-				Message:    describe(http.StatusText(apiErr.StatusCode), typ),
-				Err:        err,
-			}
+	typ := string(apiErr.Type())
+	if apiErr.StatusCode >= 400 {
+		return &model.Error{
+			Code:       model.CodeForStatus(apiErr.StatusCode),
+			StatusCode: apiErr.StatusCode,
+			Message:    provider.Describe(http.StatusText(apiErr.StatusCode), "type", typ),
+			Err:        err,
 		}
-		// An error event inside a stream that began with 200 OK.
-		return &model.Error{Code: codeForType(typ), Message: describe("error event in the stream", typ), Err: err}
 	}
-	var syntaxErr *json.SyntaxError
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) {
-		return &model.Error{Code: model.CodeBadResponse, Message: "a stream event is not valid JSON", Err: err}
-	}
-	if errors.Is(err, bufio.ErrTooLong) {
-		return &model.Error{Code: model.CodeBadResponse, Message: "a stream line is too long", Err: err}
-	}
-	// Network failures: their text names addresses, not content.
-	var urlErr *url.Error
-	var netErr net.Error
-	if errors.As(err, &urlErr) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return &model.Error{Code: model.CodeProvider, Message: "connection failed: " + err.Error(), Err: err}
-	}
-	return &model.Error{Code: model.CodeProvider, Message: "the response stream failed", Err: err}
+	return &model.Error{Code: codeForType(typ), Message: provider.Describe("error event in the stream", "type", typ), Err: err}
 }
 
 // codeForType maps the API's error types to codes.
@@ -147,28 +117,4 @@ func codeForType(typ string) string {
 	default: // overloaded_error, api_error, ...
 		return model.CodeProvider
 	}
-}
-
-// describe builds an error message from parts that carry no request
-// content: a status or situation and the API's error type.
-func describe(what, typ string) string {
-	if identifier(typ) {
-		return fmt.Sprintf("%s; type %s", what, typ)
-	}
-	return what
-}
-
-// identifier reports whether s looks like an error type
-// ("overloaded_error") rather than free text, which a server could fill
-// with anything.
-func identifier(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
-			return false
-		}
-	}
-	return true
 }

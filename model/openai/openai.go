@@ -43,6 +43,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/model/internal/provider"
 )
 
 // Default endpoints.
@@ -221,22 +222,8 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 			yield(model.Event{}, err)
 			return
 		}
-		stream := m.service.NewStreaming(ctx, params)
-		defer stream.Close()
 		var acc accumulator
-		for stream.Next() {
-			if err := ctx.Err(); err != nil {
-				yield(model.Event{}, err)
-				return
-			}
-			for _, ev := range acc.chunk(stream.Current()) {
-				if !yield(ev, nil) {
-					return
-				}
-			}
-		}
-		if err := streamError(ctx, stream.Err()); err != nil {
-			yield(model.Event{}, err)
+		if !provider.Drive(ctx, m.service.NewStreaming(ctx, params), yield, acc.chunk, apiError) {
 			return
 		}
 		// A stream that ended without a finish_reason still delivers the

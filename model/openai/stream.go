@@ -1,16 +1,10 @@
 package openai
 
 import (
-	"bufio"
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -18,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/model/internal/provider"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -104,24 +99,15 @@ func (a *accumulator) flush() []model.Event {
 	return out
 }
 
-// streamError classifies what ended a stream. A done context wins over
-// whatever error its cancellation caused.
-func streamError(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
-	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return ctxErr
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
+// apiError maps the SDK's error types: an HTTP error status, or an error
+// object inside a stream that began with 200 OK.
+func apiError(err error) error {
 	var apiErr *oa.Error
 	if errors.As(err, &apiErr) {
 		return &model.Error{
 			Code:       model.CodeForStatus(apiErr.StatusCode),
 			StatusCode: apiErr.StatusCode,
-			Message:    describe(http.StatusText(apiErr.StatusCode), apiErr.Type, apiErr.Code),
+			Message:    provider.Describe(http.StatusText(apiErr.StatusCode), "type", apiErr.Type, "code", apiErr.Code),
 			Err:        err,
 		}
 	}
@@ -129,21 +115,7 @@ func streamError(ctx context.Context, err error) error {
 	if errors.As(err, &streamErr) {
 		return midStreamError(streamErr)
 	}
-	var syntaxErr *json.SyntaxError
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) {
-		return &model.Error{Code: model.CodeBadResponse, Message: "a stream chunk is not valid JSON", Err: err}
-	}
-	if errors.Is(err, bufio.ErrTooLong) {
-		return &model.Error{Code: model.CodeBadResponse, Message: "a stream line is too long", Err: err}
-	}
-	// Network failures: their text names addresses, not content.
-	var urlErr *url.Error
-	var netErr net.Error
-	if errors.As(err, &urlErr) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return &model.Error{Code: model.CodeProvider, Message: "connection failed: " + err.Error(), Err: err}
-	}
-	return &model.Error{Code: model.CodeProvider, Message: "the response stream failed", Err: err}
+	return nil
 }
 
 // midStreamError maps an error object a server sent inside a stream that
@@ -168,34 +140,5 @@ func midStreamError(se *ssestream.StreamError) error {
 	case strings.Contains(kind, "auth") || strings.Contains(kind, "api_key"):
 		c = model.CodeAuth
 	}
-	return &model.Error{Code: c, Message: describe("error inside the stream", body.Error.Type, code), Err: se}
-}
-
-// describe builds an error message from parts that carry no request
-// content: a status or situation and the provider's error type and code.
-func describe(what, typ, code string) string {
-	var b strings.Builder
-	b.WriteString(cmp.Or(what, "error"))
-	if identifier(typ) {
-		fmt.Fprintf(&b, "; type %s", typ)
-	}
-	if identifier(code) {
-		fmt.Fprintf(&b, "; code %s", code)
-	}
-	return b.String()
-}
-
-// identifier reports whether s looks like an error type or code
-// ("rate_limit_exceeded", "invalid_api_key", "500") rather than free text,
-// which a server could fill with anything.
-func identifier(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
-			return false
-		}
-	}
-	return true
+	return &model.Error{Code: c, Message: provider.Describe("error inside the stream", "type", body.Error.Type, "code", code), Err: se}
 }
