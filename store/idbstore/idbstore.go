@@ -67,7 +67,7 @@ type Store struct {
 	mu  sync.Mutex
 	cur *conn // the connection, nil after Close until the next call
 
-	locks pageLocks
+	locks store.LocalLocks
 }
 
 var (

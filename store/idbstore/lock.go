@@ -30,7 +30,7 @@ func (s *Store) Lock(ctx context.Context, key store.Key) (func(), error) {
 	}
 	locks := js.Global().Get("navigator").Get("locks")
 	if !s.cfg.webLocks || locks.IsUndefined() || locks.IsNull() {
-		return s.locks.lock(ctx, key)
+		return s.locks.Lock(ctx, key)
 	}
 	return webLock(ctx, locks, "spool idbstore\x00"+s.cfg.name+"\x00"+key.Agent+"\x00"+key.Owner+"\x00"+key.ID)
 }
@@ -105,51 +105,4 @@ func webLock(ctx context.Context, locks js.Value, name string) (func(), error) {
 	case <-failed:
 	}
 	return nil, ctx.Err()
-}
-
-// pageLocks is the fallback lock: one per session key within this page,
-// made on first use and dropped when nobody holds or waits for it.
-type pageLocks struct {
-	mu    sync.Mutex
-	byKey map[store.Key]*pageLock
-}
-
-type pageLock struct {
-	held chan struct{} // full while the lock is held
-	refs int           // holders and waiters
-}
-
-func (l *pageLocks) lock(ctx context.Context, key store.Key) (func(), error) {
-	l.mu.Lock()
-	if l.byKey == nil {
-		l.byKey = map[store.Key]*pageLock{}
-	}
-	k := l.byKey[key]
-	if k == nil {
-		k = &pageLock{held: make(chan struct{}, 1)}
-		l.byKey[key] = k
-	}
-	k.refs++
-	l.mu.Unlock()
-	select {
-	case k.held <- struct{}{}:
-	case <-ctx.Done():
-		l.unref(key, k)
-		return nil, ctx.Err()
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			<-k.held
-			l.unref(key, k)
-		})
-	}, nil
-}
-
-func (l *pageLocks) unref(key store.Key, k *pageLock) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if k.refs--; k.refs == 0 {
-		delete(l.byKey, key)
-	}
 }

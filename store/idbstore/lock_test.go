@@ -94,10 +94,7 @@ func TestPageLockFallback(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Errorf("Lock after release: %v", err)
 	}
-	s.locks.mu.Lock()
-	n := len(s.locks.byKey)
-	s.locks.mu.Unlock()
-	if n != 0 {
+	if n := s.locks.Len(); n != 0 {
 		t.Errorf("%d page locks left after every lock was released; want none", n)
 	}
 	if _, err := s.Lock(t.Context(), store.Key{Agent: "chat", ID: "a/b"}); !errors.Is(err, store.ErrInvalidKey) {

@@ -40,7 +40,7 @@ func init() {
 type Store struct {
 	mu     sync.RWMutex
 	scopes map[store.Scope]map[string]*session
-	locks  locks
+	locks  store.LocalLocks
 }
 
 type session struct {
@@ -303,5 +303,5 @@ func (s *Store) Lock(ctx context.Context, key store.Key) (func(), error) {
 	if err := store.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	return s.locks.lock(ctx, key)
+	return s.locks.Lock(ctx, key)
 }

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"sync"
+)
+
+// LocalLocks is a Locker for one process: a lock per session key, made on
+// first use and dropped when nobody holds or waits for it, so it does not
+// grow with every session ever locked. A store whose data lives in the
+// process (or a fallback where nothing better exists) can embed one. The
+// zero value is ready to use.
+type LocalLocks struct {
+	mu    sync.Mutex
+	byKey map[Key]*localLock
+}
+
+type localLock struct {
+	held chan struct{} // full while the lock is held
+	refs int           // holders and waiters
+}
+
+// Lock blocks until key's lock is held or ctx is done, and returns the
+// function that releases it (safe to call more than once).
+func (l *LocalLocks) Lock(ctx context.Context, key Key) (unlock func(), err error) {
+	l.mu.Lock()
+	if l.byKey == nil {
+		l.byKey = map[Key]*localLock{}
+	}
+	k := l.byKey[key]
+	if k == nil {
+		k = &localLock{held: make(chan struct{}, 1)}
+		l.byKey[key] = k
+	}
+	k.refs++
+	l.mu.Unlock()
+
+	select {
+	case k.held <- struct{}{}:
+	case <-ctx.Done():
+		l.unref(key, k)
+		return nil, ctx.Err()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			<-k.held
+			l.unref(key, k)
+		})
+	}, nil
+}
+
+// Len returns how many keys are locked or waited for.
+func (l *LocalLocks) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.byKey)
+}
+
+// unref drops one reference to k, and k itself with the last.
+func (l *LocalLocks) unref(key Key, k *localLock) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if k.refs--; k.refs == 0 {
+		delete(l.byKey, key)
+	}
+}
