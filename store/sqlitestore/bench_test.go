@@ -1,32 +1,13 @@
 package sqlitestore
 
-// Benchmarks of the store over one data set. Other stores' benchmarks
-// should build the same shapes, so that BENCHMARKS.md compares like with
-// like:
-//
-//   - An entry is exactly 300 bytes on the wire (transcript.AppendJSON):
-//     alternating user.message and assistant.message entries of one turn
-//     each, chained by parentId, with ULID ids, millisecond timestamps and
-//     text of English words from the vocabulary in dataset_test.go (216
-//     words of customer-support chat, most common first), drawn with a Zipf
-//     distribution (s=1.1, v=4) from a seeded PCG generator, cut to length.
-//   - Append: one session, each operation one 300-byte entry appended with
-//     its parent, durable when Append returns; AppendParallel: 4 writers
-//     per CPU, a session each. RawFsync is the floor: the same 300 bytes
-//     written to a file in the same folder and fdatasync-ed.
-//   - Tail: the newest 50 entries of a session of 100,000 entries (and, for
-//     comparison, of a session of 1,000).
-//   - List: the first page (50) of one scope holding 10,000 sessions of 2
-//     entries each.
-//   - Search: one scope of 1,000 sessions of 1,000 entries (1,000,000
-//     entries); entries of different sessions interleave in time. Every
-//     10,007th entry (global index) also carries the word "zanzibar" (100
-//     entries). Queries, limit 50: "zanzibar" (rare), "order" (common),
-//     "refund invoice" (two words), "zanzibar" and "order" within one
-//     session, "ok" (too short for the index: a scan).
+// Benchmarks of the store over the data set of internal/benchdata, the
+// one every store's benchmarks use (its package doc describes the shapes),
+// so that BENCHMARKS.md compares like with like. Besides those, RawFsync is
+// the floor under a durable append, and AppendFdatasync shows what
+// switching the driver to fdatasync gains.
 //
 // The loaded database (about 1 GB) is built on first use, in two to four
-// minutes, cached in the system temp folder (spool-sqlitestore-bench-v2.db)
+// minutes, cached in the system temp folder (spool-sqlitestore-bench-v3.db)
 // and reused by later runs; pass -rebuild-bench to build it again. Besides
 // ns/op, every benchmark reports cpu-ns/op, the process's CPU time per
 // operation, which varies far less on a shared machine.
@@ -36,13 +17,16 @@ package sqlitestore
 //	go test -run '^$' -bench . -benchtime 2s ./store/sqlitestore/
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"modernc.org/sqlite"
 
+	"github.com/spool-go/spool/internal/benchdata"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
@@ -73,8 +57,8 @@ func BenchmarkRawFsync(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	line, _ := transcript.AppendLine(nil, newEntryGen(1).entry("", 0, time.Now(), false))
-	done := cpuMetric(b)
+	line, _ := transcript.AppendLine(nil, benchdata.NewGen(1).Next(time.Now(), false))
+	done := benchdata.CPUMetric(b)
 	for b.Loop() {
 		if _, err := f.Write(line); err != nil {
 			b.Fatal(err)
@@ -85,18 +69,6 @@ func BenchmarkRawFsync(b *testing.B) {
 	}
 	done()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
-}
-
-// cpuMetric starts counting the process's CPU time; the function it
-// returns reports it per operation as cpu-ns/op. On a machine shared with
-// other work, CPU time varies far less than wall time.
-func cpuMetric(b *testing.B) func() {
-	start := cpuNanos()
-	return func() {
-		if start > 0 {
-			b.ReportMetric(float64(cpuNanos()-start)/float64(b.N), "cpu-ns/op")
-		}
-	}
 }
 
 func benchOpen(b *testing.B, drv sqlDriver, path string) *Store {
@@ -112,17 +84,13 @@ func benchOpen(b *testing.B, drv sqlDriver, path string) *Store {
 func benchAppend(b *testing.B, drv sqlDriver) {
 	s := benchOpen(b, drv, filepath.Join(b.TempDir(), "append.db"))
 	key := store.Key{Agent: "bench", ID: "append"}
-	g := newEntryGen(2)
-	head := ""
-	at := time.Now()
+	g := benchdata.NewGen(2)
 	i := 0
-	done := cpuMetric(b)
+	done := benchdata.CPUMetric(b)
 	for b.Loop() {
-		e := g.entry(head, i, at.Add(time.Duration(i)*time.Millisecond), false)
-		if err := s.Append(b.Context(), key, e); err != nil {
+		if err := s.Append(b.Context(), key, g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)); err != nil {
 			b.Fatal(err)
 		}
-		head = e.ID
 		i++
 	}
 	done()
@@ -134,19 +102,17 @@ func benchAppend(b *testing.B, drv sqlDriver) {
 func benchAppendParallel(b *testing.B, drv sqlDriver) {
 	s := benchOpen(b, drv, filepath.Join(b.TempDir(), "append.db"))
 	b.SetParallelism(4)
-	done := cpuMetric(b)
+	done := benchdata.CPUMetric(b)
+	var writers atomic.Uint64
 	b.RunParallel(func(pb *testing.PB) {
-		key := store.Key{Agent: "bench", ID: transcript.NewID(time.Now())}
-		g := newEntryGen(uint64(time.Now().UnixNano()))
-		head := ""
-		at := time.Now()
+		w := writers.Add(1)
+		key := store.Key{Agent: "bench", ID: fmt.Sprint("w", w)}
+		g := benchdata.NewGen(100 + w)
 		for i := 0; pb.Next(); i++ {
-			e := g.entry(head, i, at.Add(time.Duration(i)*time.Millisecond), false)
-			if err := s.Append(b.Context(), key, e); err != nil {
+			if err := s.Append(b.Context(), key, g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)); err != nil {
 				b.Error(err)
 				return
 			}
-			head = e.ID
 		}
 	})
 	done()
@@ -157,17 +123,13 @@ func benchAppendParallel(b *testing.B, drv sqlDriver) {
 // a 1,000-entry one.
 func benchTail(b *testing.B, drv sqlDriver) {
 	s := benchOpen(b, drv, benchDB(b))
-	for _, tc := range []struct {
-		name string
-		id   string
-		n    int
-	}{{"100000", "long", tailLong}, {"1000", "short", tailShort}} {
-		b.Run(tc.name, func(b *testing.B) {
-			key := tailScope.Key(tc.id)
-			done := cpuMetric(b)
+	for _, set := range []benchdata.Set{benchdata.TailLong, benchdata.TailShort} {
+		b.Run(fmt.Sprint("entries=", set.PerSession), func(b *testing.B) {
+			key := set.Key(0)
+			done := benchdata.CPUMetric(b)
 			for b.Loop() {
-				got, total, err := s.ReadTail(b.Context(), key, 50)
-				if err != nil || len(got) != 50 || total != tc.n {
+				got, total, err := s.ReadTail(b.Context(), key, benchdata.TailN)
+				if err != nil || len(got) != benchdata.TailN || total != set.PerSession {
 					b.Fatalf("ReadTail: %d entries of %d, %v", len(got), total, err)
 				}
 			}
@@ -179,10 +141,10 @@ func benchTail(b *testing.B, drv sqlDriver) {
 // benchList reads the first page (50) of a scope of 10,000 sessions.
 func benchList(b *testing.B, drv sqlDriver) {
 	s := benchOpen(b, drv, benchDB(b))
-	done := cpuMetric(b)
+	done := benchdata.CPUMetric(b)
 	for b.Loop() {
-		page, err := s.List(b.Context(), listScope, store.ListOptions{Limit: 50})
-		if err != nil || len(page.Sessions) != 50 || page.NextCursor == "" {
+		page, err := s.List(b.Context(), benchdata.List.Scope, store.ListOptions{Limit: benchdata.PageSize})
+		if err != nil || len(page.Sessions) != benchdata.PageSize || page.NextCursor == "" {
 			b.Fatalf("List: %d sessions, %v", len(page.Sessions), err)
 		}
 	}
@@ -192,24 +154,13 @@ func benchList(b *testing.B, drv sqlDriver) {
 // benchSearch searches the 1,000,000 entries of the search scope.
 func benchSearch(b *testing.B, drv sqlDriver) {
 	s := benchOpen(b, drv, benchDB(b))
-	for _, tc := range []struct {
-		name, text, session string
-		min                 int
-	}{
-		{"rare", "zanzibar", "", 50},
-		{"common", "order", "", 50},
-		{"two-words", "refund invoice", "", 50},
-		{"one-session-rare", "zanzibar", "s0", 1},
-		{"one-session-common", "order", "s0", 50},
-		{"short-word-scan", "ok", "", 50},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			q := store.SearchQuery{Text: tc.text, Session: tc.session, Limit: 50}
-			done := cpuMetric(b)
+	for _, q := range benchdata.Queries {
+		b.Run(q.Name, func(b *testing.B) {
+			done := benchdata.CPUMetric(b)
 			for b.Loop() {
-				hits, err := s.Search(b.Context(), searchScope, q)
-				if err != nil || len(hits) < tc.min {
-					b.Fatalf("Search(%q): %d hits, %v", tc.text, len(hits), err)
+				hits, err := s.Search(b.Context(), benchdata.Search.Scope, q.SearchQuery())
+				if err != nil || len(hits) != q.Hits {
+					b.Fatalf("Search(%q): %d hits, want %d; %v", q.Text, len(hits), q.Hits, err)
 				}
 			}
 			done()

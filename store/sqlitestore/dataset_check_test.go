@@ -6,48 +6,58 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-go/spool/internal/benchdata"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
 
 // TestBulkLoadMatchesAppend checks the benchmarks' loader: what it writes
 // reads, lists and searches exactly as the same entries appended one by
-// one, so the benchmarks measure the store as Append leaves it.
+// one in the same order, with the same row ids, so the benchmarks measure
+// the store as Append leaves it.
 func TestBulkLoadMatchesAppend(t *testing.T) {
 	scope := store.Scope{Agent: "bulk", Owner: "u"}
 	const sessions, perSession = 3, 40
-	g := newEntryGen(7)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	gens := make([]*benchdata.Gen, sessions)
+	keys := make([]store.Key, sessions)
+	for j := range gens {
+		gens[j] = benchdata.NewGen(uint64(j))
+		keys[j] = scope.Key(fmt.Sprintf("s%d", j))
+	}
+	// Position by position across the sessions, several entries per
+	// millisecond, as the search set interleaves them.
+	type item struct {
+		j int
+		e transcript.Entry
+	}
+	var items []item
 	entries := make([][]transcript.Entry, sessions)
 	for i := range perSession {
-		for j := range sessions {
-			parent := ""
-			if i > 0 {
-				parent = entries[j][i-1].ID
-			}
-			// Several entries per millisecond, across sessions.
-			entries[j] = append(entries[j], g.entry(parent, i, base.Add(time.Duration(i/2)*time.Millisecond), (i*sessions+j)%17 == 0))
-		}
-	}
-	for _, e := range entries[0] {
-		if b, _ := transcript.AppendJSON(nil, e); len(b) != entrySize {
-			t.Fatalf("an entry of the data set is %d bytes, want %d: %s", len(b), entrySize, b)
+		for j, g := range gens {
+			e := g.Next(base.Add(time.Duration(i/2)*time.Millisecond), (i*sessions+j)%17 == 0)
+			items = append(items, item{j, e})
+			entries[j] = append(entries[j], e)
 		}
 	}
 
 	bulk, appended := openTest(t), openTest(t)
 	l := &bulkLoader{s: bulk, rowIDs: map[int64]int64{}}
-	if err := l.load(t.Context(), scope, sessions, perSession, func(j, i int, _ string) transcript.Entry { return entries[j][i] }); err != nil {
+	err := l.load(t.Context(), keys, func(yield func(int, transcript.Entry) bool) {
+		for _, it := range items {
+			if !yield(it.j, it.e) {
+				return
+			}
+		}
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range perSession {
-		for j := range sessions {
-			appendAll(t, appended, scope.Key(fmt.Sprintf("s%d", j)), entries[j][i])
-		}
+	for _, it := range items {
+		appendAll(t, appended, keys[it.j], it.e)
 	}
 
-	for j := range sessions {
-		key := scope.Key(fmt.Sprintf("s%d", j))
+	for j, key := range keys {
 		a, errA := bulk.Read(t.Context(), key)
 		b, errB := appended.Read(t.Context(), key)
 		if errA != nil || errB != nil || !sameEntries(a, b) || !sameEntries(a, entries[j]) {
@@ -59,28 +69,31 @@ func TestBulkLoadMatchesAppend(t *testing.T) {
 	if errA != nil || errB != nil || !reflect.DeepEqual(pa, pb) {
 		t.Fatalf("List: loaded %+v (%v)\nappended %+v (%v)", pa, errA, pb, errB)
 	}
-	for _, text := range []string{"zanzibar", "order", "refund invoice", "the"} {
+	for _, text := range []string{benchdata.Marker, "order", "you order", "the", "ok"} {
 		ha, errA := bulk.Search(t.Context(), scope, store.SearchQuery{Text: text, Limit: 7})
 		hb, errB := appended.Search(t.Context(), scope, store.SearchQuery{Text: text, Limit: 7})
-		if errA != nil || errB != nil || !reflect.DeepEqual(ha, hb) {
+		if errA != nil || errB != nil || len(ha) == 0 || !reflect.DeepEqual(ha, hb) {
 			t.Fatalf("Search(%q): loaded %v (%v), appended %v (%v)", text, hitIDs(ha), errA, hitIDs(hb), errB)
 		}
 	}
-	rowIDs := func(s *Store) []int64 {
-		rows, err := s.r.Query(`SELECT eid FROM entries ORDER BY eid`)
+	rowIDs := func(s *Store) []string {
+		rows, err := s.r.Query(`SELECT eid, body FROM entries ORDER BY eid`)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer rows.Close()
-		var ids []int64
+		var ids []string
 		for rows.Next() {
 			var id int64
-			rows.Scan(&id)
-			ids = append(ids, id)
+			var body []byte
+			if err := rows.Scan(&id, &body); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, fmt.Sprintf("%d:%.40s", id, body))
 		}
 		return ids
 	}
 	if a, b := rowIDs(bulk), rowIDs(appended); !reflect.DeepEqual(a, b) {
-		t.Fatalf("entry row ids differ:\nloaded   %v\nappended %v", a, b)
+		t.Fatalf("entry rows differ:\nloaded   %v\nappended %v", a, b)
 	}
 }

@@ -1,14 +1,13 @@
 package sqlitestore
 
-// The benchmark data set that bench_test.go describes: its entries, and
-// the database loaded with it, built once and cached.
+// The benchmark database: the data set of internal/benchdata loaded with
+// the rows Append writes, built once and cached.
 
 import (
 	"context"
 	"database/sql"
 	"flag"
-	"fmt"
-	"math/rand/v2"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,90 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-go/spool/internal/benchdata"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
 
 var rebuildBench = flag.Bool("rebuild-bench", false, "rebuild the cached benchmark database")
 
-const entrySize = 300
-
-// vocabulary is ordered by how often the Zipf draw picks a word: the first
-// is the most common.
-var vocabulary = strings.Fields(`
-the to and a of you i is it for your that in this can be order with on have
-please we my will not are what as if at me from do help thanks so but all
-refund there an account how would just get was out up they check need ok
-about here which when time one could like know invoice more has any see
-some let number payment did should them make shipping now our delivery back
-also email sure product sorry issue new date update into only then
-been after his service other these want address return than two card first
-its way may well use day customer because over order's phone
-days still week price support best cancel package tracking item items
-received sent change information today open question call store working
-problem tomorrow available right hours team request details status receipt
-charge charged billing subscription plan upgrade downgrade password login
-reset error message screen app website browser download install version
-device settings notification profile shipped arrived damaged missing
-replacement exchange warranty policy credit debit bank transfer confirmed
-pending approved declined processing estimate weekend morning evening
-manager colleague feedback survey rating review complaint escalate urgent
-quickly sincerely regards hello goodbye welcome appreciate understand
-explain confirm verify apologize inconvenience resolve solution options
-`)
-
-// entryGen makes the data set's entries, deterministically from its seed.
-type entryGen struct {
-	rng  *rand.Rand
-	zipf *rand.Zipf
-}
-
-func newEntryGen(seed uint64) *entryGen {
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	return &entryGen{rng: rng, zipf: rand.NewZipf(rng, 1.1, 4, uint64(len(vocabulary)-1))}
-}
-
-// entry returns a 300-byte entry at position i of a session, child of
-// parent, at time at; marked entries also carry "zanzibar".
-func (g *entryGen) entry(parent string, i int, at time.Time, marked bool) transcript.Entry {
-	typ := transcript.TypeUserMessage
-	if i%2 == 1 {
-		typ = transcript.TypeAssistantMessage
-	}
-	at = at.UTC().Truncate(time.Millisecond)
-	e := transcript.Entry{ID: transcript.NewID(at), ParentID: parent, Timestamp: at, Type: typ, TurnID: transcript.NewID(at)}
-	e.Data = []byte(`{"text":""}`)
-	empty, _ := transcript.AppendJSON(nil, e)
-	n := entrySize - len(empty)
-	var b strings.Builder
-	if marked {
-		b.WriteString("zanzibar ")
-	}
-	for b.Len() < n {
-		b.WriteString(vocabulary[g.zipf.Uint64()])
-		b.WriteByte(' ')
-	}
-	text := strings.TrimRight(b.String()[:n], " ")
-	text += strings.Repeat(".", n-len(text))
-	e.Data = fmt.Appendf(nil, `{"text":%q}`, text)
-	return e
-}
-
-// benchScopes of the cached database.
-var (
-	searchScope = store.Scope{Agent: "search"}
-	tailScope   = store.Scope{Agent: "tail"}
-	listScope   = store.Scope{Agent: "list"}
-)
-
-const (
-	searchSessions   = 1000
-	searchPerSession = 1000
-	markEvery        = 10007
-	tailLong         = 100_000
-	tailShort        = 1000
-	listSessions     = 10_000
-)
+// benchSets are the sets the database holds, each in a scope of its own.
+var benchSets = []benchdata.Set{benchdata.Search, benchdata.TailLong, benchdata.TailShort, benchdata.List}
 
 var (
 	benchDBOnce sync.Once
@@ -108,10 +32,11 @@ var (
 )
 
 // benchDB returns the path of the loaded benchmark database, building it
-// on first use (a few minutes) and reusing it afterwards.
+// on first use (a few minutes) and reusing it afterwards. The name's
+// version changes whenever the data set does.
 func benchDB(b *testing.B) string {
 	benchDBOnce.Do(func() {
-		benchDBPath = filepath.Join(os.TempDir(), "spool-sqlitestore-bench-v2.db")
+		benchDBPath = filepath.Join(os.TempDir(), "spool-sqlitestore-bench-v3.db")
 		if _, err := os.Stat(benchDBPath); err == nil && !*rebuildBench {
 			return
 		}
@@ -136,25 +61,11 @@ func buildBenchDB(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	g := newEntryGen(1)
 	l := &bulkLoader{s: s, rowIDs: map[int64]int64{}}
-	// Search: sessions interleave in time, entry i of session j at
-	// base + (i*sessions + j) ms.
-	err = l.load(ctx, searchScope, searchSessions, searchPerSession, func(j, i int, parent string) transcript.Entry {
-		global := i*searchSessions + j
-		return g.entry(parent, i, base.Add(time.Duration(global)*time.Millisecond), global%markEvery == 0)
-	})
-	if err == nil {
-		err = l.loadOne(ctx, tailScope.Key("long"), tailLong, g, base)
-	}
-	if err == nil {
-		err = l.loadOne(ctx, tailScope.Key("short"), tailShort, g, base)
-	}
-	if err == nil {
-		err = l.load(ctx, listScope, listSessions, 2, func(j, i int, parent string) transcript.Entry {
-			return g.entry(parent, i, base.Add(time.Duration(j)*time.Second+time.Duration(i)*time.Millisecond), false)
-		})
+	for _, set := range benchSets {
+		if err = l.load(ctx, set.Keys(), set.All()); err != nil {
+			break
+		}
 	}
 	if err == nil {
 		_, err = s.w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
@@ -175,32 +86,14 @@ type bulkLoader struct {
 	rowIDs map[int64]int64 // the next entry row id of each millisecond
 }
 
-func (l *bulkLoader) loadOne(ctx context.Context, key store.Key, n int, g *entryGen, base time.Time) error {
-	return l.loadKeys(ctx, []store.Key{key}, n, func(_, i int, parent string) transcript.Entry {
-		return g.entry(parent, i, base.Add(time.Duration(i)*time.Millisecond), false)
-	})
-}
-
-// load writes sessions s0, s1, … of perSession entries each into scope;
-// see loadKeys.
-func (l *bulkLoader) load(ctx context.Context, scope store.Scope, sessions, perSession int,
-	gen func(session, i int, parent string) transcript.Entry) error {
-	keys := make([]store.Key, sessions)
-	for j := range keys {
-		keys[j] = scope.Key(fmt.Sprintf("s%d", j))
-	}
-	return l.loadKeys(ctx, keys, perSession, gen)
-}
-
-// loadKeys writes the sessions keys of perSession entries each; gen(j, i,
-// parent) makes entry i of session j. Entries are generated position by
-// position across all sessions, so that their timestamps may interleave.
-func (l *bulkLoader) loadKeys(ctx context.Context, keys []store.Key, perSession int,
-	gen func(session, i int, parent string) transcript.Entry) error {
+// load writes the sessions keys; all yields their entries, each with the
+// index of its session in keys, in the order Append would have received
+// them, which is the order their row ids are given in.
+func (l *bulkLoader) load(ctx context.Context, keys []store.Key, all iter.Seq2[int, transcript.Entry]) error {
 	const perTx = 200_000 // entries
-	sessions := len(keys)
-	infos := make([]store.SessionInfo, sessions)
-	sids := make([]int64, sessions)
+	infos := make([]store.SessionInfo, len(keys))
+	heads := make([]string, len(keys))
+	sids := make([]int64, len(keys))
 	conn, err := l.s.w.Conn(ctx)
 	if err != nil {
 		return err
@@ -233,40 +126,37 @@ func (l *bulkLoader) loadKeys(ctx context.Context, keys []store.Key, perSession 
 	if err := prepare(); err != nil {
 		return err
 	}
-	heads := make([]string, sessions)
 	written := 0
 	var body []byte
-	for i := range perSession {
-		for j := range keys {
-			e := gen(j, i, heads[j])
-			heads[j] = e.ID
-			infos[j].Apply(keys[j], e)
-			body, err = transcript.AppendJSON(body[:0], e)
-			if err != nil {
+	for j, e := range all {
+		seq := infos[j].Entries
+		heads[j] = e.ID
+		infos[j].Apply(keys[j], e)
+		body, err = transcript.AppendJSON(body[:0], e)
+		if err != nil {
+			return err
+		}
+		text, searchable := store.SearchText(e)
+		ms := msOf(e.Timestamp.UnixNano())
+		eid := ms<<msShift + l.rowIDs[ms]
+		l.rowIDs[ms]++
+		if _, err := insEntry.ExecContext(ctx, eid, sids[j], seq, e.Timestamp.UnixNano(), searchable, body); err != nil {
+			return err
+		}
+		if searchable {
+			if _, err := insText.ExecContext(ctx, eid, strings.ToLower(text)); err != nil {
 				return err
 			}
-			text, searchable := store.SearchText(e)
-			ms := msOf(e.Timestamp.UnixNano())
-			eid := ms<<msShift + l.rowIDs[ms]
-			l.rowIDs[ms]++
-			if _, err := insEntry.ExecContext(ctx, eid, sids[j], i, e.Timestamp.UnixNano(), searchable, body); err != nil {
+		}
+		if written++; written%perTx == 0 {
+			if err := tx.Commit(); err != nil {
 				return err
 			}
-			if searchable {
-				if _, err := insText.ExecContext(ctx, eid, strings.ToLower(text)); err != nil {
-					return err
-				}
+			if tx, err = conn.BeginTx(ctx, nil); err != nil {
+				return err
 			}
-			if written++; written%perTx == 0 {
-				if err := tx.Commit(); err != nil {
-					return err
-				}
-				if tx, err = conn.BeginTx(ctx, nil); err != nil {
-					return err
-				}
-				if err := prepare(); err != nil {
-					return err
-				}
+			if err := prepare(); err != nil {
+				return err
 			}
 		}
 	}
@@ -286,4 +176,21 @@ func nullIfEmpty(s string) any {
 		return nil
 	}
 	return s
+}
+
+// entryGen makes entries of the benchmark data set one after another, for
+// tests that append them (crash_test.go, open_test.go).
+type entryGen struct{ g *benchdata.Gen }
+
+func newEntryGen(seed uint64) *entryGen { return &entryGen{benchdata.NewGen(seed)} }
+
+// entry returns the next entry, at time at; parent must be the entry made
+// before (empty for the first), the parent it is chained to. i is the
+// entry's position, which the generator counts itself.
+func (g *entryGen) entry(parent string, _ int, at time.Time, marked bool) transcript.Entry {
+	e := g.g.Next(at, marked)
+	if e.ParentID != parent {
+		panic("entryGen: entries must be made in order, each after the one before")
+	}
+	return e
 }
