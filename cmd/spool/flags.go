@@ -56,6 +56,16 @@ func (c *common) open(ctx context.Context, env *environ) (store.Store, error) {
 	return openStore(ctx, env, c.storeURL, c.encrypt)
 }
 
+// openScope checks the scope the flags name, then opens the store.
+func (c *common) openScope(ctx context.Context, env *environ) (store.Scope, store.Store, error) {
+	scope, err := c.scope()
+	if err != nil {
+		return scope, nil, err
+	}
+	st, err := c.open(ctx, env)
+	return scope, st, err
+}
+
 // newFlagSet returns a flag set that reports errors instead of exiting,
 // and writes its usage to stderr.
 func newFlagSet(name, synopsis string, env *environ) *flag.FlagSet {

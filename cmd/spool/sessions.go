@@ -67,11 +67,7 @@ func sessionsLs(ctx context.Context, env *environ, args []string) error {
 	if *limit < 1 || *limit > store.MaxListLimit {
 		return usagef("--limit must be between 1 and %d", store.MaxListLimit)
 	}
-	scope, err := c.scope()
-	if err != nil {
-		return err
-	}
-	st, err := c.open(ctx, env)
+	scope, st, err := c.openScope(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -262,11 +258,7 @@ func sessionsPrune(ctx context.Context, env *environ, args []string) error {
 	if r.Unlimited() {
 		return usagef("give --max-sessions or --max-age (or both)")
 	}
-	scope, err := c.scope()
-	if err != nil {
-		return err
-	}
-	st, err := c.open(ctx, env)
+	scope, st, err := c.openScope(ctx, env)
 	if err != nil {
 		return err
 	}
