@@ -27,6 +27,17 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		return err
 	}
 	create := e.ParentID == ""
+	// An encrypted store is marked before its first sealed line; a plain
+	// one never creates a session in a store marked since New.
+	if s.cfg.protector != nil {
+		if err := s.ensureMarker(); err != nil {
+			return err
+		}
+	} else if create {
+		if err := s.refuseIfMarked(); err != nil {
+			return err
+		}
+	}
 	sc, err := s.scope(ctx, key.Scope(), create)
 	if err != nil {
 		return err
@@ -292,6 +303,9 @@ func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention,
 	}
 	if r.Unlimited() {
 		return 0, nil
+	}
+	if err := s.refuseIfMarked(); err != nil {
+		return 0, err
 	}
 	sc, err := s.scope(ctx, scope, false)
 	if err != nil || sc == nil {

@@ -14,6 +14,7 @@
 //	<folder>/<id>.jsonl.torn                  torn last lines set aside (see below)
 //	<folder>/<id>.jsonl.off                   sparse offsets for range reads
 //	<folder>/<id>.jsonl.lock                  the session's turn lock (Locker)
+//	<root>/+encryption                        the encryption marker of an encrypted store
 //
 // Each line of a transcript is one entry in exactly the transcript wire
 // shape (transcript.AppendLine), so a transcript written by another program
@@ -130,4 +131,23 @@
 // ErrEncrypted, and one sealed with a key the protector lacks with an error
 // matching seal.ErrWrongKey that says so. The index keeps each title sealed
 // too; it holds no content, only ids, counts, times and sizes.
+//
+// A store is encrypted or not for its whole life. The first sealed append
+// writes the encryption marker, <root>/+encryption (synced, mode 0600): a
+// fixed text sealed by the protector. New refuses a marked store opened
+// without a protector (ErrEncrypted) or with one that cannot open the
+// marker (seal.ErrWrongKey), before anything is read or written, so such a
+// Store never creates sessions, applies retention or prunes. A Store
+// without a protector also looks for the marker before it creates a
+// session or prunes, in case another process marked the store since New.
+// The first sealed append refuses a store that holds plain sessions
+// (ErrUnencrypted) or, when it has no marker, sessions sealed under a key
+// the protector lacks. The marker guards against mistakes, not against
+// someone who can change the folder: whoever deletes it can also delete the
+// sessions.
+//
+// Reseal re-encrypts a store under a new key, session by session, each
+// rewritten to a temporary file and renamed over its transcript under the
+// session's lock; it rewrites the marker last. Read with a seal.Keyring of
+// both keys meanwhile (see Reseal).
 package filestore

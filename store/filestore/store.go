@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spool-go/spool/seal"
@@ -36,6 +37,11 @@ type Store struct {
 	// still excludes other processes.
 	seed    maphash.Seed
 	stripes [64]chan struct{}
+
+	// marked is set once the encryption marker is known to be there for
+	// the protector's key (see marker.go); markMu serializes writing it.
+	marked atomic.Bool
+	markMu sync.Mutex
 }
 
 type config struct {
@@ -66,7 +72,8 @@ func WithClock(now func() time.Time) Option {
 
 // WithProtector encrypts every line with p, bound to its session and
 // position (see the package documentation). A store must always be opened
-// with the same protector, or a Keyring that holds its key.
+// with the same protector, or a Keyring that holds its key: New refuses an
+// encrypted store opened without one, or with one that lacks its key.
 func WithProtector(p seal.Protector) Option {
 	return func(c *config) { c.protector = p }
 }
@@ -81,6 +88,11 @@ var (
 
 // New returns the store of the sessions under root, which need not exist
 // yet: folders are made, 0700, when the first session is written.
+//
+// An encrypted store (one with the marker a protector's first append
+// writes, see the package documentation) opened without a protector fails
+// with ErrEncrypted, and opened with a protector that lacks its key with an
+// error matching seal.ErrWrongKey; New writes nothing either way.
 func New(root string, opts ...Option) (*Store, error) {
 	if platformErr != nil {
 		return nil, platformErr
@@ -109,6 +121,11 @@ func New(root string, opts ...Option) (*Store, error) {
 	for i := range s.stripes {
 		s.stripes[i] = make(chan struct{}, 1)
 	}
+	marked, err := s.checkMarker()
+	if err != nil {
+		return nil, err
+	}
+	s.marked.Store(marked)
 	return s, nil
 }
 
