@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"iter"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,186 +14,152 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/spool-go/spool/internal/benchdata"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
 
-// The data set of the benchmarks, loaded once with COPY into a schema of
-// its own, shared by the sub-benchmarks and dropped at the end.
+// Benchmarks over the data set of internal/benchdata, the one every
+// store's benchmarks use (its package doc describes the shapes), so that
+// BENCHMARKS.md compares like with like. Each set is loaded with COPY, the
+// rows Append writes (TestCopyLoadMatchesAppend checks), in the order
+// appends would have arrived, into a schema of the benchmark's own that is
+// dropped at the end: every run loads what it uses again.
 //
 //	go test -run '^$' -bench Postgres -benchtime 2s ./store/pgstore/
 //
-// Entries are about 300 bytes of JSON; message text is English words drawn
-// with a Zipf distribution (see words_test.go).
+// cpu-ns/op is this process's CPU time, the client's; the server's work is
+// not in it.
 
-const benchEntryBytes = 300
-
-var benchBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// benchEntry builds an entry of about benchEntryBytes, alternating user and
-// assistant messages, with text from z and extra words appended.
-func benchEntry(z *rand.Zipf, n int, ts time.Time, parent string, extra string) transcript.Entry {
-	typ, turn := transcript.TypeUserMessage, transcript.NewID(ts)
-	probe := transcript.Entry{ID: turn, ParentID: parent, Timestamp: ts, Type: typ, TurnID: turn, Data: []byte(`{"text":""}`)}
-	if parent == "" {
-		probe.ParentID = turn // the first entry has none; size it like the rest
-	}
-	overhead, _ := transcript.AppendJSON(nil, probe)
-	target := benchEntryBytes - len(overhead)
-	text := extra
-	for len(text) < target {
-		w := englishWords[z.Uint64()]
-		if len(text)+1+len(w) > target {
-			break
-		}
-		if text != "" {
-			text += " "
-		}
-		text += w
-	}
-	var data any = transcript.UserMessage{Text: text}
-	if n%2 == 1 {
-		typ = transcript.TypeAssistantMessage
-		data = transcript.AssistantMessage{Text: text}
-	}
-	e, _ := transcript.New(ts, typ, turn, data)
-	e.ID, e.ParentID = turn, parent
-	return e
-}
-
-// loader writes sessions with COPY.
-type loader struct {
-	b     *testing.B
-	s     *Store
-	infos map[store.Key]*store.SessionInfo
-	heads map[store.Key]string
-}
-
-// load copies rows entries, made by next (nil when done), into entries,
-// and their sessions into sessions.
-func (l *loader) load(next func() (store.Key, transcript.Entry, bool)) {
-	l.infos, l.heads = map[store.Key]*store.SessionInfo{}, map[store.Key]string{}
+// copyLoad writes the sessions keys with COPY; all yields their entries,
+// each with the index of its session in keys, in the order Append would
+// have received them, which is the order of the rows in the table.
+func copyLoad(ctx context.Context, s *Store, keys []store.Key, all iter.Seq2[int, transcript.Entry]) error {
+	infos := make([]store.SessionInfo, len(keys))
+	heads := make([]string, len(keys))
+	next, stop := iter.Pull2(all)
+	defer stop()
 	src := pgx.CopyFromFunc(func() ([]any, error) {
-		key, e, ok := next()
+		j, e, ok := next()
 		if !ok {
 			return nil, nil
 		}
-		info := l.infos[key]
-		if info == nil {
-			info = &store.SessionInfo{}
-			l.infos[key] = info
-		}
-		seq := info.Entries
-		info.Apply(key, e)
-		l.heads[key] = e.ID
+		key := keys[j]
+		seq := infos[j].Entries
+		infos[j].Apply(key, e)
+		heads[j] = e.ID
 		r, err := newRow(key, e)
 		if err != nil {
 			return nil, err
 		}
 		return []any{key.Agent, key.Owner, key.ID, seq, e.ID, r.tsNs, r.line, r.search}, nil
 	})
-	ctx := context.Background()
-	if _, err := l.s.pool.CopyFrom(ctx, pgx.Identifier{l.s.schema, "entries"},
+	if _, err := s.pool.CopyFrom(ctx, pgx.Identifier{s.schema, "entries"},
 		[]string{"agent", "owner", "session", "seq", "entry_id", "ts_ns", "entry", "search"}, src); err != nil {
-		l.b.Fatal(err)
+		return err
 	}
-	var rows [][]any
-	for key, i := range l.infos {
-		rows = append(rows, []any{key.Agent, key.Owner, key.ID, nanos(i.Started), nanos(i.LastActivity), i.Title, i.MessageCount, i.PendingApprovals, i.Entries, l.heads[key]})
+	rows := make([][]any, 0, len(keys))
+	for j, key := range keys {
+		i := infos[j]
+		rows = append(rows, []any{key.Agent, key.Owner, key.ID, nanos(i.Started), nanos(i.LastActivity), i.Title, i.MessageCount, i.PendingApprovals, i.Entries, heads[j]})
 	}
-	if _, err := l.s.pool.CopyFrom(ctx, pgx.Identifier{l.s.schema, "sessions"},
-		[]string{"agent", "owner", "id", "started_ns", "last_ns", "title", "message_count", "pending", "entries", "head"}, pgx.CopyFromRows(rows)); err != nil {
-		l.b.Fatal(err)
-	}
+	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{s.schema, "sessions"},
+		[]string{"agent", "owner", "id", "started_ns", "last_ns", "title", "message_count", "pending", "entries", "head"}, pgx.CopyFromRows(rows))
+	return err
 }
 
-// benchData builds each data set once, on first use.
-type benchData struct {
-	b                    *testing.B
-	s                    *Store
-	tail, list, search   sync.Once
-	searchTime, loadTime time.Duration
-}
-
-func (d *benchData) tailSet() {
-	d.tail.Do(func() {
-		start := time.Now()
-		z := rand.NewZipf(rand.New(rand.NewPCG(1, 1)), 1.1, 1, uint64(len(englishWords)-1))
-		for _, n := range []int{100_000, 1_000} {
-			key := store.Key{Agent: "tail", ID: fmt.Sprint("s", n)}
-			i, head := 0, ""
-			(&loader{b: d.b, s: d.s}).load(func() (store.Key, transcript.Entry, bool) {
-				if i == n {
-					return key, transcript.Entry{}, false
-				}
-				e := benchEntry(z, i, benchBase.Add(time.Duration(i)*time.Second), head, "")
-				i, head = i+1, e.ID
-				return key, e, true
-			})
+// TestCopyLoadMatchesAppend checks the benchmarks' loader: what COPY
+// writes reads, lists and searches exactly as the same entries appended.
+func TestCopyLoadMatchesAppend(t *testing.T) {
+	loaded, appended := newStore(t), newStore(t)
+	scope := store.Scope{Agent: "bulk", Owner: "u"}
+	keys := []store.Key{scope.Key("a"), scope.Key("b"), scope.Key("c")}
+	type item struct {
+		j int
+		e transcript.Entry
+	}
+	var items []item
+	gens := []*benchdata.Gen{benchdata.NewGen(0), benchdata.NewGen(1), benchdata.NewGen(2)}
+	for i := range 40 {
+		for j, g := range gens {
+			items = append(items, item{j, g.Next(benchdata.Base.Add(time.Duration(i*len(keys)+j)*time.Millisecond), (i+j)%7 == 0)})
 		}
-		d.analyze()
-		d.b.Logf("loaded the tail set (sessions of 100,000 and 1,000 entries) in %v", time.Since(start).Round(time.Millisecond))
-	})
-}
-
-func (d *benchData) listSet() {
-	d.list.Do(func() {
-		start := time.Now()
-		z := rand.NewZipf(rand.New(rand.NewPCG(2, 2)), 1.1, 1, uint64(len(englishWords)-1))
-		const sessions, per = 10_000, 2
-		i, heads := 0, make([]string, sessions)
-		(&loader{b: d.b, s: d.s}).load(func() (store.Key, transcript.Entry, bool) {
-			if i == sessions*per {
-				return store.Key{}, transcript.Entry{}, false
+	}
+	err := copyLoad(t.Context(), loaded, keys, func(yield func(int, transcript.Entry) bool) {
+		for _, it := range items {
+			if !yield(it.j, it.e) {
+				return
 			}
-			sess, n := i%sessions, i/sessions
-			key := store.Key{Agent: "list", ID: fmt.Sprint("s", sess)}
-			e := benchEntry(z, n, benchBase.Add(time.Duration(i)*time.Second), heads[sess], "")
-			heads[sess], i = e.ID, i+1
-			return key, e, true
-		})
-		d.analyze()
-		d.b.Logf("loaded the list set (10,000 sessions) in %v", time.Since(start).Round(time.Millisecond))
+		}
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		if err := appended.Append(t.Context(), keys[it.j], it.e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, key := range keys {
+		a, errA := loaded.Read(t.Context(), key)
+		b, errB := appended.Read(t.Context(), key)
+		if errA != nil || errB != nil || len(a) != 40 || !reflect.DeepEqual(a, b) {
+			t.Fatalf("Read(%s): loaded %d (%v), appended %d (%v)", key, len(a), errA, len(b), errB)
+		}
+		a, totalA, errA := loaded.ReadTail(t.Context(), key, 5)
+		b, totalB, errB := appended.ReadTail(t.Context(), key, 5)
+		if errA != nil || errB != nil || totalA != totalB || !reflect.DeepEqual(a, b) {
+			t.Fatalf("ReadTail(%s): loaded %d of %d (%v), appended %d of %d (%v)", key, len(a), totalA, errA, len(b), totalB, errB)
+		}
+	}
+	pa, errA := loaded.List(t.Context(), scope, store.ListOptions{})
+	pb, errB := appended.List(t.Context(), scope, store.ListOptions{})
+	if errA != nil || errB != nil || !reflect.DeepEqual(pa, pb) {
+		t.Fatalf("List: loaded %+v (%v)\nappended %+v (%v)", pa, errA, pb, errB)
+	}
+	for _, text := range []string{benchdata.Marker, "order", "you order", "ok"} {
+		q := store.SearchQuery{Text: text, Limit: 7}
+		a, errA := loaded.Search(t.Context(), scope, q)
+		b, errB := appended.Search(t.Context(), scope, q)
+		if errA != nil || errB != nil || len(a) == 0 || !reflect.DeepEqual(a, b) {
+			t.Fatalf("Search(%q): loaded %v (%v), appended %v (%v)", text, a, errA, b, errB)
+		}
+	}
 }
 
-// The search set: 10,000 sessions of 100 entries, written in turns so that
-// the newest entries belong to every session; "zanzibar" is in every
-// 10,000th entry.
-const searchSessions, searchPer = 10_000, 100
+// benchSchema loads each set once, on first use, into the benchmark's
+// schema.
+type benchSchema struct {
+	b      *testing.B
+	s      *Store
+	mu     sync.Mutex
+	loaded map[string]bool
+}
 
-func (d *benchData) searchSet() {
-	d.search.Do(func() {
+// load loads the sets not yet loaded. A bulk load builds the text index
+// once at the end, as anyone loading a big store would.
+func (d *benchSchema) load(sets ...benchdata.Set) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ctx := context.Background()
+	for _, set := range sets {
+		if d.loaded[set.Name] {
+			continue
+		}
 		start := time.Now()
-		ctx := context.Background()
 		var def string
 		if err := d.s.pool.QueryRow(ctx, `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'entries_search'`, d.s.schema).Scan(&def); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			d.b.Fatal(err)
 		}
-		// A bulk load builds the text index once at the end, as anyone
-		// loading a big store would.
 		if def != "" {
 			if _, err := d.s.pool.Exec(ctx, d.s.sql(`DROP INDEX {s}.entries_search`)); err != nil {
 				d.b.Fatal(err)
 			}
 		}
-		z := rand.NewZipf(rand.New(rand.NewPCG(3, 3)), 1.1, 1, uint64(len(englishWords)-1))
-		i, heads := 0, make([]string, searchSessions)
-		(&loader{b: d.b, s: d.s}).load(func() (store.Key, transcript.Entry, bool) {
-			if i == searchSessions*searchPer {
-				return store.Key{}, transcript.Entry{}, false
-			}
-			sess, n := i%searchSessions, i/searchSessions
-			key := store.Key{Agent: "search", ID: fmt.Sprint("s", sess)}
-			extra := ""
-			if i%10_000 == 5_000 {
-				extra = "zanzibar"
-			}
-			e := benchEntry(z, n, benchBase.Add(time.Duration(i)*time.Second), heads[sess], extra)
-			heads[sess], i = e.ID, i+1
-			return key, e, true
-		})
-		d.loadTime = time.Since(start)
+		if err := copyLoad(ctx, d.s, set.Keys(), set.All()); err != nil {
+			d.b.Fatal(err)
+		}
+		copied := time.Since(start)
 		if def != "" {
 			err := d.s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
 				if _, err := c.Exec(ctx, `SET maintenance_work_mem = '512MB'`); err != nil {
@@ -205,18 +172,17 @@ func (d *benchData) searchSet() {
 				d.b.Fatal(err)
 			}
 		}
-		d.analyze()
-		d.b.Logf("loaded the search set (1,000,000 entries) in %v: COPY %v, index and analyze %v",
-			time.Since(start).Round(time.Millisecond), d.loadTime.Round(time.Millisecond), (time.Since(start) - d.loadTime).Round(time.Millisecond))
-	})
-}
-
-func (d *benchData) analyze() {
-	if _, err := d.s.pool.Exec(context.Background(), d.s.sql(`VACUUM ANALYZE {s}.entries`)); err != nil {
-		d.b.Fatal(err)
-	}
-	if _, err := d.s.pool.Exec(context.Background(), d.s.sql(`VACUUM ANALYZE {s}.sessions`)); err != nil {
-		d.b.Fatal(err)
+		for _, table := range []string{"entries", "sessions"} {
+			if _, err := d.s.pool.Exec(ctx, d.s.sql(`VACUUM ANALYZE {s}.`+table)); err != nil {
+				d.b.Fatal(err)
+			}
+		}
+		if d.loaded == nil {
+			d.loaded = map[string]bool{}
+		}
+		d.loaded[set.Name] = true
+		d.b.Logf("loaded %s (%d entries) in %v: COPY %v, index and analyze %v", set.Name, set.Total(),
+			time.Since(start).Round(time.Millisecond), copied.Round(time.Millisecond), (time.Since(start) - copied).Round(time.Millisecond))
 	}
 }
 
@@ -228,20 +194,23 @@ func BenchmarkPostgres(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	d := &benchData{b: b, s: s}
-	z := rand.NewZipf(rand.New(rand.NewPCG(4, 4)), 1.1, 1, uint64(len(englishWords)-1))
+	d := &benchSchema{b: b, s: s}
+	var sessions atomic.Uint64 // a session of its own for each run of an append benchmark
 
 	b.Run("Append", func(b *testing.B) {
 		// One writer, one session: the latency of a durable append.
-		key := store.Key{Agent: "append", ID: transcript.NewID(time.Now())}
-		head, n := "", 0
+		key := store.Key{Agent: "append", ID: fmt.Sprint("a", sessions.Add(1))}
+		g := benchdata.NewGen(2)
+		i := 0
+		done := benchdata.CPUMetric(b)
 		for b.Loop() {
-			e := benchEntry(z, n, benchBase.Add(time.Duration(n)*time.Millisecond), head, "")
-			if err := s.Append(ctx, key, e); err != nil {
+			if err := s.Append(ctx, key, g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)); err != nil {
 				b.Fatal(err)
 			}
-			head, n = e.ID, n+1
+			i++
 		}
+		done()
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 	})
 	b.Run("RawInsert", func(b *testing.B) {
 		// The floor Append stands on: one autocommitted INSERT of the same
@@ -249,72 +218,69 @@ func BenchmarkPostgres(b *testing.B) {
 		if _, err := s.pool.Exec(ctx, s.sql(`CREATE TABLE IF NOT EXISTS {s}.raw (n bigserial PRIMARY KEY, b bytea NOT NULL)`)); err != nil {
 			b.Fatal(err)
 		}
-		line, _ := transcript.AppendJSON(nil, benchEntry(z, 0, benchBase, "x", ""))
+		line, _ := transcript.AppendJSON(nil, benchdata.NewGen(1).Next(benchdata.Base, false))
+		done := benchdata.CPUMetric(b)
 		for b.Loop() {
 			if _, err := s.pool.Exec(ctx, s.sql(`INSERT INTO {s}.raw (b) VALUES ($1)`), line); err != nil {
 				b.Fatal(err)
 			}
 		}
+		done()
 	})
 	b.Run("AppendParallel", func(b *testing.B) {
-		// 8 writers (4 per CPU), each on a session of its own: throughput.
+		// 4 writers per CPU, each on a session of its own: throughput.
 		b.SetParallelism(4)
-		var ids atomic.Int64
+		done := benchdata.CPUMetric(b)
 		b.RunParallel(func(pb *testing.PB) {
-			key := store.Key{Agent: "append", ID: fmt.Sprint("p", ids.Add(1), "-", transcript.NewID(time.Now()))}
-			z := rand.NewZipf(rand.New(rand.NewPCG(uint64(ids.Load()), 5)), 1.1, 1, uint64(len(englishWords)-1))
-			head, n := "", 0
-			for pb.Next() {
-				e := benchEntry(z, n, benchBase.Add(time.Duration(n)*time.Millisecond), head, "")
-				if err := s.Append(ctx, key, e); err != nil {
+			w := sessions.Add(1)
+			key := store.Key{Agent: "append", ID: fmt.Sprint("p", w)}
+			g := benchdata.NewGen(100 + w)
+			for i := 0; pb.Next(); i++ {
+				if err := s.Append(ctx, key, g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)); err != nil {
 					b.Error(err)
 					return
 				}
-				head, n = e.ID, n+1
 			}
 		})
+		done()
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 	})
-	for _, n := range []int{1_000, 100_000} {
-		b.Run(fmt.Sprintf("ReadTail50/entries=%d", n), func(b *testing.B) {
-			d.tailSet()
-			key := store.Key{Agent: "tail", ID: fmt.Sprint("s", n)}
+	for _, set := range []benchdata.Set{benchdata.TailLong, benchdata.TailShort} {
+		b.Run(fmt.Sprintf("ReadTail/entries=%d", set.PerSession), func(b *testing.B) {
+			d.load(benchdata.TailLong, benchdata.TailShort)
+			key := set.Key(0)
+			done := benchdata.CPUMetric(b)
 			for b.Loop() {
-				got, total, err := s.ReadTail(ctx, key, 50)
-				if err != nil || len(got) != 50 || total != n {
+				got, total, err := s.ReadTail(ctx, key, benchdata.TailN)
+				if err != nil || len(got) != benchdata.TailN || total != set.PerSession {
 					b.Fatalf("ReadTail: %d of %d, %v", len(got), total, err)
 				}
 			}
+			done()
 		})
 	}
-	b.Run("ListFirstPage/sessions=10000", func(b *testing.B) {
-		d.listSet()
+	b.Run("List", func(b *testing.B) {
+		d.load(benchdata.List)
+		done := benchdata.CPUMetric(b)
 		for b.Loop() {
-			page, err := s.List(ctx, store.Scope{Agent: "list"}, store.ListOptions{Limit: 50})
-			if err != nil || len(page.Sessions) != 50 {
+			page, err := s.List(ctx, benchdata.List.Scope, store.ListOptions{Limit: benchdata.PageSize})
+			if err != nil || len(page.Sessions) != benchdata.PageSize || page.NextCursor == "" {
 				b.Fatalf("List: %d, %v", len(page.Sessions), err)
 			}
 		}
+		done()
 	})
-	for _, q := range []struct{ name, text, session string }{
-		{"rare", "zanzibar", ""},
-		{"common", "the", ""},
-		{"two-words", "water river", ""},
-		{"phrase-of-rare-words", "invoice refund", ""},
-		{"no-match", "qwertyuiop", ""},
-		{"one-session", "the", "s4242"},
-	} {
-		b.Run("Search/entries=1000000/"+q.name, func(b *testing.B) {
-			d.searchSet()
-			var hits int
+	for _, q := range benchdata.Queries {
+		b.Run("Search/"+q.Name, func(b *testing.B) {
+			d.load(benchdata.Search)
+			done := benchdata.CPUMetric(b)
 			for b.Loop() {
-				h, err := s.Search(ctx, store.Scope{Agent: "search"}, store.SearchQuery{Text: q.text, Session: q.session, Limit: 50})
-				if err != nil {
-					b.Fatal(err)
+				hits, err := s.Search(ctx, benchdata.Search.Scope, q.SearchQuery())
+				if err != nil || len(hits) != q.Hits {
+					b.Fatalf("Search(%q): %d hits, want %d; %v", q.Text, len(hits), q.Hits, err)
 				}
-				hits = len(h)
 			}
-			b.ReportMetric(float64(hits), "hits")
+			done()
 		})
 	}
 }
