@@ -2,7 +2,7 @@
 // file, through a pure-Go driver (no cgo): modernc.org/sqlite.
 //
 // Open a store with Open, or by URL with store.Open once this package is
-// imported:
+// imported (OpenURL takes the same URLs, and options besides):
 //
 //	sqlite:/var/lib/spool/spool.db   an absolute path
 //	sqlite:spool.db                  relative to the working folder
@@ -104,8 +104,12 @@
 // remains in the clear is the keys (agent, owner, session id), entry
 // timestamps and positions, the counts of store.SessionInfo and the head
 // entry id. A database is sealed or not for its whole life: Open refuses
-// the other with ErrProtectorMismatch; a protector with the wrong key makes
-// reads fail with an error wrapping seal.ErrWrongKey.
+// the other with ErrProtectorMismatch. A sealed database keeps a key check
+// (settings row keycheck: a fixed text sealed by its protector), and Open
+// refuses a protector that cannot open it with an error wrapping
+// seal.ErrWrongKey; both refusals come before anything is written or swept.
+// Reseal re-encrypts every session under a new key, one transaction per
+// session, and the key check last, for key rotation.
 //
 // # Corruption
 //

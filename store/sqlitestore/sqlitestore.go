@@ -100,6 +100,11 @@ func (s *Store) init(ctx context.Context) error {
 	if err := checkSealed(ctx, s.w, s.path, s.cfg.protector != nil); err != nil {
 		return err
 	}
+	if s.cfg.protector != nil {
+		if err := checkKey(ctx, s.w, s.path, s.cfg.protector); err != nil {
+			return err
+		}
+	}
 	if err := s.prepareWrites(ctx); err != nil {
 		return err
 	}
@@ -175,9 +180,18 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// openURL opens "sqlite:/abs/path.db", "sqlite:relative.db" or
-// "sqlite:///abs/path.db", with an optional "?ttl=720h".
 func openURL(ctx context.Context, u *url.URL) (store.Store, error) {
+	return OpenURL(ctx, u)
+}
+
+// OpenURL opens the database a "sqlite:" URL names, "sqlite:/abs/path.db",
+// "sqlite:relative.db" or "sqlite:///abs/path.db", with an optional
+// "?ttl=720h" (WithTTL), as store.Open does, and with opts besides (a
+// protector, say). An unknown URL parameter is an error.
+func OpenURL(ctx context.Context, u *url.URL, opts ...Option) (*Store, error) {
+	if !strings.EqualFold(u.Scheme, "sqlite") {
+		return nil, fmt.Errorf("sqlitestore: scheme %q is not sqlite", u.Scheme)
+	}
 	if u.Host != "" || u.User != nil {
 		return nil, fmt.Errorf("sqlitestore: URL names a host %q; use sqlite:/abs/path.db or sqlite:relative.db", u.Host)
 	}
@@ -191,7 +205,7 @@ func openURL(ctx context.Context, u *url.URL) (store.Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlitestore: URL names no file; use sqlite:/abs/path.db or sqlite:relative.db")
 	}
-	var opts []Option
+	var urlOpts []Option
 	for k, v := range u.Query() {
 		switch k {
 		case "ttl":
@@ -199,12 +213,12 @@ func openURL(ctx context.Context, u *url.URL) (store.Store, error) {
 			if err != nil || d < 0 {
 				return nil, fmt.Errorf("sqlitestore: bad ttl %q in URL (want a duration such as 720h)", v[len(v)-1])
 			}
-			opts = append(opts, WithTTL(d))
+			urlOpts = append(urlOpts, WithTTL(d))
 		default:
 			return nil, fmt.Errorf("sqlitestore: unknown URL parameter %q (known: ttl)", k)
 		}
 	}
-	return Open(ctx, path, opts...)
+	return Open(ctx, path, append(urlOpts, opts...)...)
 }
 
 // cutoff returns the unix-nanosecond instant before which a session with
