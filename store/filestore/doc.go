@@ -140,9 +140,9 @@
 // Store never creates sessions, applies retention or prunes. A Store
 // without a protector also looks for the marker before it creates a
 // session or prunes, in case another process marked the store since New.
-// The first sealed append refuses a store that holds plain sessions
-// (ErrUnencrypted) or, when it has no marker, sessions sealed under a key
-// the protector lacks. The marker guards against mistakes, not against
+// A store without a marker opened with a protector (New, and again its
+// first sealed append) is refused if it holds plain sessions
+// (ErrUnencrypted) or sessions sealed under a key the protector lacks. The marker guards against mistakes, not against
 // someone who can change the folder: whoever deletes it can also delete the
 // sessions.
 //

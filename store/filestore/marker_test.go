@@ -152,12 +152,23 @@ func TestMarkerLatePlainWriter(t *testing.T) {
 func TestMarkerRefusesMixing(t *testing.T) {
 	t.Run("plain sessions", func(t *testing.T) {
 		root := t.TempDir()
-		seed(t, open(t, root), store.Key{Agent: "a", ID: "plain"}, "", t0, 2)
+		plain := open(t, root)
+		seed(t, plain, store.Key{Agent: "a", ID: "plain"}, "", t0, 2)
 		before := tree(t, root)
-		s := open(t, root, WithProtector(newTestProtector(1)))
-		err := s.Append(t.Context(), store.Key{Agent: "b", ID: "new"}, storetest.Chain("", t0, 1)[0])
-		if !errors.Is(err, ErrUnencrypted) || !strings.Contains(err.Error(), "a/plain") {
-			t.Fatalf("sealed Append into a plain store: %v", err)
+		if _, err := New(root, WithProtector(newTestProtector(1))); !errors.Is(err, ErrUnencrypted) || !strings.Contains(err.Error(), "a/plain") {
+			t.Fatalf("New with a protector on a plain store: %v", err)
+		}
+		sameTree(t, before, tree(t, root))
+
+		// A sealed Store opened on the empty store before the plain
+		// session appeared finds out at its first append.
+		root = t.TempDir()
+		sealed := open(t, root, WithProtector(newTestProtector(1)))
+		seed(t, open(t, root), store.Key{Agent: "a", ID: "plain"}, "", t0, 2)
+		before = tree(t, root)
+		err := sealed.Append(t.Context(), store.Key{Agent: "b", ID: "new"}, storetest.Chain("", t0, 1)[0])
+		if !errors.Is(err, ErrUnencrypted) {
+			t.Fatalf("sealed Append into a store with a plain session: %v", err)
 		}
 		sameTree(t, before, tree(t, root))
 	})
@@ -166,14 +177,12 @@ func TestMarkerRefusesMixing(t *testing.T) {
 		key, want := sealedSession(t, root)
 		os.Remove(filepath.Join(root, markerName))
 		before := tree(t, root)
-		s := open(t, root, WithProtector(newTestProtector(2)))
-		err := s.Append(t.Context(), store.Key{Agent: "b", ID: "new"}, storetest.Chain("", t0, 1)[0])
-		if !errors.Is(err, seal.ErrWrongKey) {
-			t.Fatalf("Append with another key into an unmarked sealed store: %v", err)
+		if _, err := New(root, WithProtector(newTestProtector(2))); !errors.Is(err, seal.ErrWrongKey) {
+			t.Fatalf("New with another key on an unmarked sealed store: %v", err)
 		}
 		sameTree(t, before, tree(t, root))
-		// Its own key marks it and carries on.
-		s = open(t, root, WithProtector(newTestProtector(1)))
+		// Its own key marks it again at the first append.
+		s := open(t, root, WithProtector(newTestProtector(1)))
 		seed(t, s, key, storetest.Head(want), t0.Add(time.Hour), 1)
 		if _, err := New(root); !errors.Is(err, ErrEncrypted) {
 			t.Fatalf("the store was not marked again: %v", err)

@@ -111,14 +111,12 @@ func TestSealedRoundTrip(t *testing.T) {
 
 func TestSealedWrongKeyOrNone(t *testing.T) {
 	root := t.TempDir()
-	key, _ := sealedSession(t, root)
-	// New refuses both at once (marker_test.go); without the marker, as
-	// in a store sealed before markers existed, each read still does.
-	if err := os.Remove(filepath.Join(root, markerName)); err != nil {
-		t.Fatal(err)
-	}
-
+	// New refuses both on an encrypted store (marker_test.go); Stores
+	// opened before it was encrypted find out at each read.
 	other := open(t, root, WithProtector(newTestProtector(2)))
+	plain := open(t, root)
+	key, _ := sealedSession(t, root)
+
 	_, err := other.Read(t.Context(), key)
 	if !errors.Is(err, seal.ErrWrongKey) || errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "encrypted with another key") {
 		t.Fatalf("Read with another key: %v", err)
@@ -126,7 +124,6 @@ func TestSealedWrongKeyOrNone(t *testing.T) {
 	if _, err := other.List(t.Context(), key.Scope(), store.ListOptions{}); !errors.Is(err, seal.ErrWrongKey) {
 		t.Fatalf("List with another key: %v", err)
 	}
-	plain := open(t, root)
 	if _, err := plain.Read(t.Context(), key); !errors.Is(err, ErrEncrypted) {
 		t.Fatalf("Read without a protector: %v", err)
 	}

@@ -92,7 +92,8 @@ var (
 // An encrypted store (one with the marker a protector's first append
 // writes, see the package documentation) opened without a protector fails
 // with ErrEncrypted, and opened with a protector that lacks its key with an
-// error matching seal.ErrWrongKey; New writes nothing either way.
+// error matching seal.ErrWrongKey; a store holding plain sessions opened
+// with a protector fails with ErrUnencrypted. New writes nothing.
 func New(root string, opts ...Option) (*Store, error) {
 	if platformErr != nil {
 		return nil, platformErr
@@ -124,6 +125,13 @@ func New(root string, opts ...Option) (*Store, error) {
 	marked, err := s.checkMarker()
 	if err != nil {
 		return nil, err
+	}
+	if !marked && cfg.protector != nil {
+		// Not encrypted yet: refuse plain sessions (or ones under another
+		// key) now rather than report them one read at a time.
+		if err := s.checkUnmarked(); err != nil {
+			return nil, err
+		}
 	}
 	s.marked.Store(marked)
 	return s, nil
