@@ -175,3 +175,14 @@ func BenchmarkSearchSet(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*Search.Total()), "ns/entry")
 }
+
+// BenchmarkNext is the cost of making one entry, which benchmarks of
+// appends pay inside their loops.
+func BenchmarkNext(b *testing.B) {
+	g := NewGen(1)
+	i := 0
+	for b.Loop() {
+		g.Next(Base.Add(time.Duration(i)*time.Millisecond), false)
+		i++
+	}
+}

@@ -2,7 +2,9 @@ package benchdata
 
 import (
 	"encoding/binary"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,16 +45,31 @@ quickly sincerely regards hello goodbye welcome appreciate understand
 explain confirm verify apologize inconvenience resolve solution options
 `)
 
+// zipfCDF is the cumulative distribution the words are drawn from: word k
+// has a weight proportional to (4 + k)^-1.1, the distribution math/rand's
+// Zipf(s=1.1, v=4) draws from, as a table, since a draw from the table
+// costs a tenth of one from rand.Zipf and a million entries need fifty
+// million draws.
+var zipfCDF = func() []float64 {
+	cdf := make([]float64, len(Vocabulary))
+	sum := 0.0
+	for k := range cdf {
+		sum += math.Pow(4+float64(k), -1.1)
+		cdf[k] = sum
+	}
+	return cdf
+}()
+
 // Gen makes the entries of one session, in order, deterministically from
 // its seed. It is not safe for concurrent use; give each writer its own.
 type Gen struct {
-	rng  *rand.Rand
-	zipf *rand.Zipf
-	ids  *rand.ChaCha8 // the random part of the ULIDs
-	head string        // the id of the last entry made
-	turn string        // the turn of the last user message
-	n    int           // entries made
-	text strings.Builder
+	rng   *rand.Rand
+	ids   *rand.ChaCha8 // the random part of the ULIDs
+	head  string        // the id of the last entry made
+	turn  string        // the turn of the last user message
+	n     int           // entries made
+	text  []byte        // scratch
+	probe []byte        // scratch
 }
 
 // NewGen returns a generator whose entries depend only on seed.
@@ -64,11 +81,13 @@ func newGen(s1, s2 uint64) *Gen {
 	for i := range 4 {
 		binary.LittleEndian.PutUint64(key[8*i:], rng.Uint64())
 	}
-	return &Gen{
-		rng:  rng,
-		zipf: rand.NewZipf(rng, 1.1, 4, uint64(len(Vocabulary)-1)),
-		ids:  rand.NewChaCha8(key),
-	}
+	return &Gen{rng: rng, ids: rand.NewChaCha8(key)}
+}
+
+// word draws a word.
+func (g *Gen) word() string {
+	k, _ := slices.BinarySearch(zipfCDF, g.rng.Float64()*zipfCDF[len(zipfCDF)-1])
+	return Vocabulary[min(k, len(Vocabulary)-1)]
 }
 
 var emptyText = []byte(`{"text":""}`)
@@ -85,25 +104,26 @@ func (g *Gen) Next(at time.Time, marked bool) transcript.Entry {
 		typ, g.turn = transcript.TypeUserMessage, id
 	}
 	e := transcript.Entry{ID: id, ParentID: g.head, Timestamp: at, Type: typ, TurnID: g.turn, Data: emptyText}
-	empty, err := transcript.AppendJSON(nil, e)
-	if err != nil {
+	var err error
+	if g.probe, err = transcript.AppendJSON(g.probe[:0], e); err != nil {
 		panic(err) // a generated entry always encodes
 	}
-	n := EntrySize - len(empty)
-	b := &g.text
-	b.Reset()
+	n := EntrySize - len(g.probe)
+	t := g.text[:0]
 	if marked {
-		b.WriteString(Marker + " ")
+		t = append(t, Marker+" "...)
 	}
-	for b.Len() < n {
-		b.WriteString(Vocabulary[g.zipf.Uint64()])
-		b.WriteByte(' ')
+	for len(t) < n {
+		t = append(append(t, g.word()...), ' ')
 	}
-	// Cut to length; a cut that ends in a space ends in a period instead,
-	// so the text never ends in blanks. No word needs escaping in JSON.
-	text := strings.TrimRight(b.String()[:n], " ")
-	text += strings.Repeat(".", n-len(text))
-	e.Data = []byte(`{"text":"` + text + `"}`)
+	// Cut to length; a cut that ends in blanks ends in periods instead.
+	// No word needs escaping in JSON.
+	t = t[:n]
+	for i := len(t) - 1; i >= 0 && t[i] == ' '; i-- {
+		t[i] = '.'
+	}
+	g.text = t
+	e.Data = append(append(append(make([]byte, 0, len(emptyText)+n), `{"text":"`...), t...), `"}`...)
 	g.head = e.ID
 	g.n++
 	return e

@@ -9,6 +9,11 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
+// Version numbers the generated data: it changes whenever the entries any
+// seed makes do, so that a cache of a loaded data set that names it is
+// never reused for other data.
+const Version = 1
+
 // Base is the time of the first entry of every set.
 var Base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 

@@ -7,8 +7,8 @@ package sqlitestore
 // switching the driver to fdatasync gains.
 //
 // The loaded database (about 1 GB) is built on first use, in two to four
-// minutes, cached in the system temp folder (spool-sqlitestore-bench-v3.db)
-// and reused by later runs; pass -rebuild-bench to build it again. Besides
+// minutes, cached in the system temp folder (see benchDB for its name) and
+// reused by later runs; pass -rebuild-bench to build it again. Besides
 // ns/op, every benchmark reports cpu-ns/op, the process's CPU time per
 // operation, which varies far less on a shared machine.
 //

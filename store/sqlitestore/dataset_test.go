@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"flag"
+	"fmt"
 	"iter"
 	"os"
 	"path/filepath"
@@ -32,11 +33,12 @@ var (
 )
 
 // benchDB returns the path of the loaded benchmark database, building it
-// on first use (a few minutes) and reusing it afterwards. The name's
-// version changes whenever the data set does.
+// on first use (a few minutes) and reusing it afterwards. Its name holds
+// the version of the loader (bump it when the schema or the loader
+// changes) and of the data (benchdata.Version).
 func benchDB(b *testing.B) string {
 	benchDBOnce.Do(func() {
-		benchDBPath = filepath.Join(os.TempDir(), "spool-sqlitestore-bench-v3.db")
+		benchDBPath = filepath.Join(os.TempDir(), fmt.Sprintf("spool-sqlitestore-bench-v3-data%d.db", benchdata.Version))
 		if _, err := os.Stat(benchDBPath); err == nil && !*rebuildBench {
 			return
 		}
