@@ -213,6 +213,9 @@ func listRoot(b *testing.B, perSession int) string {
 	root := b.TempDir()
 	scope := benchdata.List.Scope
 	dir := (&Store{root: root}).scopeDir(scope)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
 	g := benchdata.NewGen(4)
 	entries := make([]transcript.Entry, perSession)
 	for i := range entries {
