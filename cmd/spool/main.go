@@ -87,6 +87,8 @@ func run(ctx context.Context, env *environ, args []string) int {
 		err = runServe(ctx, env, args[1:])
 	case "bench":
 		err = runBench(ctx, env, args[1:])
+	case "keys":
+		err = runKeys(ctx, env, args[1:])
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(env.stdout, usage)
 		return 0
