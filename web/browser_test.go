@@ -108,11 +108,13 @@ func TestBrowser(t *testing.T) {
 
 	// A new conversation: the answer streams in, delta by delta, the URL
 	// and the list pick up the id the server chose, Enter sends and
-	// Shift+Enter breaks the line.
+	// Shift+Enter breaks the line, Stop stops an answer. The browser goes
+	// through a proxy that slows the event streams down, so that the
+	// answer can be seen growing.
 	t.Run("chat streams the answer", func(t *testing.T) {
 		srv := startServe(t, "")
 		tb := newTab(t, b, desktopW, desktopH, false)
-		tb.open(srv.URL + "/")
+		tb.open(slowProxy(t, srv.URL, 150*time.Millisecond) + "/")
 		if got := tb.text("#list-end"); got != "No conversations yet." {
 			t.Errorf("empty list says %q", got)
 		}
@@ -127,6 +129,11 @@ func TestBrowser(t *testing.T) {
 		tb.do(chromedp.Click(chromedp.ID("new-chat")))
 		tb.waitFor("the message box to have focus", `document.activeElement?.id === 'prompt'`)
 		tb.send("hello streaming world")
+		partial := tb.poll("part of the answer", `document.querySelector('#messages .msg.assistant[aria-busy="true"] .body')?.textContent ?? ''`)
+		tb.shot("chat-streaming")
+		if partial == "echo: hello streaming world" || !strings.HasPrefix("echo: hello streaming world", partial) {
+			t.Errorf("while the answer streams it shows %q", partial)
+		}
 		tb.waitIdle()
 		if got := tb.bodies("assistant"); !slices.Equal(got, []string{"echo: hello streaming world"}) {
 			t.Fatalf("answer %q", got)
@@ -165,6 +172,23 @@ func TestBrowser(t *testing.T) {
 		}
 		if v := eval[string](tb, `document.getElementById('prompt').value`); v != "" {
 			t.Errorf("the box still holds %q after sending", v)
+		}
+
+		// Stop ends an answer part-way.
+		// (A long answer: at the proxy's pace it takes seconds, time
+		// enough to press Stop on a busy machine.)
+		tb.send("please stop this answer before it gets to the end of all these many words it would echo")
+		tb.poll("part of the answer", `document.querySelector('#messages .msg.assistant[aria-busy="true"]') ? 'yes' : ''`)
+		tb.do(chromedp.Click(chromedp.ID("stop")))
+		tb.waitIdle()
+		if got := tb.text("#messages li.notice:last-child"); got != "Stopped." {
+			t.Errorf("after Stop the conversation ends with %q", got)
+		}
+		if got := tb.bodies("assistant"); len(got) != 3 || strings.HasSuffix(got[2], "would echo") {
+			t.Errorf("after Stop the answers are %q", got)
+		}
+		if !eval[bool](tb, `!document.getElementById('send').hidden && document.getElementById('stop').hidden`) {
+			t.Errorf("after Stop the Send button is not back")
 		}
 		tb.shot("chat")
 	})
@@ -264,10 +288,13 @@ func TestBrowser(t *testing.T) {
 	// allow (the next call needs no one), and Deny.
 	t.Run("approve a tool call", func(t *testing.T) {
 		srv := startServe(t, "")
-		srv.invoke(t, "notes", "What did I plan for the weekend?")
-		srv.invoke(t, "time", `/call get_time {"zone":"Asia/Tokyo"}`)
+		srv.invoke(t, "weekend", "What did I plan for the weekend?")
+		srv.invoke(t, "sunday", "Ideas for a rainy Sunday")
+		srv.invoke(t, "tokyo", "What time is it in Tokyo?")
 		tb := newTab(t, b, desktopW, desktopH, false)
 		tb.open(srv.URL + "/#/new")
+		tb.send("Please remember to buy milk")
+		tb.waitIdle()
 		tb.send(`/call save_note {"text":"milk"}`)
 		tb.waitFor("the approval request", `document.querySelector('#messages li.approval button[data-decision=allow][data-scope=once]')`)
 		tb.waitIdle()
@@ -278,7 +305,11 @@ func TestBrowser(t *testing.T) {
 		tb.do(chromedp.Reload())
 		tb.waitReady()
 		tb.waitFor("the approval request after a reload", `document.querySelector('#messages li.approval button[data-decision=allow][data-scope=once]')`)
-		tb.shot("approval-pending")
+		// The README's screenshot: a streamed answer, a tool call and its
+		// approval request.
+		if path := tb.shot("approval-pending"); *update && path != "" {
+			copyScreenshot(t, path)
+		}
 		tb.do(chromedp.Click(chromedp.CSS(`#messages li.approval button[data-decision=allow][data-scope=once]`)))
 		tb.waitFor("the tool's result", `[...document.querySelectorAll('#messages li.tool.result .out')].some(e => e.textContent === 'saved note: milk')`)
 		tb.waitIdle()
@@ -302,10 +333,7 @@ func TestBrowser(t *testing.T) {
 		if n := tb.count("#messages li.approval"); n != 2 {
 			t.Errorf("%d approval cards, want 2: the call after Always allow needs none", n)
 		}
-		path := tb.shot("approved")
-		if *update && path != "" {
-			copyScreenshot(t, path)
-		}
+		tb.shot("approved")
 
 		// Deny, in a new conversation.
 		tb.do(chromedp.Click(chromedp.ID("new-chat")))

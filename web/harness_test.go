@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -335,6 +338,26 @@ func (tb *tab) waitFor(what, cond string) {
 	}
 }
 
+// poll evaluates a JavaScript expression until it gives a non-empty
+// string, and returns that.
+func (tb *tab) poll(what, expr string) string {
+	tb.t.Helper()
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(tb.ctx, stepTimeout)
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		cancel()
+		if err == nil && v != "" {
+			return v
+		}
+		if time.Now().After(deadline) {
+			tb.shot("timeout")
+			tb.t.Fatalf("waiting for %s: %v (%s)", what, err, expr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // text returns the textContent of the first element matching a CSS
 // selector, or "" when there is none.
 func (tb *tab) text(sel string) string {
@@ -401,3 +424,64 @@ func browser(t *testing.T) context.Context {
 	spoolBinary(t)
 	return browsertest.NewBrowser(t)
 }
+
+// slowProxy serves upstream through a reverse proxy that holds each
+// Server-Sent Event back by delay, at the pace of a slow model (spool
+// serve's echo model answers at once, and it has no option to slow it),
+// so that a test can watch an answer grow. Everything else passes as is.
+func slowProxy(t *testing.T, upstream string, delay time.Duration) string {
+	t.Helper()
+	u, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1 // pass each event on as soon as it is read
+	rp.ModifyResponse = func(res *http.Response) error {
+		if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+			res.Body = &slowEvents{r: bufio.NewReader(res.Body), body: res.Body, delay: delay}
+		}
+		return nil
+	}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// slowEvents reads an event stream one event at a time, waiting before
+// each.
+type slowEvents struct {
+	r     *bufio.Reader
+	body  io.ReadCloser
+	delay time.Duration
+	buf   []byte
+	err   error
+}
+
+func (s *slowEvents) Read(p []byte) (int, error) {
+	if len(s.buf) == 0 {
+		if s.err != nil {
+			return 0, s.err
+		}
+		for {
+			line, err := s.r.ReadBytes('\n')
+			s.buf = append(s.buf, line...)
+			if err != nil {
+				s.err = err
+				break
+			}
+			if len(bytes.TrimRight(line, "\r\n")) == 0 {
+				break // the blank line that ends an event
+			}
+		}
+		time.Sleep(s.delay)
+		if len(s.buf) == 0 {
+			return 0, s.err
+		}
+	}
+	n := copy(p, s.buf)
+	s.buf = s.buf[n:]
+	return n, nil
+}
+
+func (s *slowEvents) Close() error { return s.body.Close() }

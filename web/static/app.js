@@ -150,7 +150,10 @@ async function send() {
     showComposerError('Write a message first.');
     return;
   }
-  if (conv.isRunning()) return;
+  if (conv.isRunning()) {
+    showComposerError('Wait for the answer to finish, or stop it.');
+    return;
+  }
   showComposerError('');
   prompt.value = '';
   autosize();
@@ -162,6 +165,8 @@ async function send() {
       if (!adopted) return;
       // The server chose the id: make the URL name it, without a reload.
       history.replaceState(null, '', `#/c/${encodeURIComponent(sid)}`);
+      // Listed at once; refresh puts the server's entry in its place.
+      list.upsert({ id: sid, title: text, lastActivity: new Date().toISOString(), messageCount: 1 });
       list.setCurrent(sid);
       setTitle(text.trim().slice(0, 80));
       deleteButton.disabled = false;

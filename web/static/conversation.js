@@ -125,7 +125,10 @@ class Turn {
   }
 
   close() {
-    if (this.bubble) this.bubble.setAttribute('aria-busy', 'false');
+    if (this.bubble) {
+      this.bubble.setAttribute('aria-busy', 'false');
+      this.bubble.append(when(new Date().toISOString()));
+    }
     this.bubble = null;
     this.text = null;
   }
@@ -196,6 +199,7 @@ export class Conversation {
     this.cursor = '';
     this.loading = false;
     this.ol.replaceChildren();
+    this.older.textContent = 'Loading older messages…';
     this.older.hidden = true;
     this.empty.hidden = true;
   }
@@ -342,10 +346,13 @@ export class Conversation {
         started = true;
         if (ev.type === 'session') {
           id = ev.data.sessionId;
+          // Adopt first: the view's key must be the id before the
+          // running turn is filed under it.
+          const adopted = fromDraft && this.adopt(draft, id);
           this.running.delete(key);
           key = id;
           setRunning(key);
-          if (fromDraft) onSession?.(id, this.adopt(draft, id));
+          if (fromDraft) onSession?.(id, adopted);
           continue;
         }
         turn.apply(ev);
