@@ -163,11 +163,18 @@ func (s *Store) appendLocked(ctx context.Context, sc *scope, key store.Key, e tr
 	return pos == 0, nil
 }
 
+// faultHook, set by tests only (export_test.go), runs after an append's
+// write and before its sync, and may fail it as an I/O error would.
+var faultHook func(path string) error
+
 // writeLine writes line at the end of the file and syncs it. On failure it
 // cuts the file back, so that no part of an entry that was not acknowledged
 // stays (if the cut fails too, the next open sets the torn line aside).
 func (s *Store) writeLine(sf *sfile, line []byte) error {
 	_, err := sf.f.WriteAt(line, sf.size)
+	if err == nil && faultHook != nil {
+		err = faultHook(sf.path)
+	}
 	if err == nil {
 		err = syncData(sf.f)
 	}

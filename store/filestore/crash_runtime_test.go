@@ -139,7 +139,8 @@ func TestCrashRuntime(t *testing.T) {
 
 // checkTurns checks that entries are one chain of contiguous turns, each
 // starting with the user's message and ended exactly once, ok or (cut
-// short by a kill) cancelled, and returns each turn's end status.
+// short by a kill or a failing disk) cancelled or error, and returns each
+// turn's end status.
 func checkTurns(t *testing.T, id string, entries []transcript.Entry) map[string]transcript.Status {
 	t.Helper()
 	ends := map[string]transcript.Status{}
@@ -162,7 +163,7 @@ func checkTurns(t *testing.T, id string, entries []transcript.Entry) map[string]
 			if ends[turn] != "" {
 				t.Fatalf("%s: turn %s ended twice", id, turn)
 			}
-			if e.Status != transcript.StatusOK && e.Status != transcript.StatusCancelled {
+			if e.Status != transcript.StatusOK && e.Status != transcript.StatusCancelled && e.Status != transcript.StatusError {
 				t.Fatalf("%s: turn %s ended %s", id, turn, e.Status)
 			}
 			ends[turn] = e.Status
