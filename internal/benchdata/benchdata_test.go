@@ -186,3 +186,25 @@ func BenchmarkNext(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkParse is the cost of decoding one entry from its wire line,
+// which every store but memstore pays for each entry it reads, and
+// BenchmarkSearchText that of finding the text search looks at, which the
+// scan fallback pays on top for each entry it reads.
+func BenchmarkParse(b *testing.B) {
+	line, _ := transcript.AppendJSON(nil, NewGen(1).Next(Base, false))
+	for b.Loop() {
+		if _, err := transcript.Parse(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSearchText(b *testing.B) {
+	e := NewGen(1).Next(Base, false)
+	for b.Loop() {
+		if _, ok := store.SearchText(e); !ok {
+			b.Fatal("no text")
+		}
+	}
+}
