@@ -114,7 +114,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("chat streams the answer", func(t *testing.T) {
 		srv := startServe(t, "")
 		tb := newTab(t, b, desktopW, desktopH, false)
-		tb.open(slowProxy(t, srv.URL, 150*time.Millisecond) + "/")
+		tb.open(slowProxy(t, srv.URL, 150*time.Millisecond, 0) + "/")
 		if got := tb.text("#list-end"); got != "No conversations yet." {
 			t.Errorf("empty list says %q", got)
 		}
@@ -191,6 +191,27 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("after Stop the Send button is not back")
 		}
 		tb.shot("chat")
+	})
+
+	// A stream that breaks off says so, and the message box works on.
+	t.Run("a broken stream shows an error", func(t *testing.T) {
+		srv := startServe(t, "")
+		tb := newTab(t, b, desktopW, desktopH, false)
+		// session, turn_start, step_start, then two of the text events;
+		// the last may be lost with the connection.
+		tb.open(slowProxy(t, srv.URL, 100*time.Millisecond, 5) + "/#/new")
+		tb.send("this answer will not arrive whole")
+		tb.waitIdle()
+		if got := tb.text("#messages li.notice.failed"); !strings.Contains(got, "connection to the server was lost") {
+			t.Errorf("a broken stream shows %q", got)
+		}
+		if got := tb.bodies("assistant"); len(got) > 1 || len(got) == 1 && !strings.HasPrefix("echo: this ", got[0]) {
+			t.Errorf("the part that came: %q", got)
+		}
+		if !eval[bool](tb, `!document.getElementById('send').hidden`) {
+			t.Errorf("the Send button is not back")
+		}
+		tb.shot("broken-stream")
 	})
 
 	// A reload reopens the conversation from the URL, with every turn.
@@ -300,6 +321,19 @@ func TestBrowser(t *testing.T) {
 		tb.waitIdle()
 		if got := tb.text("#messages li.tool.call .args"); got != `{"text":"milk"}` {
 			t.Errorf("tool call shown as %q", got)
+		}
+		// A message while the approval waits is refused: the error says
+		// why and the text stays in the box.
+		tb.do(chromedp.SendKeys(chromedp.ID("prompt"), "hello?"), enter())
+		tb.waitFor("the error", `document.getElementById('composer-error').textContent !== ''`)
+		if got := tb.text("#composer-error"); got != "A tool call is waiting for your approval: allow or deny it first." {
+			t.Errorf("sending while an approval waits: %q", got)
+		}
+		if v := eval[string](tb, `document.getElementById('prompt').value`); v != "hello?" {
+			t.Errorf("the box holds %q, want the refused text back", v)
+		}
+		if n := tb.count("#messages .msg.user"); n != 2 {
+			t.Errorf("%d user messages shown, want the refused one gone", n)
 		}
 		// The request is still there after a reload (from the API).
 		tb.do(chromedp.Reload())

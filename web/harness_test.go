@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -428,8 +429,10 @@ func browser(t *testing.T) context.Context {
 // slowProxy serves upstream through a reverse proxy that holds each
 // Server-Sent Event back by delay, at the pace of a slow model (spool
 // serve's echo model answers at once, and it has no option to slow it),
-// so that a test can watch an answer grow. Everything else passes as is.
-func slowProxy(t *testing.T, upstream string, delay time.Duration) string {
+// so that a test can watch an answer grow. With cutAfter > 0 it breaks
+// every event stream off after that many events, as a dropped
+// connection would. Everything else passes as is.
+func slowProxy(t *testing.T, upstream string, delay time.Duration, cutAfter int) string {
 	t.Helper()
 	u, err := url.Parse(upstream)
 	if err != nil {
@@ -437,9 +440,10 @@ func slowProxy(t *testing.T, upstream string, delay time.Duration) string {
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.FlushInterval = -1 // pass each event on as soon as it is read
+	rp.ErrorLog = log.New(io.Discard, "", 0)
 	rp.ModifyResponse = func(res *http.Response) error {
 		if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-			res.Body = &slowEvents{r: bufio.NewReader(res.Body), body: res.Body, delay: delay}
+			res.Body = &slowEvents{r: bufio.NewReader(res.Body), body: res.Body, delay: delay, left: cutAfter}
 		}
 		return nil
 	}
@@ -454,6 +458,7 @@ type slowEvents struct {
 	r     *bufio.Reader
 	body  io.ReadCloser
 	delay time.Duration
+	left  int // events to pass before breaking off; 0 for all
 	buf   []byte
 	err   error
 }
@@ -462,6 +467,17 @@ func (s *slowEvents) Read(p []byte) (int, error) {
 	if len(s.buf) == 0 {
 		if s.err != nil {
 			return 0, s.err
+		}
+		if s.left < 0 {
+			// The proxy answers a failed copy by aborting the response:
+			// the client sees the connection drop mid-stream.
+			s.err = io.ErrUnexpectedEOF
+			return 0, s.err
+		}
+		if s.left > 0 {
+			if s.left--; s.left == 0 {
+				s.left = -1
+			}
 		}
 		for {
 			line, err := s.r.ReadBytes('\n')

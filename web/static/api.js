@@ -31,6 +31,8 @@ export function friendly(err) {
       return 'The model provider is rate limiting requests. Try again later.';
     case 'cancelled':
       return 'The answer was stopped.';
+    case 'connection_lost':
+      return 'The connection to the server was lost before the answer was complete. Reload to see what was recorded.';
   }
   return err.message || `The server answered ${err.status}.`;
 }
@@ -116,14 +118,29 @@ async function* events(res) {
   if (!type.startsWith('text/event-stream')) {
     throw new ApiError(res.status, 'bad_response', `Expected an event stream, got ${type || 'no content type'}.`);
   }
-  for await (const ev of readEvents(res.body)) {
-    let data;
-    try {
-      data = JSON.parse(ev.data);
-    } catch {
-      continue; // not one of ours
+  const stream = readEvents(res.body);
+  try {
+    for (;;) {
+      let next;
+      try {
+        next = await stream.next();
+      } catch (err) {
+        if (err.name === 'AbortError') throw err;
+        throw new ApiError(0, 'connection_lost', err.message);
+      }
+      if (next.done) return;
+      let data;
+      try {
+        data = JSON.parse(next.value.data);
+      } catch {
+        continue; // not one of ours
+      }
+      yield { type: next.value.event, data };
     }
-    yield { type: ev.event, data };
+  } finally {
+    // A consumer that leaves early ends the reading, which closes the
+    // connection.
+    await stream.return();
   }
 }
 

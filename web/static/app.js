@@ -31,6 +31,7 @@ const list = new SessionList({
 });
 const conv = new Conversation({
   scroller: $('scroller'),
+  log: $('log'),
   ol: $('messages'),
   older: $('older'),
   empty: $('empty'),

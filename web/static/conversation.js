@@ -163,8 +163,9 @@ class Turn {
 }
 
 export class Conversation {
-  constructor({ scroller, ol, older, empty, onError, onRunning }) {
+  constructor({ scroller, log, ol, older, empty, onError, onRunning }) {
     this.scroller = scroller;
+    this.log = log;
     this.ol = ol;
     this.older = older;
     this.empty = empty;
@@ -276,8 +277,8 @@ export class Conversation {
   // assistive technology reads the change after the task that made it.
   quiet(on) {
     clearTimeout(this.quietTimer);
-    if (on) this.ol.setAttribute('aria-live', 'off');
-    else this.quietTimer = setTimeout(() => this.ol.setAttribute('aria-live', 'polite'), 250);
+    if (on) this.log.setAttribute('aria-live', 'off');
+    else this.quietTimer = setTimeout(() => this.log.setAttribute('aria-live', 'polite'), 250);
   }
 
   atBottom() {
@@ -343,7 +344,11 @@ export class Conversation {
     setRunning(key);
     try {
       for await (const ev of start(ctl.signal)) {
-        started = true;
+        if (ev.type === 'error' && !started) {
+          // Refused before the turn began (/chat reports even that in
+          // its stream, after the session event): nothing was recorded.
+          throw new ApiError(0, ev.data.error?.code || 'error', ev.data.error?.message || 'The message was refused.');
+        }
         if (ev.type === 'session') {
           id = ev.data.sessionId;
           // Adopt first: the view's key must be the id before the
@@ -355,6 +360,7 @@ export class Conversation {
           if (fromDraft) onSession?.(id, adopted);
           continue;
         }
+        started = true;
         turn.apply(ev);
       }
       turn.finish();
@@ -364,7 +370,10 @@ export class Conversation {
         turn.stopped();
         return { ok: true, id };
       }
-      if (!started) return { ok: false, id, err, shown: false };
+      // Refused: nothing was recorded, the caller says so. A connection
+      // lost after the request went out may have been recorded: show it
+      // in the turn.
+      if (!started && err.code !== 'connection_lost') return { ok: false, id, err, shown: false };
       turn.fail(err);
       return { ok: false, id, err, shown: true };
     } finally {

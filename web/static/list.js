@@ -3,6 +3,7 @@
 // scrolls into view.
 
 import * as api from './api.js';
+import { friendly } from './api.js';
 import { h, when } from './dom.js';
 
 const PAGE = 20;
@@ -54,7 +55,7 @@ export class SessionList {
         this.loading = false;
         this.scroller.setAttribute('aria-busy', 'false');
         this.end.replaceChildren(
-          'Could not load conversations. ',
+          `Could not load conversations: ${friendly(err)} `,
           h('button', { type: 'button', class: 'link', onclick: () => this.more().catch(this.onError) }, 'Retry'),
         );
       }
