@@ -190,8 +190,8 @@ func (s *Store) writeLine(sf *sfile, line []byte) error {
 // current returns the index record of the session held in sf, true to the
 // file: if the file's size, mtime or inode is not the record's, it takes in the
 // records other processes appended, and if that is not enough it reads the
-// transcript. It returns nil for an empty file. The caller holds the
-// session's lock.
+// transcript. It returns nil for a file without entries (empty, or blank
+// lines only). The caller holds the session's lock.
 func (s *Store) current(sc *scope, key store.Key, sf *sfile) (*rec, error) {
 	sc.mu.Lock()
 	r := sc.recs[key.ID]
@@ -208,7 +208,15 @@ func (s *Store) current(sc *scope, key store.Key, sf *sfile) (*rec, error) {
 		return &c, nil
 	}
 	sc.mu.Unlock()
-	if sf.size == 0 {
+	var fresh *rec
+	if sf.size > 0 {
+		var err error
+		if fresh, err = s.scan(key, sf); err != nil {
+			return nil, err
+		}
+	}
+	if fresh == nil {
+		// Empty, or only blank lines: no entries, no session.
 		if r != nil {
 			sc.mu.Lock()
 			sc.remove(key.ID)
@@ -216,10 +224,6 @@ func (s *Store) current(sc *scope, key store.Key, sf *sfile) (*rec, error) {
 			sc.mu.Unlock()
 		}
 		return nil, nil
-	}
-	fresh, err := s.scan(key, sf)
-	if err != nil {
-		return nil, err
 	}
 	c := *fresh
 	sc.mu.Lock()
