@@ -1,0 +1,239 @@
+package spool_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/filestore"
+	"github.com/spool-go/spool/tool"
+	"github.com/spool-go/spool/transcript"
+)
+
+// hostileIDs are ids no session, agent or user may have: each must be
+// refused before anything touches the store.
+var hostileIDs = map[string]string{
+	"parent folder":         "../x",
+	"parent alone":          "..",
+	"dot":                   ".",
+	"slash":                 "a/b",
+	"absolute":              "/etc/passwd",
+	"backslash":             `a\b`,
+	"windows parent":        `..\x`,
+	"NUL":                   "a\x00b",
+	"Cyrillic а":            "\u0430dmin",
+	"fullwidth solidus":     "a\uff0fb",
+	"fullwidth full stop":   "\uff0e\uff0e",
+	"right-to-left mark":    "a\u200fb",
+	"10 KB":                 strings.Repeat("a", 10<<10),
+	"129 bytes":             strings.Repeat("a", 129),
+	"empty":                 "",
+	"colon (Windows)":       "c:x",
+	"newline":               "a\nb",
+	"percent-encoded slash": "a%2Fb",
+}
+
+// fileTree returns every file under root with its bytes.
+func fileTree(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			out[rel+"/"] = ""
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		out[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func unchanged(t *testing.T, what, root string, before map[string]string) {
+	t.Helper()
+	if after := fileTree(t, root); !maps.Equal(before, after) {
+		t.Fatalf("%s changed the store (%d files before, %d after)", what, len(before), len(after))
+	}
+}
+
+// hostileWorld is a file store with one session of alice's, under a
+// user-scoped agent and a project-scoped one.
+func hostileWorld(t *testing.T) (root string, user, project *spool.Agent, alice context.Context) {
+	t.Helper()
+	root = t.TempDir()
+	st, err := filestore.New(root, filestore.WithRetention(store.Retention{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	user = newAgent(t, spool.Config{Name: "users", Store: st, Scope: spool.ScopeUser})
+	project = newAgent(t, spool.Config{Name: "proj", Store: st})
+	alice = spool.WithUser(context.Background(), "alice")
+	for _, ctx := range []context.Context{alice, context.Background()} {
+		a := project
+		if ctx == alice {
+			a = user
+		}
+		for _, id := range []string{"one", "two"} {
+			s, err := a.Session(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Send(ctx, "hello "+id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return root, user, project, alice
+}
+
+// TestHostileIDs: through the library, hostile session ids, user ids and
+// agent names are refused with store.ErrInvalidKey by every call, and
+// nothing in the store changes.
+func TestHostileIDs(t *testing.T) {
+	root, user, project, alice := hostileWorld(t)
+	before := fileTree(t, root)
+	for name, id := range hostileIDs {
+		for _, c := range []struct {
+			a   *spool.Agent
+			ctx context.Context
+		}{{user, alice}, {project, context.Background()}} {
+			calls := map[string]error{}
+			_, calls["Session"] = c.a.Session(c.ctx, id)
+			_, calls["OpenSession"] = c.a.OpenSession(c.ctx, id)
+			_, calls["NewSession"] = c.a.NewSession(c.ctx, spool.WithSessionID(id))
+			_, calls["SessionInfo"] = c.a.SessionInfo(c.ctx, id)
+			calls["DeleteSession"] = c.a.DeleteSession(c.ctx, id)
+			if id == "" {
+				delete(calls, "NewSession") // an empty id asks for a generated one
+			}
+			for call, err := range calls {
+				if !errors.Is(err, store.ErrInvalidKey) {
+					t.Errorf("%s: %s(%.40q): %v; want store.ErrInvalidKey", name, call, id, err)
+				}
+			}
+		}
+		if id == "" {
+			continue // no user is its own error (spool.ErrNoUser)
+		}
+		// As a user id.
+		ctx := spool.WithUser(context.Background(), id)
+		_, err := user.Session(ctx, "one")
+		_, lerr := user.ListSessions(ctx, store.ListOptions{})
+		if !errors.Is(err, store.ErrInvalidKey) || !errors.Is(lerr, store.ErrInvalidKey) {
+			t.Errorf("%s as a user: Session %v, ListSessions %v; want store.ErrInvalidKey", name, err, lerr)
+		}
+		// As an agent name.
+		if _, err := spool.New(spool.Config{Name: id, Model: scripted(), Store: project.Store()}); err == nil {
+			t.Errorf("%s as an agent name: accepted", name)
+		}
+	}
+	unchanged(t, "hostile ids", root, before)
+}
+
+// TestHostileCursors: bogus cursors and another user's cursors are
+// store.ErrInvalidCursor, reveal nothing, and change nothing.
+func TestHostileCursors(t *testing.T) {
+	root, user, _, alice := hostileWorld(t)
+	bob := spool.WithUser(context.Background(), "bob")
+	bs, _ := user.Session(bob, "one")
+	if _, err := bs.Send(bob, "bob's own"); err != nil {
+		t.Fatal(err)
+	}
+	page, err := user.ListSessions(alice, store.ListOptions{Limit: 1})
+	if err != nil || page.NextCursor == "" {
+		t.Fatal(page, err)
+	}
+	as, _ := user.Session(alice, "one")
+	mp, err := as.Page(alice, spool.PageOptions{Limit: 1})
+	if err != nil || mp.NextCursor == "" {
+		t.Fatal(mp, err)
+	}
+	before := fileTree(t, root)
+	for _, c := range []string{"bogus", "!!!", "\x00", strings.Repeat("A", 10<<10), "AQ", page.NextCursor + "A"} {
+		if _, err := user.ListSessions(alice, store.ListOptions{Cursor: c}); !errors.Is(err, store.ErrInvalidCursor) {
+			t.Errorf("ListSessions with cursor %.20q: %v", c, err)
+		}
+		if _, err := as.Page(alice, spool.PageOptions{Cursor: c}); !errors.Is(err, store.ErrInvalidCursor) {
+			t.Errorf("Page with cursor %.20q: %v", c, err)
+		}
+	}
+	got, err := user.ListSessions(bob, store.ListOptions{Cursor: page.NextCursor})
+	if !errors.Is(err, store.ErrInvalidCursor) || len(got.Sessions) != 0 {
+		t.Errorf("bob with alice's list cursor: %+v, %v", got, err)
+	}
+	gp, err := bs.Page(bob, spool.PageOptions{Cursor: mp.NextCursor})
+	if !errors.Is(err, store.ErrInvalidCursor) || len(gp.Messages) != 0 {
+		t.Errorf("bob with alice's page cursor on his session of the same id: %+v, %v", gp, err)
+	}
+	unchanged(t, "hostile cursors", root, before)
+}
+
+// TestHugePrompt: a prompt of 4 MiB is stored and read back whole (one
+// over the limit of a line is hugeprompt_test.go's).
+func TestHugePrompt(t *testing.T) {
+	_, _, project, _ := hostileWorld(t)
+	ctx := context.Background()
+	s, _ := project.Session(ctx, "one")
+	big := strings.Repeat("0123456789abcdef", 4<<20/16)
+	if _, err := s.Send(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.Messages(ctx, 2)
+	if err != nil || len(msgs) != 2 || msgs[0].Text != big {
+		t.Fatalf("the 4 MiB prompt did not come back whole: %d messages, %v", len(msgs), err)
+	}
+}
+
+// TestDeepToolArguments: a model that calls a tool with arguments nested
+// 10,000 levels deep (deeper than a transcript line may nest) fails the
+// turn with an error saying so; the session stays readable and the next
+// turn works.
+func TestDeepToolArguments(t *testing.T) {
+	root := t.TempDir()
+	st, err := filestore.New(root, filestore.WithRetention(store.Retention{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	deep := strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000)
+	calls := 0
+	m := echoScript(func(r *model.Request) []model.Event {
+		calls++
+		if calls == 1 {
+			return []model.Event{call("c1", "get_time", deep)}
+		}
+		return []model.Event{text("fine")}
+	})
+	clock := tool.New("get_time", "Tell the time.", func(ctx context.Context, _ struct{}) (string, error) { return "noon", nil })
+	a := newAgent(t, spool.Config{Store: st, Model: m, Tools: []*tool.Tool{clock}, ToolMode: transcript.ToolModeAuto})
+	ctx := context.Background()
+	s, _ := a.Session(ctx, "s")
+	_, err = s.Send(ctx, "what time is it")
+	if err == nil || !strings.Contains(err.Error(), "max depth") {
+		t.Fatalf("Send with 10,000-deep tool arguments: %v; want an error about the depth", err)
+	}
+	if _, err := s.Send(ctx, "again"); err != nil {
+		t.Fatalf("the next turn: %v", err)
+	}
+	entries, err := st.Read(ctx, s.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkWellFormed(t, entries)
+}
