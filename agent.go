@@ -273,7 +273,8 @@ func (a *Agent) SessionInfo(ctx context.Context, id string) (store.SessionInfo, 
 
 // DeleteSession deletes a session and everything in it, pending approvals
 // included; the same id then starts empty. It waits for a running turn on
-// the session to finish. Deleting an unknown session is not an error.
+// the session to finish, in this process and (with a store that locks) in
+// others. Deleting an unknown session is not an error.
 func (a *Agent) DeleteSession(ctx context.Context, id string) error {
 	k, err := a.key(ctx, id)
 	if err != nil {
@@ -284,6 +285,13 @@ func (a *Agent) DeleteSession(ctx context.Context, id string) error {
 		return err
 	}
 	defer a.reg.release(sl)
+	// The store's lock too: a delete waits for a turn running on the
+	// session in another process instead of cutting into it.
+	unlock, err := a.lockStore(ctx, k)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	sl.st = nil
 	return a.cfg.Store.Delete(ctx, k)
 }

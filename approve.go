@@ -45,7 +45,7 @@ func (s *Session) Resolve(ctx context.Context, approvalID string, d Decision) it
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		err := s.with(ctx, func(ctx context.Context, sl *slot) error {
+		err := s.with(ctx, writing, func(ctx context.Context, sl *slot) error {
 			p, ok := sl.st.pendingApproval(approvalID)
 			if !ok {
 				return fmt.Errorf("session %s: approval %q: %w", s.key, approvalID, ErrNoApproval)

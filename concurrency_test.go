@@ -133,3 +133,37 @@ func TestTwoAgentsOnOneStoreKeepOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestStateFollowsOtherWriters checks that an agent sees what another agent
+// on the same store appended since it last looked: its cached state is
+// brought up to date from the new entries only.
+func TestStateFollowsOtherWriters(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	a := newAgent(t, spool.Config{Store: st, Tools: approvalTools(nil)})
+	b := newAgent(t, spool.Config{Store: st, Tools: approvalTools(nil)})
+	sa, _ := a.Session(ctx, "shared")
+	sb, _ := b.Session(ctx, "shared")
+	if _, err := sa.Send(ctx, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := sb.Send(ctx, `/call delete_order {"order":1}`)
+	if err != nil || res.Status != spool.StatusAwaitingApproval {
+		t.Fatalf("%+v %v", res, err)
+	}
+	pend, err := sa.PendingApprovals(ctx)
+	if err != nil || len(pend) != 1 || pend[0].ID != res.Pending[0].ID {
+		t.Fatalf("a does not see b's pending approval: %+v %v", pend, err)
+	}
+	if _, err := sa.Approve(ctx, pend[0].ID, transcript.ScopeSession); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.SetToolMode(ctx, transcript.ToolModeAuto); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := sa.ToolMode(ctx); m != transcript.ToolModeAuto {
+		t.Fatalf("a sees mode %q after b set auto", m)
+	}
+	entries, _ := sa.Transcript(ctx)
+	checkWellFormed(t, entries)
+}

@@ -65,7 +65,10 @@ type DelegateResult struct {
 // the key, and the same one on each delegation from that caller session,
 // so the delegate remembers). The delegate's events appear in the
 // caller's stream as EventDelegate, and its result names the session.
-// For a user-scoped a, the caller's user (WithUser) carries over.
+// For a user-scoped a, the caller's user (WithUser) carries over. The
+// delegate's turn does not take the store's lock across processes: the
+// caller's turn holds the lock of the caller's session, which already
+// orders every delegation from it.
 //
 // A delegate whose own tools need approval pauses; the caller's model is
 // told so in an error result. Give delegates tool mode auto, or tools that
@@ -80,6 +83,7 @@ func (a *Agent) AsTool(name, description string, opts ...tool.Option) *tool.Tool
 		if err != nil {
 			return DelegateResult{}, err
 		}
+		ctx = context.WithValue(ctx, delegatedKey{}, true)
 		em, _ := ctx.Value(emitterKey{}).(*emitter)
 		if em != nil {
 			defer em.close()

@@ -69,7 +69,7 @@ func (a *Agent) OpenSession(ctx context.Context, id string) (*Session, error) {
 		return nil, err
 	}
 	var exists bool
-	err = s.with(ctx, func(ctx context.Context, sl *slot) error {
+	err = s.with(ctx, reading, func(ctx context.Context, sl *slot) error {
 		exists = sl.st.count > 0
 		return nil
 	})
@@ -91,10 +91,22 @@ func (s *Session) Key() store.Key { return s.key }
 // Agent returns the agent the session belongs to.
 func (s *Session) Agent() *Agent { return s.a }
 
+// access says what a call does to a session, and so what it holds.
+type access int
+
+const (
+	// reading: the session's place in this process's queue, not the
+	// store's lock, so a read never waits for another process's turn.
+	reading access = iota
+	// writing: the queue and, when the store has one, its lock across
+	// processes, for as long as the call runs.
+	writing
+)
+
 // with runs fn holding the session: after the calls before it, with its
 // state current (reloaded when another writer changed the transcript) and
 // TTL applied.
-func (s *Session) with(ctx context.Context, fn func(ctx context.Context, sl *slot) error) error {
+func (s *Session) with(ctx context.Context, mode access, fn func(ctx context.Context, sl *slot) error) error {
 	if s.a.closed.Load() {
 		return ErrClosed
 	}
@@ -103,10 +115,10 @@ func (s *Session) with(ctx context.Context, fn func(ctx context.Context, sl *slo
 		return err
 	}
 	defer s.a.reg.release(sl)
-	if l, ok := s.a.cfg.Store.(store.Locker); ok {
-		unlock, err := l.Lock(ctx, s.key)
+	if mode == writing {
+		unlock, err := s.a.lockStore(ctx, s.key)
 		if err != nil {
-			return fmt.Errorf("spool: session %s: lock: %w", s.key, err)
+			return err
 		}
 		defer unlock()
 	}
@@ -114,14 +126,35 @@ func (s *Session) with(ctx context.Context, fn func(ctx context.Context, sl *slo
 		sl.st = nil
 		return err
 	}
-	if err := s.expire(ctx, sl); err != nil {
+	if err := s.expire(ctx, sl, mode); err != nil {
 		return err
 	}
 	return fn(ctx, sl)
 }
 
-// sync makes sl.st match the stored transcript, reading only its newest
-// entry when nothing changed since this process last saw it.
+// delegatedKey marks the context of a delegated turn: its caller's turn
+// holds the caller session's store lock, which already orders every
+// delegation from that session (the delegate's session has the caller's
+// id), so the delegate does not take a second lock from the same pool.
+type delegatedKey struct{}
+
+// lockStore takes the store's lock on k for the call, when the store has
+// one.
+func (a *Agent) lockStore(ctx context.Context, k store.Key) (func(), error) {
+	l, ok := a.cfg.Store.(store.Locker)
+	if !ok || ctx.Value(delegatedKey{}) != nil {
+		return func() {}, nil
+	}
+	unlock, err := l.Lock(ctx, k)
+	if err != nil {
+		return nil, fmt.Errorf("spool: session %s: lock: %w", k, err)
+	}
+	return unlock, nil
+}
+
+// sync makes sl.st match the stored transcript. When nothing changed
+// since this process last saw it, that costs a read of the newest entry;
+// when another writer appended, only what it appended is read.
 func (s *Session) sync(ctx context.Context, sl *slot) error {
 	st := s.a.cfg.Store
 	if sl.st != nil {
@@ -131,6 +164,18 @@ func (s *Session) sync(ctx context.Context, sl *slot) error {
 		}
 		if total == sl.st.count && (total == 0 || tail[len(tail)-1].ID == sl.st.head) {
 			return nil
+		}
+		if sl.st.count > 0 && total > sl.st.count {
+			newer, _, err := store.ReadRange(ctx, st, s.key, sl.st.count-1, total)
+			if err != nil {
+				return err
+			}
+			if len(newer) > 0 && newer[0].ID == sl.st.head {
+				for _, e := range newer[1:] {
+					sl.st.apply(e)
+				}
+				return nil
+			}
 		}
 	}
 	entries, err := st.Read(ctx, s.key)
@@ -142,8 +187,9 @@ func (s *Session) sync(ctx context.Context, sl *slot) error {
 }
 
 // expire applies the TTL: an idle session with no approval pending starts
-// fresh; one with an approval pending is store.ErrSessionExpired.
-func (s *Session) expire(ctx context.Context, sl *slot) error {
+// fresh (a read sees it empty; a write deletes it first); one with an
+// approval pending is store.ErrSessionExpired.
+func (s *Session) expire(ctx context.Context, sl *slot, mode access) error {
 	ttl := s.a.cfg.TTL
 	if ttl <= 0 || sl.st.count == 0 || s.a.now().Sub(sl.st.lastActivity) <= ttl {
 		return nil
@@ -151,8 +197,10 @@ func (s *Session) expire(ctx context.Context, sl *slot) error {
 	if len(sl.st.pending) > 0 {
 		return &store.ExpiredError{Key: s.key}
 	}
-	if err := s.a.cfg.Store.Delete(ctx, s.key); err != nil {
-		return fmt.Errorf("spool: session %s: deleting the expired session: %w", s.key, err)
+	if mode == writing {
+		if err := s.a.cfg.Store.Delete(ctx, s.key); err != nil {
+			return fmt.Errorf("spool: session %s: deleting the expired session: %w", s.key, err)
+		}
 	}
 	sl.st = newState()
 	return nil
@@ -178,7 +226,7 @@ func (s *Session) History(ctx context.Context) ([]history.Message, error) {
 // first.
 func (s *Session) PendingApprovals(ctx context.Context) ([]Approval, error) {
 	var out []Approval
-	err := s.with(ctx, func(ctx context.Context, sl *slot) error {
+	err := s.with(ctx, reading, func(ctx context.Context, sl *slot) error {
 		out = append(out, sl.st.pending...)
 		return nil
 	})
@@ -189,7 +237,7 @@ func (s *Session) PendingApprovals(ctx context.Context) ([]Approval, error) {
 // SetToolMode, or the agent's.
 func (s *Session) ToolMode(ctx context.Context) (transcript.ToolMode, error) {
 	var m transcript.ToolMode
-	err := s.with(ctx, func(ctx context.Context, sl *slot) error {
+	err := s.with(ctx, reading, func(ctx context.Context, sl *slot) error {
 		m = s.mode(sl.st)
 		return nil
 	})
@@ -209,7 +257,7 @@ func (s *Session) SetToolMode(ctx context.Context, mode transcript.ToolMode) err
 	if !mode.Valid() {
 		return fmt.Errorf("spool: unknown tool mode %q (ask, auto or off)", mode)
 	}
-	return s.with(ctx, func(ctx context.Context, sl *slot) error {
+	return s.with(ctx, writing, func(ctx context.Context, sl *slot) error {
 		w := s.writer(sl)
 		_, err := w.append(ctx, transcript.TypeSessionMode, transcript.NewID(s.a.now()), "", transcript.SessionMode{ToolMode: mode})
 		return err

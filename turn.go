@@ -44,7 +44,7 @@ func (s *Session) Stream(ctx context.Context, prompt string) iter.Seq2[Event, er
 		deadline := time.Now().Add(s.a.cfg.BusyTimeout)
 		for attempt := 1; ; attempt++ {
 			var r *run
-			err := s.with(ctx, func(ctx context.Context, sl *slot) error {
+			err := s.with(ctx, writing, func(ctx context.Context, sl *slot) error {
 				if len(sl.st.pending) > 0 {
 					return fmt.Errorf("session %s: %w", s.key, ErrApprovalPending)
 				}
