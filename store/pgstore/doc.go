@@ -96,9 +96,12 @@
 // so the columns would simply drop it), lacks pg_advisory_xact_lock before
 // its newest releases (run the first Open from one process), and answers
 // pg_advisory_lock with a stub that always succeeds, so Lock would not
-// exclude there; the conditional append alone still keeps every
-// transcript a chain, and turns of two replicas on one session conflict
-// instead of waiting. Without pg_trgm, search works unindexed.
+// exclude there. The conditional append alone still keeps every
+// transcript a chain, but the runtime trusts the lock it is given: a
+// replica that finds another's running turn without its end takes it for a
+// dead one and closes it as cancelled, so turns sent to two replicas on
+// one session cancel each other. On such a database route each session to
+// one replica. Without pg_trgm, search works unindexed.
 //
 // An Append that fails with a connection or context error (not a
 // database error) may have committed, as with any database; reading the
