@@ -127,6 +127,9 @@ func keysRotate(ctx context.Context, env *environ, args []string) error {
 	if abs, _ := filepath.Abs(newPath); keyFile != "" && abs == keyFile {
 		return usagef("--new-key-file must not be the key file itself")
 	}
+	if err := checkRotatable(ctx, *storeURL, u, old, newPath, keyFile); err != nil {
+		return err
+	}
 
 	// 1. The new key, durable before anything is sealed with it.
 	newKey, err := seal.LoadOrCreateKeyFile(newPath)
@@ -191,6 +194,53 @@ func keysRotate(ctx context.Context, env *environ, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "re-encrypted %d sessions of %s (%d were under the new key already) under key id %s.\n", rewritten, *storeURL, already, to.KeyID())
 	fmt.Fprintf(env.stdout, "The store now opens only with the new key, saved in %s. Set %s to it, e.g.\n  export %s=\"$(cat %s)\"\nthen keep that file somewhere safe or delete it: it is the key.\n", newPath, seal.EnvKey, seal.EnvKey, newPath)
+	return nil
+}
+
+// checkRotatable checks, before a new key is made, that the store exists,
+// opens with the keys at hand (the current ones, and a pending new one
+// when a rotation was interrupted) and holds sessions: rotating a store
+// named by mistake would make a key for nothing, or an empty store.
+func checkRotatable(ctx context.Context, rawURL string, u *url.URL, old []seal.Protector, newPath, keyFile string) error {
+	if strings.EqualFold(u.Scheme, "sqlite") {
+		path := u.Path
+		if u.Opaque != "" {
+			path, _ = url.PathUnescape(u.Opaque)
+		}
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("no store to re-encrypt at %s: %w", rawURL, err)
+		}
+	}
+	keys := old
+	if pending, err := readKeyIfExists(newPath); err != nil {
+		return err
+	} else if pending != nil {
+		a, err := seal.NewAEAD(pending)
+		if err != nil {
+			return err
+		}
+		keys = append([]seal.Protector{a}, old...)
+	}
+	ring, err := seal.NewKeyring(keys[0], keys[1:]...)
+	if err != nil {
+		return err
+	}
+	st, err := openWith(ctx, rawURL, ring)
+	if err != nil {
+		return explainOpen(err, rawURL, encryption{p: ring, source: describeSource(keyFile), keyID: old[0].(*seal.AEAD).KeyID()})
+	}
+	defer store.Close(st)
+	sl, ok := st.(store.ScopeLister)
+	if !ok {
+		return fmt.Errorf("store %s cannot list its sessions", rawURL)
+	}
+	scopes, err := sl.Scopes(ctx)
+	if err != nil {
+		return err
+	}
+	if len(scopes) == 0 {
+		return fmt.Errorf("the store %s holds no sessions: nothing to re-encrypt (is --store the store you mean?)", rawURL)
+	}
 	return nil
 }
 
