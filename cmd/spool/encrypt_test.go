@@ -230,6 +230,20 @@ func TestEncryptedExportImport(t *testing.T) {
 	if code != 0 || !bytes.Contains([]byte(out), []byte("XK4471")) {
 		t.Fatalf("show of the imported session: %d %s", code, out)
 	}
+	// And back into a new encrypted store: how a plain store is encrypted.
+	again := "file:" + t.TempDir()
+	_, plainExport, _ := newCLI(t, nil).run("", "sessions", "export", "--all", "--store", plain)
+	if code, _, errs := c.run(plainExport, "sessions", "import", "--store", again); code != 0 {
+		t.Fatalf("import into a new encrypted store: %s", errs)
+	}
+	if code, out, _ := c.run("", "sessions", "show", "alpha", "--store", again); code != 0 || !strings.Contains(out, "XK4471") {
+		t.Fatalf("show of the re-encrypted session: %d %s", code, out)
+	}
+	for name, b := range snapshot(t, strings.TrimPrefix(again, "file:")) {
+		if strings.Contains(b, "XK4471") {
+			t.Fatalf("%s holds the prompt in the clear", name)
+		}
+	}
 	// migrate between two encrypted stores keeps both encrypted.
 	to := "sqlite:" + filepath.Join(t.TempDir(), "to.db")
 	if code, _, errs := c.run("", "migrate", "--from", stores["file"][0], "--to", to); code != 0 {
