@@ -511,7 +511,8 @@ func TestBrowser(t *testing.T) {
 	t.Run("phone", func(t *testing.T) {
 		srv := startServe(t, "")
 		srv.invoke(t, "groceries", "What should I buy for a week of dinners?")
-		srv.invoke(t, "trip", "Plan a two-day trip to Lisbon")
+		// A long unbroken word must wrap, not widen the page.
+		srv.invoke(t, "trip", "Plan a two-day trip to Lisbon, like https://example.com/"+strings.Repeat("lisbon", 30))
 		tb := newTab(t, b, phoneW, phoneH, true)
 		tb.open(srv.URL + "/")
 		shown := func() string {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -228,8 +229,9 @@ type tab struct {
 	t   *testing.T
 	ctx context.Context
 
-	mu       sync.Mutex
-	problems []string // uncaught exceptions and console errors of the page
+	mu          sync.Mutex
+	problems    []string // uncaught exceptions and console errors of the page
+	failedLoads []string // requests that failed, logged when the test fails
 }
 
 // newTab opens a tab of browser with the given viewport. Uncaught
@@ -246,12 +248,20 @@ func newTab(t *testing.T, browser context.Context, width, height int64, mobile b
 		for _, p := range tb.problems {
 			t.Errorf("page: %s", p)
 		}
+		if t.Failed() {
+			for _, f := range tb.failedLoads {
+				t.Logf("failed request: %s", f)
+			}
+		}
 	})
 	if err := chromedp.Listen(ctx, tb.listen); err != nil {
 		t.Fatalf("open a tab: %v", err)
 	}
 	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
 		t.Fatalf("enable the log: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatalf("enable network events: %v", err)
 	}
 	opts := []chromedp.EmulateViewportOption{}
 	if mobile {
@@ -270,6 +280,10 @@ func (tb *tab) listen(ev any) {
 		if d.Exception != nil && d.Exception.Description != "" {
 			p += " " + d.Exception.Description
 		}
+	case *network.EventLoadingFailed:
+		tb.mu.Lock()
+		tb.failedLoads = append(tb.failedLoads, fmt.Sprintf("%s %s canceled=%v blocked=%s", ev.Type, ev.ErrorText, ev.Canceled, ev.BlockedReason))
+		tb.mu.Unlock()
 	case *cdplog.EventEntryAdded:
 		e := ev.Entry
 		// Failed requests (401s, 404s the tests cause) are logged by the
@@ -440,14 +454,32 @@ func slowProxy(t *testing.T, upstream string, delay time.Duration, cutAfter int)
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.FlushInterval = -1 // pass each event on as soon as it is read
-	rp.ErrorLog = log.New(io.Discard, "", 0)
+	errs := &logBuffer{}
+	rp.ErrorLog = log.New(errs, "", 0)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("proxy errors:\n%s", errs)
+		}
+	})
 	rp.ModifyResponse = func(res *http.Response) error {
 		if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
 			res.Body = &slowEvents{r: bufio.NewReader(res.Body), body: res.Body, delay: delay, left: cutAfter}
 		}
 		return nil
 	}
-	srv := httptest.NewServer(rp)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Read the request body before forwarding it: the proxy flushes
+		// the response header at once, after which a server's HTTP/1
+		// request body may be gone while the transport still reads it
+		// (it then closes the upstream connection mid-stream).
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		rp.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

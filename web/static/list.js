@@ -92,7 +92,7 @@ export class SessionList {
     const link = h(
       'a',
       { href: `#/c/${encodeURIComponent(s.id)}`, class: 'session' },
-      h('span', { class: 'title' }, (s.title || '').trim() || 'Untitled conversation'),
+      h('span', { class: 'title', title: s.title || null }, (s.title || '').trim() || 'Untitled conversation'),
       h(
         'span',
         { class: 'meta' },
