@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -142,7 +143,7 @@ func readOldKeys(path string) ([][]byte, error) {
 	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("%w: %s has mode %04o; run: chmod 600 %s", seal.ErrInsecureKeyFile, path, st.Mode().Perm(), path)
 	}
-	b, err := os.ReadFile(path)
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("previous keys: %w", err)
 	}
