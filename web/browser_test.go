@@ -17,9 +17,16 @@ import (
 )
 
 // The browser tests drive the UI in headless Chromium against a real
-// spool serve process on loopback (see harness_test.go). Each saves
-// screenshots among its artifacts; -update copies the README's to
-// docs/screenshot.png.
+// spool serve process on loopback (see harness_test.go):
+//
+//	go test -race -run TestBrowser ./web
+//
+// They skip without Chromium (and fail under CI=true) and with -short.
+// Each saves screenshots: under $SPOOL_ARTIFACTS/<test> when that is set,
+// else in the test's ArtifactDir (kept with go test -artifacts). Adding
+// -update copies the README's screenshot to docs/screenshot.png:
+//
+//	go test -run TestBrowser/approve ./web -update
 
 const (
 	desktopW, desktopH = 1280, 800
