@@ -111,7 +111,9 @@
 // changes both, and store.Retention{} keeps everything. The session being
 // created is never its own victim (an imported session with old timestamps
 // survives its import), and a session that cannot be deleted then is tried
-// again at the next creation. Prune applies any policy on demand.
+// again at the next creation. A session none of whose lines can be read
+// (corrupt, or sealed under a key the Store lacks) has no known activity
+// and is never deleted by retention. Prune applies any policy on demand.
 //
 // # Case-insensitive file systems
 //

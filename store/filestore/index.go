@@ -310,13 +310,19 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 }
 
 // victims returns the sessions r does not keep as of now, never keep
-// (which counts as kept). The caller holds sc.mu.
+// (which counts as kept). A session none of whose lines decodes (corrupt,
+// or sealed with a key this Store lacks) has no activity to judge it by:
+// it is neither kept nor deleted, so that retention never destroys what
+// a read reports as corrupt. The caller holds sc.mu.
 func (sc *scope) victims(r store.Retention, now time.Time, keep string) []string {
 	var out []string
 	kept := 0
 	for _, x := range sc.listing() {
 		if x.info.ID == keep {
 			kept++
+			continue
+		}
+		if x.info.LastActivity.IsZero() {
 			continue
 		}
 		if store.Expired(x.info, r, now) || (r.MaxSessions > 0 && kept >= r.MaxSessions) {
