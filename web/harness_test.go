@@ -14,9 +14,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -29,65 +27,14 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/spool-go/spool/internal/browsertest"
+	"github.com/spool-go/spool/internal/spooltest"
 )
 
 var update = flag.Bool("update", false, "copy the README screenshot of the UI to docs/screenshot.png")
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	binPath   string
-	buildErr  error
-)
-
 func TestMain(m *testing.M) {
 	flag.Parse()
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
-
-// spoolBinary builds cmd/spool once per test run.
-func spoolBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "spool-web-")
-		if buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(buildDir, "spool")
-		start := time.Now()
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/spool-go/spool/cmd/spool").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/spool: %v\n%s", err, out)
-			return
-		}
-		t.Logf("built spool in %v", time.Since(start).Round(time.Millisecond))
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// logBuffer collects a process's output safely.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	os.Exit(spooltest.Main(m))
 }
 
 // spoolServer is a running spool serve.
@@ -96,67 +43,18 @@ type spoolServer struct {
 	key string // the API key the tests' own requests send, if any
 }
 
-var servingRE = regexp.MustCompile(`serving agent "[^"]*" on (http://\S+)`)
-
 // startServe starts spool serve with the echo model and a file store in
-// a temporary folder on a free loopback port, and waits until it listens
-// (it prints the address it bound). The process is stopped with SIGINT
-// when the test ends (killed if it lingers).
+// a temporary folder on a free loopback port, and waits until it listens.
+// The process is stopped with SIGINT when the test ends (killed if it
+// lingers).
 func startServe(t *testing.T, key string, args ...string) *spoolServer {
 	t.Helper()
-	bin := spoolBinary(t)
-	all := []string{"serve", "--addr", "127.0.0.1:0", "--store", "file:" + t.TempDir(), "--model", "echo", "--grace", "2s"}
+	all := []string{"--store", "file:" + t.TempDir(), "--model", "echo", "--grace", "2s"}
 	if key != "" {
 		all = append(all, "--api-key", key)
 	}
-	cmd := exec.Command(bin, append(all, args...)...)
-	cmd.Env = append(os.Environ(), "SPOOL_API_KEY=", "SPOOL_KEYS=", "SPOOL_STORE=", "SPOOL_MODEL=")
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stderr := &logBuffer{}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		pw.Close()
-		close(exited)
-	}()
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			line := sc.Text()
-			stderr.Write([]byte(line + "\n"))
-			if m := servingRE.FindStringSubmatch(line); m != nil {
-				ready <- m[1]
-			}
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("spool serve stderr:\n%s", stderr.String())
-		}
-	})
-	select {
-	case url := <-ready:
-		return &spoolServer{URL: url, key: key}
-	case <-exited:
-		t.Fatalf("spool serve exited: %v\n%s", waitErr, stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("spool serve did not start in 30s\n%s", stderr.String())
-	}
-	return nil
+	p := spooltest.Serve(t, spooltest.Options{}, append(all, args...)...)
+	return &spoolServer{URL: p.URL, key: key}
 }
 
 // do sends an API request as a test client and returns the status and
@@ -436,7 +334,7 @@ func browser(t *testing.T) context.Context {
 		t.Skip("browser tests are skipped with -short")
 	}
 	browsertest.Chromium(t)
-	spoolBinary(t)
+	spooltest.Binary(t)
 	return browsertest.NewBrowser(t)
 }
 
@@ -454,7 +352,7 @@ func slowProxy(t *testing.T, upstream string, delay time.Duration, cutAfter int)
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.FlushInterval = -1 // pass each event on as soon as it is read
-	errs := &logBuffer{}
+	errs := &spooltest.Buffer{}
 	rp.ErrorLog = log.New(errs, "", 0)
 	t.Cleanup(func() {
 		if t.Failed() {

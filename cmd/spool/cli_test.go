@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/model"
 )
 
@@ -42,3 +43,5 @@ func (c *cli) run(stdin string, args ...string) (int, string, string) {
 func tempStoreURL(t *testing.T) string {
 	return "sqlite:" + filepath.Join(t.TempDir(), "spool.db")
 }
+
+func TestMain(m *testing.M) { os.Exit(spooltest.Main(m)) }

@@ -10,136 +10,22 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// spoolBinary builds the command once per test run.
-func spoolBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "spool-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "spool")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// lockedBuffer collects a process's output safely.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// serveProc is a running spool serve.
-type serveProc struct {
-	cmd    *exec.Cmd
-	url    string
-	stderr *lockedBuffer
-	exited chan struct{}
-	err    error
-}
-
-var servingRE = regexp.MustCompile(`serving agent "[^"]*" on (http://\S+)`)
-
 // startServe starts spool serve on a free loopback port and waits until it
-// listens (it prints the address it bound).
-func startServe(t *testing.T, args ...string) *serveProc {
+// listens; the test's end stops it.
+func startServe(t *testing.T, args ...string) *spooltest.Server {
 	t.Helper()
-	cmd := exec.Command(spoolBinary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), "SPOOL_API_KEY=", "SPOOL_KEYS=", "SPOOL_STORE=", "SPOOL_MODEL=")
-	pr, pw := io.Pipe()
-	p := &serveProc{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = cmd.Wait()
-		pw.Close()
-		close(p.exited)
-	}()
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			line := sc.Text()
-			p.stderr.Write([]byte(line + "\n"))
-			if m := servingRE.FindStringSubmatch(line); m != nil {
-				ready <- m[1]
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			t.Logf("spool serve stderr:\n%s", p.stderr.String())
-		}
-	})
-	select {
-	case p.url = <-ready:
-	case <-p.exited:
-		t.Fatalf("spool serve exited: %v\n%s", p.err, p.stderr.String())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("spool serve not ready after 20s:\n%s", p.stderr.String())
-	}
-	return p
-}
-
-// wait waits for the process to exit and returns its exit code.
-func (p *serveProc) wait(t *testing.T, d time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.exited:
-	case <-time.After(d):
-		t.Fatalf("spool serve still running %s after the signal:\n%s", d, p.stderr.String())
-	}
-	if p.err == nil {
-		return 0
-	}
-	if ee, ok := p.err.(*exec.ExitError); ok {
-		return ee.ExitCode()
-	}
-	t.Fatal(p.err)
-	return -1
+	return spooltest.Serve(t, spooltest.Options{Stop: os.Kill}, args...)
 }
 
 func httpDo(t *testing.T, method, url, key string, body any, accept string) (*http.Response, []byte) {
@@ -212,15 +98,15 @@ func TestServeEndToEnd(t *testing.T) {
 	db := "sqlite:" + filepath.Join(t.TempDir(), "spool.db")
 	p := startServe(t, "--store", db, "--api-key", e2eKey, "--keep-alive", "50ms")
 
-	if res, _ := httpDo(t, "GET", p.url+"/v1/sessions", "", nil, ""); res.StatusCode != 401 || res.Header.Get("WWW-Authenticate") == "" {
+	if res, _ := httpDo(t, "GET", p.URL+"/v1/sessions", "", nil, ""); res.StatusCode != 401 || res.Header.Get("WWW-Authenticate") == "" {
 		t.Fatalf("without a key: %d", res.StatusCode)
 	}
-	res, b := httpDo(t, "POST", p.url+"/invoke", e2eKey, map[string]string{"prompt": "hello"}, "")
+	res, b := httpDo(t, "POST", p.URL+"/invoke", e2eKey, map[string]string{"prompt": "hello"}, "")
 	if res.StatusCode != 200 || !strings.Contains(string(b), `"text":"echo: hello"`) || !strings.Contains(string(b), `"sessionId":"http"`) {
 		t.Fatalf("invoke: %d %s", res.StatusCode, b)
 	}
 
-	sres := httpOpen(t, context.Background(), "POST", p.url+"/chat", e2eKey, map[string]string{"sessionId": "e2e", "text": `/call save_note {"text":"buy milk"}`}, "text/event-stream")
+	sres := httpOpen(t, context.Background(), "POST", p.URL+"/chat", e2eKey, map[string]string{"sessionId": "e2e", "text": `/call save_note {"text":"buy milk"}`}, "text/event-stream")
 	events := parseSSE(t, sres.Body)
 	sres.Body.Close()
 	var got []string
@@ -237,11 +123,11 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Fatalf("chat events %v", got)
 	}
 
-	res, b = httpDo(t, "GET", p.url+"/v1/sessions/e2e/approvals", e2eKey, nil, "")
+	res, b = httpDo(t, "GET", p.URL+"/v1/sessions/e2e/approvals", e2eKey, nil, "")
 	if res.StatusCode != 200 || !strings.Contains(string(b), approvalID) {
 		t.Fatalf("approvals: %d %s", res.StatusCode, b)
 	}
-	sres = httpOpen(t, context.Background(), "POST", p.url+"/v1/sessions/e2e/approvals/"+approvalID, e2eKey, map[string]string{"decision": "allow"}, "text/event-stream")
+	sres = httpOpen(t, context.Background(), "POST", p.URL+"/v1/sessions/e2e/approvals/"+approvalID, e2eKey, map[string]string{"decision": "allow"}, "text/event-stream")
 	events = parseSSE(t, sres.Body)
 	sres.Body.Close()
 	last := events[len(events)-1]
@@ -249,7 +135,7 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Fatalf("approval stream ends with %+v", last)
 	}
 
-	res, b = httpDo(t, "GET", p.url+"/v1/sessions?limit=10", e2eKey, nil, "")
+	res, b = httpDo(t, "GET", p.URL+"/v1/sessions?limit=10", e2eKey, nil, "")
 	var list struct {
 		Sessions []struct{ ID string }
 	}
@@ -257,20 +143,20 @@ func TestServeEndToEnd(t *testing.T) {
 	if res.StatusCode != 200 || len(list.Sessions) != 2 {
 		t.Fatalf("list: %d %s", res.StatusCode, b)
 	}
-	res, b = httpDo(t, "GET", p.url+"/v1/sessions/e2e/messages?order=asc", e2eKey, nil, "")
+	res, b = httpDo(t, "GET", p.URL+"/v1/sessions/e2e/messages?order=asc", e2eKey, nil, "")
 	if res.StatusCode != 200 || strings.Count(string(b), `"role"`) != 4 {
 		t.Fatalf("messages: %d %s", res.StatusCode, b)
 	}
-	if res, _ := httpDo(t, "DELETE", p.url+"/v1/sessions/e2e", e2eKey, nil, ""); res.StatusCode != 204 {
+	if res, _ := httpDo(t, "DELETE", p.URL+"/v1/sessions/e2e", e2eKey, nil, ""); res.StatusCode != 204 {
 		t.Fatalf("delete: %d", res.StatusCode)
 	}
 
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.wait(t, 10*time.Second); code != 0 {
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.Wait(t, 10*time.Second); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	if strings.Contains(p.stderr.String(), "buy milk") {
-		t.Fatalf("content in the server's log:\n%s", p.stderr.String())
+	if strings.Contains(p.Stderr.String(), "buy milk") {
+		t.Fatalf("content in the server's log:\n%s", p.Stderr.String())
 	}
 }
 
@@ -348,7 +234,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 			prov := slowProvider(t, c.words, 50*time.Millisecond)
 			db := "sqlite:" + filepath.Join(t.TempDir(), "spool.db")
 			p := startServe(t, "--store", db, "--grace", c.grace, "--model", "openai:slow", "--base-url", prov.URL+"/v1", "--model-key", "test")
-			res := httpOpen(t, context.Background(), "POST", p.url+"/chat", "", map[string]string{"sessionId": "slow", "text": "go"}, "text/event-stream")
+			res := httpOpen(t, context.Background(), "POST", p.URL+"/chat", "", map[string]string{"sessionId": "slow", "text": "go"}, "text/event-stream")
 			defer res.Body.Close()
 			br := bufio.NewReader(res.Body)
 			for {
@@ -360,9 +246,9 @@ func TestServeGracefulShutdown(t *testing.T) {
 					break
 				}
 			}
-			p.cmd.Process.Signal(syscall.SIGTERM)
+			p.Cmd.Process.Signal(syscall.SIGTERM)
 			rest, _ := io.ReadAll(br)
-			if code := p.wait(t, 20*time.Second); code != 0 {
+			if code := p.Wait(t, 20*time.Second); code != 0 {
 				t.Fatalf("exit %d", code)
 			}
 			if c.want == transcript.StatusOK && !strings.Contains(string(rest), "event: turn_end") {
@@ -407,12 +293,12 @@ func TestServeRefusals(t *testing.T) {
 func TestBench(t *testing.T) {
 	p := startServe(t, "--store", "memory:", "--api-key", e2eKey)
 	for _, mode := range []string{"invoke", "chat"} {
-		code, out, stderr := newCLI(t, nil).run("", "bench", mode, "--url", p.url, "--key", e2eKey, "--duration", "300ms", "--concurrency", "4", "--sessions", "2")
+		code, out, stderr := newCLI(t, nil).run("", "bench", mode, "--url", p.URL, "--key", e2eKey, "--duration", "300ms", "--concurrency", "4", "--sessions", "2")
 		if code != 0 || !strings.Contains(out, "rps: ") || !strings.Contains(out, "p99") {
 			t.Fatalf("bench %s: exit %d\n%s\n%s", mode, code, out, stderr)
 		}
 	}
-	code, _, stderr := newCLI(t, nil).run("", "bench", "invoke", "--url", p.url, "--duration", "200ms")
+	code, _, stderr := newCLI(t, nil).run("", "bench", "invoke", "--url", p.URL, "--duration", "200ms")
 	if code != 1 || !strings.Contains(stderr, "401") {
 		t.Fatalf("bench without the key: exit %d %s", code, stderr)
 	}

@@ -68,7 +68,7 @@ func benchInvoke(b *testing.B, replicas, sessions, concurrency int) {
 				}
 				sid := fmt.Sprintf("bench-%d", i%int64(sessions))
 				t0 := time.Now()
-				if _, err := c.invoke(ctx, rep.url, sid, "hello from the replica benchmark"); err != nil {
+				if _, err := c.invoke(ctx, rep.URL, sid, "hello from the replica benchmark"); err != nil {
 					failed.Add(1)
 					first.CompareAndSwap(nil, err.Error())
 					continue

@@ -1,64 +1,22 @@
 package replicatest
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/store/pgstore/pgtest"
 )
 
-var (
-	binDir    string
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// spoolBinary builds cmd/spool once per test binary, only when a test
-// gets as far as needing it (not when it skips for want of a database).
-func spoolBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "replicatest-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binDir = dir
-		binPath = filepath.Join(dir, "spool")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/spool-go/spool/cmd/spool").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/spool: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func TestMain(m *testing.M) { os.Exit(spooltest.Main(m)) }
 
 // deployment is a fresh schema that replicas share. Each replica's
 // connections carry an application_name of the deployment, so the test
@@ -135,99 +93,33 @@ func (d *deployment) waitConnsGone(max time.Duration) int {
 
 // replica is one running `spool serve`.
 type replica struct {
-	name   string
-	url    string // http://127.0.0.1:PORT
-	cmd    *exec.Cmd
-	stderr *lockedBuffer
-	exited chan struct{}
-	err    error // of Wait, once exited is closed
+	*spooltest.Server
+	name string
 }
-
-var servingRE = regexp.MustCompile(`serving agent "[^"]*" on (http://\S+)`)
 
 // startReplica starts `spool serve` on a free loopback port with the
 // deployment's store and the echo model in tool mode auto (so that
 // "/call get_time {}" makes a turn with a tool call), plus args, and
-// waits until it answers. The replica is stopped when t ends.
+// waits until it answers. The replica is stopped (SIGTERM, then SIGKILL
+// after 10 seconds) when t ends, and reaped, so no process is left behind.
 func (d *deployment) startReplica(t testing.TB, name string, args ...string) *replica {
 	t.Helper()
-	argv := append([]string{"serve", "--addr", "127.0.0.1:0", "--store", d.replicaURL(name), "--mode", "auto"}, args...)
+	argv := append([]string{"--store", d.replicaURL(name), "--mode", "auto"}, args...)
 	if !hasFlag(args, "--model") {
 		argv = append(argv, "--model", "echo")
 	}
-	cmd := exec.Command(spoolBinary(t), argv...)
-	cmd.Env = append(os.Environ(), "SPOOL_API_KEY=", "SPOOL_KEYS=", "SPOOL_STORE=", "SPOOL_MODEL=")
-	cmd.SysProcAttr = childAttr()
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	r := &replica{name: name, cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		r.err = cmd.Wait()
-		pw.Close()
-		close(r.exited)
-	}()
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			line := sc.Text()
-			r.stderr.Write([]byte(line + "\n"))
-			if m := servingRE.FindStringSubmatch(line); m != nil {
-				ready <- m[1]
-			}
-		}
-		io.Copy(io.Discard, pr) // never block the process on a long line
-	}()
-	t.Cleanup(func() { r.stop(t) })
-	select {
-	case r.url = <-ready:
-	case <-r.exited:
-		t.Fatalf("replica %s exited before serving: %v\n%s", name, r.err, r.stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("replica %s not serving after 30s:\n%s", name, r.stderr.String())
-	}
+	srv := spooltest.Serve(t, spooltest.Options{Attr: childAttr(), Stop: syscall.SIGTERM}, argv...)
+	r := &replica{Server: srv, name: name}
 	// Listening is not all: the store must answer too.
-	res, err := http.Get(r.url + "/v1/sessions?limit=1")
+	res, err := http.Get(r.URL + "/v1/sessions?limit=1")
 	if err != nil {
 		t.Fatalf("replica %s: %v", name, err)
 	}
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		t.Fatalf("replica %s: GET /v1/sessions: %d\n%s", name, res.StatusCode, r.stderr.String())
+		t.Fatalf("replica %s: GET /v1/sessions: %d\n%s", name, res.StatusCode, r.Stderr.String())
 	}
 	return r
-}
-
-// stop ends the replica: SIGTERM (a graceful stop, which has nothing left
-// to wait for once the test's requests are answered), then SIGKILL if it
-// is still running after 10 seconds. It returns once the process has
-// been reaped, so no process is left behind.
-func (r *replica) stop(t testing.TB) {
-	select {
-	case <-r.exited:
-	default:
-		r.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-r.exited:
-		case <-time.After(10 * time.Second):
-			t.Errorf("replica %s still running 10s after SIGTERM; killing it", r.name)
-			r.cmd.Process.Kill()
-			<-r.exited
-		}
-	}
-	if t.Failed() {
-		t.Logf("replica %s (%s) stderr:\n%s", r.name, r.url, r.stderr.String())
-	}
-}
-
-// kill ends the replica at once, as a crash would, and waits until it
-// has been reaped.
-func (r *replica) kill() {
-	r.cmd.Process.Kill()
-	<-r.exited
 }
 
 func hasFlag(args []string, name string) bool {
@@ -237,22 +129,4 @@ func hasFlag(args []string, name string) bool {
 		}
 	}
 	return false
-}
-
-// lockedBuffer collects a process's output safely.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

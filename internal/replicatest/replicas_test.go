@@ -67,9 +67,9 @@ func TestTwoReplicasSameSessions(t *testing.T) {
 			defer wg.Done()
 			<-start
 			if rq.route == "invoke" {
-				rq.answer, rq.err = c.invoke(ctx, rq.replica.url, rq.session, rq.prompt)
+				rq.answer, rq.err = c.invoke(ctx, rq.replica.URL, rq.session, rq.prompt)
 			} else {
-				rq.answer, rq.err = c.chat(ctx, rq.replica.url, rq.session, rq.prompt)
+				rq.answer, rq.err = c.chat(ctx, rq.replica.URL, rq.session, rq.prompt)
 			}
 		}()
 	}
@@ -205,7 +205,7 @@ func TestReplicaKilledMidTurn(t *testing.T) {
 	// (the provider has the request) when A dies.
 	aDone := make(chan error, 1)
 	go func() {
-		_, err := c.chat(ctx, a.url, sid, "A-crash")
+		_, err := c.chat(ctx, a.URL, sid, "A-crash")
 		aDone <- err
 	}()
 	select {
@@ -221,7 +221,7 @@ func TestReplicaKilledMidTurn(t *testing.T) {
 	var bErr error
 	go func() {
 		defer close(bDone)
-		bAnswer, bErr = c.invoke(ctx, b.url, sid, "B-after")
+		bAnswer, bErr = c.invoke(ctx, b.URL, sid, "B-after")
 	}()
 	// B's request must wait for the lock A holds, not run beside A's turn.
 	for {
@@ -239,7 +239,7 @@ func TestReplicaKilledMidTurn(t *testing.T) {
 		}
 	}
 
-	a.kill()
+	a.Kill()
 	select {
 	case <-bDone:
 	case <-ctx.Done():
