@@ -91,7 +91,7 @@ type Options struct {
 
 // Server is a running `spool serve`.
 type Server struct {
-	URL    string  // http://127.0.0.1:PORT
+	URL    string // http://127.0.0.1:PORT
 	Cmd    *exec.Cmd
 	Stderr *Buffer // everything the process wrote to stderr
 
