@@ -7,16 +7,17 @@ import (
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/teststores"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
 	"github.com/spool-go/spool/transcript"
 )
 
-// stores the runtime benchmarks run on; filestore adds itself in
-// bench_file_test.go.
+// stores the runtime benchmarks run on.
 var benchStores = map[string]func(b *testing.B) store.Store{
-	"memstore": func(b *testing.B) store.Store { return memstore.New() },
+	"memstore":  func(b *testing.B) store.Store { return memstore.New() },
+	"filestore": func(b *testing.B) store.Store { return teststores.File(b) },
 }
 
 // BenchmarkTurn measures the runtime's own cost per turn: one Send with

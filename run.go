@@ -188,9 +188,7 @@ func (r *run) step(ctx context.Context) (calls []transcript.ToolCall, blocked er
 			}
 		case model.EventToolCall:
 			c := ev.ToolCall
-			if !json.Valid(c.Arguments) {
-				c.Arguments, _ = json.Marshal(string(c.Arguments))
-			}
+			c.Arguments = storableArguments(c.Arguments)
 			calls = append(calls, c)
 			r.emit(Event{Kind: EventToolCall, ToolCall: &c})
 		case model.EventUsage:
@@ -225,6 +223,45 @@ func (r *run) step(ctx context.Context) (calls []transcript.ToolCall, blocked er
 		}
 	}
 	return calls, blocked, modelErr
+}
+
+// maxArgumentDepth bounds the nesting of tool arguments a transcript
+// keeps as JSON. The entry holding them nests a few levels deeper, and
+// encoding/json refuses documents nested past 10,000 levels.
+const maxArgumentDepth = 1000
+
+// storableArguments returns a call's arguments as the transcript keeps
+// them: valid JSON nested at most maxArgumentDepth deep as it is, anything
+// else as a JSON string of its text, as a model's malformed arguments are.
+func storableArguments(args json.RawMessage) json.RawMessage {
+	if json.Valid(args) && depth(args) <= maxArgumentDepth {
+		return args
+	}
+	s, _ := json.Marshal(string(args))
+	return s
+}
+
+// depth returns how deeply the valid JSON b nests arrays and objects.
+func depth(b []byte) int {
+	d, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			d++
+			deepest = max(deepest, d)
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return deepest
 }
 
 // checkAnswer runs the answer guards over the step's text so far.

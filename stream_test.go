@@ -159,3 +159,21 @@ func TestCancelledContextRecordsCancelled(t *testing.T) {
 		t.Fatalf("recorded %s", last.Status)
 	}
 }
+
+func TestDeeplyNestedToolArgumentsAreKeptAsText(t *testing.T) {
+	ctx := context.Background()
+	deep := strings.Repeat("[", 10000) + strings.Repeat("]", 10000)
+	m := scripted([]model.Event{call("c1", "lookup_order", deep)})
+	a := newAgent(t, spool.Config{Model: m, Tools: approvalTools(nil), ToolMode: transcript.ToolModeAuto})
+	s, _ := a.Session(ctx, "deep")
+	res, err := s.Send(ctx, "go")
+	if err != nil || res.Status != transcript.StatusOK {
+		t.Fatalf("%+v %v", res, err)
+	}
+	entries, _ := s.Transcript(ctx)
+	checkWellFormed(t, entries)
+	var am transcript.AssistantMessage
+	if err := entries[1].DecodeData(&am); err != nil || am.ToolCalls[0].Arguments[0] != '"' {
+		t.Fatalf("arguments not kept as a string: %.40s %v", am.ToolCalls[0].Arguments, err)
+	}
+}

@@ -35,6 +35,7 @@ type chat struct {
 	sess        *spool.Session
 	ctx         context.Context // carries the user for user scope
 	lines       <-chan string
+	inputErr    error // why input ended early; set before lines closes
 	interrupts  <-chan os.Signal
 	interactive bool
 }
@@ -91,7 +92,8 @@ func runChat(ctx context.Context, env *environ, args []string) error {
 	}
 	defer agent.Close()
 
-	ch := &chat{env: env, agent: agent, ctx: ctx, lines: readLines(env.stdin), interrupts: env.interrupts}
+	ch := &chat{env: env, agent: agent, ctx: ctx, interrupts: env.interrupts}
+	ch.lines = readLines(env.stdin, &ch.inputErr)
 	if f, ok := env.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		ch.interactive = true
 	}
@@ -128,15 +130,26 @@ func runChat(ctx context.Context, env *environ, args []string) error {
 	return ch.loop()
 }
 
-// readLines delivers stdin's lines; the channel closes at the end of input.
-func readLines(r io.Reader) <-chan string {
+// maxPromptLine is the longest line chat reads as a prompt.
+const maxPromptLine = 16 << 20
+
+// readLines delivers stdin's lines; the channel closes at the end of
+// input, after *failed is set when reading failed (a line over
+// maxPromptLine, or an error of the input itself).
+func readLines(r io.Reader, failed *error) <-chan string {
 	out := make(chan string)
 	go func() {
 		defer close(out)
 		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		sc.Buffer(make([]byte, 64<<10), maxPromptLine)
 		for sc.Scan() {
 			out <- sc.Text()
+		}
+		if err := sc.Err(); err != nil {
+			if errors.Is(err, bufio.ErrTooLong) {
+				err = fmt.Errorf("a line of input is longer than %d MiB; the rest of the input was not read", maxPromptLine>>20)
+			}
+			*failed = fmt.Errorf("reading input: %w", err)
 		}
 	}()
 	return out
@@ -217,7 +230,7 @@ func (c *chat) loop() error {
 			if c.interactive {
 				fmt.Fprintln(c.env.stdout)
 			}
-			return nil
+			return c.inputErr
 		}
 		line = strings.TrimSpace(line)
 		if line == "" {

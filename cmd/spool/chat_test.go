@@ -120,3 +120,11 @@ func TestChatBadFlags(t *testing.T) {
 		t.Fatalf("unknown command: exit %d, want 2", code)
 	}
 }
+
+func TestChatTooLongLineFails(t *testing.T) {
+	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
+	code, _, errs := c.run("hello\n"+strings.Repeat("x", maxPromptLine+1)+"\nnever read\n", "chat")
+	if code != 1 || !strings.Contains(errs, "longer than 16 MiB") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}
