@@ -283,4 +283,23 @@ func BenchmarkPostgres(b *testing.B) {
 			done()
 		})
 	}
+	// A common word and a short one in each scope, from the one with the
+	// newest entries (list) to the one with the oldest (tail): whether a
+	// search pays for other scopes' newer matches.
+	for _, set := range []benchdata.Set{benchdata.List, benchdata.Search, benchdata.TailLong} {
+		for _, text := range []string{"order", "ok"} {
+			b.Run("SearchScopes/"+set.Scope.Agent+"/"+text, func(b *testing.B) {
+				d.load(benchdata.TailLong, benchdata.TailShort, benchdata.List, benchdata.Search)
+				q := store.SearchQuery{Text: text, Limit: benchdata.Limit}
+				done := benchdata.CPUMetric(b)
+				for b.Loop() {
+					hits, err := s.Search(ctx, set.Scope, q)
+					if err != nil || len(hits) != benchdata.Limit {
+						b.Fatalf("Search(%q) in %s: %d hits, %v", text, set.Scope, len(hits), err)
+					}
+				}
+				done()
+			})
+		}
+	}
 }

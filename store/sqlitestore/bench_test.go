@@ -167,3 +167,26 @@ func benchSearch(b *testing.B, drv sqlDriver) {
 		})
 	}
 }
+
+// BenchmarkSearchScopes searches a common word and a short one in each
+// scope of the benchmark database, from the scope with the newest entries
+// (list) to the one with the oldest (tail): what a search costs when other
+// scopes hold newer matches.
+func BenchmarkSearchScopes(b *testing.B) {
+	s := benchOpen(b, chosenDriver, benchDB(b))
+	for _, set := range []benchdata.Set{benchdata.List, benchdata.Search, benchdata.TailLong} {
+		for _, text := range []string{"order", "ok"} {
+			b.Run(set.Scope.Agent+"/"+text, func(b *testing.B) {
+				q := store.SearchQuery{Text: text, Limit: benchdata.Limit}
+				done := benchdata.CPUMetric(b)
+				for b.Loop() {
+					hits, err := s.Search(b.Context(), set.Scope, q)
+					if err != nil || len(hits) != benchdata.Limit {
+						b.Fatalf("Search(%q) in %s: %d hits, %v", text, set.Scope, len(hits), err)
+					}
+				}
+				done()
+			})
+		}
+	}
+}
