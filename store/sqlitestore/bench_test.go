@@ -3,8 +3,9 @@ package sqlitestore
 // Benchmarks of the store over the data set of internal/benchdata, the
 // one every store's benchmarks use (its package doc describes the shapes),
 // so that BENCHMARKS.md compares like with like. Besides those, RawFsync is
-// the floor under a durable append, and AppendFdatasync shows what
-// switching the driver to fdatasync gains.
+// the floor under a durable append, AppendFdatasync shows what switching
+// the driver to fdatasync gains, and SearchScopes what a search pays for
+// other scopes' newer matches.
 //
 // The loaded database (about 1 GB) is built on first use, in two to four
 // minutes, cached in the system temp folder (see benchDB for its name) and
