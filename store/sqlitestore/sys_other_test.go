@@ -5,5 +5,3 @@ package sqlitestore
 import "os"
 
 func fdatasync(f *os.File) error { return f.Sync() }
-
-func cpuNanos() int64 { return 0 }
