@@ -279,7 +279,9 @@ func (r *run) checkAnswer(ctx context.Context, text string) error {
 func (r *run) history(ctx context.Context) ([]history.Message, error) {
 	a := r.s.a
 	opt := a.historyOptions()
-	n := max(512, 8*a.cfg.MaxMessages)
+	// A message is one entry or a little more (turn ends, approvals), so
+	// twice the cap usually holds the whole window at the first read.
+	n := 2*max(a.cfg.MaxMessages, 0) + 16
 	for {
 		var entries []transcript.Entry
 		var total int
