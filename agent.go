@@ -88,7 +88,9 @@ type Config struct {
 	// Logger receives content-free log records; default slog.Default().
 	Logger *slog.Logger
 
-	// TTL expires sessions idle this long; zero keeps them until deleted.
+	// TTL expires sessions idle this long; zero keeps them until deleted,
+	// unless the store expires sessions itself (store.Expiring, e.g. a
+	// ttl= in its URL), whose TTL is then used.
 	// Each turn written and each approval resolved resets the clock. An
 	// expired session with no approval pending starts fresh under the same
 	// id; one with an approval pending fails with store.ErrSessionExpired.
@@ -175,6 +177,9 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("spool: default store: %w", err)
 		}
 		cfg.Store = s
+	}
+	if e, ok := cfg.Store.(store.Expiring); ok && cfg.TTL == 0 {
+		cfg.TTL = e.TTL()
 	}
 	a := &Agent{
 		cfg:   cfg,

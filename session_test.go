@@ -15,6 +15,7 @@ import (
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
+	"github.com/spool-go/spool/store/sqlitestore"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -359,5 +360,41 @@ func TestLongSessionHistoryIsExact(t *testing.T) {
 		if fmt.Sprint(last) != fmt.Sprint(want) {
 			t.Fatalf("%+v: request history\n%v\nwant\n%v", cfg.MaxMessages, last, want)
 		}
+	}
+}
+
+// TestStoreTTLIsAdopted: a store that expires sessions itself (a ttl in
+// its URL) gives the runtime its TTL, so an approval left pending past it
+// is ErrSessionExpired rather than a session that silently vanished.
+func TestStoreTTLIsAdopted(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	clock := func() time.Time { return now }
+	st, err := sqlitestore.Open(ctx, t.TempDir()+"/ttl.db", sqlitestore.WithTTL(time.Hour), sqlitestore.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a := newAgent(t, spool.Config{Store: st, Clock: clock, Tools: approvalTools(nil)})
+	s, _ := a.Session(ctx, "late")
+	res, err := s.Send(ctx, `/call delete_order {"order":1}`)
+	if err != nil || res.Status != spool.StatusAwaitingApproval {
+		t.Fatalf("%+v %v", res, err)
+	}
+	now = now.Add(2 * time.Hour)
+	if _, err := s.Approve(ctx, res.Pending[0].ID, transcript.ScopeOnce); !errors.Is(err, store.ErrSessionExpired) {
+		t.Fatalf("late approval with the store's TTL: %v, want ErrSessionExpired", err)
+	}
+	other, _ := a.Session(ctx, "idle")
+	if _, err := other.Send(ctx, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Hour)
+	if _, err := other.Send(ctx, "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := other.Messages(ctx, 0)
+	if len(msgs) != 2 || msgs[0].Text != "fresh" {
+		t.Fatalf("expired session did not start fresh: %+v", msgs)
 	}
 }

@@ -77,3 +77,14 @@ type Locker interface {
 type ScopeLister interface {
 	Scopes(ctx context.Context) ([]Scope, error)
 }
+
+// Expiring is implemented by stores that expire idle sessions natively
+// (a TTL given to the store, for example in its URL). The runtime adopts
+// that TTL when its own Config.TTL is not set, so that the store's expiry
+// and the runtime's rules (a fresh start for an expired session, and
+// ErrSessionExpired for one with an approval pending) agree.
+type Expiring interface {
+	// TTL returns how long a session may be idle before it expires; zero
+	// means never.
+	TTL() time.Duration
+}

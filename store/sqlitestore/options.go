@@ -67,3 +67,7 @@ func WithReadConns(n int) Option {
 		}
 	}
 }
+
+// TTL returns the store's idle TTL (WithTTL), zero when it keeps sessions
+// until they are deleted. It implements store.Expiring.
+func (s *Store) TTL() time.Duration { return s.cfg.ttl }
