@@ -100,6 +100,14 @@ type wireEntry struct {
 // not a JSON object, id, type or timestamp missing or empty, a timestamp that
 // is not RFC 3339, an unknown status, or data that is not an object.
 func Parse(b []byte) (Entry, error) {
+	if e, ok := parseFast(b); ok {
+		return e, nil
+	}
+	return parseSlow(b)
+}
+
+// parseSlow is Parse through encoding/json, for every input.
+func parseSlow(b []byte) (Entry, error) {
 	var w wireEntry
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Entry{}, fmt.Errorf("%w: %v", ErrSyntax, err)

@@ -196,3 +196,59 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseFastMatchesSlow holds the fast path to the general one: for any
+// input where it answers, it answers exactly what encoding/json gives.
+func FuzzParseFastMatchesSlow(f *testing.F) {
+	f.Add([]byte(`{"id":"01JF","parentId":"01JE","timestamp":"2026-11-29T10:00:00.123Z","type":"user.message","turnId":"01JF","data":{"text":"Where is order 1042?"}}`))
+	f.Add([]byte(` { "id" : "a" , "timestamp":"2026-11-29T10:00:00+05:00","type":"assistant.turn_end","turnId":"t","status":"ok", "data" : { "a" : [1, {"b":"}"}] } } `))
+	f.Add([]byte(`{"ID":"a","timestamp":"2026-11-29T10:00:00Z","type":"x","turnId":"t"}`))
+	f.Add([]byte(`{"id":"a","id":"b","timestamp":"2026-11-29T10:00:00Z","type":"x","turnId":"t"}`))
+	f.Add([]byte(`{"id":"a\u0041","timestamp":"2026-11-29T10:00:00Z","type":"x","turnId":"t","data":{"s":"\\"}"}}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		fast, ok := parseFast(in)
+		if !ok {
+			return
+		}
+		slow, err := parseSlow(in)
+		if err != nil {
+			t.Fatalf("fast path accepted what encoding/json refuses (%v): %q", err, in)
+		}
+		if !fast.Equal(slow) || string(fast.Data) != string(slow.Data) || fast.Timestamp.Location() != slow.Timestamp.Location() {
+			t.Fatalf("fast %+v\nslow %+v\nin %q", fast, slow, in)
+		}
+	})
+}
+
+func TestFastPathTakesWhatAppendJSONWrites(t *testing.T) {
+	e, err := New(time.Now(), TypeAssistantMessage, "turn", AssistantMessage{Text: "héllo <b>", ToolCalls: []ToolCall{{ID: "c", Name: "n", Arguments: []byte(`{"a":[1,2]}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ParentID = "p"
+	line, _ := AppendJSON(nil, e)
+	got, ok := parseFast(line)
+	if !ok || !got.Equal(e) {
+		t.Fatalf("fast path refused or changed a line AppendJSON wrote: %v %+v", ok, got)
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	e, _ := New(time.Now(), TypeUserMessage, "01JF00000000000000000000000", UserMessage{Text: strings.Repeat("where is my order please ", 9)})
+	e.ParentID = "01JE00000000000000000000000"
+	line, _ := AppendJSON(nil, e)
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Parse(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := parseSlow(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
