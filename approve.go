@@ -45,39 +45,46 @@ func (s *Session) Resolve(ctx context.Context, approvalID string, d Decision) it
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
+		var r *run
 		err := s.with(ctx, writing, func(ctx context.Context, sl *slot) error {
 			p, ok := sl.st.pendingApproval(approvalID)
 			if !ok {
 				return fmt.Errorf("session %s: approval %q: %w", s.key, approvalID, ErrNoApproval)
 			}
-			r := s.newRun(sl, yield, cancel, p.TurnID)
+			r = s.newRun(sl, yield, cancel, p.TurnID)
+			r.wrote = true // the turn is under way: a failure from here on ends it
 			r.observe(ctx, Observation{Kind: ObserveTurnStart})
 			r.emit(Event{Kind: EventTurnStart})
-			if err := r.decide(ctx, p, d); err != nil {
-				return err
-			}
-			if d.Allow && d.Scope == transcript.ScopeSession {
-				// The tool is now approved for the session: its other calls
-				// waiting in this turn need no one to ask.
-				for _, other := range append([]Approval(nil), sl.st.pending...) {
-					if other.TurnID == p.TurnID && other.Tool == p.Tool {
-						if err := r.decide(ctx, other, Decision{Allow: true, Scope: transcript.ScopeSession, Reason: "approved for the session"}); err != nil {
-							return err
-						}
-					}
-				}
-			}
-			for _, other := range sl.st.pending {
-				if other.TurnID == p.TurnID {
-					return r.pause(ctx)
-				}
-			}
-			return r.loop(ctx)
+			return r.settle(ctx, r.resume(ctx, p, d))
 		})
-		if err != nil {
-			yield(Event{}, err)
+		yieldError(yield, r, err)
+	}
+}
+
+// resume records the decision d on p, settles the turn's other calls it
+// decides, and continues the turn: it pauses again if calls of the turn
+// still wait, and goes on with the model otherwise.
+func (r *run) resume(ctx context.Context, p Approval, d Decision) error {
+	if err := r.decide(ctx, p, d); err != nil {
+		return err
+	}
+	if d.Allow && d.Scope == transcript.ScopeSession {
+		// The tool is now approved for the session: its other calls
+		// waiting in this turn need no one to ask.
+		for _, other := range append([]Approval(nil), r.sl.st.pending...) {
+			if other.TurnID == p.TurnID && other.Tool == p.Tool {
+				if err := r.decide(ctx, other, Decision{Allow: true, Scope: transcript.ScopeSession, Reason: "approved for the session"}); err != nil {
+					return err
+				}
+			}
 		}
 	}
+	for _, other := range r.sl.st.pending {
+		if other.TurnID == p.TurnID {
+			return r.pause(ctx)
+		}
+	}
+	return r.loop(ctx)
 }
 
 // decide records d for p, then runs the call or records its denial.
@@ -93,6 +100,9 @@ func (r *run) decide(ctx context.Context, p Approval, d Decision) error {
 	}
 	r.observe(ctx, Observation{Kind: ObserveApproval, Tool: p.Tool, CallID: p.CallID, Decision: dec, Scope: d.Scope})
 	call := transcript.ToolCall{ID: p.CallID, Name: p.Tool, Arguments: p.Arguments}
+	if d.Allow && r.interrupted(ctx) != nil {
+		return r.recordResult(ctx, transcript.ToolResult{CallID: p.CallID, Tool: p.Tool, Result: "not run: the turn was stopped", IsError: true})
+	}
 	if d.Allow {
 		return r.execute(ctx, call)
 	}

@@ -2,18 +2,22 @@ package spool
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 
+	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/tool"
 )
 
 // emitter passes a delegated agent's events into the calling turn's
 // stream while a tool call runs. The tool may run on another goroutine;
 // the turn's goroutine is blocked waiting for it meanwhile, so events are
-// never yielded concurrently, and none after the call has returned.
+// never yielded concurrently, and the turn closes the emitter as soon as
+// the call returns (also on a timeout), so none are yielded after.
 type emitter struct {
 	mu     sync.Mutex
 	r      *run
@@ -23,11 +27,13 @@ type emitter struct {
 
 type emitterKey struct{}
 
-// withEmitter gives a tool call's context the calling session's id and
-// an emitter for delegated events.
-func withEmitter(ctx context.Context, r *run, callID string) context.Context {
-	ctx = context.WithValue(ctx, callerKey{}, r.s.key.ID)
-	return context.WithValue(ctx, emitterKey{}, &emitter{r: r, callID: callID})
+// withEmitter gives a tool call's context the calling session's key and
+// an emitter for delegated events. The caller closes the emitter when the
+// call returns, even if a timed-out tool goes on running.
+func withEmitter(ctx context.Context, r *run, callID string) (context.Context, *emitter) {
+	em := &emitter{r: r, callID: callID}
+	ctx = context.WithValue(ctx, callerKey{}, r.s.key)
+	return context.WithValue(ctx, emitterKey{}, em), em
 }
 
 func (e *emitter) emit(agent, sessionID string, ev Event) {
@@ -60,11 +66,12 @@ type DelegateResult struct {
 }
 
 // AsTool returns a tool through which another agent's model can delegate
-// to a: the call's prompt is sent to a's session with the same id as the
-// caller's session (a different session, since the agent name is part of
-// the key, and the same one on each delegation from that caller session,
-// so the delegate remembers). The delegate's events appear in the
-// caller's stream as EventDelegate, and its result names the session.
+// to a: the call's prompt is sent to a's session DelegateSessionID(the
+// caller's session key), the same on each delegation from that caller
+// session (so the delegate remembers) and a different one for every other
+// caller session, of any agent or user. The delegate's events appear in
+// the caller's stream as EventDelegate, and its result names the session,
+// which links the caller's transcript to the delegate's.
 // For a user-scoped a, the caller's user (WithUser) carries over. The
 // delegate's turn does not take the store's lock across processes: the
 // caller's turn holds the lock of the caller's session, which already
@@ -75,19 +82,13 @@ type DelegateResult struct {
 // need no approval.
 func (a *Agent) AsTool(name, description string, opts ...tool.Option) *tool.Tool {
 	return tool.New(name, description, func(ctx context.Context, args delegateArgs) (DelegateResult, error) {
-		caller, ok := ctx.Value(callerKey{}).(string)
-		if !ok || caller == "" {
-			caller = "default"
-		}
-		sess, err := a.Session(ctx, caller)
+		caller, _ := ctx.Value(callerKey{}).(store.Key)
+		sess, err := a.Session(ctx, DelegateSessionID(caller))
 		if err != nil {
 			return DelegateResult{}, err
 		}
 		ctx = context.WithValue(ctx, delegatedKey{}, true)
 		em, _ := ctx.Value(emitterKey{}).(*emitter)
-		if em != nil {
-			defer em.close()
-		}
 		var res *Result
 		for ev, err := range sess.Stream(ctx, args.Prompt) {
 			if err != nil {
@@ -116,5 +117,14 @@ func (a *Agent) AsTool(name, description string, opts ...tool.Option) *tool.Tool
 	}, opts...)
 }
 
-// callerKey carries the calling session's id into its tool calls.
+// callerKey carries the calling session's key into its tool calls.
 type callerKey struct{}
+
+// DelegateSessionID returns the id of the delegate session that serves the
+// caller session k: "dlg_" and a hash of k's agent, owner and id, so that
+// two callers never share a delegate session. A tool call with no caller
+// (used outside a turn) delegates to DelegateSessionID(store.Key{}).
+func DelegateSessionID(k store.Key) string {
+	h := sha256.Sum256([]byte("spool delegate\x00" + k.Agent + "\x00" + k.Owner + "\x00" + k.ID))
+	return "dlg_" + hex.EncodeToString(h[:16])
+}

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/model/echo"
+	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
 	"github.com/spool-go/spool/tool"
 	"github.com/spool-go/spool/transcript"
@@ -20,6 +23,7 @@ func TestDelegation(t *testing.T) {
 		helper.AsTool("ask_researcher", "Ask the researcher."),
 	}})
 	s, _ := lead.Session(ctx, "case-1")
+	dlg := spool.DelegateSessionID(s.Key())
 	var delegated []spool.Event
 	var end *spool.Result
 	for ev, err := range s.Stream(ctx, `/call ask_researcher {"prompt":"find order 7"}`) {
@@ -28,7 +32,7 @@ func TestDelegation(t *testing.T) {
 		}
 		switch ev.Kind {
 		case spool.EventDelegate:
-			if ev.Delegate.Agent != "researcher" || ev.Delegate.SessionID != "case-1" || ev.Delegate.CallID == "" {
+			if ev.Delegate.Agent != "researcher" || ev.Delegate.SessionID != dlg || ev.Delegate.CallID == "" {
 				t.Fatalf("delegate event %+v", ev.Delegate)
 			}
 			delegated = append(delegated, *ev.Delegate.Event)
@@ -44,7 +48,7 @@ func TestDelegation(t *testing.T) {
 	}
 	// The delegate's own session holds its turn; the lead's transcript
 	// links to it.
-	rs, err := helper.OpenSession(ctx, "case-1")
+	rs, err := helper.OpenSession(ctx, dlg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +62,83 @@ func TestDelegation(t *testing.T) {
 			var r transcript.ToolResult
 			_ = e.DecodeData(&r)
 			var d spool.DelegateResult
-			if err := json.Unmarshal([]byte(r.Result), &d); err != nil || d.SessionID != "case-1" || d.Agent != "researcher" {
+			if err := json.Unmarshal([]byte(r.Result), &d); err != nil || d.SessionID != dlg || d.Agent != "researcher" {
 				t.Fatalf("tool result does not link the delegate session: %s (%v)", r.Result, err)
 			}
 			return
 		}
 	}
 	t.Fatal("no tool result")
+}
+
+// TestDelegateSessionsNeverShared: two callers (users, agents, sessions)
+// never reach the same delegate session, so nothing one delegated reaches
+// the other's history.
+func TestDelegateSessionsNeverShared(t *testing.T) {
+	keys := []store.Key{
+		{Agent: "lead", ID: "http"},
+		{Agent: "lead", Owner: "alice", ID: "http"},
+		{Agent: "lead", Owner: "bob", ID: "http"},
+		{Agent: "other", ID: "http"},
+		{Agent: "lead", ID: "http2"},
+	}
+	seen := map[string]store.Key{}
+	for _, k := range keys {
+		id := spool.DelegateSessionID(k)
+		if !store.ValidID(id) {
+			t.Fatalf("%q is not a valid session id", id)
+		}
+		if prev, dup := seen[id]; dup {
+			t.Fatalf("%v and %v share delegate session %s", prev, k, id)
+		}
+		seen[id] = k
+	}
+	ctx := context.Background()
+	st := memstore.New()
+	helper := newAgent(t, spool.Config{Name: "researcher", Store: st})
+	lead := newAgent(t, spool.Config{Name: "lead", Store: st, Scope: spool.ScopeUser, ToolMode: transcript.ToolModeAuto,
+		Tools: []*tool.Tool{helper.AsTool("ask", "Ask.")}})
+	for _, u := range []string{"alice", "bob"} {
+		uctx := spool.WithUser(ctx, u)
+		s, _ := lead.Session(uctx, "http")
+		if _, err := s.Send(uctx, `/call ask {"prompt":"`+u+` secret"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bobKey := store.Key{Agent: "lead", Owner: "bob", ID: "http"}
+	rs, err := helper.OpenSession(ctx, spool.DelegateSessionID(bobKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := rs.Messages(ctx, 0)
+	for _, m := range msgs {
+		if strings.Contains(m.Text, "alice") {
+			t.Fatalf("bob's delegate session holds alice's message: %+v", msgs)
+		}
+	}
+}
+
+// A delegate that outlives its call's timeout sends nothing more into the
+// caller's stream (run with -race).
+func TestTimedOutDelegateIsSilent(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	slow := newAgent(t, spool.Config{Name: "slow", Store: st, Model: echo.New(echo.WithDelay(30 * time.Millisecond))})
+	lead := newAgent(t, spool.Config{Name: "lead", Store: st, ToolMode: transcript.ToolModeAuto,
+		Tools: []*tool.Tool{slow.AsTool("ask_slow", "Ask.", tool.WithTimeout(50*time.Millisecond))}})
+	s, _ := lead.Session(ctx, "t")
+	var end *spool.Result
+	for ev, err := range s.Stream(ctx, `/call ask_slow {"prompt":"one two three four five six seven eight"}`) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // a slow consumer
+		if ev.Kind == spool.EventTurnEnd {
+			end = ev.Result
+		}
+	}
+	if end == nil || !strings.Contains(end.Text, "timed out") {
+		t.Fatalf("%+v", end)
+	}
+	time.Sleep(300 * time.Millisecond) // let the abandoned delegate finish
 }

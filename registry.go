@@ -28,6 +28,10 @@ type slot struct {
 	refs    int           // holders and waiters
 	elem    *list.Element // in idle, when refs == 0
 	st      *state        // cached state; nil when unknown
+	// abandoned is a turn this process started and could not end (its
+	// store failed): the next call closes it at once, without waiting for
+	// it as if another process were running it.
+	abandoned string
 }
 
 func newRegistry(max int) *registry {

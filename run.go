@@ -30,13 +30,62 @@ type run struct {
 	started time.Time
 	usage   transcript.Usage
 	texts   []string
-	stopped bool // the consumer stopped taking events
-	wrote   bool // something of this call is in the transcript
+	prior   transcript.Usage // what the turn used before this call (a resumed turn)
+	stopped bool             // the consumer stopped taking events
+	wrote   bool             // something of this call is in the transcript
+	ended   bool             // the turn's end, or its pause, is recorded
 }
 
 func (s *Session) newRun(sl *slot, yield func(Event, error) bool, cancel context.CancelFunc, turnID string) *run {
-	return &run{s: s, sl: sl, w: s.writer(sl), yield: yield, cancel: cancel, turnID: turnID, started: time.Now()}
+	r := &run{s: s, sl: sl, w: s.writer(sl), yield: yield, cancel: cancel, turnID: turnID, started: time.Now()}
+	if t := sl.st.open; t != nil && t.id == turnID {
+		r.prior = t.usage
+	}
+	return r
 }
+
+// turnUsage is what the whole turn has used: before this call and in it.
+func (r *run) turnUsage() transcript.Usage { return r.prior.Add(r.usage) }
+
+// settle deals with err, the failure of a call that may have written part
+// of a turn: a store that failed after the turn began leaves the turn
+// open, so its end is recorded now if the store allows, as an error, and
+// the session remembers it otherwise, so that its next call closes it at
+// once. It returns nil when the turn's end was recorded (and emitted).
+func (r *run) settle(ctx context.Context, err error) error {
+	if err == nil || !r.wrote || r.ended {
+		return err
+	}
+	r.sl.abandoned = r.turnID
+	if r.sl.st == nil {
+		if serr := r.s.sync(ctx, r.sl); serr != nil {
+			r.sl.st = nil
+			r.observeAbandoned(ctx)
+			return err
+		}
+	}
+	if t := r.sl.st.open; t == nil || t.id != r.turnID {
+		r.observeAbandoned(ctx)
+		return err
+	}
+	if eerr := r.end(ctx, transcript.StatusError, "", "", &storeError{err}); eerr != nil {
+		r.observeAbandoned(ctx)
+		return err
+	}
+	r.sl.abandoned = ""
+	return nil
+}
+
+func (r *run) observeAbandoned(ctx context.Context) {
+	r.observe(ctx, Observation{Kind: ObserveTurnEnd, Status: transcript.StatusError, Usage: r.turnUsage(),
+		Duration: time.Since(r.started), ErrorCode: "store_error"})
+}
+
+// storeError is a store failure that ended a turn.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return "the store failed: " + e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
 
 // emit passes ev to the consumer and reports whether it wants more. Once it
 // does not, the run's context is cancelled and nothing more is emitted.
@@ -147,7 +196,8 @@ func (r *run) interrupted(ctx context.Context) error {
 
 func (r *run) overBudget() (string, bool) {
 	a := r.s.a
-	if b := a.cfg.SessionTokenBudget; b > 0 && r.sl.st.used+r.usage.InputTokens+r.usage.OutputTokens >= b {
+	u := r.turnUsage()
+	if b := a.cfg.SessionTokenBudget; b > 0 && r.sl.st.used+u.InputTokens+u.OutputTokens >= b {
 		return fmt.Sprintf("the session used its budget of %d tokens", b), true
 	}
 	if b := a.cfg.AgentTokenBudget; b > 0 && a.used.Load()+r.usage.InputTokens+r.usage.OutputTokens >= b {
@@ -215,6 +265,9 @@ func (r *run) step(ctx context.Context) (calls []transcript.ToolCall, blocked er
 			calls = nil // a broken step's calls never run
 		}
 		msg := transcript.AssistantMessage{Text: text.String(), ToolCalls: calls, Model: a.modelName}
+		if usage != (transcript.Usage{}) {
+			msg.Usage = &usage
+		}
 		if _, err := r.w.append(ctx, transcript.TypeAssistantMessage, r.turnID, "", msg); err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", errStore, err)
 		}
@@ -309,6 +362,13 @@ func (r *run) handleCalls(ctx context.Context, calls []transcript.ToolCall) (boo
 	st := r.sl.st
 	var asked []Approval
 	for _, c := range calls {
+		if r.interrupted(ctx) != nil {
+			// The turn was stopped: later calls are not started, and say so.
+			if err := r.recordResult(ctx, transcript.ToolResult{CallID: c.ID, Tool: c.Name, Result: "not run: the turn was stopped", IsError: true}); err != nil {
+				return false, err
+			}
+			continue
+		}
 		if r.needsApproval(c.Name) {
 			id := "apr_" + transcript.NewID(r.s.a.now())
 			e, err := r.w.append(ctx, transcript.TypeApprovalRequest, r.turnID, "", transcript.ApprovalRequest{
@@ -352,8 +412,9 @@ func (r *run) execute(ctx context.Context, c transcript.ToolCall) error {
 		res.Result, res.IsError, outcome = fmt.Sprintf("there is no tool named %q", c.Name), true, OutcomeError
 	default:
 		r.observe(ctx, Observation{Kind: ObserveToolStart, Tool: c.Name, CallID: c.ID})
-		tctx := withEmitter(ctx, r, c.ID)
+		tctx, em := withEmitter(ctx, r, c.ID)
 		out, err := t.Run(tctx, c.Arguments, a.cfg.ToolTimeout)
+		em.close() // a delegate still running after a timeout emits nothing more
 		switch {
 		case err == nil:
 			res.Result = out
@@ -378,7 +439,9 @@ func (r *run) recordResult(ctx context.Context, res transcript.ToolResult) error
 
 // pause ends this call with the turn waiting on approvals.
 func (r *run) pause(ctx context.Context) error {
-	r.observe(ctx, Observation{Kind: ObserveTurnEnd, Status: StatusAwaitingApproval, Usage: r.usage, Duration: time.Since(r.started)})
+	r.ended = true
+	r.s.a.used.Add(r.usage.InputTokens + r.usage.OutputTokens)
+	r.observe(ctx, Observation{Kind: ObserveTurnEnd, Status: StatusAwaitingApproval, Usage: r.turnUsage(), Duration: time.Since(r.started)})
 	res := r.result(StatusAwaitingApproval)
 	for _, p := range r.sl.st.pending {
 		if p.TurnID == r.turnID {
@@ -395,7 +458,7 @@ func (r *run) result(status transcript.Status) *Result {
 		TurnID:    r.turnID,
 		Status:    status,
 		Text:      strings.Join(r.texts, "\n\n"),
-		Usage:     r.usage,
+		Usage:     r.turnUsage(),
 	}
 }
 
@@ -411,7 +474,7 @@ func (r *run) end(ctx context.Context, status transcript.Status, noticeKind, not
 			return err
 		}
 	}
-	end := transcript.TurnEnd{Usage: r.usage, DurationMs: time.Since(r.started).Milliseconds()}
+	end := transcript.TurnEnd{Usage: r.turnUsage(), DurationMs: time.Since(r.started).Milliseconds()}
 	if status == transcript.StatusError || status == transcript.StatusCancelled {
 		if cause == nil {
 			cause = context.Canceled
@@ -421,12 +484,13 @@ func (r *run) end(ctx context.Context, status transcript.Status, noticeKind, not
 	if _, err := r.w.append(ctx, transcript.TypeTurnEnd, r.turnID, status, end); err != nil {
 		return err
 	}
+	r.ended = true
 	a.used.Add(r.usage.InputTokens + r.usage.OutputTokens)
 	code := ""
 	if end.Error != nil {
 		code = end.Error.Code
 	}
-	r.observe(ctx, Observation{Kind: ObserveTurnEnd, Status: status, Usage: r.usage, Duration: time.Since(r.started), ErrorCode: code})
+	r.observe(ctx, Observation{Kind: ObserveTurnEnd, Status: status, Usage: end.Usage, Duration: time.Since(r.started), ErrorCode: code})
 	level := slog.LevelDebug
 	if status == transcript.StatusError {
 		level = slog.LevelWarn
@@ -434,7 +498,7 @@ func (r *run) end(ctx context.Context, status transcript.Status, noticeKind, not
 	// Ids, status and counts only: content never reaches the log.
 	a.log.LogAttrs(ctx, level, "turn ended",
 		slog.String("session", r.s.key.ID), slog.String("turn", r.turnID), slog.String("status", string(status)),
-		slog.String("code", code), slog.Int64("inputTokens", r.usage.InputTokens), slog.Int64("outputTokens", r.usage.OutputTokens))
+		slog.String("code", code), slog.Int64("inputTokens", end.Usage.InputTokens), slog.Int64("outputTokens", end.Usage.OutputTokens))
 	res := r.result(status)
 	res.Error = end.Error
 	res.cause = cause
@@ -452,7 +516,10 @@ func (r *run) end(ctx context.Context, status transcript.Status, noticeKind, not
 func errorCode(err error) string {
 	var me *model.Error
 	var se *stepsError
+	var ste *storeError
 	switch {
+	case errors.As(err, &ste):
+		return "store_error"
 	case errors.As(err, &me):
 		return me.Code
 	case errors.As(err, &se):

@@ -213,7 +213,9 @@ func (s *Session) Transcript(ctx context.Context) ([]transcript.Entry, error) {
 
 // History returns what the next model request would carry: the
 // instructions as a system message, then the window of the transcript that
-// the history rules select (package history).
+// the history rules select (package history). It reads the transcript as
+// stored: a session past its TTL still shows its history here until its
+// next turn starts it fresh.
 func (s *Session) History(ctx context.Context) ([]history.Message, error) {
 	entries, err := s.a.cfg.Store.Read(ctx, s.key)
 	if err != nil {
@@ -252,12 +254,17 @@ func (s *Session) mode(st *state) transcript.ToolMode {
 }
 
 // SetToolMode sets how the session treats tool calls from now on, and
-// records it (a session.mode entry), so OpenSession restores it.
+// records it (a session.mode entry), so OpenSession restores it. It fails
+// with ErrApprovalPending while a turn waits on an approval.
 func (s *Session) SetToolMode(ctx context.Context, mode transcript.ToolMode) error {
 	if !mode.Valid() {
 		return fmt.Errorf("spool: unknown tool mode %q (ask, auto or off)", mode)
 	}
 	return s.with(ctx, writing, func(ctx context.Context, sl *slot) error {
+		if len(sl.st.pending) > 0 {
+			// A mode entry inside a paused turn would split it in two.
+			return fmt.Errorf("session %s: %w", s.key, ErrApprovalPending)
+		}
 		w := s.writer(sl)
 		_, err := w.append(ctx, transcript.TypeSessionMode, transcript.NewID(s.a.now()), "", transcript.SessionMode{ToolMode: mode})
 		return err

@@ -30,6 +30,7 @@ type openTurn struct {
 	steps   int                   // assistant messages so far
 	calls   []transcript.ToolCall // the newest step's calls
 	results map[string]bool       // call ids of the newest step with a result
+	usage   transcript.Usage      // what its recorded steps used
 }
 
 func newState() *state {
@@ -68,6 +69,9 @@ func (st *state) apply(e transcript.Entry) {
 			t.steps++
 			t.calls = m.ToolCalls
 			t.results = map[string]bool{}
+			if m.Usage != nil {
+				t.usage = t.usage.Add(*m.Usage)
+			}
 		}
 	case transcript.TypeToolResult:
 		var r transcript.ToolResult

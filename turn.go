@@ -53,7 +53,7 @@ func (s *Session) Stream(ctx context.Context, prompt string) iter.Seq2[Event, er
 				}
 				created := sl.st.count == 0
 				r = s.newRun(sl, yield, cancel, transcript.NewID(s.a.now()))
-				if err := r.begin(ctx, prompt); err != nil {
+				if err := r.settle(ctx, r.begin(ctx, prompt)); err != nil {
 					return err
 				}
 				if created && !s.a.cfg.Retention.Unlimited() {
@@ -66,11 +66,18 @@ func (s *Session) Stream(ctx context.Context, prompt string) iter.Seq2[Event, er
 					continue
 				}
 			}
-			if err != nil {
-				yield(Event{}, err)
-			}
+			yieldError(yield, r, err)
 			return
 		}
+	}
+}
+
+// yieldError passes err, what kept a call from running or recording its
+// turn, to the consumer, unless the consumer has already stopped: a range
+// loop must not be resumed after its body returned false.
+func yieldError(yield func(Event, error) bool, r *run, err error) {
+	if err != nil && (r == nil || !r.stopped) {
+		yield(Event{}, err)
 	}
 }
 
@@ -102,11 +109,15 @@ func (s *Session) settleOpenTurn(ctx context.Context, sl *slot) error {
 	deadline := time.Now().Add(s.a.cfg.BusyTimeout)
 	for sl.st.open != nil {
 		idle := s.a.now().Sub(sl.st.lastActivity)
-		if locked || idle > s.a.cfg.StaleTurn {
+		if locked || idle > s.a.cfg.StaleTurn || sl.abandoned == sl.st.open.id {
 			w := s.writer(sl)
 			_, err := w.append(ctx, transcript.TypeTurnEnd, sl.st.open.id, transcript.StatusCancelled, transcript.TurnEnd{
-				Error: &transcript.TurnError{Code: "interrupted", Message: "the turn never finished (its process stopped)"},
+				Usage: sl.st.open.usage,
+				Error: &transcript.TurnError{Code: "interrupted", Message: "the turn never finished (its process stopped, or its store failed)"},
 			})
+			if err == nil {
+				sl.abandoned = ""
+			}
 			return err
 		}
 		if time.Now().After(deadline) {

@@ -176,6 +176,9 @@ var ErrTimeout = errors.New("tool timed out")
 // ErrTimeout, even if the function ignores its context and returns later;
 // it is not retried.
 func (t *Tool) Run(ctx context.Context, args json.RawMessage, def time.Duration) (string, error) {
+	if err := context.Cause(ctx); err != nil {
+		return "", err // never start a call whose caller has gone
+	}
 	d := t.timeout
 	if d <= 0 {
 		d = def

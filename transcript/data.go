@@ -19,11 +19,15 @@ type ToolCall struct {
 }
 
 // AssistantMessage is the data of a TypeAssistantMessage entry: one step of
-// the model's answer, with the tool calls it asked for in that step.
+// the model's answer, with the tool calls it asked for in that step. Usage,
+// when set, is what the step's model request used; the turn's end sums its
+// steps, so a turn paused for an approval keeps counting what it used
+// before the pause.
 type AssistantMessage struct {
 	Text      string     `json:"text"`
 	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
 	Model     string     `json:"model,omitempty"`
+	Usage     *Usage     `json:"usage,omitempty"`
 }
 
 // Decision answers an approval request.
