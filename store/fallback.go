@@ -41,7 +41,12 @@ func ReadTail(ctx context.Context, s Store, key Key, n int) ([]transcript.Entry,
 			if err != nil {
 				return nil, 0, err
 			}
-			return rr.ReadRange(ctx, key, info.Entries-n, info.Entries)
+			entries, total, err := rr.ReadRange(ctx, key, info.Entries-n, info.Entries)
+			if err == nil && total != info.Entries {
+				// Appended between the two calls: read the new tail.
+				entries, total, err = rr.ReadRange(ctx, key, total-n, total)
+			}
+			return entries, total, err
 		}
 	}
 	all, err := s.Read(ctx, key)

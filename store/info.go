@@ -1,7 +1,10 @@
 package store
 
 import (
+	"fmt"
+	"math"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -84,9 +87,22 @@ func Title(text string) string {
 	return b.String()
 }
 
+// Timestamps a store must keep. Stores hold times as Unix nanoseconds
+// (SQL columns, Redis scores, IndexedDB numbers), which reach from 1678 to
+// 2262; CheckAppend refuses anything outside, so every store keeps the
+// same entries.
+var (
+	MinTimestamp = time.Unix(0, math.MinInt64).UTC().Add(time.Second).Truncate(time.Second)
+	MaxTimestamp = time.Unix(0, math.MaxInt64).UTC().Truncate(time.Second)
+)
+
 // CheckAppend checks e before a store appends it to session key whose last
 // entry id is head (empty for a new session): ErrInvalidEntry for an entry
-// that cannot be stored, ErrConflict for a parent that is not head.
+// that cannot be stored and read back exactly (no id, no type, a time
+// outside MinTimestamp and MaxTimestamp, an unknown status, ids or a type
+// that are not valid UTF-8 or hold control characters, data that is not a
+// JSON object), ErrConflict for a parent that is not head. Every store
+// calls it, so an entry one store takes, every store takes.
 func CheckAppend(key Key, head string, e transcript.Entry) error {
 	switch {
 	case e.ID == "":
@@ -95,12 +111,59 @@ func CheckAppend(key Key, head string, e transcript.Entry) error {
 		return errorf(ErrInvalidEntry, "session %s: entry %q without type", key, e.ID)
 	case e.Timestamp.IsZero():
 		return errorf(ErrInvalidEntry, "session %s: entry %q without timestamp", key, e.ID)
+	case e.Timestamp.Before(MinTimestamp) || e.Timestamp.After(MaxTimestamp):
+		return errorf(ErrInvalidEntry, "session %s: entry %q: timestamp %v outside %d-%d", key, e.ID, e.Timestamp, MinTimestamp.Year(), MaxTimestamp.Year())
+	case e.Status != "" && !e.Status.Valid():
+		return errorf(ErrInvalidEntry, "session %s: entry %q: unknown status %q", key, e.ID, e.Status)
 	}
-	if _, err := transcript.AppendJSON(nil, e); err != nil {
+	for _, f := range []struct{ name, v string }{{"id", e.ID}, {"parentId", e.ParentID}, {"turnId", e.TurnID}, {"type", string(e.Type)}} {
+		if !plainText(f.v) {
+			return errorf(ErrInvalidEntry, "session %s: entry %.40q: %s %.40q is not valid UTF-8 without control characters", key, e.ID, f.name, f.v)
+		}
+	}
+	line, err := transcript.AppendJSON(nil, e)
+	if err != nil {
 		return errorf(ErrInvalidEntry, "session %s: %v", key, err)
+	}
+	if back, err := transcript.Parse(line); err != nil || !back.Equal(e) {
+		return errorf(ErrInvalidEntry, "session %s: entry %.40q would not read back as written", key, e.ID)
 	}
 	if e.ParentID != head {
 		return ConflictError(key, e.ParentID, head)
+	}
+	return nil
+}
+
+func plainText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckChain checks that entries, read from session key starting at
+// position start, are one chain: each entry's ParentID is the id of the
+// entry before it (prev for the first; prev empty means unknown, and the
+// first is not checked). An empty ParentID after the first entry is
+// accepted, as other programs' transcripts may leave it out. A broken link
+// (an entry missing, moved or replaced) is a *CorruptError naming the
+// session and position.
+func CheckChain(key Key, start int, prev string, entries []transcript.Entry) error {
+	for i, e := range entries {
+		if e.ParentID != "" && prev != "" && e.ParentID != prev {
+			return &CorruptError{Key: key, Position: start + i,
+				Err: fmt.Errorf("entry %.40q follows %.40q but names %.40q as its parent: an entry is missing or out of place", e.ID, prev, e.ParentID)}
+		}
+		if i == 0 && prev == "" && start == 0 && e.ParentID != "" {
+			return &CorruptError{Key: key, Position: 0,
+				Err: fmt.Errorf("the first entry %.40q names a parent %.40q: the start of the transcript is missing", e.ID, e.ParentID)}
+		}
+		prev = e.ID
 	}
 	return nil
 }

@@ -60,7 +60,8 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 		return nil, fmt.Errorf("store: bad store URL: %w", err)
 	}
 	if u.Scheme == "" {
-		return nil, fmt.Errorf("store: URL %q has no scheme (file:PATH, memory:, sqlite:PATH, postgres://…, redis://…)", rawURL)
+		// The URL is not repeated: it may hold a password.
+		return nil, fmt.Errorf("store: the store URL has no scheme (file:PATH, memory:, sqlite:PATH, postgres://…, redis://…)")
 	}
 	openersMu.RLock()
 	open, ok := openers[strings.ToLower(u.Scheme)]

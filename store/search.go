@@ -91,7 +91,8 @@ func Snippet(text string, at, width int) string {
 // Search finds entries of scope whose text (SearchText) contains every word
 // of q, newest first, with s's Searcher when it has one and otherwise by
 // scanning transcripts: every session of the scope, or only q.Session. The
-// scan reads each transcript once and holds one at a time.
+// scan reads each transcript once and holds one at a time, and at most
+// q.Limit hits.
 func Search(ctx context.Context, s Store, scope Scope, q SearchQuery) ([]SearchHit, error) {
 	if err := ValidateScope(scope); err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func Search(ctx context.Context, s Store, scope Scope, q SearchQuery) ([]SearchH
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
-	var hits []SearchHit
+	hits := newTopHits(limit)
 	scan := func(id string) error {
 		entries, err := s.Read(ctx, scope.Key(id))
 		if err != nil {
@@ -124,7 +125,7 @@ func Search(ctx context.Context, s Store, scope Scope, q SearchQuery) ([]SearchH
 				continue
 			}
 			if snip, ok := MatchText(text, terms); ok {
-				hits = append(hits, SearchHit{SessionID: id, EntryID: e.ID, Snippet: snip, Time: e.Timestamp})
+				hits.add(SearchHit{SessionID: id, EntryID: e.ID, Snippet: snip, Time: e.Timestamp})
 			}
 		}
 		return nil
@@ -154,19 +155,75 @@ func Search(ctx context.Context, s Store, scope Scope, q SearchQuery) ([]SearchH
 			opt.Cursor = page.NextCursor
 		}
 	}
-	SortHits(hits)
-	if len(hits) > limit {
-		hits = hits[:limit]
+	return hits.sorted(), nil
+}
+
+// hitOrder is SortHits' order: newest first, then entry id descending.
+func hitOrder(a, b SearchHit) int {
+	if c := b.Time.Compare(a.Time); c != 0 {
+		return c
 	}
-	return hits, nil
+	return strings.Compare(b.EntryID, a.EntryID)
+}
+
+// topHits keeps the first limit hits in hitOrder, in a heap whose root is
+// the last of them, so a scan holds limit hits, not every match.
+type topHits struct {
+	limit int
+	h     []SearchHit
+}
+
+func newTopHits(limit int) *topHits { return &topHits{limit: limit} }
+
+func (t *topHits) add(x SearchHit) {
+	if len(t.h) < t.limit {
+		t.h = append(t.h, x)
+		t.up(len(t.h) - 1)
+		return
+	}
+	if hitOrder(x, t.h[0]) >= 0 {
+		return // after every hit kept
+	}
+	t.h[0] = x
+	t.down(0)
+}
+
+// worse reports whether hit i comes after hit j: the heap's root is the
+// one that comes last.
+func (t *topHits) worse(i, j int) bool { return hitOrder(t.h[i], t.h[j]) > 0 }
+
+func (t *topHits) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !t.worse(i, p) {
+			return
+		}
+		t.h[i], t.h[p] = t.h[p], t.h[i]
+		i = p
+	}
+}
+
+func (t *topHits) down(i int) {
+	for {
+		w := i
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < len(t.h) && t.worse(c, w) {
+				w = c
+			}
+		}
+		if w == i {
+			return
+		}
+		t.h[i], t.h[w] = t.h[w], t.h[i]
+		i = w
+	}
+}
+
+func (t *topHits) sorted() []SearchHit {
+	out := slices.Clone(t.h)
+	SortHits(out)
+	return out
 }
 
 // SortHits orders hits newest first, then by entry id descending.
-func SortHits(h []SearchHit) {
-	slices.SortFunc(h, func(a, b SearchHit) int {
-		if c := b.Time.Compare(a.Time); c != 0 {
-			return c
-		}
-		return strings.Compare(b.EntryID, a.EntryID)
-	})
-}
+func SortHits(h []SearchHit) { slices.SortFunc(h, hitOrder) }

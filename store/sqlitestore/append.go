@@ -52,10 +52,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	if err := store.CheckAppend(key, e.ParentID, e); err != nil {
 		return err
 	}
-	ts, err := unixNano(key, e)
-	if err != nil {
-		return err
-	}
+	ts := e.Timestamp.UnixNano() // CheckAppend keeps it within what nanoseconds hold
 	body, err := transcript.AppendJSON(nil, e)
 	if err != nil {
 		return fmt.Errorf("%w: session %s: %v", store.ErrInvalidEntry, key, err)
@@ -141,16 +138,6 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		return s.fail("append to", key, err)
 	}
 	return nil
-}
-
-// unixNano returns e's timestamp in unix nanoseconds, the form every time
-// column holds, refusing instants that form cannot hold.
-func unixNano(key store.Key, e transcript.Entry) (int64, error) {
-	if e.Timestamp.Year() < 1678 || e.Timestamp.Year() > 2261 {
-		return 0, fmt.Errorf("%w: session %s: entry %q: timestamp %s is outside the years 1678-2261 this store can hold",
-			store.ErrInvalidEntry, key, e.ID, e.Timestamp.Format(time.RFC3339))
-	}
-	return e.Timestamp.UnixNano(), nil
 }
 
 // sessionRow is a session's row as Append needs it: the zero value is a
