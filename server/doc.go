@@ -65,9 +65,10 @@
 // approval is pending; another process is running a turn on the session,
 // with Retry-After), 410 (the session expired with an approval pending),
 // 413 (a body over Options.MaxBodyBytes, 1 MiB by default), 429 (the
-// model provider is rate limiting), 500, 502 (the turn ended with an
-// error of the model; the body names the session and turn), 503 (shutting
-// down, the channel closed, the turn was cancelled). The codes are the
+// model provider is rate limiting; the session or agent used its token
+// budget), 500, 502 (the turn ended with an error of the model; the body
+// names the session and turn), 503 (shutting down, the channel closed,
+// the turn was cancelled, the store failed mid-turn). The codes are the
 // Code constants.
 //
 // # Logs

@@ -33,6 +33,7 @@ const (
 	CodeSessionExpired   = "session_expired"    // 410: expired with an approval pending
 	CodeBodyTooLarge     = "body_too_large"     // 413
 	CodeRateLimited      = "rate_limited"       // 429: the model provider is rate limiting
+	CodeOverBudget       = "over_budget"        // 429: the session or the agent used its token budget
 	CodeInternal         = "internal"           // 500
 	CodeModelError       = "model_error"        // 502: the turn ended with an error of the model
 	CodeUnavailable      = "unavailable"        // 503: shutting down, the channel closed
@@ -111,6 +112,10 @@ func turnError(status transcript.Status, code, msg string) *apiError {
 		return errf(http.StatusServiceUnavailable, CodeCancelled, "the turn was cancelled")
 	case code == transcript.NoticeRateLimited:
 		return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "the model provider is rate limiting requests; retry later", RetryAfter: 5}
+	case code == transcript.NoticeOverBudget:
+		return errf(http.StatusTooManyRequests, CodeOverBudget, "the token budget is used up: "+msg)
+	case code == "store_error":
+		return errf(http.StatusServiceUnavailable, CodeUnavailable, "the session store failed; the turn is recorded as failed")
 	}
 	if msg == "" {
 		msg = "the turn ended with an error"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -101,5 +102,25 @@ func TestUIHook(t *testing.T) {
 	}
 	if r := e.get("/v1/sessions"); r.status != 401 {
 		t.Fatalf("API without key: %d", r.status)
+	}
+}
+
+func TestOverBudgetIs429(t *testing.T) {
+	a, err := spool.New(spool.Config{Model: echo.New(), Store: memstore.New(), SessionTokenBudget: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := server.New(a, server.Options{})
+	for i, want := range []int{200, 429} {
+		req := httptest.NewRequest("POST", "http://127.0.0.1/invoke", strings.NewReader(`{"prompt":"use some tokens please"}`))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Fatalf("request %d: %d %s, want %d", i, rec.Code, rec.Body, want)
+		}
+		if want == 429 && !strings.Contains(rec.Body.String(), `"over_budget"`) {
+			t.Fatalf("body %s", rec.Body)
+		}
 	}
 }
