@@ -299,27 +299,54 @@ func (c *chat) command(line string) (quit bool, err error) {
 }
 
 // turn runs one stream (a prompt, or a resumed approval), printing it as
-// it comes, with Ctrl-C stopping it.
+// it comes, with Ctrl-C stopping it, then asks about the approvals it
+// left pending.
 func (c *chat) turn(stream func(context.Context, string) iter.Seq2[spool.Event, error], arg string) error {
+	res, err := c.show(stream, arg)
+	if err != nil || res == nil {
+		return err
+	}
+	switch res.Status {
+	case transcript.StatusCancelled:
+		c.say("(stopped)")
+	case transcript.StatusError:
+		c.say("(failed: %s %s)", res.Error.Code, res.Error.Message)
+	case transcript.StatusPromptBlocked, transcript.StatusResponseBlocked:
+		c.say("(%s: %s)", res.Status, res.Notice)
+	case spool.StatusAwaitingApproval:
+		// Asked only once show's Ctrl-C watcher has stopped, so that a
+		// Ctrl-C during the resumed turn reaches that turn.
+		return c.approve(res.Pending)
+	}
+	return nil
+}
+
+// show prints one stream as it comes and returns how its turn ended. A
+// Ctrl-C while it runs stops it.
+func (c *chat) show(stream func(context.Context, string) iter.Seq2[spool.Event, error], arg string) (*spool.Result, error) {
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	stop := make(chan struct{})
-	defer close(stop)
+	watching := make(chan struct{})
 	go func() {
+		defer close(watching)
 		select {
 		case <-c.interrupts:
 			cancel()
 		case <-stop:
 		}
 	}()
+	defer func() { close(stop); <-watching }()
 	var res *spool.Result
 	midLine := false
+	defer func() {
+		if midLine {
+			fmt.Fprintln(c.env.stdout)
+		}
+	}()
 	for ev, err := range stream(ctx, arg) {
 		if err != nil {
-			if midLine {
-				fmt.Fprintln(c.env.stdout)
-			}
-			return err
+			return nil, err
 		}
 		switch ev.Kind {
 		case spool.EventText:
@@ -337,23 +364,7 @@ func (c *chat) turn(stream func(context.Context, string) iter.Seq2[spool.Event, 
 			res = ev.Result
 		}
 	}
-	if midLine {
-		fmt.Fprintln(c.env.stdout)
-	}
-	if res == nil {
-		return nil
-	}
-	switch res.Status {
-	case transcript.StatusCancelled:
-		c.say("(stopped)")
-	case transcript.StatusError:
-		c.say("(failed: %s %s)", res.Error.Code, res.Error.Message)
-	case transcript.StatusPromptBlocked, transcript.StatusResponseBlocked:
-		c.say("(%s: %s)", res.Status, res.Notice)
-	case spool.StatusAwaitingApproval:
-		return c.approve(res.Pending)
-	}
-	return nil
+	return res, nil
 }
 
 // approve asks about each pending call: y(es), n(o), a(lways for this

@@ -231,6 +231,15 @@ func sessionsRm(ctx context.Context, env *environ, args []string) error {
 		return err
 	}
 	defer store.Close(st)
+	if l, ok := st.(store.Locker); ok {
+		// Wait for a turn another process is running on the session,
+		// rather than cutting into it.
+		unlock, err := l.Lock(ctx, k)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	if err := st.Delete(ctx, k); err != nil {
 		return err
 	}

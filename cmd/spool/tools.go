@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/spool-go/spool/tool"
@@ -11,10 +10,9 @@ import (
 // demoTools are the tools spool chat and spool serve offer, so that tool
 // calls and approvals can be tried with any model, the echo model included
 // ("/call get_time {}", "/call save_note {"text":"…"}"). save_note needs
-// approval in tool mode ask; its notes live in memory only.
+// approval in tool mode ask; it keeps nothing (the note is in the
+// transcript, as the call's arguments and result).
 func demoTools() []*tool.Tool {
-	var mu sync.Mutex
-	var notes []string
 	type timeArgs struct {
 		Zone string `json:"zone,omitempty" jsonschema:"an IANA time zone such as Europe/Paris; UTC when empty"`
 	}
@@ -34,9 +32,6 @@ func demoTools() []*tool.Tool {
 			return time.Now().In(loc).Format(time.RFC1123), nil
 		}, tool.WithTimeout(5*time.Second)),
 		tool.New("save_note", "Save a note for later.", func(ctx context.Context, a noteArgs) (string, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			notes = append(notes, a.Text)
 			return "saved note: " + a.Text, nil
 		}, tool.RequireApproval(), tool.WithTimeout(5*time.Second)),
 	}
