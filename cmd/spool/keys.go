@@ -190,12 +190,18 @@ func keysRotate(ctx context.Context, env *environ, args []string) error {
 		}
 		fmt.Fprintf(env.stdout, "re-encrypted %d sessions of %s (%d were under the new key already) under key id %s.\n", rewritten, *storeURL, already, to.KeyID())
 		fmt.Fprintf(env.stdout, "The key file %s now holds the new key. The keys it held before are kept in %s for other stores and backups still under them; delete that file once none is.\n", keyFile, keyFile+keyFileOld)
+		fmt.Fprintln(env.stdout, restartNote)
 		return nil
 	}
 	fmt.Fprintf(env.stdout, "re-encrypted %d sessions of %s (%d were under the new key already) under key id %s.\n", rewritten, *storeURL, already, to.KeyID())
 	fmt.Fprintf(env.stdout, "The store now opens only with the new key, saved in %s. Set %s to it, e.g.\n  export %s=\"$(cat %s)\"\nthen keep that file somewhere safe or delete it: it is the key.\n", newPath, seal.EnvKey, seal.EnvKey, newPath)
+	fmt.Fprintln(env.stdout, restartNote)
 	return nil
 }
+
+// restartNote is the last thing a rotation says: a process that opened the
+// store before it keeps its old key and writes with it.
+const restartNote = "Restart every server or other spool process that had this store open: until then it writes with the old key (running the rotation again re-encrypts what it wrote)."
 
 // checkRotatable checks, before a new key is made, that the store exists,
 // opens with the keys at hand (the current ones, and a pending new one

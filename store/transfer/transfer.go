@@ -11,6 +11,13 @@
 // Entries keep their ids, parents and timestamps, so a session copied into
 // another store is the same chain, and the target's conditional append
 // checks every link.
+//
+// A target that applies retention when a session is created (the file
+// store by default: the newest 50 sessions per scope, none idle over 90
+// days) deletes imported sessions beyond it as they arrive, though Stats
+// counts them: open such a target with retention off for a transfer
+// (filestore.WithRetention(store.Retention{}), or "file:...?retention=none",
+// which spool sessions import and spool migrate do by themselves).
 package transfer
 
 import (
