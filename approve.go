@@ -21,13 +21,13 @@ type Decision struct {
 // continues. It works the same after a restart, with a new agent on the
 // same store. The Result is like Send's.
 func (s *Session) Approve(ctx context.Context, approvalID string, scope transcript.Scope) (*Result, error) {
-	return collect(s.Resolve(ctx, approvalID, Decision{Allow: true, Scope: scope}))
+	return Collect(s.Resolve(ctx, approvalID, Decision{Allow: true, Scope: scope}))
 }
 
 // Deny refuses the pending call approvalID and resumes the turn: the model
 // is told the call was denied, with reason, and continues.
 func (s *Session) Deny(ctx context.Context, approvalID, reason string) (*Result, error) {
-	return collect(s.Resolve(ctx, approvalID, Decision{Reason: reason}))
+	return Collect(s.Resolve(ctx, approvalID, Decision{Reason: reason}))
 }
 
 // Resolve answers the pending call approvalID with d and returns the

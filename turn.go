@@ -21,7 +21,7 @@ import (
 // another error when the turn could not run or be recorded, such as
 // ErrApprovalPending, ErrBusy or a store failure.
 func (s *Session) Send(ctx context.Context, prompt string) (*Result, error) {
-	return collect(s.Stream(ctx, prompt))
+	return Collect(s.Stream(ctx, prompt))
 }
 
 // Stream sends prompt and returns the turn as a sequence of events, ending
@@ -133,8 +133,11 @@ func (s *Session) settleOpenTurn(ctx context.Context, sl *slot) error {
 	return nil
 }
 
-// collect runs a turn's events to the end and returns its Result.
-func collect(seq iter.Seq2[Event, error]) (*Result, error) {
+// Collect runs a turn's events (from Stream or Resolve) to the end and
+// returns its Result with Send's errors: a *TurnError, with the Result,
+// for a turn that ended error or cancelled; the stream's own error for a
+// call that could not run or record its turn.
+func Collect(seq iter.Seq2[Event, error]) (*Result, error) {
 	var res *Result
 	for ev, err := range seq {
 		if err != nil {

@@ -227,17 +227,8 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 	}
 	events := sess.Resolve(ctx, r.PathValue("approvalId"), d)
 	if !wantsSSE(r) {
-		var res *spool.Result
-		for ev, err := range events {
-			if err != nil {
-				s.writeResult(w, r, res, err)
-				return
-			}
-			if ev.Kind == spool.EventTurnEnd {
-				res = ev.Result
-			}
-		}
-		s.writeResult(w, r, res, nil)
+		res, err := spool.Collect(events)
+		s.writeResult(w, r, res, err)
 		return
 	}
 	s.streamEvents(w, r, events)
