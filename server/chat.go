@@ -83,7 +83,7 @@ func (c *HTTPChannel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	scope := store.Scope{Agent: s.agent.Name(), Owner: user}
 	if store.ValidateKey(scope.Key(id)) != nil {
-		s.writeError(w, r, errf(http.StatusBadRequest, CodeInvalidSessionID, "a session id is 1-128 of A-Z a-z 0-9 . _ @ -, and not . or .."))
+		s.writeError(w, r, invalidSessionID())
 		return
 	}
 	c.mu.Lock()

@@ -60,9 +60,15 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 func (s *Server) sessionFor(ctx context.Context, id string) (*spool.Session, error) {
 	sess, err := s.agent.Session(ctx, id)
 	if errors.Is(err, store.ErrInvalidKey) {
-		return nil, errf(http.StatusBadRequest, CodeInvalidSessionID, "a session id is 1-128 of A-Z a-z 0-9 . _ @ -, and not . or ..")
+		return nil, invalidSessionID()
 	}
 	return sess, err
+}
+
+// invalidSessionID is the error for a session id in a body that no
+// session can have.
+func invalidSessionID() *apiError {
+	return errf(http.StatusBadRequest, CodeInvalidSessionID, "a session id is 1-128 of A-Z a-z 0-9 . _ @ -, and not . or ..")
 }
 
 // writeResult answers with a turn's Result, or the error that kept it
