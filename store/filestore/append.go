@@ -60,23 +60,40 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	if !created || s.cfg.retention.Unlimited() {
 		return nil
 	}
-	// Retention runs after the session's lock is released: deleting takes
-	// other sessions' locks, and holding two could deadlock with another
-	// process doing the same. It decides on a validated index: a record
-	// that a crash left stale must not make a live session look idle.
-	if err := s.ready(context.WithoutCancel(ctx), sc); err != nil {
-		return nil // the entry is durable; retention waits for next time
-	}
-	sc.mu.Lock()
-	victims := sc.victims(s.cfg.retention, s.cfg.now(), key.ID)
-	sc.mu.Unlock()
-	for _, id := range victims {
-		// The entry is durable whatever happens here; a session that
-		// cannot be deleted now goes at the next creation.
-		s.Delete(context.WithoutCancel(ctx), sc.key.Key(id))
-	}
+	s.retain(ctx, sc, key.ID)
 	return nil
 }
+
+// retain applies the store's retention to the scope of a session just
+// created, id, which it keeps. It runs after the session's lock is
+// released: deleting takes other sessions' locks, and holding two could
+// deadlock with another process doing the same. It decides on a validated
+// index, since a record that a crash left stale must not make a live
+// session look idle, and deletes a victim only if it is still as the
+// decision saw it (an append may come in between). The entry is durable
+// whatever happens here: a session that cannot be deleted now, or whose
+// lock is not free before ctx is done, goes at the next creation.
+func (s *Store) retain(ctx context.Context, sc *scope, id string) {
+	if err := s.ready(ctx, sc); err != nil {
+		return
+	}
+	sc.mu.Lock()
+	victims := sc.victims(s.cfg.retention, s.cfg.now(), id)
+	sc.mu.Unlock()
+	if retentionHook != nil {
+		retentionHook(victims)
+	}
+	for _, v := range victims {
+		if ctx.Err() != nil {
+			return
+		}
+		s.deleteSession(ctx, sc.key.Key(v.info.ID), &v)
+	}
+}
+
+// retentionHook, set by tests only, runs when retention or Prune has chosen
+// its victims and before it deletes them.
+var retentionHook func(victims []rec)
 
 // appendLocked does the append under the session's locks. It reports
 // whether the append created the session.
@@ -256,39 +273,60 @@ func (s *Store) tailError(key store.Key, sf *sfile, pos int) error {
 // and turn lock file. It waits for an append or read in progress, in any
 // process, to finish. The same id then starts empty.
 func (s *Store) Delete(ctx context.Context, key store.Key) error {
+	_, err := s.deleteSession(ctx, key, nil)
+	return err
+}
+
+// deleteSession deletes the session, and reports whether it did. With seen
+// (a record retention decided on) it deletes the session only if, under
+// its exclusive lock, the session is still as seen; one that changed or
+// went meanwhile is left alone.
+func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bool, error) {
 	if err := checkKey(key); err != nil {
-		return err
+		return false, err
 	}
 	sc, err := s.scope(ctx, key.Scope(), false)
 	if err != nil || sc == nil {
-		return err
+		return false, err
 	}
 	if err := sc.checkCase(key.ID); err != nil {
-		return err
+		return false, err
 	}
 	release, err := s.lockStripe(ctx, key)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer release()
 	sf, err := s.openSession(ctx, sc, key.ID, true, false)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if sf != nil {
 		defer sf.close()
+	}
+	if seen != nil {
+		if sf == nil {
+			return false, nil
+		}
+		cur, err := s.current(sc, key, sf)
+		if err != nil {
+			return false, err
+		}
+		if !unchangedSince(cur, *seen) {
+			return false, nil
+		}
 	}
 	// The side files first: until the transcript goes, the session is
 	// whole without them (set-aside lines stay unread, offsets are rebuilt).
 	base := filepath.Join(sc.dir, key.ID)
 	for _, ext := range []string{tornExt, offsetsExt} {
 		if err := os.Remove(base + ext); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("filestore: deleting session %s: %w", key, err)
+			return false, fmt.Errorf("filestore: deleting session %s: %w", key, err)
 		}
 	}
 	if sf != nil {
 		if err := os.Remove(sf.path); err != nil {
-			return fmt.Errorf("filestore: deleting session %s: %w", key, err)
+			return false, fmt.Errorf("filestore: deleting session %s: %w", key, err)
 		}
 	}
 	removeLockFile(base + lockExt)
@@ -301,13 +339,15 @@ func (s *Store) Delete(ctx context.Context, key store.Key) error {
 	sc.mu.Unlock()
 	// Without it a crash could bring the file back.
 	if err := syncDir(sc.dir); err != nil {
-		return fmt.Errorf("filestore: deleting session %s: %w", key, err)
+		return false, fmt.Errorf("filestore: deleting session %s: %w", key, err)
 	}
-	return nil
+	return true, nil
 }
 
 // Prune deletes the sessions of scope beyond r as of now, and returns how
-// many it deleted.
+// many it deleted. It decides on the index and deletes each session it
+// chose only if, under the session's exclusive lock, the session is still
+// as it was then: one appended to meanwhile is left alone.
 func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention, now time.Time) (int, error) {
 	if err := checkScope(scope); err != nil {
 		return 0, err
@@ -328,13 +368,21 @@ func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention,
 	sc.mu.Lock()
 	victims := sc.victims(r, now, "")
 	sc.mu.Unlock()
-	for i, id := range victims {
+	if retentionHook != nil {
+		retentionHook(victims)
+	}
+	n := 0
+	for _, v := range victims {
 		if err := ctx.Err(); err != nil {
-			return i, err
+			return n, err
 		}
-		if err := s.Delete(ctx, scope.Key(id)); err != nil {
-			return i, err
+		deleted, err := s.deleteSession(ctx, scope.Key(v.info.ID), &v)
+		if err != nil {
+			return n, err
+		}
+		if deleted {
+			n++
 		}
 	}
-	return len(victims), nil
+	return n, nil
 }

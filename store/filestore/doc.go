@@ -52,7 +52,12 @@
 // A complete line that does not decode (garbage, JSON that is not an entry,
 // a sealed line that does not open) fails Read with a *store.CorruptError
 // (store.ErrCorrupt) naming the file, the line and the entry's position. It
-// is never skipped; other sessions list and read as before.
+// is never skipped; other sessions list and read as before. So does a
+// broken chain (store.CheckChain): an entry whose parentId is not the id of
+// the entry before it, which is what a removed, moved or replaced line
+// leaves, or a first entry with a parent. ReadRange and ReadTail check the
+// links within what they return. A parentId left out, as other programs may
+// write, is accepted.
 //
 // The index, the offsets and the lock files are derived data and are not
 // synced: after a crash they are checked against the transcripts and
@@ -65,10 +70,21 @@
 // last entry and writes under it; reads take the shared lock. So appends from
 // any number of goroutines and processes never interleave one session, a
 // conditional append is checked against what is on disk, and a reader never
-// sees half an append. Every wait for a lock ends when the call's context
-// does. Locker holds a separate lock per session for a whole turn. A Delete
-// waits for the appends and reads in progress; an append that waited on a
-// deleted file starts over on the new one.
+// sees half an append. Locker holds a separate lock per session for a whole
+// turn. A Delete waits for the appends and reads in progress; an append
+// that waited on a deleted file starts over on the new one.
+//
+// Every wait for a session's lock (the transcript's, the turn lock, and
+// this process's queue for them) ends when the call's context does. A wait
+// that its context can end polls the lock without blocking, at intervals
+// growing from 1ms to 50ms, so an abandoned wait leaves no goroutine and
+// no open file behind; a context that can never end (context.Background)
+// waits in the blocking call, which wakes as soon as the lock is free.
+// Two waits do not watch the context, both short unless a process stops
+// while holding what they wait for: for the index file's lock, which a
+// process holds only while it appends a record or rewrites the index, and
+// for another goroutine of the same Store that is bringing the scope's
+// index up to date.
 //
 // # Listing
 //
@@ -110,8 +126,14 @@
 // (store.DefaultRetention), enforced when a session is created; WithRetention
 // changes both, and store.Retention{} keeps everything. The session being
 // created is never its own victim (an imported session with old timestamps
-// survives its import), and a session that cannot be deleted then is tried
-// again at the next creation. A session none of whose lines can be read
+// survives its import), and a session that cannot be deleted then (or
+// whose lock is not free before the creating append's context ends) is
+// tried again at the next creation. Retention and Prune choose their
+// victims from the index, then delete each only if, under its exclusive
+// lock, it is as it was when chosen (same entry count, last activity and
+// file): a session appended to in between is kept, so an acknowledged
+// append is never followed by its session's deletion on the strength of a
+// choice made before it. A session none of whose lines can be read
 // (corrupt, or sealed under a key the Store lacks) has no known activity
 // and is never deleted by retention. Prune applies any policy on demand.
 //

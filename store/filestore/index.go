@@ -310,12 +310,14 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 }
 
 // victims returns the sessions r does not keep as of now, never keep
-// (which counts as kept). A session none of whose lines decodes (corrupt,
-// or sealed with a key this Store lacks) has no activity to judge it by:
-// it is neither kept nor deleted, so that retention never destroys what
-// a read reports as corrupt. The caller holds sc.mu.
-func (sc *scope) victims(r store.Retention, now time.Time, keep string) []string {
-	var out []string
+// (which counts as kept), each as the index has it now: what the decision
+// saw, for the deletion to check that the session is still so. A session
+// none of whose lines decodes (corrupt, or sealed with a key this Store
+// lacks) has no activity to judge it by: it is neither kept nor deleted, so
+// that retention never destroys what a read reports as corrupt. The caller
+// holds sc.mu.
+func (sc *scope) victims(r store.Retention, now time.Time, keep string) []rec {
+	var out []rec
 	kept := 0
 	for _, x := range sc.listing() {
 		if x.info.ID == keep {
@@ -326,12 +328,24 @@ func (sc *scope) victims(r store.Retention, now time.Time, keep string) []string
 			continue
 		}
 		if store.Expired(x.info, r, now) || (r.MaxSessions > 0 && kept >= r.MaxSessions) {
-			out = append(out, x.info.ID)
+			out = append(out, *x)
 			continue
 		}
 		kept++
 	}
 	return out
+}
+
+// unchangedSince reports whether the session whose record is now cur is
+// still as seen (a victim's record when retention chose it): no entry
+// added, no activity since, and the same transcript. An append between the
+// decision and the deletion makes the session one retention may keep.
+func unchangedSince(cur *rec, seen rec) bool {
+	return cur != nil &&
+		cur.info.Entries == seen.info.Entries &&
+		cur.info.LastActivity.Equal(seen.info.LastActivity) &&
+		(seen.size < 0 || cur.size == seen.size) &&
+		(seen.ino == 0 || cur.ino == 0 || cur.ino == seen.ino)
 }
 
 // applyEntry advances r by entry e, appended to session key.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/spool-go/spool/store"
 )
@@ -71,36 +72,65 @@ func openLockFile(sc *scope, path string) (*os.File, error) {
 	return f, nil
 }
 
-// lockCtx takes the lock on f, waiting until ctx is done. A blocked
-// flock or LockFileEx cannot be interrupted, so the wait happens in a
-// goroutine; if ctx ends first, that goroutine releases the lock when it
-// comes and closes f. On any error f is closed: lockCtx owns it then.
+// lockCtx takes the lock on f, waiting until ctx is done. A blocked flock
+// or LockFileEx cannot be interrupted, and one left behind in a goroutine
+// would hold the file and the goroutine until the lock came, so a wait
+// that ctx can end polls the non-blocking form instead (see pollLock); only
+// a context that can never end waits in the blocking call. On any error f
+// is closed: lockCtx owns it then.
 func lockCtx(ctx context.Context, f *os.File, exclusive bool) error {
 	ok, err := tryLockFile(f, exclusive)
-	if err == nil && !ok {
-		if ctx.Done() == nil {
-			err = lockFile(f, exclusive)
-		} else {
-			done := make(chan error, 1)
-			go func() { done <- lockFile(f, exclusive) }()
-			select {
-			case err = <-done:
-			case <-ctx.Done():
-				go func() {
-					if <-done == nil {
-						unlockFile(f)
-					}
-					f.Close()
-				}()
-				return ctx.Err()
-			}
+	switch {
+	case err != nil:
+		err = fmt.Errorf("filestore: %w", err)
+	case ok:
+		return nil
+	case ctx.Done() == nil:
+		if err = lockFile(f, exclusive); err != nil {
+			err = fmt.Errorf("filestore: %w", err)
 		}
+	default:
+		err = pollLock(ctx, f, exclusive)
 	}
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("filestore: %w", err)
 	}
-	return nil
+	return err
+}
+
+// The waits between attempts of pollLock: the first is short, since most
+// locks are held for one append (a write and its sync), and they grow to a
+// bound so that a long wait costs little and still notices the release
+// soon after it happens.
+const (
+	minLockPoll = time.Millisecond
+	maxLockPoll = 50 * time.Millisecond
+)
+
+// pollLock tries the lock on f until it gets it or ctx is done, waiting
+// minLockPoll after the first try and twice as long after each next one,
+// up to maxLockPoll. Nothing outlives the call. When ctx ends first it
+// returns ctx.Err() itself.
+func pollLock(ctx context.Context, f *os.File, exclusive bool) error {
+	wait := minLockPoll
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		ok, err := tryLockFile(f, exclusive)
+		if err != nil {
+			return fmt.Errorf("filestore: %w", err)
+		}
+		if ok {
+			return nil
+		}
+		wait = min(2*wait, maxLockPoll)
+		t.Reset(wait)
+	}
 }
 
 // removeLockFile removes a deleted session's turn lock file unless a turn

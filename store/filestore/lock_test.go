@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -136,4 +137,86 @@ func TestAppendGivesUpOnContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameEntries(t, read(t, s, key), append(entries, next))
+}
+
+// openFDs counts this process's open file descriptors, or returns -1 where
+// the system does not list them.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	for _, dir := range []string{"/proc/self/fd", "/dev/fd"} {
+		if names, err := os.ReadDir(dir); err == nil {
+			return len(names)
+		}
+	}
+	return -1
+}
+
+func TestAbandonedLockWaitsLeaveNothing(t *testing.T) {
+	// Each wait that its context ends must give back its file and leave no
+	// goroutine behind while the holder keeps the lock.
+	root := t.TempDir()
+	a, b := open(t, root), open(t, root)
+	key := store.Key{Agent: "a", ID: "s"}
+	seed(t, a, key, "", t0, 1)
+	unlock, err := a.Lock(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	f, err := os.OpenFile(filepath.Join(root, "a", "s.jsonl"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := lockFile(f, true); err != nil {
+		t.Fatal(err)
+	}
+	defer unlockFile(f)
+	wait := func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Millisecond)
+		defer cancel()
+		if _, err := b.Lock(ctx, key); err != context.DeadlineExceeded {
+			t.Fatalf("Lock while held: %v, want context.DeadlineExceeded", err)
+		}
+		ctx, cancel = context.WithTimeout(t.Context(), 2*time.Millisecond)
+		defer cancel()
+		if _, err := b.Read(ctx, key); err != context.DeadlineExceeded {
+			t.Fatalf("Read while the transcript is locked: %v, want context.DeadlineExceeded", err)
+		}
+	}
+	wait() // the first call may open what later calls reuse
+	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	const n = 200
+	for range n {
+		wait()
+	}
+	// A few goroutines of the runtime or the test framework may come and
+	// go; a leak is one or two per call.
+	if g := runtime.NumGoroutine(); g > goroutines+n/10 {
+		t.Errorf("goroutines: %d before %d abandoned waits, %d after", goroutines, 2*n, g)
+	}
+	if fds >= 0 {
+		if got := openFDs(t); got > fds+n/10 {
+			t.Errorf("open files: %d before %d abandoned waits, %d after", fds, 2*n, got)
+		}
+	}
+	// A wait whose context cannot end still blocks until the release.
+	got := make(chan error, 1)
+	go func() {
+		u, err := b.Lock(context.Background(), key)
+		if err == nil {
+			u()
+		}
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case err := <-got:
+		t.Fatalf("Lock without a deadline returned while held: %v", err)
+	default:
+	}
+	unlock()
+	if err := <-got; err != nil {
+		t.Fatalf("Lock without a deadline after the release: %v", err)
+	}
 }

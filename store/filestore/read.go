@@ -14,7 +14,9 @@ import (
 
 // Read returns every entry of the session, in append order, under a shared
 // lock (so never half of an append in progress). A line that does not
-// decode fails the call with a *store.CorruptError naming the file and line;
+// decode, or an entry whose ParentID is not the entry before it (a line
+// removed or moved; see store.CheckChain), fails the call with a
+// *store.CorruptError naming the file and line;
 // a sealed line in a store without a protector fails with ErrEncrypted, and
 // one sealed with another key with an error matching seal.ErrWrongKey.
 func (s *Store) Read(ctx context.Context, key store.Key) ([]transcript.Entry, error) {
@@ -44,11 +46,19 @@ func (s *Store) Read(ctx context.Context, key store.Key) ([]transcript.Entry, er
 		if blank(line) {
 			continue
 		}
-		e, err := s.decodeLine(line, key, pos, func() string { return sf.path + ":" + strconv.Itoa(no) })
+		where := func() string { return sf.path + ":" + strconv.Itoa(no) }
+		e, err := s.decodeLine(line, key, pos, where)
 		if err != nil {
 			return nil, err
 		}
+		prev := ""
+		if pos > 0 {
+			prev = entries[pos-1].ID
+		}
 		entries = append(entries, e)
+		if err := checkChain(key, pos, prev, entries[pos:], where); err != nil {
+			return nil, err
+		}
 		pos++
 	}
 }
@@ -72,7 +82,9 @@ func (s *Store) openRead(ctx context.Context, key store.Key) (*sfile, *scope, er
 
 // ReadTail returns the newest n entries and the number of entries in the
 // session. It reads the file backwards from its end, so its cost follows n,
-// not the length of the transcript.
+// not the length of the transcript. Like Read it fails with a
+// *store.CorruptError on a broken link between the entries it returns (and
+// on a first entry with a parent, when it returns the whole transcript).
 func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcript.Entry, int, error) {
 	sf, sc, err := s.openRead(ctx, key)
 	if err != nil || sf == nil {
@@ -104,7 +116,22 @@ func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcrip
 		}
 		entries[i] = e
 	}
+	if err := checkChain(key, total-n, "", entries, func() string { return sf.path }); err != nil {
+		return nil, 0, err
+	}
 	return entries, total, nil
+}
+
+// checkChain is store.CheckChain on entries read from a transcript, the
+// first at position start, after prev (empty when unknown); where says
+// where they are for the error.
+func checkChain(key store.Key, start int, prev string, entries []transcript.Entry, where func() string) error {
+	err := store.CheckChain(key, start, prev, entries)
+	var ce *store.CorruptError
+	if errors.As(err, &ce) && ce.Where == "" {
+		ce.Where = where()
+	}
+	return err
 }
 
 // tailLines returns the last n lines that hold entries, oldest first,
@@ -152,7 +179,8 @@ func tailLines(sf *sfile, n int) ([][]byte, error) {
 // ReadRange returns the entries at positions [start, end) and the number of
 // entries in the session. It starts reading at the nearest offset the
 // sparse offset index holds at or before start, or reads backwards for a
-// range near the end (see the package documentation).
+// range near the end (see the package documentation). Like ReadTail it
+// checks the links between the entries it returns.
 func (s *Store) ReadRange(ctx context.Context, key store.Key, start, end int) ([]transcript.Entry, int, error) {
 	sf, sc, err := s.openRead(ctx, key)
 	if err != nil || sf == nil {
@@ -224,6 +252,11 @@ func (s *Store) decodeRange(sf *sfile, key store.Key, lines [][]byte, start, tot
 			return nil, 0, err
 		}
 		entries[i] = e
+	}
+	// A range that starts mid-transcript does not know the entry before
+	// it: only the links within the range are checked.
+	if err := checkChain(key, start, "", entries, func() string { return sf.path }); err != nil {
+		return nil, 0, err
 	}
 	return entries, total, nil
 }
