@@ -114,7 +114,9 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 // exactly those store.Victims would list: the ones idle longer than
 // r.MaxAge, and those beyond the newest r.MaxSessions of the rest. It also
 // sweeps the sessions that TTL expired (which listings no longer show), and
-// counts them in what it returns.
+// counts them in what it returns. A session that an append in flight makes
+// newer than what it keeps is not deleted: each deletion is decided on the
+// session's row as the append left it.
 func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention, now time.Time) (int, error) {
 	if err := store.ValidateScope(scope); err != nil {
 		return 0, err
@@ -138,9 +140,17 @@ func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention,
 		}
 	}
 	if r.MaxSessions > 0 {
-		n, err := s.deleteSessions(ctx, scope, fmt.Sprintf(`id IN (
-			SELECT id FROM {s}.sessions s WHERE agent = $1 AND owner = $2 AND %s
-			ORDER BY last_ns DESC, id DESC OFFSET $4)`, visible("s", 3)), s.cutoff(), r.MaxSessions)
+		// The sessions that sort after the last one kept. The subquery
+		// finds that one in the statement's snapshot; a row an append
+		// holds is deleted only once the append commits, and only if the
+		// committed row still meets the conditions on its own columns,
+		// which PostgreSQL checks again. So the condition that decides is
+		// on the row's own (last_ns, id): an append that made the session
+		// newer meanwhile saves it. (A condition on id alone, such as id
+		// IN the victims of the snapshot, would delete it anyway.)
+		n, err := s.deleteSessions(ctx, scope, fmt.Sprintf(`%[1]s AND (last_ns, id) < (
+			SELECT last_ns, id FROM {s}.sessions s WHERE agent = $1 AND owner = $2 AND %[2]s
+			ORDER BY last_ns DESC, id DESC OFFSET $4 LIMIT 1)`, visible("sessions", 3), visible("s", 3)), s.cutoff(), r.MaxSessions-1)
 		total += n
 		if err != nil {
 			return total, dbError("prune", scope, err)

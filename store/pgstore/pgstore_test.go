@@ -23,9 +23,9 @@ func TestAppendReadExact(t *testing.T) {
 	c := newChain(t, s, key, t0)
 	c.user("Where is <order> 1042?\x00 and \u2028")
 	c.assistant("It ships today.")
-	// Entries another writer may hand in: nanosecond and far-future
-	// timestamps, a status, data with bytes that are not UTF-8, an
-	// unknown type.
+	// Entries another writer may hand in: nanosecond timestamps and the
+	// latest one a store keeps, a status, data with bytes that are not
+	// UTF-8, an unknown type.
 	e := c.entry(transcript.TypeTurnEnd, transcript.TurnEnd{DurationMs: 5})
 	e.Status = transcript.StatusOK
 	e.Timestamp = e.Timestamp.Add(7)
@@ -35,6 +35,11 @@ func TestAppendReadExact(t *testing.T) {
 	c.put(e)
 	e = c.entry(transcript.TypeUserMessage, transcript.UserMessage{Text: "from the future"})
 	e.Timestamp = time.Date(3000, 1, 1, 0, 0, 0, 1, time.UTC)
+	// Past what unix nanoseconds hold: every store refuses it.
+	if err := s.Append(bg, key, e); !errors.Is(err, store.ErrInvalidEntry) {
+		t.Fatalf("append at year 3000: %v, want ErrInvalidEntry", err)
+	}
+	e.Timestamp = store.MaxTimestamp
 	c.put(e)
 
 	got, err := s.Read(bg, key)
@@ -50,11 +55,7 @@ func TestAppendReadExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := store.Info(key, c.all)
-	// The year-3000 timestamp is past what unix nanoseconds hold: the
-	// session's last activity is clamped there, the entry kept exact.
-	want.LastActivity = maxTime.UTC()
-	if info != want {
+	if want := store.Info(key, c.all); info != want {
 		t.Fatalf("Stat:\n got %+v\nwant %+v", info, want)
 	}
 }
