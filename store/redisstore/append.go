@@ -19,10 +19,28 @@ import (
 // still run, and Append must report what happened, not a guess.
 const appendTimeout = 30 * time.Second
 
+// settleTimeout bounds the check, after an append failed without a reply,
+// of whether it was applied.
+const settleTimeout = 5 * time.Second
+
+// fenceTTL is how long settleScript's fence refuses a late copy of an
+// append: longer than TCP goes on retransmitting the data of a connection
+// that was closed.
+const fenceTTL = time.Hour
+
+// Where appendArgs puts the wire line and the nonce among the script's
+// arguments, for settle.
+const (
+	argLine  = 2
+	argNonce = 12
+)
+
 // Append adds e at the end of the session if e.ParentID is the session's
 // last entry id, atomically in one script, and otherwise fails with
-// store.ErrConflict. See the package documentation for what is durable
-// when it returns.
+// store.ErrConflict. An error other than ErrNotDurable and
+// ErrOutcomeUnknown means that e was not appended; see the package
+// documentation for how that is ensured and for what is durable when it
+// returns.
 func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) error {
 	keys, args, err := s.appendArgs(key, e)
 	if err != nil {
@@ -41,7 +59,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		res, err = s.appendAndWait(ctx, keys, args)
 	}
 	if err != nil && res == nil {
-		return fmt.Errorf("append to session %s: %w", key, err)
+		return s.settle(ctx, key, keys, args, err)
 	}
 	if r, ok := res.([]any); ok && len(r) > 0 {
 		switch {
@@ -56,6 +74,10 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		case r[0] == int64(2) && len(r) == 2:
 			return &store.CorruptError{Key: key, Position: -1, Where: "redis keys " + keys[0] + ", " + keys[1],
 				Err: fmt.Errorf("the entry list (%v entries) and the session hash disagree about whether the session exists", r[1])}
+		case r[0] == int64(3):
+			// Only a late copy of a call already settled gets this reply,
+			// and nobody reads it; this call's nonce is new.
+			return fmt.Errorf("append to session %s: refused as a call given up on earlier", key)
 		}
 	}
 	return fmt.Errorf("append to session %s: unexpected script reply %v", key, res)
@@ -101,7 +123,7 @@ func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, 
 		gc = s.gcSample
 	}
 	k := s.keys(key.Scope())
-	keys := []string{k.log(key.ID), k.info(key.ID), k.index()}
+	keys := []string{k.log(key.ID), k.info(key.ID), k.index(), k.fence(key.ID)}
 	args := []any{
 		e.ParentID, e.ID, line,
 		strconv.FormatInt(e.Timestamp.UnixNano(), 10), member(e.Timestamp, key.ID),
@@ -110,6 +132,27 @@ func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, 
 		gc, k.sessionPrefix(), nonce(),
 	}
 	return keys, args, nil
+}
+
+// settle is what Append returns when the append script failed without a
+// reply (sendErr): a lost reply, a broken connection, a timeout, go-redis
+// giving up after sending it again. The script may or may not have run,
+// so settleScript, in a fresh short context, fences the call off and finds
+// out whether its entry is in the session.
+func (s *Store) settle(ctx context.Context, key store.Key, keys []string, args []any, sendErr error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	in, err := settleScript.Run(ctx, s.c, []string{keys[1], keys[0], keys[3]},
+		args[argNonce], args[argLine], fenceTTL.Milliseconds()).Int()
+	switch {
+	case err != nil:
+		return fmt.Errorf("append to session %s: %w: %w (finding out: %v)", key, ErrOutcomeUnknown, sendErr, err)
+	case in == 1 && s.wait != nil:
+		return fmt.Errorf("append to session %s: %w: the reply was lost: %v", key, ErrNotDurable, sendErr)
+	case in == 1:
+		return nil
+	}
+	return fmt.Errorf("append to session %s: not appended: %w", key, sendErr)
 }
 
 // appendAndWait runs appendScript and then WAIT or WAITAOF on the same

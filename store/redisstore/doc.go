@@ -41,7 +41,8 @@
 // # Keys and Redis Cluster
 //
 // Keys are "{P:agent:owner}:idx" for the index and
-// "{P:agent:owner}:s:ID:log", ":info" and ":lock" for a session, where P is
+// "{P:agent:owner}:s:ID:log", ":info", ":lock" and ":fence" (see Appends)
+// for a session, where P is
 // the prefix (default "spool") and owner is empty in project scope. Agent,
 // owner and id are validated with store.ValidateKey before any key is
 // built, and ':' is not in their alphabet, so no two keys ever coincide.
@@ -63,14 +64,38 @@
 // otherwise), pushes the line, updates the hash as store.SessionInfo.Apply
 // would, and moves the session in the index. Redis runs a script alone, so
 // any number of writers on any number of processes keep every transcript
-// one chain. Once the script has been sent, Append waits for its answer
-// even if ctx is cancelled meanwhile, so that an error means nothing was
-// appended. go-redis sends a command again when the connection fails with
-// the reply in flight; each call carries a nonce that the session's hash
-// keeps, so a script that finds its own call already applied reports
-// success rather than a conflict. (Should another writer append in the
-// moment between the two sends, the call reports ErrConflict although its
-// entry is in the session, which a re-read shows.)
+// one chain.
+//
+// Once the script has been sent, Append no longer heeds ctx (it waits up
+// to 30 seconds for the reply), because a command cancelled in flight may
+// still run. Each call carries a random nonce, which the session's hash
+// keeps as its last append. go-redis sends a command again when the
+// connection fails with the reply in flight, so the script may run twice
+// for one call; a run that finds its own nonce applied reports success
+// rather than a conflict. When no reply comes back at all (the connection
+// broke, the resends failed too, the 30 seconds ran out), Append asks
+// Redis, in a second script with a fresh 5-second deadline, whether the
+// call's entry is in the session (the last append has its nonce, or the
+// list holds its line), and first puts the nonce in the session's fence
+// set (kept an hour), which the append script refuses: a copy of the call
+// still in the network cannot apply it after the answer. So when Append
+// returns:
+//
+//   - nil: the entry is in the session.
+//   - ErrNotDurable (only with WithWait or WithWaitAOF): the entry is in
+//     the session but the copies asked for were not confirmed.
+//   - ErrOutcomeUnknown: the call may have been sent, and the second
+//     script got no answer either. The entry may or may not be in the
+//     session, and a copy of the call delayed in the network may still
+//     add it. Re-read the session to find out.
+//   - store.ErrConflict: the call did not append the entry. In one narrow
+//     case the entry is nevertheless in the session: go-redis sent the
+//     call again after a lost reply, and another writer appended in the
+//     moment between the two sends, so the second run found the session
+//     moved on; a re-read shows it.
+//   - any other error: the entry was not appended (and when no reply
+//     came back, the fence keeps a late copy of the call from appending
+//     it).
 //
 // "Durable" means what the Redis server is configured for. When Append
 // returns, the entry is in the primary's memory. It survives a restart of
@@ -108,11 +133,17 @@
 //
 // # Corrupt data
 //
-// An element of a session's list that is not an entry fails Read,
-// ReadRange and ReadTail with a *store.CorruptError (matching
-// store.ErrCorrupt) naming the session and position; a hash with missing
-// or malformed fields fails Stat and List the same way. Nothing is
-// skipped.
+// Read, ReadRange and ReadTail read the list and the hash's head and
+// count in one MULTI and check them against each other, so that a list
+// changed behind the store's back (an element removed, or replaced, even
+// by a valid entry of another session) is reported rather than returned
+// as a transcript: an element that is not an entry, entries that are not
+// one chain (store.CheckChain; a range is checked within itself), a list
+// whose last entry is not the hash's head (checked when the read reaches
+// the end) or whose length is not the hash's count fail the read with a
+// *store.CorruptError (matching store.ErrCorrupt) naming the session and,
+// when there is one, the position. A hash with missing or malformed fields
+// fails Stat and List the same way. Nothing is skipped.
 //
 // # Locks
 //

@@ -59,3 +59,19 @@ func AppendSentTwice(ctx context.Context, s *Store, key store.Key, e transcript.
 	second, err = appendScript.Run(ctx, s.c, keys, args...).Slice()
 	return first, second, err
 }
+
+// AppendScriptHash and SettleScriptHash are the SHA1s that EVALSHA names
+// the append and settle scripts by, for a test proxy to recognise them.
+var (
+	AppendScriptHash = appendScript.Hash()
+	SettleScriptHash = settleScript.Hash()
+)
+
+// LoadScripts puts the append and settle scripts in the server's script
+// cache, so that go-redis runs them with EVALSHA, never EVAL.
+func LoadScripts(ctx context.Context, s *Store) error {
+	if err := appendScript.Load(ctx, s.c).Err(); err != nil {
+		return err
+	}
+	return settleScript.Load(ctx, s.c).Err()
+}

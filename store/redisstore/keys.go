@@ -17,6 +17,7 @@ import (
 //	{P:agent:owner}:s:ID:log     list, the session's entries as wire lines
 //	{P:agent:owner}:s:ID:info    hash, the session's SessionInfo and head
 //	{P:agent:owner}:s:ID:lock    string, the session's Locker token
+//	{P:agent:owner}:s:ID:fence   set, nonces of Append calls given up on
 //
 // P, agent, owner and ID are all store.ValidID strings (or, for owner,
 // empty), and ':', '{' and '}' are not in that alphabet, so the parts are
@@ -41,6 +42,8 @@ func (k scopeKeys) sessionPrefix() string { return k.tag + ":s:" }
 func (k scopeKeys) log(id string) string  { return k.sessionPrefix() + id + ":log" }
 func (k scopeKeys) info(id string) string { return k.sessionPrefix() + id + ":info" }
 func (k scopeKeys) lock(id string) string { return k.sessionPrefix() + id + ":lock" }
+
+func (k scopeKeys) fence(id string) string { return k.sessionPrefix() + id + ":fence" }
 
 // indexPattern is the SCAN pattern that matches every scope index of
 // prefix. The ID alphabet holds none of the glob characters * ? [ ] \.

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,64 +13,63 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
-// Read returns every entry of the session in append order (one LRANGE, so
-// one consistent snapshot), or none for a session the store does not
-// have. An element that is not an entry fails the call with a
-// *store.CorruptError naming the session and position.
+// Read returns every entry of the session in append order, or none for a
+// session the store does not have. The list and the session hash's head
+// and count are read in one MULTI (one consistent snapshot) and checked
+// against each other: an element that is not an entry, entries that are
+// not one chain, or a list that does not end at the hash's head or has
+// another length, fail the call with a *store.CorruptError naming the
+// session and, where there is one, the position.
 func (s *Store) Read(ctx context.Context, key store.Key) ([]transcript.Entry, error) {
-	if err := store.ValidateKey(key); err != nil {
-		return nil, err
-	}
-	logKey := s.keys(key.Scope()).log(key.ID)
-	lines, err := s.c.LRange(ctx, logKey, 0, -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read session %s: %w", key, err)
-	}
-	return parseLines(key, logKey, 0, lines)
+	entries, _, err := s.read(ctx, key, &span{0, -1})
+	return entries, err
 }
 
 // ReadRange returns the entries at positions [start, end) and the
-// session's length, reading only those elements (LLEN and LRANGE in one
-// MULTI, so the two agree).
+// session's length, reading only those elements. They are checked as Read
+// checks a transcript, within the range: the entry before it is not read,
+// and the hash's head is compared only when the range reaches the end.
 func (s *Store) ReadRange(ctx context.Context, key store.Key, start, end int) ([]transcript.Entry, int, error) {
-	if err := store.ValidateKey(key); err != nil {
-		return nil, 0, err
-	}
 	start = max(start, 0)
 	end = max(end, start)
-	logKey := s.keys(key.Scope()).log(key.ID)
-	var length *redis.IntCmd
-	var lines *redis.StringSliceCmd
-	_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		length = p.LLen(ctx, logKey)
-		if end > start {
-			lines = p.LRange(ctx, logKey, int64(start), int64(end-1))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("read session %s: %w", key, err)
+	var r *span
+	if end > start {
+		r = &span{int64(start), int64(end - 1)}
 	}
-	if lines == nil {
-		return nil, int(length.Val()), nil
-	}
-	entries, err := parseLines(key, logKey, start, lines.Val())
-	return entries, int(length.Val()), err
+	return s.read(ctx, key, r)
 }
 
 // ReadTail returns the newest n entries in append order and the session's
-// length, reading only those elements.
+// length, reading only those elements, checked as ReadRange checks them.
 func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcript.Entry, int, error) {
+	var r *span
+	if n > 0 {
+		r = &span{int64(-n), -1}
+	}
+	return s.read(ctx, key, r)
+}
+
+// span is the first and last index of an LRANGE; a negative first counts
+// from the end, and then the last is -1.
+type span struct{ first, last int64 }
+
+// read runs, in one MULTI, LLEN, an HMGET of the session hash's head and
+// count, and the LRANGE of r (none when r is nil), then parses and checks
+// what it got.
+func (s *Store) read(ctx context.Context, key store.Key, r *span) ([]transcript.Entry, int, error) {
 	if err := store.ValidateKey(key); err != nil {
 		return nil, 0, err
 	}
-	logKey := s.keys(key.Scope()).log(key.ID)
+	k := s.keys(key.Scope())
+	logKey, infoKey := k.log(key.ID), k.info(key.ID)
 	var length *redis.IntCmd
+	var hash *redis.SliceCmd
 	var lines *redis.StringSliceCmd
 	_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		length = p.LLen(ctx, logKey)
-		if n > 0 {
-			lines = p.LRange(ctx, logKey, int64(-n), -1)
+		hash = p.HMGet(ctx, infoKey, "head", "n")
+		if r != nil {
+			lines = p.LRange(ctx, logKey, r.first, r.last)
 		}
 		return nil
 	})
@@ -77,18 +77,56 @@ func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcrip
 		return nil, 0, fmt.Errorf("read session %s: %w", key, err)
 	}
 	total := int(length.Val())
-	if lines == nil {
-		return nil, total, nil
+	var entries []transcript.Entry
+	first := 0
+	if lines != nil && len(lines.Val()) > 0 {
+		if first = int(r.first); first < 0 {
+			first = total - len(lines.Val())
+		}
+		if entries, err = parseLines(key, logKey, first, lines.Val()); err != nil {
+			return nil, total, err
+		}
+		if err := store.CheckChain(key, first, "", entries); err != nil {
+			var ce *store.CorruptError
+			if errors.As(err, &ce) && ce.Where == "" && ce.Position >= 0 {
+				ce.Where = fmt.Sprintf("redis list %s index %d", logKey, ce.Position)
+			}
+			return nil, total, err
+		}
 	}
-	entries, err := parseLines(key, logKey, total-len(lines.Val()), lines.Val())
-	return entries, total, err
+	if err := checkHash(key, logKey, infoKey, first, total, entries, hash.Val()); err != nil {
+		return nil, total, err
+	}
+	return entries, total, nil
+}
+
+// checkHash checks the session hash's head and count (the reply h of HMGET
+// head n) against the list's length, and, when entries (read from position
+// first) reach the end of the list, the last one against the head.
+func checkHash(key store.Key, logKey, infoKey string, first, total int, entries []transcript.Entry, h []any) error {
+	head, ok := h[0].(string)
+	if !ok {
+		if total == 0 {
+			return nil // no session
+		}
+		return &store.CorruptError{Key: key, Position: -1, Where: "redis hash " + infoKey,
+			Err: fmt.Errorf("the session's list holds %d entries but its hash has no head", total)}
+	}
+	count, _ := h[1].(string)
+	if n, err := strconv.Atoi(count); err != nil || n != total {
+		return &store.CorruptError{Key: key, Position: -1, Where: "redis hash " + infoKey,
+			Err: fmt.Errorf("the session hash counts %q entries but its list holds %d: entries are missing or were added behind the store's back", count, total)}
+	}
+	last := first + len(entries) - 1
+	if len(entries) > 0 && last == total-1 && entries[len(entries)-1].ID != head {
+		return &store.CorruptError{Key: key, Position: last, Where: fmt.Sprintf("redis list %s index %d", logKey, last),
+			Err: fmt.Errorf("the last entry is %.40q but the session hash names %.40q as the last: the end of the transcript is missing or replaced", entries[len(entries)-1].ID, head)}
+	}
+	return nil
 }
 
 // parseLines decodes list elements that start at position first.
 func parseLines(key store.Key, logKey string, first int, lines []string) ([]transcript.Entry, error) {
-	if len(lines) == 0 {
-		return nil, nil
-	}
 	entries := make([]transcript.Entry, len(lines))
 	for i, line := range lines {
 		e, err := transcript.Parse([]byte(line))

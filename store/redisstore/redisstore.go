@@ -45,6 +45,14 @@ const DefaultLockLease = 15 * time.Second
 // session: appending it again is a conflict.
 var ErrNotDurable = errors.New("redisstore: entry appended but not confirmed durable")
 
+// ErrOutcomeUnknown is returned by Append when the append may have been
+// sent but neither its reply nor, afterwards, an answer to whether it was
+// applied came back (Redis unreachable, a timeout). The entry may or may
+// not be in the session, and a copy of the call still in the network may
+// yet add it: re-read the session (after the connection is back) to find
+// out. The error also wraps the failure itself.
+var ErrOutcomeUnknown = errors.New("redisstore: append outcome unknown: the entry may or may not have been appended")
+
 // Store keeps transcripts in Redis. It is safe for concurrent use.
 type Store struct {
 	c      redis.UniversalClient

@@ -36,7 +36,7 @@ end
 
 // appendScript appends one entry if its parent is the session's head.
 //
-// KEYS: log, info, index.
+// KEYS: log, info, index, fence.
 // ARGV: 1 parent id, 2 entry id, 3 wire line, 4 timestamp (unix ns),
 // 5 index member for the timestamp, 6 "1" when the entry is a message,
 // 7 title candidate or "", 8 pending approvals delta ("1", "-1" or "0"),
@@ -48,10 +48,13 @@ end
 // written, so the script may run twice for one call; the nonce, kept in
 // the hash, lets the second run report the first one's success instead of
 // a conflict. A new Append call of the same entry has a new nonce, and
-// conflicts.
+// conflicts. A nonce in the fence set belongs to a call that Append
+// reported as not applied (see settleScript); a copy of it that reaches
+// the server late must not apply it after all.
 //
 // Returns {1} when appended, {0, head} on a conflict, {2, length} when the
-// session's list and hash disagree about whether it exists.
+// session's list and hash disagree about whether it exists, {3} when the
+// call was fenced off.
 var appendScript = redis.NewScript(luaHelpers + `
 local log, info, idx = KEYS[1], KEYS[2], KEYS[3]
 local n0 = redis.call('LLEN', log)
@@ -69,6 +72,9 @@ if head ~= ARGV[1] then
     return {1}
   end
   return {0, head}
+end
+if redis.call('SISMEMBER', KEYS[4], ARGV[13]) == 1 then
+  return {3}
 end
 
 -- bytewise a < b for two strings of the same length; Lua's own string
@@ -162,6 +168,36 @@ for _, m in ipairs(sample) do
   end
 end
 return {1}
+`)
+
+// settleScript finds out, after an append script was sent but its reply
+// never came back, whether the call was applied, and makes sure that it
+// will not be applied later.
+//
+// KEYS: info, log, fence. ARGV: 1 the call's nonce, 2 its wire line, 3 how
+// long to keep the fence, in ms.
+//
+// The nonce goes into the fence set first, which the append script
+// checks, so that a copy of the call still on its way to the server (in a
+// socket buffer, a TCP retransmission) is refused when it arrives: what
+// this script finds stays true. The call was applied if the session's last
+// append is this call (its nonce), or, when other appends followed it, if
+// its line is in the list: the line holds the entry's id, which no other
+// entry has. LPOS walks from the tail, where a recent append is, but scans
+// the whole list when the line is not there; this runs only after a
+// failure.
+//
+// Returns 1 when the entry is in the session, 0 when it is not.
+var settleScript = redis.NewScript(`
+redis.call('SADD', KEYS[3], ARGV[1])
+redis.call('PEXPIRE', KEYS[3], ARGV[3])
+if redis.call('HGET', KEYS[1], 'op') == ARGV[1] then
+  return 1
+end
+if redis.call('LPOS', KEYS[2], ARGV[2], 'RANK', -1) then
+  return 1
+end
+return 0
 `)
 
 // listScript returns one page of a scope's index with each session's hash,
