@@ -123,7 +123,7 @@ func createKeyFile(path string) ([]byte, error) {
 			return nil, fmt.Errorf("seal: writing key file: %w", err)
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := SyncDir(dir); err != nil {
 		return nil, fmt.Errorf("seal: syncing key file folder: %w", err)
 	}
 	return key, nil
@@ -167,9 +167,33 @@ func writeSyncClose(f *os.File, content []byte) error {
 	return err
 }
 
-// syncDir makes a new folder entry durable. Windows cannot sync a folder
+// ReplaceKeyFile writes content to path, mode 0600 in a 0700 folder,
+// replacing what was there atomically: written to a temporary file in the
+// same folder, synced, renamed over path, and the folder synced. A crash
+// leaves the old file or the new one, never a mix. Key rotation uses it
+// to install keys.
+func ReplaceKeyFile(path string, content []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".key-*.tmp") // mode 0600
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := writeSyncClose(tmp, content); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return SyncDir(dir)
+}
+
+// SyncDir makes a new folder entry durable. Windows cannot sync a folder
 // handle and does not need to: NTFS journals the entry.
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	if runtime.GOOS == "windows" {
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -159,46 +158,4 @@ func readOldKeys(path string) ([][]byte, error) {
 		keys = append(keys, k)
 	}
 	return keys, nil
-}
-
-// writeKeyFile replaces the file at path with content, mode 0600: written
-// to a temporary file in the same folder, synced, renamed, folder synced.
-func writeKeyFile(path string, content []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".key-*.tmp") // mode 0600
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(content)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return err
-	}
-	return syncFolder(dir)
-}
-
-// syncFolder makes a rename in dir durable (a no-op on Windows, where a
-// folder cannot be synced and NTFS journals the change).
-func syncFolder(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

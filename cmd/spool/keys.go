@@ -276,18 +276,18 @@ func installKey(keyFile, newPath string, oldKey, newKey []byte) error {
 		for _, k := range olds {
 			b.WriteString(seal.EncodeKey(k) + "\n")
 		}
-		if err := writeKeyFile(keyFile+keyFileOld, []byte(b.String())); err != nil {
+		if err := seal.ReplaceKeyFile(keyFile+keyFileOld, []byte(b.String())); err != nil {
 			return err
 		}
 	}
-	if err := writeKeyFile(keyFile, []byte(seal.EncodeKey(newKey)+"\n")); err != nil {
+	if err := seal.ReplaceKeyFile(keyFile, []byte(seal.EncodeKey(newKey)+"\n")); err != nil {
 		return err
 	}
 	if newPath == keyFile+keyFileNew {
 		if err := os.Remove(newPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		return syncFolder(filepath.Dir(newPath))
+		return seal.SyncDir(filepath.Dir(newPath))
 	}
 	return nil
 }
