@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,23 +137,7 @@ func BenchmarkAppend(b *testing.B) {
 // BenchmarkAppendParallel appends from 4 goroutines per CPU, each to a
 // session of its own: the store's durable write throughput.
 func BenchmarkAppendParallel(b *testing.B) {
-	s := open(b, b.TempDir())
-	b.SetParallelism(4)
-	var writers atomic.Uint64
-	done := benchdata.CPUMetric(b)
-	b.RunParallel(func(pb *testing.PB) {
-		w := writers.Add(1)
-		key := store.Key{Agent: "bench", ID: fmt.Sprint("w", w)}
-		g := benchdata.NewGen(100 + w)
-		for i := 0; pb.Next(); i++ {
-			if err := s.Append(b.Context(), key, g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	done()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+	benchdata.AppendParallel(b, open(b, b.TempDir()), "bench")
 }
 
 // BenchmarkAppendVsRaw times a durable Append and, in the same loop, a raw

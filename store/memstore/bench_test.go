@@ -13,7 +13,6 @@ package memstore
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,23 +71,7 @@ func BenchmarkAppend(b *testing.B) {
 // BenchmarkAppendParallel appends from 4 goroutines per CPU, each to a
 // session of its own: throughput, under the store's one lock.
 func BenchmarkAppendParallel(b *testing.B) {
-	s := New()
-	b.SetParallelism(4)
-	var writers atomic.Uint64
-	done := benchdata.CPUMetric(b)
-	b.RunParallel(func(pb *testing.PB) {
-		w := writers.Add(1)
-		key := store.Key{Agent: "bench", ID: fmt.Sprint("w", w)}
-		g := benchdata.NewGen(100 + w)
-		for i := 0; pb.Next(); i++ {
-			if err := s.Append(b.Context(), key, g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	done()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+	benchdata.AppendParallel(b, New(), "bench")
 }
 
 // BenchmarkReadTail reads the newest 50 entries of a 100,000-entry session

@@ -228,22 +228,7 @@ func BenchmarkPostgres(b *testing.B) {
 		done()
 	})
 	b.Run("AppendParallel", func(b *testing.B) {
-		// 4 writers per CPU, each on a session of its own: throughput.
-		b.SetParallelism(4)
-		done := benchdata.CPUMetric(b)
-		b.RunParallel(func(pb *testing.PB) {
-			w := sessions.Add(1)
-			key := store.Key{Agent: "append", ID: fmt.Sprint("p", w)}
-			g := benchdata.NewGen(100 + w)
-			for i := 0; pb.Next(); i++ {
-				if err := s.Append(ctx, key, g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-		done()
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+		benchdata.AppendParallel(b, s, "append")
 	})
 	for _, set := range []benchdata.Set{benchdata.TailLong, benchdata.TailShort} {
 		b.Run(fmt.Sprintf("ReadTail/entries=%d", set.PerSession), func(b *testing.B) {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,23 +206,8 @@ func BenchmarkAppend(b *testing.B) {
 // session of its own: throughput.
 func BenchmarkAppendParallel(b *testing.B) {
 	s := newStore(b)
-	var n atomic.Uint64
-	b.SetParallelism(4)
 	srv := serverTime(b, s)
-	done := benchdata.CPUMetric(b)
-	b.RunParallel(func(pb *testing.PB) {
-		w := n.Add(1)
-		g := benchdata.NewGen(100 + w)
-		key := store.Key{Agent: "bench", ID: fmt.Sprint("w", w)}
-		for i := 0; pb.Next(); i++ {
-			if err := s.Append(context.Background(), key, g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	done()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+	benchdata.AppendParallel(b, s, "bench")
 	reportServer(b, s, srv)
 }
 

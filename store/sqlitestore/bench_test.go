@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,23 +100,7 @@ func benchAppend(b *testing.B, drv sqlDriver) {
 // benchAppendParallel appends from 4 goroutines per CPU, each to a
 // session of its own: the store's durable write throughput.
 func benchAppendParallel(b *testing.B, drv sqlDriver) {
-	s := benchOpen(b, drv, filepath.Join(b.TempDir(), "append.db"))
-	b.SetParallelism(4)
-	done := benchdata.CPUMetric(b)
-	var writers atomic.Uint64
-	b.RunParallel(func(pb *testing.PB) {
-		w := writers.Add(1)
-		key := store.Key{Agent: "bench", ID: fmt.Sprint("w", w)}
-		g := benchdata.NewGen(100 + w)
-		for i := 0; pb.Next(); i++ {
-			if err := s.Append(b.Context(), key, g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	done()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+	benchdata.AppendParallel(b, benchOpen(b, drv, filepath.Join(b.TempDir(), "append.db")), "bench")
 }
 
 // benchTail reads the newest 50 entries of a 100,000-entry session and of
