@@ -3,14 +3,12 @@ package spool_test
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/filestore"
@@ -41,32 +39,9 @@ var hostileIDs = map[string]string{
 	"percent-encoded slash": "a%2Fb",
 }
 
-// fileTree returns every file under root with its bytes.
-func fileTree(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			out[rel+"/"] = ""
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		out[rel] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func unchanged(t *testing.T, what, root string, before map[string]string) {
 	t.Helper()
-	if after := fileTree(t, root); !maps.Equal(before, after) {
+	if after := spooltest.FileTree(t, root); !maps.Equal(before, after) {
 		t.Fatalf("%s changed the store (%d files before, %d after)", what, len(before), len(after))
 	}
 }
@@ -107,7 +82,7 @@ func hostileWorld(t *testing.T) (root string, user, project *spool.Agent, alice 
 // nothing in the store changes.
 func TestHostileIDs(t *testing.T) {
 	root, user, project, alice := hostileWorld(t)
-	before := fileTree(t, root)
+	before := spooltest.FileTree(t, root)
 	for name, id := range hostileIDs {
 		for _, c := range []struct {
 			a   *spool.Agent
@@ -164,7 +139,7 @@ func TestHostileCursors(t *testing.T) {
 	if err != nil || mp.NextCursor == "" {
 		t.Fatal(mp, err)
 	}
-	before := fileTree(t, root)
+	before := spooltest.FileTree(t, root)
 	for _, c := range []string{"bogus", "!!!", "\x00", strings.Repeat("A", 10<<10), "AQ", page.NextCursor + "A"} {
 		if _, err := user.ListSessions(alice, store.ListOptions{Cursor: c}); !errors.Is(err, store.ErrInvalidCursor) {
 			t.Errorf("ListSessions with cursor %.20q: %v", c, err)

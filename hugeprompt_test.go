@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
@@ -23,7 +24,7 @@ func TestPromptOverLineLimit(t *testing.T) {
 	root, _, project, _ := hostileWorld(t)
 	ctx := context.Background()
 	s, _ := project.Session(ctx, "one")
-	before := fileTree(t, root)
+	before := spooltest.FileTree(t, root)
 	_, err := s.Send(ctx, strings.Repeat("x", transcript.MaxLineSize))
 	if !errors.Is(err, store.ErrInvalidEntry) || !strings.Contains(err.Error(), "a line may hold") {
 		t.Fatalf("a prompt over the line limit: %v; want store.ErrInvalidEntry saying why", err)

@@ -1,15 +1,13 @@
 package server_test
 
 import (
-	"io/fs"
 	"maps"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/server"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/filestore"
@@ -30,29 +28,6 @@ var hostileIDs = map[string]string{
 	"newline":           "a\nb",
 	"space":             "a b",
 	"encoded slash":     "a%2Fb",
-}
-
-// storeTree returns every file under root with its bytes.
-func storeTree(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			out[rel+"/"] = ""
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		out[rel] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // hostileEnv is a user-scoped agent on a file store with keys for alice
@@ -86,7 +61,7 @@ func hostileEnv(t *testing.T) (*env, string) {
 // files do not change.
 func TestHostileHTTP(t *testing.T) {
 	e, root := hostileEnv(t)
-	before := storeTree(t, root)
+	before := spooltest.FileTree(t, root)
 	e.key = bobKey
 
 	// 4xx with a JSON error, and nothing of alice's in the answer.
@@ -171,7 +146,7 @@ func TestHostileHTTP(t *testing.T) {
 	expect("bob with alice's list cursor", e.get("/v1/sessions?cursor="+url.QueryEscape(*list.NextCursor)), 400)
 	expect("bob with alice's page cursor", e.get("/v1/sessions/one/messages?cursor="+url.QueryEscape(*page.NextCursor)), 400)
 
-	if after := storeTree(t, root); !maps.Equal(before, after) {
+	if after := spooltest.FileTree(t, root); !maps.Equal(before, after) {
 		for k := range after {
 			if before[k] != after[k] {
 				t.Errorf("%s changed", k)

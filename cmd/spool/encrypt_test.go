@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -10,38 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/seal"
 )
-
-// snapshot returns every file under dir with its mode and bytes.
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		st, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if d.IsDir() {
-			out[rel+"/"] = st.Mode().String()
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		out[rel] = st.Mode().String() + " " + string(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func sameSnapshot(t *testing.T, what string, before, after map[string]string) {
 	t.Helper()
@@ -90,7 +60,7 @@ func TestEncryptedStoreRefused(t *testing.T) {
 	for name, s := range encryptedStores(t, key) {
 		url, dir := s[0], s[1]
 		t.Run(name, func(t *testing.T) {
-			before := snapshot(t, dir)
+			before := spooltest.FileTree(t, dir)
 			for _, b := range before {
 				if strings.Contains(b, "XK4471") {
 					t.Fatal("the store holds the prompt in the clear")
@@ -122,7 +92,7 @@ func TestEncryptedStoreRefused(t *testing.T) {
 					if strings.Contains(out, "XK4471") || strings.Contains(errs, "XK4471") {
 						t.Fatalf("%s: %v printed the content", tc.name, args)
 					}
-					sameSnapshot(t, tc.name+" "+strings.Join(args, " "), before, snapshot(t, dir))
+					sameSnapshot(t, tc.name+" "+strings.Join(args, " "), before, spooltest.FileTree(t, dir))
 				}
 			}
 			// With the key, all is there.
@@ -150,7 +120,7 @@ func TestEncryptFlag(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v %v", st, err)
 	}
-	for name, b := range snapshot(t, dir) {
+	for name, b := range spooltest.FileTree(t, dir) {
 		if strings.Contains(b, "swordfish") {
 			t.Fatalf("%s holds the prompt in the clear", name)
 		}
@@ -194,12 +164,12 @@ func TestEncryptionScope(t *testing.T) {
 		if strings.HasPrefix(url, "sqlite:") {
 			dir = filepath.Dir(strings.TrimPrefix(url, "sqlite:"))
 		}
-		before := snapshot(t, dir)
+		before := spooltest.FileTree(t, dir)
 		code, _, errs := c.run("hi\n", "chat", "--store", url)
 		if code != 1 || !strings.Contains(errs, "is not encrypted") || !strings.Contains(errs, "export") {
 			t.Fatalf("%s: a key on a plain store: %d %s", url, code, errs)
 		}
-		sameSnapshot(t, "a key on a plain store", before, snapshot(t, dir))
+		sameSnapshot(t, "a key on a plain store", before, spooltest.FileTree(t, dir))
 	}
 }
 
@@ -239,7 +209,7 @@ func TestEncryptedExportImport(t *testing.T) {
 	if code, out, _ := c.run("", "sessions", "show", "alpha", "--store", again); code != 0 || !strings.Contains(out, "XK4471") {
 		t.Fatalf("show of the re-encrypted session: %d %s", code, out)
 	}
-	for name, b := range snapshot(t, strings.TrimPrefix(again, "file:")) {
+	for name, b := range spooltest.FileTree(t, strings.TrimPrefix(again, "file:")) {
 		if strings.Contains(b, "XK4471") {
 			t.Fatalf("%s holds the prompt in the clear", name)
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/spool-go/spool/internal/spooltest"
 )
 
 var hostileIDs = map[string]string{
@@ -33,7 +35,7 @@ func TestHostileCLI(t *testing.T) {
 			}
 		}
 	}
-	before := snapshot(t, dir)
+	before := spooltest.FileTree(t, dir)
 	check := func(what string, wantCode int, stdin string, args ...string) string {
 		t.Helper()
 		code, out, errs := c.run(stdin, args...)
@@ -77,7 +79,7 @@ func TestHostileCLI(t *testing.T) {
 		strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000) + "}\n"
 	check("import of 10,000-deep JSON", 1, deep, "sessions", "import", "--user", "bob")
 
-	sameSnapshot(t, "hostile commands", before, snapshot(t, dir))
+	sameSnapshot(t, "hostile commands", before, spooltest.FileTree(t, dir))
 
 	// A prompt of 1 MiB on one line is stored and comes back whole.
 	huge := strings.Repeat("0123456789abcdef", 1<<20/16)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/seal"
 	"github.com/spool-go/spool/store"
 )
@@ -150,7 +151,7 @@ func TestKeysRotateRefuses(t *testing.T) {
 	if _, err := seal.LoadOrCreateKeyFile(keyFile); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, config)
+	before := spooltest.FileTree(t, config)
 	plain := "file:" + t.TempDir()
 	chatSessions(t, c, plain, chatScript{"s", []string{"hello"}})
 	other := "file:" + t.TempDir()
@@ -164,14 +165,14 @@ func TestKeysRotateRefuses(t *testing.T) {
 		dir := strings.TrimPrefix(tc.url, "file:")
 		var storeBefore map[string]string
 		if strings.HasPrefix(tc.url, "file:") {
-			storeBefore = snapshot(t, dir)
+			storeBefore = spooltest.FileTree(t, dir)
 		}
 		if code, _, errs := c.run("", "keys", "rotate", "--store", tc.url); code != 1 || !strings.Contains(errs, tc.want) {
 			t.Fatalf("rotate %s: %d %s; want %q", tc.url, code, errs, tc.want)
 		}
 		if storeBefore != nil {
-			sameSnapshot(t, "a refused rotation", storeBefore, snapshot(t, dir))
+			sameSnapshot(t, "a refused rotation", storeBefore, spooltest.FileTree(t, dir))
 		}
 	}
-	sameSnapshot(t, "refused rotations (key files)", before, snapshot(t, config))
+	sameSnapshot(t, "refused rotations (key files)", before, spooltest.FileTree(t, config))
 }

@@ -12,42 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/seal"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/transcript"
 )
-
-// tree returns every file under root with its mode and bytes, to show that
-// an operation changed nothing.
-func tree(t testing.TB, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		st, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			out[rel+"/"] = st.Mode().String()
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		out[rel] = st.Mode().String() + " " + string(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func sameTree(t testing.TB, before, after map[string]string) {
 	t.Helper()
@@ -96,7 +66,7 @@ func TestMarkerWrittenByFirstSealedAppend(t *testing.T) {
 func TestMarkerRefusesOpen(t *testing.T) {
 	root := t.TempDir()
 	sealedSession(t, root)
-	before := tree(t, root)
+	before := spooltest.FileTree(t, root)
 	opts := []Option{WithRetention(store.Retention{MaxSessions: 1, MaxAge: time.Hour})}
 
 	_, err := New(root, opts...)
@@ -107,7 +77,7 @@ func TestMarkerRefusesOpen(t *testing.T) {
 	if !errors.Is(err, seal.ErrWrongKey) || !strings.Contains(err.Error(), "encrypted with another key") {
 		t.Fatalf("New with another key: %v", err)
 	}
-	sameTree(t, before, tree(t, root))
+	sameTree(t, before, spooltest.FileTree(t, root))
 
 	// A keyring holding the key opens it.
 	kr, _ := seal.NewKeyring(newTestProtector(2), newTestProtector(1))
@@ -135,7 +105,7 @@ func TestMarkerLatePlainWriter(t *testing.T) {
 	root := t.TempDir()
 	plain := open(t, root, WithRetention(store.Retention{MaxSessions: 1}))
 	sealedSession(t, root)
-	before := tree(t, root)
+	before := spooltest.FileTree(t, root)
 	e := storetest.NewEntry("", t0, transcript.TypeUserMessage, transcript.UserMessage{Text: "plain"})
 	if err := plain.Append(t.Context(), store.Key{Agent: "a", Owner: "u", ID: "new"}, e); !errors.Is(err, ErrEncrypted) {
 		t.Fatalf("plain Append into a store encrypted since: %v", err)
@@ -143,7 +113,7 @@ func TestMarkerLatePlainWriter(t *testing.T) {
 	if _, err := plain.Prune(t.Context(), store.Scope{Agent: "a", Owner: "u"}, store.Retention{MaxSessions: 1}, time.Now()); !errors.Is(err, ErrEncrypted) {
 		t.Fatalf("plain Prune of a store encrypted since: %v", err)
 	}
-	sameTree(t, before, tree(t, root))
+	sameTree(t, before, spooltest.FileTree(t, root))
 }
 
 // TestMarkerRefusesMixing: a protector is never added to a store that
@@ -154,33 +124,33 @@ func TestMarkerRefusesMixing(t *testing.T) {
 		root := t.TempDir()
 		plain := open(t, root)
 		seed(t, plain, store.Key{Agent: "a", ID: "plain"}, "", t0, 2)
-		before := tree(t, root)
+		before := spooltest.FileTree(t, root)
 		if _, err := New(root, WithProtector(newTestProtector(1))); !errors.Is(err, ErrUnencrypted) || !strings.Contains(err.Error(), "a/plain") {
 			t.Fatalf("New with a protector on a plain store: %v", err)
 		}
-		sameTree(t, before, tree(t, root))
+		sameTree(t, before, spooltest.FileTree(t, root))
 
 		// A sealed Store opened on the empty store before the plain
 		// session appeared finds out at its first append.
 		root = t.TempDir()
 		sealed := open(t, root, WithProtector(newTestProtector(1)))
 		seed(t, open(t, root), store.Key{Agent: "a", ID: "plain"}, "", t0, 2)
-		before = tree(t, root)
+		before = spooltest.FileTree(t, root)
 		err := sealed.Append(t.Context(), store.Key{Agent: "b", ID: "new"}, storetest.Chain("", t0, 1)[0])
 		if !errors.Is(err, ErrUnencrypted) {
 			t.Fatalf("sealed Append into a store with a plain session: %v", err)
 		}
-		sameTree(t, before, tree(t, root))
+		sameTree(t, before, spooltest.FileTree(t, root))
 	})
 	t.Run("unmarked sealed store, another key", func(t *testing.T) {
 		root := t.TempDir()
 		key, want := sealedSession(t, root)
 		os.Remove(filepath.Join(root, markerName))
-		before := tree(t, root)
+		before := spooltest.FileTree(t, root)
 		if _, err := New(root, WithProtector(newTestProtector(2))); !errors.Is(err, seal.ErrWrongKey) {
 			t.Fatalf("New with another key on an unmarked sealed store: %v", err)
 		}
-		sameTree(t, before, tree(t, root))
+		sameTree(t, before, spooltest.FileTree(t, root))
 		// Its own key marks it again at the first append.
 		s := open(t, root, WithProtector(newTestProtector(1)))
 		seed(t, s, key, storetest.Head(want), t0.Add(time.Hour), 1)
