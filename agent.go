@@ -11,6 +11,7 @@ import (
 	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/store"
+	_ "github.com/spool-go/spool/store/filestore" // the default store, "file:"
 	"github.com/spool-go/spool/tool"
 	"github.com/spool-go/spool/transcript"
 )
@@ -50,8 +51,9 @@ type Config struct {
 	Model model.Model
 	// Tools the model may call.
 	Tools []*tool.Tool
-	// Store keeps the sessions. Default: the file store at its default
-	// folder (store.Open(ctx, "file:")).
+	// Store keeps the sessions. Default: the file store in the user's
+	// data folder (store.Open(ctx, "file:"), which this package imports),
+	// so that an agent keeps its sessions with no store configured.
 	Store store.Store
 	// Scope of the sessions: ScopeProject (default) or ScopeUser.
 	Scope Scope

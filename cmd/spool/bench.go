@@ -16,13 +16,6 @@ import (
 	"time"
 )
 
-const benchUsage = `usage: spool bench <invoke|chat> --url URL [--concurrency N] [--duration D] [--sessions N] [--key K]
-
-  invoke   POST /invoke in a loop: requests per second and latency percentiles
-  chat     POST /chat with Accept: text/event-stream: time to the first byte
-           of the stream, to the first text event, and to its end
-`
-
 // benchFlags are the flags of spool bench.
 type benchFlags struct {
 	url, key, prompt string
@@ -31,15 +24,17 @@ type benchFlags struct {
 	duration         time.Duration
 }
 
+// benchMode returns the command that runs bench in mode (invoke or chat).
+func benchMode(mode string) func(context.Context, *environ, []string) error {
+	return func(ctx context.Context, env *environ, args []string) error {
+		return runBench(ctx, env, mode, args)
+	}
+}
+
 // runBench load-tests a running spool server from this process: a
 // bounded number of workers for a bounded time, against the URL given
 // (run it against your own server only).
-func runBench(ctx context.Context, env *environ, args []string) error {
-	if len(args) == 0 || (args[0] != "invoke" && args[0] != "chat") {
-		fmt.Fprint(env.stderr, benchUsage)
-		return &usageError{}
-	}
-	mode := args[0]
+func runBench(ctx context.Context, env *environ, mode string, args []string) error {
 	var f benchFlags
 	fs := newFlagSet("bench "+mode, "spool bench "+mode+" --url URL [--concurrency N] [--duration D] [--sessions N] [--key K]", env)
 	fs.StringVar(&f.url, "url", "http://127.0.0.1:8080", "the server's base URL")
@@ -48,7 +43,7 @@ func runBench(ctx context.Context, env *environ, args []string) error {
 	fs.IntVar(&f.concurrency, "concurrency", 16, "requests in flight at once")
 	fs.IntVar(&f.sessions, "sessions", 16, "sessions the requests are spread over")
 	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long to send requests (at most 10m)")
-	pos, err := parse(fs, args[1:])
+	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}

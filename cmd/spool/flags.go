@@ -21,7 +21,7 @@ type common struct {
 	encrypt  bool
 }
 
-func (c *common) register(fs *flag.FlagSet, env *environ) {
+func (c *common) register(fs *flagSet, env *environ) {
 	def := env.getenv("SPOOL_STORE")
 	if def == "" {
 		def = "file:"
@@ -66,27 +66,43 @@ func (c *common) openScope(ctx context.Context, env *environ) (store.Scope, stor
 	return scope, st, err
 }
 
-// newFlagSet returns a flag set that reports errors instead of exiting,
-// and writes its usage to stderr.
-func newFlagSet(name, synopsis string, env *environ) *flag.FlagSet {
+// flagSet is a command's flags. It knows where help goes: asked for with
+// -h or --help, the usage is printed on stdout (exit 0); after a bad flag,
+// on stderr (exit 2).
+type flagSet struct {
+	*flag.FlagSet
+	stdout io.Writer
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(name, synopsis string, env *environ) *flagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(env.stderr, "usage: %s\n\nflags:\n", synopsis)
+		fmt.Fprintf(fs.Output(), "usage: %s\n\nflags:\n", synopsis)
 		fs.PrintDefaults()
 	}
-	return fs
+	return &flagSet{FlagSet: fs, stdout: env.stdout}
 }
 
 // parse parses flags and positional arguments in any order ("show ID
 // --json" and "show --json ID" both work) and returns the positional ones.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+// -h, -help or --help anywhere before "--" prints the usage on stdout and
+// returns errHelp.
+func parse(fs *flagSet, args []string) ([]string, error) {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if isHelp(a) {
+			fs.SetOutput(fs.stdout)
+			fs.Usage()
+			return nil, errHelp
+		}
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, errHelp
-			}
 			return nil, &usageError{} // flag already printed the problem
 		}
 		args = fs.Args()

@@ -17,25 +17,6 @@ import (
 	"github.com/spool-go/spool/store/sqlitestore"
 )
 
-const keysUsage = `usage: spool keys <command> [flags]
-
-commands:
-  rotate   re-encrypt a store under a new key
-`
-
-func runKeys(ctx context.Context, env *environ, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprint(env.stderr, keysUsage)
-		return &usageError{}
-	}
-	switch args[0] {
-	case "rotate":
-		return keysRotate(ctx, env, args[1:])
-	}
-	fmt.Fprintf(env.stderr, "spool keys: unknown command %q\n\n%s", args[0], keysUsage)
-	return &usageError{}
-}
-
 // resealer is the capability of the stores that can re-encrypt themselves.
 type resealer interface {
 	store.Store

@@ -3,8 +3,14 @@
 //	spool chat                      talk to an agent in the terminal
 //	spool sessions ls|show|history|rm|prune|search|export|import
 //	spool serve                     the HTTP server
+//	spool bench invoke|chat         load-test a running server
 //	spool migrate --from URL --to URL
 //	spool keys rotate               re-encrypt a store under a new key
+//	spool version                   the version and the commit it was built from
+//
+// "spool help", -h and --help print the usage of any command or group of
+// commands on stdout and exit 0; "spool help sessions ls" is "spool
+// sessions ls -h".
 //
 // Every command takes --store URL (or SPOOL_STORE; default "file:", the
 // file store in the user's data folder), --agent NAME (default "default")
@@ -19,7 +25,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"text/tabwriter"
 
 	"github.com/spool-go/spool/model"
 )
@@ -57,46 +65,97 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Sprintf(format, args...)}
 }
 
-const usage = `usage: spool <command> [flags]
+// command is one node of the command tree: a leaf runs, a group
+// dispatches to its subcommands.
+type command struct {
+	name    string
+	summary string
+	run     func(context.Context, *environ, []string) error // a leaf
+	subs    []*command                                      // a group
+}
 
-commands:
-  chat        talk to an agent in the terminal
-  sessions    list, show, search, export, import and delete sessions
-  serve       run the HTTP server
-  bench       load-test a running server (bench invoke)
-  migrate     copy every session from one store to another
-  keys        manage the encryption key (keys rotate)
+// commands is the command tree. "help" is not in it: it is understood at
+// every level (see dispatch).
+var commands = &command{name: "spool", subs: []*command{
+	{name: "chat", summary: "talk to an agent in the terminal", run: runChat},
+	{name: "sessions", summary: "list, show, search, export, import and delete sessions", subs: []*command{
+		{name: "ls", summary: "list sessions, newest activity first", run: sessionsLs},
+		{name: "show", summary: "print a session's transcript", run: sessionsShow},
+		{name: "history", summary: "print what the next model request would carry", run: sessionsHistory},
+		{name: "rm", summary: "delete sessions", run: sessionsRm},
+		{name: "prune", summary: "delete sessions beyond a retention policy", run: sessionsPrune},
+		{name: "search", summary: "find text across sessions", run: sessionsSearch},
+		{name: "export", summary: "write sessions as JSON lines to stdout", run: sessionsExport},
+		{name: "import", summary: "read sessions as JSON lines from stdin", run: sessionsImport},
+	}},
+	{name: "serve", summary: "run the HTTP server", run: runServe},
+	{name: "bench", summary: "load-test a running server", subs: []*command{
+		{name: "invoke", summary: "POST /invoke in a loop: requests per second and latency percentiles", run: benchMode("invoke")},
+		{name: "chat", summary: "POST /chat as an event stream: time to the first byte, the first text and the end", run: benchMode("chat")},
+	}},
+	{name: "migrate", summary: "copy every session from one store to another", run: runMigrate},
+	{name: "keys", summary: "manage the encryption key", subs: []*command{
+		{name: "rotate", summary: "re-encrypt a store under a new key", run: keysRotate},
+	}},
+	{name: "version", summary: "print the version and the commit it was built from", run: runVersion},
+}}
 
-Run "spool <command> -h" for a command's flags.
-`
+// isHelp reports whether an argument asks for help.
+func isHelp(a string) bool {
+	return a == "-h" || a == "-help" || a == "--help"
+}
 
 func run(ctx context.Context, env *environ, args []string) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		args = append([]string{"version"}, args[1:]...)
+	}
+	return exitCode(env, commands.dispatch(ctx, env, nil, args))
+}
+
+// dispatch runs the command args name under c. In a group, "help", -h and
+// --help print the group's usage on stdout, and "help X …" is "X … -h";
+// a group with no command, or an unknown one, is a usage error.
+func (c *command) dispatch(ctx context.Context, env *environ, path []string, args []string) error {
+	path = append(path, c.name)
+	if c.run != nil {
+		return c.run(ctx, env, args)
+	}
 	if len(args) == 0 {
-		fmt.Fprint(env.stderr, usage)
-		return 2
+		c.usage(env.stderr, path)
+		return &usageError{}
 	}
-	var err error
-	switch args[0] {
-	case "chat":
-		err = runChat(ctx, env, args[1:])
-	case "sessions":
-		err = runSessions(ctx, env, args[1:])
-	case "migrate":
-		err = runMigrate(ctx, env, args[1:])
-	case "serve":
-		err = runServe(ctx, env, args[1:])
-	case "bench":
-		err = runBench(ctx, env, args[1:])
-	case "keys":
-		err = runKeys(ctx, env, args[1:])
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(env.stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(env.stderr, "spool: unknown command %q\n\n%s", args[0], usage)
-		return 2
+	name := args[0]
+	if name == "help" && len(args) > 1 {
+		// "spool help sessions ls" is "spool sessions ls -h".
+		return c.dispatch(ctx, env, path[:len(path)-1], append(args[1:], "-h"))
 	}
-	return exitCode(env, err)
+	if name == "help" || isHelp(name) {
+		c.usage(env.stdout, path)
+		return errHelp
+	}
+	for _, sub := range c.subs {
+		if sub.name == name {
+			return sub.dispatch(ctx, env, path, args[1:])
+		}
+	}
+	fmt.Fprintf(env.stderr, "%s: unknown command %q\n\n", strings.Join(path, " "), name)
+	c.usage(env.stderr, path)
+	return &usageError{}
+}
+
+// usage lists a group's commands.
+func (c *command) usage(w io.Writer, path []string) {
+	name := strings.Join(path, " ")
+	fmt.Fprintf(w, "usage: %s <command> [flags]\n\ncommands:\n", name)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, sub := range c.subs {
+		fmt.Fprintf(tw, "  %s\t%s\n", sub.name, sub.summary)
+	}
+	if len(path) == 1 {
+		fmt.Fprintf(tw, "  help\tthis list; help COMMAND is COMMAND -h\n")
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nRun \"%s <command> -h\" for a command's flags.\n", name)
 }
 
 func exitCode(env *environ, err error) int {

@@ -14,42 +14,6 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
-const sessionsUsage = `usage: spool sessions <command> [flags]
-
-commands:
-  ls       list sessions, newest activity first
-  show     print a session's transcript
-  history  print what the next model request would carry
-  rm       delete a session
-  prune    delete sessions beyond a retention policy
-  search   find text across sessions
-  export   write sessions as JSON lines to stdout
-  import   read sessions as JSON lines from stdin
-`
-
-func runSessions(ctx context.Context, env *environ, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprint(env.stderr, sessionsUsage)
-		return &usageError{}
-	}
-	cmds := map[string]func(context.Context, *environ, []string) error{
-		"ls":      sessionsLs,
-		"show":    sessionsShow,
-		"history": sessionsHistory,
-		"rm":      sessionsRm,
-		"prune":   sessionsPrune,
-		"search":  sessionsSearch,
-		"export":  sessionsExport,
-		"import":  sessionsImport,
-	}
-	cmd, ok := cmds[args[0]]
-	if !ok {
-		fmt.Fprintf(env.stderr, "spool sessions: unknown command %q\n\n%s", args[0], sessionsUsage)
-		return &usageError{}
-	}
-	return cmd(ctx, env, args[1:])
-}
-
 func sessionsLs(ctx context.Context, env *environ, args []string) error {
 	var c common
 	fs := newFlagSet("ls", "spool sessions ls [--limit N] [--cursor C] [--json]", env)

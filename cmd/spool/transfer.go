@@ -94,7 +94,7 @@ func sessionsExport(ctx context.Context, env *environ, args []string) error {
 	defer store.Close(st)
 	var keys []store.Key
 	if *all {
-		scopes, err := scopesFor(ctx, fs, &c, st)
+		scopes, err := scopesFor(ctx, fs.FlagSet, &c, st)
 		if err != nil {
 			return err
 		}

@@ -37,7 +37,9 @@ func Main(m *testing.M) int {
 }
 
 // Binary builds cmd/spool once per test process, when a test first needs
-// it, and returns its path.
+// it, and returns its path. It stamps the commit it was built from when
+// git can tell (-buildvcs=auto, whatever GOFLAGS says), as go install
+// would, so that spool version has something to print.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -48,7 +50,7 @@ func Binary(t testing.TB) string {
 		}
 		binDir = dir
 		binPath = filepath.Join(dir, "spool")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/spool-go/spool/cmd/spool").CombinedOutput()
+		out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, "github.com/spool-go/spool/cmd/spool").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/spool: %v\n%s", err, out)
 		}

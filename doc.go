@@ -1,0 +1,38 @@
+// Package spool runs AI agents whose conversations are sessions: durable,
+// private, append-only transcripts that an agent continues across restarts,
+// processes, machines and months.
+//
+// An [Agent] is one configuration (a name, instructions, a model, tools, a
+// store); a [Session] is one conversation with it:
+//
+//	agent, err := spool.New(spool.Config{Name: "support", Model: echo.New()})
+//	sess, err := agent.NewSession(ctx)      // or agent.OpenSession(ctx, id)
+//	res, err := sess.Send(ctx, "Where is order 1042?")
+//
+// With no Store in the [Config], sessions go to the file store in the
+// user's data folder (spool/sessions under $XDG_DATA_HOME or ~/.local/share
+// on Linux, ~/Library/Application Support on macOS, %LOCALAPPDATA% on
+// Windows), one JSON line per entry; package store/filestore says what is
+// on disk when a call returns. Any other store (memory, SQLite, PostgreSQL,
+// Redis, IndexedDB, or one of your own that passes store/storetest) is a
+// value of [store.Store].
+//
+// A turn ([Session.Send], or [Session.Stream] for a Go iterator of events)
+// appends the prompt, streams the model's answer, runs the tools it calls
+// and appends every step before it returns. A tool that needs approval
+// pauses the turn: the call returns with the pending [Approval], which
+// survives a restart, and [Session.Approve] or [Session.Deny] resumes it.
+// Each model request carries the history that package history builds from
+// the transcript (the window, the budget, failed and refused turns left
+// out).
+//
+// Calls on one session run one after the other, in arrival order; calls on
+// different sessions run concurrently; processes sharing a store keep a
+// session's order through the store's conditional append. Errors are
+// values to test with errors.Is ([ErrApprovalPending], [ErrBusy],
+// [ErrNotFound], …); a turn that fails is still recorded.
+//
+// The command spool (cmd/spool) and the HTTP handler (package server) are
+// built on this package; the runnable flow, with a restart in the middle,
+// is the package Example.
+package spool
