@@ -24,7 +24,7 @@ const (
 	// ScopeProject: one shared set of sessions per agent.
 	ScopeProject Scope = "project"
 	// ScopeUser: each session belongs to the user who started it (see
-	// WithUser); another user's session id never reaches it.
+	// ContextWithUser); another user's session id never reaches it.
 	ScopeUser Scope = "user"
 )
 
@@ -97,9 +97,9 @@ type Config struct {
 	// expired session with no approval pending starts fresh under the same
 	// id; one with an approval pending fails with store.ErrSessionExpired.
 	TTL time.Duration
-	// Retention, when not zero, is applied to the scope (store.Prune) each
-	// time a new session is created, on top of whatever the store keeps by
-	// itself.
+	// Retention, when not zero, is applied to the new session's namespace
+	// (store.Prune) each time a session is created, on top of whatever the
+	// store keeps by itself.
 	Retention store.Retention
 
 	// BusyTimeout is how long a turn waits for another process's
@@ -136,7 +136,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Name == "" {
 		cfg.Name = "default"
 	}
-	if err := store.ValidateScope(store.Scope{Agent: cfg.Name}); err != nil {
+	if err := store.ValidateNamespace(store.Namespace{Agent: cfg.Name}); err != nil {
 		return nil, fmt.Errorf("spool: agent name: %w", err)
 	}
 	switch cfg.Scope {
@@ -221,29 +221,29 @@ func (a *Agent) Close() error {
 
 type userKey struct{}
 
-// WithUser returns a context that carries the signed-in user's id. A
+// ContextWithUser returns a context that carries the signed-in user's id. A
 // user-scoped agent keys every session by it; a project-scoped agent
 // ignores it.
-func WithUser(ctx context.Context, user string) context.Context {
+func ContextWithUser(ctx context.Context, user string) context.Context {
 	return context.WithValue(ctx, userKey{}, user)
 }
 
-// UserFrom returns the user WithUser put in ctx.
-func UserFrom(ctx context.Context) (string, bool) {
+// UserFromContext returns the user ContextWithUser put in ctx.
+func UserFromContext(ctx context.Context) (string, bool) {
 	u, ok := ctx.Value(userKey{}).(string)
 	return u, ok && u != ""
 }
 
-// scope returns the store scope a call with ctx reaches.
-func (a *Agent) scope(ctx context.Context) (store.Scope, error) {
-	s := store.Scope{Agent: a.cfg.Name}
+// namespace returns the store namespace a call with ctx reaches.
+func (a *Agent) namespace(ctx context.Context) (store.Namespace, error) {
+	s := store.Namespace{Agent: a.cfg.Name}
 	if a.cfg.Scope == ScopeUser {
-		u, ok := UserFrom(ctx)
+		u, ok := UserFromContext(ctx)
 		if !ok {
 			return s, ErrNoUser
 		}
 		s.Owner = u
-		if err := store.ValidateScope(s); err != nil {
+		if err := store.ValidateNamespace(s); err != nil {
 			return s, err
 		}
 	}
@@ -251,7 +251,7 @@ func (a *Agent) scope(ctx context.Context) (store.Scope, error) {
 }
 
 func (a *Agent) key(ctx context.Context, id string) (store.Key, error) {
-	s, err := a.scope(ctx)
+	s, err := a.namespace(ctx)
 	if err != nil {
 		return store.Key{}, err
 	}
@@ -262,7 +262,7 @@ func (a *Agent) key(ctx context.Context, id string) (store.Key, error) {
 // ListSessions returns a page of the caller's sessions (the project's, or
 // the user's for a user-scoped agent), newest activity first.
 func (a *Agent) ListSessions(ctx context.Context, opt store.ListOptions) (store.SessionPage, error) {
-	s, err := a.scope(ctx)
+	s, err := a.namespace(ctx)
 	if err != nil {
 		return store.SessionPage{}, err
 	}
@@ -307,7 +307,7 @@ func (a *Agent) DeleteSession(ctx context.Context, id string) error {
 // word of q (store.Search: natively where the store can, by a scan
 // elsewhere).
 func (a *Agent) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error) {
-	s, err := a.scope(ctx)
+	s, err := a.namespace(ctx)
 	if err != nil {
 		return nil, err
 	}

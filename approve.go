@@ -11,8 +11,8 @@ import (
 // Decision answers a pending approval.
 type Decision struct {
 	Allow  bool
-	Scope  transcript.Scope // once (default) or session: allow this tool for the rest of the session
-	Reason string           // recorded, and told to the model on a denial
+	Scope  transcript.ApprovalScope // once (default) or session: allow this tool for the rest of the session
+	Reason string                   // recorded, and told to the model on a denial
 }
 
 // Approve allows the pending call approvalID, once or for the rest of the
@@ -20,7 +20,7 @@ type Decision struct {
 // OpenSession), and resumes the turn: the call runs and the model
 // continues. It works the same after a restart, with a new agent on the
 // same store. The Result is like Send's.
-func (s *Session) Approve(ctx context.Context, approvalID string, scope transcript.Scope) (*Result, error) {
+func (s *Session) Approve(ctx context.Context, approvalID string, scope transcript.ApprovalScope) (*Result, error) {
 	return Collect(s.Resolve(ctx, approvalID, Decision{Allow: true, Scope: scope}))
 }
 
@@ -37,9 +37,9 @@ func (s *Session) Deny(ctx context.Context, approvalID, reason string) (*Result,
 func (s *Session) Resolve(ctx context.Context, approvalID string, d Decision) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if d.Scope == "" {
-			d.Scope = transcript.ScopeOnce
+			d.Scope = transcript.ApprovalScopeOnce
 		}
-		if d.Scope != transcript.ScopeOnce && d.Scope != transcript.ScopeSession {
+		if d.Scope != transcript.ApprovalScopeOnce && d.Scope != transcript.ApprovalScopeSession {
 			yield(Event{}, fmt.Errorf("spool: unknown approval scope %q (once or session)", d.Scope))
 			return
 		}
@@ -68,12 +68,12 @@ func (r *run) resume(ctx context.Context, p Approval, d Decision) error {
 	if err := r.decide(ctx, p, d); err != nil {
 		return err
 	}
-	if d.Allow && d.Scope == transcript.ScopeSession {
+	if d.Allow && d.Scope == transcript.ApprovalScopeSession {
 		// The tool is now approved for the session: its other calls
 		// waiting in this turn need no one to ask.
 		for _, other := range append([]Approval(nil), r.sl.st.pending...) {
 			if other.TurnID == p.TurnID && other.Tool == p.Tool {
-				if err := r.decide(ctx, other, Decision{Allow: true, Scope: transcript.ScopeSession, Reason: "approved for the session"}); err != nil {
+				if err := r.decide(ctx, other, Decision{Allow: true, Scope: transcript.ApprovalScopeSession, Reason: "approved for the session"}); err != nil {
 					return err
 				}
 			}
@@ -89,16 +89,16 @@ func (r *run) resume(ctx context.Context, p Approval, d Decision) error {
 
 // decide records d for p, then runs the call or records its denial.
 func (r *run) decide(ctx context.Context, p Approval, d Decision) error {
-	dec := transcript.Deny
+	dec := transcript.VerdictDeny
 	if d.Allow {
-		dec = transcript.Allow
+		dec = transcript.VerdictAllow
 	}
 	if _, err := r.w.append(ctx, transcript.TypeApprovalDecision, p.TurnID, "", transcript.ApprovalDecision{
 		ApprovalID: p.ID, CallID: p.CallID, Decision: dec, Scope: d.Scope, Reason: d.Reason,
 	}); err != nil {
 		return err
 	}
-	r.observe(ctx, Observation{Kind: ObserveApproval, Tool: p.Tool, CallID: p.CallID, Decision: dec, Scope: d.Scope})
+	r.observe(ctx, Observation{Kind: ObserveApproval, Tool: p.Tool, CallID: p.CallID, Verdict: dec, ApprovalScope: d.Scope})
 	call := transcript.ToolCall{ID: p.CallID, Name: p.Tool, Arguments: p.Arguments}
 	if d.Allow && r.interrupted(ctx) != nil {
 		return r.recordResult(ctx, transcript.ToolResult{CallID: p.CallID, Tool: p.Tool, Result: "not run: the turn was stopped", IsError: true})
@@ -110,6 +110,7 @@ func (r *run) decide(ctx context.Context, p Approval, d Decision) error {
 	if d.Reason != "" {
 		msg += ": " + d.Reason
 	}
+	r.observe(ctx, Observation{Kind: ObserveToolStart, Tool: p.Tool, CallID: p.CallID})
 	r.observe(ctx, Observation{Kind: ObserveToolEnd, Tool: p.Tool, CallID: p.CallID, Outcome: OutcomeDenied})
 	return r.recordResult(ctx, transcript.ToolResult{CallID: p.CallID, Tool: p.Tool, Result: msg, IsError: true})
 }

@@ -71,10 +71,10 @@ func TestApprovalInTheSameProcess(t *testing.T) {
 	if info.PendingApprovals != 1 {
 		t.Fatalf("info %+v", info)
 	}
-	if _, err := s.Approve(ctx, "apr_nope", transcript.ScopeOnce); !errors.Is(err, spool.ErrNoApproval) {
+	if _, err := s.Approve(ctx, "apr_nope", transcript.ApprovalScopeOnce); !errors.Is(err, spool.ErrNoApproval) {
 		t.Fatalf("unknown approval: %v", err)
 	}
-	done, err := s.Approve(ctx, res.Pending[0].ID, transcript.ScopeOnce)
+	done, err := s.Approve(ctx, res.Pending[0].ID, transcript.ApprovalScopeOnce)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestApprovalAfterRestart(t *testing.T) {
 	if err != nil || len(pend) != 1 || pend[0].Tool != "delete_order" || string(pend[0].Arguments) != `{"order":5}` {
 		t.Fatalf("pending after restart: %+v %v", pend, err)
 	}
-	done, err := o.Approve(ctx, pend[0].ID, transcript.ScopeSession)
+	done, err := o.Approve(ctx, pend[0].ID, transcript.ApprovalScopeSession)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestParallelCallsMixApprovalAndNot(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	// Approving one for the session settles its twin.
-	done, err := s.Approve(ctx, res.Pending[0].ID, transcript.ScopeSession)
+	done, err := s.Approve(ctx, res.Pending[0].ID, transcript.ApprovalScopeSession)
 	if err != nil || done.Status != transcript.StatusOK {
 		t.Fatalf("%+v %v", done, err)
 	}

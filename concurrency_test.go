@@ -155,7 +155,7 @@ func TestStateFollowsOtherWriters(t *testing.T) {
 	if err != nil || len(pend) != 1 || pend[0].ID != res.Pending[0].ID {
 		t.Fatalf("a does not see b's pending approval: %+v %v", pend, err)
 	}
-	if _, err := sa.Approve(ctx, pend[0].ID, transcript.ScopeSession); err != nil {
+	if _, err := sa.Approve(ctx, pend[0].ID, transcript.ApprovalScopeSession); err != nil {
 		t.Fatal(err)
 	}
 	if err := sb.SetToolMode(ctx, transcript.ToolModeAuto); err != nil {

@@ -34,7 +34,7 @@ func cursorWorldFor(t testing.TB) *cursorWorld {
 		if err != nil {
 			panic(err)
 		}
-		w := &cursorWorld{agent: a, alice: spool.WithUser(context.Background(), "alice"), bob: spool.WithUser(context.Background(), "bob"), messages: map[string]map[string]bool{}}
+		w := &cursorWorld{agent: a, alice: spool.ContextWithUser(context.Background(), "alice"), bob: spool.ContextWithUser(context.Background(), "bob"), messages: map[string]map[string]bool{}}
 		for user, ctx := range map[string]context.Context{"alice": w.alice, "bob": w.bob} {
 			s, err := a.Session(ctx, "chat")
 			if err != nil {

@@ -72,7 +72,7 @@ type DelegateResult struct {
 // caller session, of any agent or user. The delegate's events appear in
 // the caller's stream as EventDelegate, and its result names the session,
 // which links the caller's transcript to the delegate's.
-// For a user-scoped a, the caller's user (WithUser) carries over. The
+// For a user-scoped a, the caller's user (ContextWithUser) carries over. The
 // delegate's turn does not take the store's lock across processes: the
 // caller's turn holds the lock of the caller's session, which already
 // orders every delegation from it.

@@ -99,7 +99,7 @@ func TestDelegateSessionsNeverShared(t *testing.T) {
 	lead := newAgent(t, spool.Config{Name: "lead", Store: st, Scope: spool.ScopeUser, ToolMode: transcript.ToolModeAuto,
 		Tools: []*tool.Tool{helper.AsTool("ask", "Ask.")}})
 	for _, u := range []string{"alice", "bob"} {
-		uctx := spool.WithUser(ctx, u)
+		uctx := spool.ContextWithUser(ctx, u)
 		s, _ := lead.Session(uctx, "http")
 		if _, err := s.Send(uctx, `/call ask {"prompt":"`+u+` secret"}`); err != nil {
 			t.Fatal(err)

@@ -4,18 +4,18 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
 
-// Errors of the runtime. Store errors (store.ErrNotFound,
-// store.ErrInvalidKey, store.ErrSessionExpired, …) pass through wrapped, so
-// errors.Is works on both.
+// Errors of the runtime. Errors of the store (store.ErrNotFound,
+// store.ErrInvalidKey, store.ErrSessionExpired, store.ErrInvalidCursor, …)
+// pass through wrapped, under their own names only: test them with
+// errors.Is and the store package's sentinels.
 var (
 	// ErrApprovalPending: Send on a session whose turn waits on an approval.
 	// Answer it with Approve or Deny first.
 	ErrApprovalPending = errors.New("spool: an approval is pending; approve or deny it first")
-	// ErrNoUser: a user-scoped agent was called without a user (WithUser).
+	// ErrNoUser: a user-scoped agent was called without a user (ContextWithUser).
 	ErrNoUser = errors.New("spool: this agent is user-scoped; the call needs a user")
 	// ErrBusy: another process is running a turn on the session and did
 	// not finish in time.
@@ -28,9 +28,6 @@ var (
 	ErrClosed = errors.New("spool: agent closed")
 )
 
-// ErrNotFound is store.ErrNotFound, for callers that import only spool.
-var ErrNotFound = store.ErrNotFound
-
 // TurnError is returned by Send when a turn ended with status error or
 // cancelled; the turn is recorded either way. It wraps the cause (a
 // *model.Error, context.Canceled, tool.ErrTimeout, …).
@@ -38,14 +35,14 @@ type TurnError struct {
 	SessionID string
 	TurnID    string
 	Status    transcript.Status
-	Code      string
+	Code      transcript.ErrorCode
 	Err       error
 }
 
 func (e *TurnError) Error() string {
 	msg := fmt.Sprintf("spool: session %s: turn %s ended %s", e.SessionID, e.TurnID, e.Status)
 	if e.Code != "" {
-		msg += " (" + e.Code + ")"
+		msg += " (" + string(e.Code) + ")"
 	}
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()

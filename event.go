@@ -56,7 +56,7 @@ type Result struct {
 	Text      string                `json:"text"` // the answer: the text of the turn's assistant messages in this call
 	Usage     transcript.Usage      `json:"usage"`
 	Pending   []Approval            `json:"pendingApprovals,omitempty"` // when Status is StatusAwaitingApproval
-	Error     *transcript.TurnError `json:"error,omitempty"`            // when Status is error or cancelled
+	Error     *transcript.ErrorInfo `json:"error,omitempty"`            // when Status is error or cancelled
 	Notice    string                `json:"notice,omitempty"`           // why a guard or limit stopped the turn
 
 	cause error // what ended the turn with error or cancelled, for TurnError

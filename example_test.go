@@ -41,7 +41,7 @@ func Example() {
 	}
 
 	agent := newAgent()
-	sess, _ := agent.NewSession(ctx, spool.WithSessionID("ticket-1042"))
+	sess, _ := agent.Session(ctx, "ticket-1042")
 	res, _ := sess.Send(ctx, "Where is order 1042?")
 	fmt.Println(res.Status, "|", res.Text)
 
@@ -56,7 +56,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	pending, _ := sess.PendingApprovals(ctx)
-	res, _ = sess.Approve(ctx, pending[0].ID, transcript.ScopeOnce)
+	res, _ = sess.Approve(ctx, pending[0].ID, transcript.ApprovalScopeOnce)
 	fmt.Println(res.Status, "|", res.Text)
 
 	res, _ = sess.Send(ctx, "Thanks!")

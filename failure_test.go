@@ -37,11 +37,11 @@ func TestModelErrors(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		err        error
-		code       string
+		code       transcript.ErrorCode
 		noticeKind string
 	}{
-		{&model.Error{Code: model.CodeRateLimited, StatusCode: 429, Message: "slow down"}, model.CodeRateLimited, transcript.NoticeRateLimited},
-		{&model.Error{Code: model.CodeProvider, StatusCode: 500, Message: "boom"}, model.CodeProvider, ""},
+		{&model.Error{Code: transcript.CodeRateLimited, StatusCode: 429, Message: "slow down"}, transcript.CodeRateLimited, transcript.NoticeRateLimited},
+		{&model.Error{Code: transcript.CodeProviderError, StatusCode: 500, Message: "boom"}, transcript.CodeProviderError, ""},
 	}
 	for _, c := range cases {
 		a := newAgent(t, spool.Config{Model: echo.New(echo.WithError(c.err))})

@@ -41,7 +41,7 @@ func (p plainStore) Append(ctx context.Context, k store.Key, e transcript.Entry)
 func (p plainStore) Read(ctx context.Context, k store.Key) ([]transcript.Entry, error) {
 	return p.s.Read(ctx, k)
 }
-func (p plainStore) List(ctx context.Context, s store.Scope, o store.ListOptions) (store.SessionPage, error) {
+func (p plainStore) List(ctx context.Context, s store.Namespace, o store.ListOptions) (store.SessionPage, error) {
 	return p.s.List(ctx, s, o)
 }
 func (p plainStore) Delete(ctx context.Context, k store.Key) error { return p.s.Delete(ctx, k) }

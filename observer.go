@@ -13,6 +13,13 @@ import (
 // holds content: no prompts, answers, tool arguments or tool results; only
 // names, ids, statuses, counts and durations.
 //
+// Observations come in pairs: every ObserveTurnEnd, ObserveModelEnd and
+// ObserveToolEnd follows the matching start (the same TurnID, and for tools
+// the same CallID), also for a tool call that never ran because it was
+// denied, named no tool, or came while tools were off (its end's Outcome
+// says which). A turn resumed after an approval starts again with
+// ObserveTurnStart. ObserveApproval stands alone.
+//
 // Observe is called synchronously on the turn's goroutine; it must be safe
 // for concurrent use and should return quickly.
 type Observer interface {
@@ -36,34 +43,37 @@ const (
 	ObserveModelEnd   ObservationKind = "model.end"   // Model, Usage, Duration, ErrorCode
 	ObserveToolStart  ObservationKind = "tool.start"  // Tool, CallID
 	ObserveToolEnd    ObservationKind = "tool.end"    // Tool, CallID, Duration, Outcome
-	ObserveApproval   ObservationKind = "approval"    // Tool, Decision, Scope
+	ObserveApproval   ObservationKind = "approval"    // Tool, CallID, Verdict, ApprovalScope
 )
 
-// Tool outcomes.
+// Outcome is how a tool call ended, as ObserveToolEnd reports it.
+type Outcome string
+
+// Tool call outcomes.
 const (
-	OutcomeOK      = "ok"
-	OutcomeError   = "error"
-	OutcomeTimeout = "timeout"
-	OutcomeDenied  = "denied"
+	OutcomeOK      Outcome = "ok"      // the tool returned a result
+	OutcomeError   Outcome = "error"   // the tool failed, or the call could not run (unknown tool, tools off)
+	OutcomeTimeout Outcome = "timeout" // the tool ran past its timeout
+	OutcomeDenied  Outcome = "denied"  // a person denied the call
 )
 
 // Observation is one content-free event.
 type Observation struct {
-	Kind      ObservationKind
-	Time      time.Time
-	Agent     string
-	SessionID string
-	TurnID    string
-	Model     string              // model.start, model.end
-	Status    transcript.Status   // turn.end
-	Usage     transcript.Usage    // turn.end, model.end
-	Duration  time.Duration       // *.end
-	ErrorCode string              // turn.end, model.end: the error code, when it failed
-	Tool      string              // tool.*, approval: the tool's name
-	CallID    string              // tool.*
-	Outcome   string              // tool.end: ok, error, timeout, denied
-	Decision  transcript.Decision // approval
-	Scope     transcript.Scope    // approval
+	Kind          ObservationKind
+	Time          time.Time
+	Agent         string
+	SessionID     string
+	TurnID        string
+	Model         string                   // model.start, model.end
+	Status        transcript.Status        // turn.end
+	Usage         transcript.Usage         // turn.end, model.end
+	Duration      time.Duration            // *.end
+	ErrorCode     transcript.ErrorCode     // turn.end, model.end: why it failed, when it did
+	Tool          string                   // tool.*, approval: the tool's name
+	CallID        string                   // tool.*
+	Outcome       Outcome                  // tool.end
+	Verdict       transcript.Verdict       // approval
+	ApprovalScope transcript.ApprovalScope // approval
 }
 
 type observers []Observer

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spool-go/spool/history"
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
@@ -20,7 +20,7 @@ import (
 type Message struct {
 	ID         string                `json:"id"` // the transcript entry's id
 	TurnID     string                `json:"turnId"`
-	Role       history.Role          `json:"role"`
+	Role       model.Role            `json:"role"`
 	Text       string                `json:"text"`
 	ToolCalls  []transcript.ToolCall `json:"toolCalls,omitempty"`  // assistant
 	ToolCallID string                `json:"toolCallId,omitempty"` // tool
@@ -38,19 +38,19 @@ func messageOf(e transcript.Entry) (Message, bool) {
 		if e.DecodeData(&d) != nil {
 			return m, false
 		}
-		m.Role, m.Text = history.RoleUser, d.Text
+		m.Role, m.Text = model.RoleUser, d.Text
 	case transcript.TypeAssistantMessage:
 		var d transcript.AssistantMessage
 		if e.DecodeData(&d) != nil {
 			return m, false
 		}
-		m.Role, m.Text, m.ToolCalls = history.RoleAssistant, d.Text, d.ToolCalls
+		m.Role, m.Text, m.ToolCalls = model.RoleAssistant, d.Text, d.ToolCalls
 	case transcript.TypeToolResult:
 		var d transcript.ToolResult
 		if e.DecodeData(&d) != nil {
 			return m, false
 		}
-		m.Role, m.Text, m.ToolCallID, m.Tool, m.IsError = history.RoleTool, d.Result, d.CallID, d.Tool, d.IsError
+		m.Role, m.Text, m.ToolCallID, m.Tool, m.IsError = model.RoleTool, d.Result, d.CallID, d.Tool, d.IsError
 	default:
 		return m, false
 	}
@@ -222,10 +222,10 @@ func pageTag(k store.Key, o Order) []byte {
 	return h[:8]
 }
 
-// prune applies the agent's Retention to the caller's scope. It runs when
-// a new session is created; a failure is logged, never fails the turn.
+// prune applies the agent's Retention to the caller's namespace. It runs
+// when a new session is created; a failure is logged, never fails the turn.
 func (a *Agent) prune(ctx context.Context) {
-	s, err := a.scope(ctx)
+	s, err := a.namespace(ctx)
 	if err != nil {
 		return
 	}

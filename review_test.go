@@ -107,7 +107,7 @@ func TestUsageBeforeAPauseCounts(t *testing.T) {
 	if err != nil || res.Status != spool.StatusAwaitingApproval || res.Usage.InputTokens != 1500 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	res, err = s.Approve(ctx, res.Pending[0].ID, transcript.ScopeOnce)
+	res, err = s.Approve(ctx, res.Pending[0].ID, transcript.ApprovalScopeOnce)
 	if err != nil || res.Usage != (transcript.Usage{InputTokens: 1501, OutputTokens: 501}) {
 		t.Fatalf("resumed turn's usage %+v, %v", res.Usage, err)
 	}
@@ -168,7 +168,7 @@ func TestNoModeChangeInsideAPausedTurn(t *testing.T) {
 	if err := s.SetToolMode(ctx, transcript.ToolModeOff); !errors.Is(err, spool.ErrApprovalPending) {
 		t.Fatalf("%v, want ErrApprovalPending", err)
 	}
-	if _, err := s.Approve(ctx, res.Pending[0].ID, transcript.ScopeOnce); err != nil {
+	if _, err := s.Approve(ctx, res.Pending[0].ID, transcript.ApprovalScopeOnce); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := s.Transcript(ctx)

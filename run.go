@@ -68,7 +68,7 @@ func (r *run) settle(ctx context.Context, err error) error {
 		r.observeAbandoned(ctx)
 		return err
 	}
-	if eerr := r.end(ctx, transcript.StatusError, "", "", &storeError{err}); eerr != nil {
+	if eerr := r.end(ctx, transcript.StatusError, "", "", asStoreError(err)); eerr != nil {
 		r.observeAbandoned(ctx)
 		return err
 	}
@@ -78,14 +78,26 @@ func (r *run) settle(ctx context.Context, err error) error {
 
 func (r *run) observeAbandoned(ctx context.Context) {
 	r.observe(ctx, Observation{Kind: ObserveTurnEnd, Status: transcript.StatusError, Usage: r.turnUsage(),
-		Duration: time.Since(r.started), ErrorCode: "store_error"})
+		Duration: time.Since(r.started), ErrorCode: transcript.CodeStoreError})
 }
 
-// storeError is a store failure that ended a turn.
+// storeError is a store failure during a turn: the one representation of
+// it in the runtime. A step that fails to read history or record its
+// answer returns one, so that the turn loop leaves the turn to settle; the
+// turn's end records it as transcript.CodeStoreError.
 type storeError struct{ err error }
 
 func (e *storeError) Error() string { return "the store failed: " + e.err.Error() }
 func (e *storeError) Unwrap() error { return e.err }
+
+// asStoreError returns err as a *storeError, wrapping it when it is not
+// one yet.
+func asStoreError(err error) error {
+	if _, ok := errors.AsType[*storeError](err); ok {
+		return err
+	}
+	return &storeError{err}
+}
 
 // emit passes ev to the consumer and reports whether it wants more. Once it
 // does not, the run's context is cancelled and nothing more is emitted.
@@ -142,8 +154,9 @@ func (r *run) loop(ctx context.Context) error {
 			return r.end(ctx, transcript.StatusError, transcript.NoticeOverBudget, msg, errOverBudget)
 		}
 		calls, blocked, err := r.step(ctx)
+		_, storeFailed := errors.AsType[*storeError](err)
 		switch {
-		case err != nil && errors.Is(err, errStore):
+		case storeFailed:
 			return err
 		case err != nil:
 			status, notice := transcript.StatusError, ""
@@ -168,10 +181,7 @@ func (r *run) loop(ctx context.Context) error {
 	}
 }
 
-var (
-	errStore      = errors.New("store failure")
-	errOverBudget = errors.New("token budget used up")
-)
+var errOverBudget = errors.New("token budget used up")
 
 type stepsError struct{ max int }
 
@@ -208,12 +218,12 @@ func (r *run) overBudget() (string, bool) {
 
 // step makes one model request and records its answer. It returns the
 // tool calls the model asked for, or the guard error that stopped the
-// answer, or the model's error. Store failures wrap errStore.
+// answer, or the model's error. A store failure is a *storeError.
 func (r *run) step(ctx context.Context) (calls []transcript.ToolCall, blocked error, err error) {
 	a := r.s.a
 	msgs, err := r.history(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errStore, err)
+		return nil, nil, &storeError{err}
 	}
 	req := &model.Request{Messages: msgs}
 	if r.s.mode(r.sl.st) != transcript.ToolModeOff {
@@ -252,7 +262,7 @@ func (r *run) step(ctx context.Context) (calls []transcript.ToolCall, blocked er
 		modelErr = context.Canceled
 	}
 	r.usage = r.usage.Add(usage)
-	code := ""
+	var code transcript.ErrorCode
 	if modelErr != nil {
 		code = errorCode(modelErr)
 	}
@@ -269,7 +279,7 @@ func (r *run) step(ctx context.Context) (calls []transcript.ToolCall, blocked er
 			msg.Usage = &usage
 		}
 		if _, err := r.w.append(ctx, transcript.TypeAssistantMessage, r.turnID, "", msg); err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", errStore, err)
+			return nil, nil, &storeError{err}
 		}
 		if text.Len() > 0 && blocked == nil {
 			r.texts = append(r.texts, text.String())
@@ -329,7 +339,7 @@ func (r *run) checkAnswer(ctx context.Context, text string) error {
 
 // history builds the request history from the newest entries, reading
 // more of the transcript only while older entries could still change it.
-func (r *run) history(ctx context.Context) ([]history.Message, error) {
+func (r *run) history(ctx context.Context) ([]model.Message, error) {
 	a := r.s.a
 	opt := a.historyOptions()
 	// A message is one entry or a little more (turn ends, approvals), so
@@ -405,13 +415,15 @@ func (r *run) execute(ctx context.Context, c transcript.ToolCall) error {
 	outcome := OutcomeOK
 	start := time.Now()
 	t := a.tools[c.Name]
+	// A start for every end, also for a call that cannot run: observers
+	// pair them (the Observer contract).
+	r.observe(ctx, Observation{Kind: ObserveToolStart, Tool: c.Name, CallID: c.ID})
 	switch {
 	case r.s.mode(r.sl.st) == transcript.ToolModeOff:
 		res.Result, res.IsError, outcome = "tools are off in this session", true, OutcomeError
 	case t == nil:
 		res.Result, res.IsError, outcome = fmt.Sprintf("there is no tool named %q", c.Name), true, OutcomeError
 	default:
-		r.observe(ctx, Observation{Kind: ObserveToolStart, Tool: c.Name, CallID: c.ID})
 		tctx, em := withEmitter(ctx, r, c.ID)
 		out, err := t.Run(tctx, c.Arguments, a.cfg.ToolTimeout)
 		em.close() // a delegate still running after a timeout emits nothing more
@@ -479,14 +491,14 @@ func (r *run) end(ctx context.Context, status transcript.Status, noticeKind, not
 		if cause == nil {
 			cause = context.Canceled
 		}
-		end.Error = &transcript.TurnError{Code: errorCode(cause), Message: errorMessage(cause)}
+		end.Error = &transcript.ErrorInfo{Code: errorCode(cause), Message: errorMessage(cause)}
 	}
 	if _, err := r.w.append(ctx, transcript.TypeTurnEnd, r.turnID, status, end); err != nil {
 		return err
 	}
 	r.ended = true
 	a.used.Add(r.usage.InputTokens + r.usage.OutputTokens)
-	code := ""
+	var code transcript.ErrorCode
 	if end.Error != nil {
 		code = end.Error.Code
 	}
@@ -498,7 +510,7 @@ func (r *run) end(ctx context.Context, status transcript.Status, noticeKind, not
 	// Ids, status and counts only: content never reaches the log.
 	a.log.LogAttrs(ctx, level, "turn ended",
 		slog.String("session", r.s.key.ID), slog.String("turn", r.turnID), slog.String("status", string(status)),
-		slog.String("code", code), slog.Int64("inputTokens", end.Usage.InputTokens), slog.Int64("outputTokens", end.Usage.OutputTokens))
+		slog.String("code", string(code)), slog.Int64("inputTokens", end.Usage.InputTokens), slog.Int64("outputTokens", end.Usage.OutputTokens))
 	res := r.result(status)
 	res.Error = end.Error
 	res.cause = cause
@@ -513,25 +525,25 @@ func (r *run) end(ctx context.Context, status transcript.Status, noticeKind, not
 }
 
 // errorCode names a turn's failure for the transcript and observers.
-func errorCode(err error) string {
+func errorCode(err error) transcript.ErrorCode {
 	var me *model.Error
 	var se *stepsError
 	var ste *storeError
 	switch {
 	case errors.As(err, &ste):
-		return "store_error"
+		return transcript.CodeStoreError
 	case errors.As(err, &me):
 		return me.Code
 	case errors.As(err, &se):
-		return "max_steps"
+		return transcript.CodeMaxSteps
 	case errors.Is(err, errOverBudget):
-		return transcript.NoticeOverBudget
+		return transcript.CodeOverBudget
 	case errors.Is(err, context.Canceled):
-		return "cancelled"
+		return transcript.CodeCancelled
 	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline_exceeded"
+		return transcript.CodeDeadlineExceeded
 	}
-	return "model_error"
+	return transcript.CodeModelError
 }
 
 // errorMessage is the part of an error fit for the transcript: model

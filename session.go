@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/history"
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
@@ -19,36 +20,18 @@ type Session struct {
 	key store.Key
 }
 
-// SessionOption configures NewSession.
-type SessionOption func(*sessionOptions)
-
-type sessionOptions struct {
-	id string
-}
-
-// WithSessionID makes NewSession use id instead of a generated one. An id
-// the store has never seen starts a new session under it; an id it has
-// continues that session.
-func WithSessionID(id string) SessionOption {
-	return func(o *sessionOptions) { o.id = id }
-}
-
-// NewSession returns a session with a generated id ("ses_" and a ULID), or
-// the id given WithSessionID. Nothing is stored until the first Send: a
-// session exists once its first entry is appended.
-func (a *Agent) NewSession(ctx context.Context, opts ...SessionOption) (*Session, error) {
-	var o sessionOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.id == "" {
-		o.id = NewSessionID()
-	}
-	return a.Session(ctx, o.id)
+// NewSession returns a session with a fresh id (NewSessionID). Nothing is
+// stored until the first Send: a session exists once its first entry is
+// appended. To choose the id, use Session.
+func (a *Agent) NewSession(ctx context.Context) (*Session, error) {
+	return a.Session(ctx, NewSessionID())
 }
 
 // Session returns a handle on session id, which may or may not exist yet:
-// the form servers use, where a client chooses the id.
+// an id the store has never seen starts a new session under it, and an id
+// it has continues that session. It is the form servers use, where a
+// client chooses the id; OpenSession is the form that requires the session
+// to exist.
 func (a *Agent) Session(ctx context.Context, id string) (*Session, error) {
 	k, err := a.key(ctx, id)
 	if err != nil {
@@ -216,7 +199,7 @@ func (s *Session) Transcript(ctx context.Context) ([]transcript.Entry, error) {
 // the history rules select (package history). It reads the transcript as
 // stored: a session past its TTL still shows its history here until its
 // next turn starts it fresh.
-func (s *Session) History(ctx context.Context) ([]history.Message, error) {
+func (s *Session) History(ctx context.Context) ([]model.Message, error) {
 	entries, err := s.a.cfg.Store.Read(ctx, s.key)
 	if err != nil {
 		return nil, err

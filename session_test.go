@@ -60,14 +60,14 @@ func TestSendRecordsTheTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h) != 3 || h[0].Role != history.RoleSystem || h[0].Content != "You are terse." {
+	if len(h) != 3 || h[0].Role != model.RoleSystem || h[0].Content != "You are terse." {
 		t.Fatalf("history %+v", h)
 	}
 }
 
 func TestRequestsCarryTheHistory(t *testing.T) {
 	ctx := context.Background()
-	var seen [][]history.Message
+	var seen [][]model.Message
 	m := scriptFunc(func(req *model.Request) []model.Event {
 		seen = append(seen, slices.Clone(req.Messages))
 		return []model.Event{text("ok")}
@@ -99,7 +99,7 @@ func TestOpenSession(t *testing.T) {
 	if _, err := a.OpenSession(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("OpenSession of an unknown id: %v, want ErrNotFound", err)
 	}
-	s, err := a.NewSession(ctx, spool.WithSessionID("chosen-1"))
+	s, err := a.Session(ctx, "chosen-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +149,8 @@ func TestUserScope(t *testing.T) {
 	if _, err := a.ListSessions(ctx, store.ListOptions{}); !errors.Is(err, spool.ErrNoUser) {
 		t.Fatalf("no user list: %v", err)
 	}
-	alice := spool.WithUser(ctx, "alice")
-	bob := spool.WithUser(ctx, "bob")
+	alice := spool.ContextWithUser(ctx, "alice")
+	bob := spool.ContextWithUser(ctx, "bob")
 	s, err := a.Session(alice, "shared-id")
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ func TestUserScope(t *testing.T) {
 	if len(msgs) != 2 {
 		t.Fatalf("alice's session after bob's delete: %+v", msgs)
 	}
-	if _, err := a.Session(spool.WithUser(ctx, "../x"), "s"); !errors.Is(err, store.ErrInvalidKey) {
+	if _, err := a.Session(spool.ContextWithUser(ctx, "../x"), "s"); !errors.Is(err, store.ErrInvalidKey) {
 		t.Fatalf("bad user: %v", err)
 	}
 }
@@ -309,7 +309,7 @@ func testTTL(t *testing.T, st store.Store) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	now = now.Add(2 * time.Hour)
-	_, err = p.Approve(ctx, res.Pending[0].ID, transcript.ScopeOnce)
+	_, err = p.Approve(ctx, res.Pending[0].ID, transcript.ApprovalScopeOnce)
 	if !errors.Is(err, store.ErrSessionExpired) || !strings.Contains(err.Error(), "waiting") {
 		t.Fatalf("late approval: %v, want ErrSessionExpired naming the session", err)
 	}
@@ -329,7 +329,7 @@ func scriptFunc(script func(*model.Request) []model.Event) model.Model {
 func TestLongSessionHistoryIsExact(t *testing.T) {
 	ctx := context.Background()
 	for _, cfg := range []spool.Config{{MaxMessages: 5}, {MaxMessages: 200}, {MaxMessages: 7, HistoryBudget: 60}, {MaxMessages: -1, HistoryBudget: 300}} {
-		var last []history.Message
+		var last []model.Message
 		cfg.Model = scriptFunc(func(req *model.Request) []model.Event {
 			last = slices.Clone(req.Messages)
 			return []model.Event{text("ok")}
@@ -382,7 +382,7 @@ func TestStoreTTLIsAdopted(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	now = now.Add(2 * time.Hour)
-	if _, err := s.Approve(ctx, res.Pending[0].ID, transcript.ScopeOnce); !errors.Is(err, store.ErrSessionExpired) {
+	if _, err := s.Approve(ctx, res.Pending[0].ID, transcript.ApprovalScopeOnce); !errors.Is(err, store.ErrSessionExpired) {
 		t.Fatalf("late approval with the store's TTL: %v, want ErrSessionExpired", err)
 	}
 	other, _ := a.Session(ctx, "idle")

@@ -98,7 +98,7 @@ func (st *state) apply(e transcript.Entry) {
 				break
 			}
 		}
-		if req, ok := st.requests[d.ApprovalID]; ok && d.Decision == transcript.Allow && d.Scope == transcript.ScopeSession {
+		if req, ok := st.requests[d.ApprovalID]; ok && d.Decision == transcript.VerdictAllow && d.Scope == transcript.ApprovalScopeSession {
 			st.approved[req.Tool] = true
 		}
 	case transcript.TypeSessionMode:

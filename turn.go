@@ -113,7 +113,7 @@ func (s *Session) settleOpenTurn(ctx context.Context, sl *slot) error {
 			w := s.writer(sl)
 			_, err := w.append(ctx, transcript.TypeTurnEnd, sl.st.open.id, transcript.StatusCancelled, transcript.TurnEnd{
 				Usage: sl.st.open.usage,
-				Error: &transcript.TurnError{Code: "interrupted", Message: "the turn never finished (its process stopped, or its store failed)"},
+				Error: &transcript.ErrorInfo{Code: transcript.CodeInterrupted, Message: "the turn never finished (its process stopped, or its store failed)"},
 			})
 			if err == nil {
 				sl.abandoned = ""

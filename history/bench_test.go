@@ -109,7 +109,7 @@ func benchSession(tb testing.TB, n int) []transcript.Entry {
 			add(transcript.TypeAssistantMessage, "", transcript.AssistantMessage{ToolCalls: []transcript.ToolCall{c}, Model: "m"})
 			id := fmt.Sprintf("appr_%d", calls)
 			add(transcript.TypeApprovalRequest, "", transcript.ApprovalRequest{ApprovalID: id, CallID: c.ID, Tool: c.Name, Arguments: c.Arguments})
-			add(transcript.TypeApprovalDecision, "", transcript.ApprovalDecision{ApprovalID: id, CallID: c.ID, Decision: transcript.Allow, Scope: transcript.ScopeOnce})
+			add(transcript.TypeApprovalDecision, "", transcript.ApprovalDecision{ApprovalID: id, CallID: c.ID, Decision: transcript.VerdictAllow, Scope: transcript.ApprovalScopeOnce})
 			result(c)
 			add(transcript.TypeAssistantMessage, "", transcript.AssistantMessage{Text: text(100, 600), Model: "m"})
 			end(transcript.StatusOK)

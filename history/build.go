@@ -3,6 +3,7 @@ package history
 import (
 	"slices"
 
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -11,7 +12,7 @@ import (
 // before the current turn's user.message), by the rules in the package
 // documentation. It never fails: entries it cannot use are left out. The
 // result is empty, not nil, when there is nothing to send.
-func Build(entries []transcript.Entry, opt Options) []Message {
+func Build(entries []transcript.Entry, opt Options) []model.Message {
 	msgs, _ := Window(entries, opt)
 	return msgs
 }
@@ -21,20 +22,20 @@ func Build(entries []transcript.Entry, opt Options) []Message {
 // of entries, so that no entry older than entries could change the
 // result. When full is false and entries is only a suffix, the caller
 // needs more of the transcript for an exact history.
-func Window(entries []transcript.Entry, opt Options) (msgs []Message, full bool) {
+func Window(entries []transcript.Entry, opt Options) (msgs []model.Message, full bool) {
 	s := scan(entries)
 	capN := opt.maxMessages()
-	var system []Message
+	var system []model.Message
 	var used window
 	if opt.Instructions != "" {
-		system = []Message{{Role: RoleSystem, Content: opt.Instructions}}
+		system = []model.Message{{Role: model.RoleSystem, Content: opt.Instructions}}
 		if opt.Budget > 0 {
 			used.tokens = opt.count(system[0])
 		}
 	}
 	if s.newest < 0 {
 		if system == nil {
-			return []Message{}, false
+			return []model.Message{}, false
 		}
 		return system, false
 	}
@@ -48,7 +49,7 @@ func Window(entries []transcript.Entry, opt Options) (msgs []Message, full bool)
 	case opt.Budget > 0:
 		size = min(size, 64)
 	}
-	b := builder{s: &s, acc: make([]Message, 0, size)}
+	b := builder{s: &s, acc: make([]model.Message, 0, size)}
 	var stack [16]chunk
 	chunks := stack[:0]
 
@@ -107,7 +108,7 @@ func (w *window) add(b *builder, opt *Options, k, prev int) chunk {
 	return chunk{anchor: k, start: start, n: n}
 }
 
-func countAll(opt *Options, ms []Message) int {
+func countAll(opt *Options, ms []model.Message) int {
 	n := 0
 	for i := range ms {
 		n += opt.count(ms[i])
@@ -122,7 +123,7 @@ type chunk struct {
 }
 
 // assemble puts the system message and the chunks of acc in time order.
-func assemble(acc []Message, chunks []chunk, system []Message) []Message {
+func assemble(acc []model.Message, chunks []chunk, system []model.Message) []model.Message {
 	newestFirst := true
 	for i := 1; i < len(chunks); i++ {
 		if chunks[i].anchor > chunks[i-1].anchor {
@@ -149,7 +150,7 @@ func assemble(acc []Message, chunks []chunk, system []Message) []Message {
 	for _, c := range chunks {
 		total += c.n
 	}
-	out := make([]Message, 0, total)
+	out := make([]model.Message, 0, total)
 	out = append(out, system...)
 	for _, c := range chunks {
 		out = append(out, acc[c.start:c.start+c.n]...)

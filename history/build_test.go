@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -19,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 
 // perMessage counts every message as one token, so a budget reads as a
 // message count: handy to see the budget rule on its own.
-func perMessage(Message) int { return 1 }
+func perMessage(model.Message) int { return 1 }
 
 // goldenCases pairs a transcript in testdata/<transcript>.jsonl with
 // options; the expected history is testdata/golden/<name>.json. The golden
@@ -226,7 +227,7 @@ func TestPendingApprovals(t *testing.T) {
 		entry("T1", transcript.TypeApprovalRequest, "", map[string]any{"callId": "c0"}),
 		entry("T1", transcript.TypeApprovalRequest, "", transcript.ApprovalRequest{ApprovalID: "x", CallID: "c1"}),
 		entry("T1", transcript.TypeApprovalRequest, "", transcript.ApprovalRequest{ApprovalID: "y", CallID: "c2"}),
-		entry("T1", transcript.TypeApprovalDecision, "", transcript.ApprovalDecision{ApprovalID: "x", CallID: "c2", Decision: transcript.Allow}),
+		entry("T1", transcript.TypeApprovalDecision, "", transcript.ApprovalDecision{ApprovalID: "x", CallID: "c2", Decision: transcript.VerdictAllow}),
 	}
 	if got := PendingApprovals(entries); len(got) != 1 || got[0].ApprovalID != "y" {
 		t.Errorf("pending %+v, want only y", got)
@@ -269,12 +270,12 @@ func TestBadStatusAndData(t *testing.T) {
 		{ID: "x3", Type: transcript.TypeAssistantMessage, TurnID: "T4", Data: json.RawMessage(`{"text":"ok","toolCalls":"nope"}`)},
 	}
 	got := Build(entries, Options{})
-	want := []Message{
-		{Role: RoleUser, Content: "kept"},
-		{Role: RoleAssistant, Content: "yes"},
-		{Role: RoleUser},
-		{Role: RoleAssistant},
-		{Role: RoleAssistant, Content: "ok"},
+	want := []model.Message{
+		{Role: model.RoleUser, Content: "kept"},
+		{Role: model.RoleAssistant, Content: "yes"},
+		{Role: model.RoleUser},
+		{Role: model.RoleAssistant},
+		{Role: model.RoleAssistant, Content: "ok"},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)

@@ -1,5 +1,5 @@
 // Package history builds what the next model request carries from a
-// session's transcript: Build turns entries into Messages by the history
+// session's transcript: Build turns entries into model.Messages by the history
 // rules of the design, and PendingApprovals lists the approval requests that
 // still wait on a person.
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -85,9 +86,9 @@ func fuzzTranscript(in []byte) ([]transcript.Entry, Options) {
 		case 7:
 			typ, data = transcript.TypeApprovalRequest, transcript.ApprovalRequest{ApprovalID: fmt.Sprintf("a%d", (arg>>4)%3), CallID: call(arg >> 6)}
 		case 8:
-			d := transcript.ApprovalDecision{ApprovalID: fmt.Sprintf("a%d", (arg>>4)%3), CallID: call(arg >> 6), Decision: transcript.Allow}
+			d := transcript.ApprovalDecision{ApprovalID: fmt.Sprintf("a%d", (arg>>4)%3), CallID: call(arg >> 6), Decision: transcript.VerdictAllow}
 			if arg&0x40 != 0 {
-				d.Decision, d.Reason = transcript.Deny, "no"
+				d.Decision, d.Reason = transcript.VerdictDeny, "no"
 			}
 			typ, data = transcript.TypeApprovalDecision, d
 		case 9:
@@ -123,7 +124,7 @@ func dumpEntries(entries []transcript.Entry) string {
 	return s
 }
 
-func dumpMessages(ms []Message) string {
+func dumpMessages(ms []model.Message) string {
 	s := ""
 	for _, m := range ms {
 		b, _ := json.Marshal(m)

@@ -6,41 +6,42 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/transcript"
 )
 
 // checkInvariants returns what is wrong with got = Build(entries, opt),
 // judged by properties every history must have, whatever the transcript:
 // the shape providers accept, and the window and budget limits.
-func checkInvariants(entries []transcript.Entry, opt Options, got []Message) error {
+func checkInvariants(entries []transcript.Entry, opt Options, got []model.Message) error {
 	if got == nil {
 		return fmt.Errorf("nil result")
 	}
 	msgs := got
 	if opt.Instructions != "" {
-		if len(got) == 0 || !reflect.DeepEqual(got[0], Message{Role: RoleSystem, Content: opt.Instructions}) {
+		if len(got) == 0 || !reflect.DeepEqual(got[0], model.Message{Role: model.RoleSystem, Content: opt.Instructions}) {
 			return fmt.Errorf("no system message in front: %v", got)
 		}
 		msgs = got[1:]
 	}
 	for i, m := range msgs {
 		switch m.Role {
-		case RoleUser, RoleAssistant, RoleTool:
+		case model.RoleUser, model.RoleAssistant, model.RoleTool:
 		default:
 			return fmt.Errorf("message %d: role %q", i, m.Role)
 		}
-		if m.Role != RoleAssistant && m.ToolCalls != nil {
+		if m.Role != model.RoleAssistant && m.ToolCalls != nil {
 			return fmt.Errorf("message %d: %s message with tool calls", i, m.Role)
 		}
-		if m.Role != RoleTool && m.ToolCallID != "" {
+		if m.Role != model.RoleTool && m.ToolCallID != "" {
 			return fmt.Errorf("message %d: %s message with a tool call id", i, m.Role)
 		}
 	}
-	if len(msgs) > 0 && msgs[0].Role != RoleUser {
+	if len(msgs) > 0 && msgs[0].Role != model.RoleUser {
 		return fmt.Errorf("history starts with a %s message", msgs[0].Role)
 	}
 	for i := 1; i < len(msgs); i++ {
-		if msgs[i].Role == RoleUser && msgs[i-1].Role == RoleUser {
+		if msgs[i].Role == model.RoleUser && msgs[i-1].Role == model.RoleUser {
 			return fmt.Errorf("messages %d and %d are both user messages", i-1, i)
 		}
 	}
@@ -62,7 +63,7 @@ func checkInvariants(entries []transcript.Entry, opt Options, got []Message) err
 // checkToolPairs checks that every tool message answers a call of the
 // assistant message right before it (past other tool messages), and that
 // every call of a finished turn is answered there.
-func checkToolPairs(entries []transcript.Entry, msgs []Message) error {
+func checkToolPairs(entries []transcript.Entry, msgs []model.Message) error {
 	ended := map[string]bool{}
 	callTurns := map[string][]string{}
 	for _, e := range entries {
@@ -78,16 +79,16 @@ func checkToolPairs(entries []transcript.Entry, msgs []Message) error {
 		}
 	}
 	for i := 0; i < len(msgs); i++ {
-		if msgs[i].Role == RoleTool {
+		if msgs[i].Role == model.RoleTool {
 			return fmt.Errorf("message %d: tool message %q without its call before it", i, msgs[i].ToolCallID)
 		}
-		if msgs[i].Role != RoleAssistant {
+		if msgs[i].Role != model.RoleAssistant {
 			continue
 		}
 		calls := msgs[i].ToolCalls
 		answered := map[string]int{}
 		j := i + 1
-		for ; j < len(msgs) && msgs[j].Role == RoleTool; j++ {
+		for ; j < len(msgs) && msgs[j].Role == model.RoleTool; j++ {
 			id := msgs[j].ToolCallID
 			if !slices.ContainsFunc(calls, func(c transcript.ToolCall) bool { return c.ID == id }) {
 				return fmt.Errorf("message %d: tool message for %q, which message %d did not call", j, id, i)
@@ -113,7 +114,7 @@ func checkToolPairs(entries []transcript.Entry, msgs []Message) error {
 // the cap and the budget unless it is exactly the turns that are always
 // sent (what a cap of 1 gives); with no turn waiting on an approval it is
 // the newest part of the uncapped history; a larger cap never gives less.
-func checkLimits(entries []transcript.Entry, opt Options, got, msgs []Message) error {
+func checkLimits(entries []transcript.Entry, opt Options, got, msgs []model.Message) error {
 	alwaysOpt := opt
 	alwaysOpt.MaxMessages = 1
 	always := Build(entries, alwaysOpt)
@@ -156,7 +157,7 @@ func checkLimits(entries []transcript.Entry, opt Options, got, msgs []Message) e
 // nothing comes from a refused, failed or cancelled turn, only questions
 // from a response_blocked one, and the step of an open turn that made a
 // call now waiting on an approval is always sent.
-func checkSources(entries []transcript.Entry, msgs []Message) error {
+func checkSources(entries []transcript.Entry, msgs []model.Message) error {
 	status := map[string]transcript.Status{}
 	ended := map[string]bool{}
 	firstMsg := map[string]transcript.Type{}
@@ -201,9 +202,9 @@ func checkSources(entries []transcript.Entry, msgs []Message) error {
 		}
 		var parts []string
 		switch m.Role {
-		case RoleUser:
+		case model.RoleUser:
 			parts = strings.Split(m.Content, "\n\n")
-		case RoleAssistant:
+		case model.RoleAssistant:
 			parts = []string{m.Content}
 		}
 		for _, p := range parts {

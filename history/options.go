@@ -1,5 +1,7 @@
 package history
 
+import "github.com/spool-go/spool/model"
+
 // DefaultMaxMessages is the window Build uses when Options.MaxMessages is 0.
 const DefaultMaxMessages = 200
 
@@ -30,14 +32,14 @@ type Options struct {
 // Counter returns the number of tokens a message takes in a model request.
 // It must be safe for concurrent use if Build is; a negative count is read
 // as 0.
-type Counter func(m Message) int
+type Counter func(m model.Message) int
 
 // ApproxTokens is the default Counter: a model-independent estimate of one
 // token per 4 bytes of the message's text (its content, and the ids, names
 // and arguments of its tool calls), rounded up, plus 4 tokens for the
 // message's framing. It errs on the high side for English prose and is
 // close for code and JSON.
-func ApproxTokens(m Message) int {
+func ApproxTokens(m model.Message) int {
 	n := len(m.Content) + len(m.ToolCallID)
 	for _, c := range m.ToolCalls {
 		n += len(c.ID) + len(c.Name) + len(c.Arguments)
@@ -56,7 +58,7 @@ func (o *Options) maxMessages() int {
 	return o.MaxMessages
 }
 
-func (o *Options) count(m Message) int {
+func (o *Options) count(m model.Message) int {
 	n := 0
 	if o.Counter != nil {
 		n = o.Counter(m)

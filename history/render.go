@@ -3,6 +3,7 @@ package history
 import (
 	"encoding/json"
 
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -31,7 +32,7 @@ func (s *turnSet) unit(k int) (prev int, waiting bool) {
 // builder renders units into acc, one after another.
 type builder struct {
 	s       *turnSet
-	acc     []Message
+	acc     []model.Message
 	start   int // where the unit being rendered begins in acc
 	results []toolResult
 	denials []denial
@@ -50,9 +51,9 @@ type (
 		IsError bool   `json:"isError"`
 	}
 	decisionData struct {
-		CallID   string              `json:"callId"`
-		Decision transcript.Decision `json:"decision"`
-		Reason   string              `json:"reason"`
+		CallID   string             `json:"callId"`
+		Decision transcript.Verdict `json:"decision"`
+		Reason   string             `json:"reason"`
 	}
 )
 
@@ -104,11 +105,11 @@ func (b *builder) users(k int, from int32) {
 func (b *builder) user(data json.RawMessage) {
 	var u transcript.UserMessage
 	_ = json.Unmarshal(data, &u) // what does not decode stays empty
-	if n := len(b.acc); n > b.start && b.acc[n-1].Role == RoleUser {
+	if n := len(b.acc); n > b.start && b.acc[n-1].Role == model.RoleUser {
 		b.acc[n-1].Content += "\n\n" + u.Text
 		return
 	}
-	b.acc = append(b.acc, Message{Role: RoleUser, Content: u.Text})
+	b.acc = append(b.acc, model.Message{Role: model.RoleUser, Content: u.Text})
 }
 
 // turn appends the messages of an ok or open turn (rule 4), leaving out its
@@ -129,7 +130,7 @@ func (b *builder) turn(k int, until int32) {
 			b.results = append(b.results, toolResult{callID: r.CallID, content: content})
 		case transcript.TypeApprovalDecision:
 			var d decisionData
-			if json.Unmarshal(e.Data, &d) == nil && d.Decision == transcript.Deny {
+			if json.Unmarshal(e.Data, &d) == nil && d.Decision == transcript.VerdictDeny {
 				b.denials = append(b.denials, denial{callID: d.CallID, reason: d.Reason})
 			}
 		}
@@ -145,10 +146,10 @@ func (b *builder) turn(k int, until int32) {
 		case transcript.TypeAssistantMessage:
 			var a assistantData
 			_ = json.Unmarshal(e.Data, &a)
-			b.acc = append(b.acc, Message{Role: RoleAssistant, Content: a.Text, ToolCalls: a.ToolCalls})
+			b.acc = append(b.acc, model.Message{Role: model.RoleAssistant, Content: a.Text, ToolCalls: a.ToolCalls})
 			for _, c := range a.ToolCalls {
 				if content, ok := b.resultOf(c.ID, ended); ok {
-					b.acc = append(b.acc, Message{Role: RoleTool, Content: content, ToolCallID: c.ID})
+					b.acc = append(b.acc, model.Message{Role: model.RoleTool, Content: content, ToolCallID: c.ID})
 				}
 			}
 		}

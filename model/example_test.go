@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/model"
 	_ "github.com/spool-go/spool/model/echo" // registers "echo"
 )
@@ -19,7 +18,7 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	req := &model.Request{Messages: []history.Message{{Role: history.RoleUser, Content: "hi there"}}}
+	req := &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi there"}}}
 	for ev, err := range m.Stream(context.Background(), req) {
 		if err != nil {
 			log.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"iter"
 
-	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -38,7 +37,7 @@ type Named interface {
 type Request struct {
 	// Messages is the history, the system message first when the agent has
 	// instructions.
-	Messages []history.Message
+	Messages []Message
 	// Tools are the tools the model may call. Empty when the session's
 	// tool mode is off.
 	Tools []ToolSpec
@@ -77,21 +76,17 @@ type Event struct {
 	Usage    transcript.Usage
 }
 
-// Error codes of provider failures.
-const (
-	CodeRateLimited = "rate_limited"   // 429: slow down
-	CodeProvider    = "provider_error" // the provider failed (5xx) or refused the request (4xx)
-	CodeBadResponse = "bad_response"   // the provider sent something that is not its protocol
-	CodeAuth        = "auth"           // 401/403: the key is missing or wrong
-)
-
-// ErrRateLimited is matched by an *Error with code CodeRateLimited.
+// ErrRateLimited is matched by an *Error with code
+// transcript.CodeRateLimited.
 var ErrRateLimited = errors.New("model: rate limited")
 
 // Error is a failure the provider reported or caused. Its Message never
 // contains request content.
 type Error struct {
-	Code       string // one of the Code constants
+	// Code is one of the provider codes of package transcript
+	// (CodeRateLimited, CodeAuth, CodeProviderError, CodeBadResponse): the
+	// turn that the failure ends records it.
+	Code       transcript.ErrorCode
 	StatusCode int    // the HTTP status, when there was one
 	Message    string // what went wrong, for people
 	Err        error  // the underlying error, if any
@@ -109,5 +104,5 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrRateLimited) true for rate limits.
 func (e *Error) Is(target error) bool {
-	return target == ErrRateLimited && e.Code == CodeRateLimited
+	return target == ErrRateLimited && e.Code == transcript.CodeRateLimited
 }

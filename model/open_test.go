@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/transcript"
 )
 
 type fake struct {
@@ -107,9 +108,9 @@ func TestToolArguments(t *testing.T) {
 }
 
 func TestCodeForStatus(t *testing.T) {
-	for status, want := range map[int]string{
-		429: model.CodeRateLimited, 401: model.CodeAuth, 403: model.CodeAuth,
-		500: model.CodeProvider, 529: model.CodeProvider, 400: model.CodeProvider, 404: model.CodeProvider,
+	for status, want := range map[int]transcript.ErrorCode{
+		429: transcript.CodeRateLimited, 401: transcript.CodeAuth, 403: transcript.CodeAuth,
+		500: transcript.CodeProviderError, 529: transcript.CodeProviderError, 400: transcript.CodeProviderError, 404: transcript.CodeProviderError,
 	} {
 		if got := model.CodeForStatus(status); got != want {
 			t.Errorf("CodeForStatus(%d) = %q, want %q", status, got, want)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/spool-go/spool/transcript"
 )
 
 // Helpers shared by provider implementations.
@@ -27,15 +29,16 @@ func ToolArguments(text string) json.RawMessage {
 }
 
 // CodeForStatus returns the Error code for an HTTP status a provider
-// answered with: 429 is CodeRateLimited, 401 and 403 are CodeAuth, and every
-// other failure is CodeProvider.
-func CodeForStatus(status int) string {
+// answered with: 429 is transcript.CodeRateLimited, 401 and 403 are
+// transcript.CodeAuth, and every other failure is
+// transcript.CodeProviderError.
+func CodeForStatus(status int) transcript.ErrorCode {
 	switch status {
 	case http.StatusTooManyRequests:
-		return CodeRateLimited
+		return transcript.CodeRateLimited
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return CodeAuth
+		return transcript.CodeAuth
 	default:
-		return CodeProvider
+		return transcript.CodeProviderError
 	}
 }

@@ -175,7 +175,7 @@ func (s *Server) resolveAll(ctx context.Context, sess *spool.Session, answers []
 	}
 	return func(yield func(spool.Event, error) bool) {
 		for i, a := range todo {
-			d := spool.Decision{Allow: *a.Approved, Scope: transcript.ScopeOnce, Reason: a.Reason}
+			d := spool.Decision{Allow: *a.Approved, Scope: transcript.ApprovalScopeOnce, Reason: a.Reason}
 			lastOne := i == len(todo)-1
 			for ev, err := range sess.Resolve(ctx, a.ID, d) {
 				if err != nil {

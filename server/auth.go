@@ -18,10 +18,10 @@ import (
 	"github.com/spool-go/spool/store"
 )
 
-// Keys maps bearer keys to identities. Make one with NewKeys or LoadKeys.
-// Keys are kept only as SHA-256 digests and compared in constant time, so
+// APIKeys maps bearer keys to identities. Make one with NewAPIKeys or LoadAPIKeys.
+// APIKeys are kept only as SHA-256 digests and compared in constant time, so
 // neither a key's content nor its length leaks through timing.
-type Keys struct {
+type APIKeys struct {
 	entries []keyEntry
 }
 
@@ -30,18 +30,18 @@ type keyEntry struct {
 	id     Identity
 }
 
-// Key is one entry of a keys file:
+// APIKey is one entry of a keys file:
 //
 //	{"keys": [
 //	  {"name": "alice-laptop", "key": "…", "user": "alice"},
 //	  {"name": "backend", "sha256": "9f86d0…", "project": true}
 //	]}
 //
-// Each entry has the key itself (Key) or its SHA-256 digest in hex
+// Each entry has the key itself (APIKey) or its SHA-256 digest in hex
 // (SHA256, so the file need not hold the secret), and exactly one of User
 // (the key acts for that user) or Project (project access). Name labels the
 // key in logs; the key never appears there.
-type Key struct {
+type APIKey struct {
 	Name    string `json:"name,omitempty"`
 	Key     string `json:"key,omitempty"`
 	SHA256  string `json:"sha256,omitempty"`
@@ -64,10 +64,10 @@ type Identity struct {
 // minKeyLen is the shortest key accepted: shorter ones can be guessed.
 const minKeyLen = 16
 
-// NewKeys returns the keys of entries, or an error naming the first bad
+// NewAPIKeys returns the keys of entries, or an error naming the first bad
 // entry.
-func NewKeys(entries ...Key) (*Keys, error) {
-	k := &Keys{}
+func NewAPIKeys(entries ...APIKey) (*APIKeys, error) {
+	k := &APIKeys{}
 	seen := map[[sha256.Size]byte]bool{}
 	for i, e := range entries {
 		where := fmt.Sprintf("key %d", i+1)
@@ -98,7 +98,7 @@ func NewKeys(entries ...Key) (*Keys, error) {
 		case e.User == "" && !e.Project:
 			return nil, fmt.Errorf("server: %s: needs user or \"project\": true", where)
 		case e.User != "":
-			if err := store.ValidateScope(store.Scope{Agent: "a", Owner: e.User}); err != nil {
+			if err := store.ValidateNamespace(store.Namespace{Agent: "a", Owner: e.User}); err != nil {
 				return nil, fmt.Errorf("server: %s: user %q: %w", where, e.User, err)
 			}
 		}
@@ -118,15 +118,15 @@ func NewKeys(entries ...Key) (*Keys, error) {
 	return k, nil
 }
 
-// ErrKeysFileMode is returned by LoadKeys for a keys file that other
+// ErrKeysFileMode is returned by LoadAPIKeys for a keys file that other
 // users of the machine can read.
 var ErrKeysFileMode = errors.New("server: the keys file is readable by other users; chmod 600 it")
 
-// LoadKeys reads a keys file (see Key for its format). It refuses a file
+// LoadAPIKeys reads a keys file (see Key for its format). It refuses a file
 // that other users can read (ErrKeysFileMode; not checked on Windows,
 // whose permissions are ACLs) and unknown fields, so a typo does not
 // silently widen access.
-func LoadKeys(path string) (*Keys, error) {
+func LoadAPIKeys(path string) (*APIKeys, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("server: keys file: %w", err)
@@ -139,7 +139,7 @@ func LoadKeys(path string) (*Keys, error) {
 		return nil, fmt.Errorf("server: keys file: %w", err)
 	}
 	var f struct {
-		Keys []Key `json:"keys"`
+		Keys []APIKey `json:"keys"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -147,7 +147,7 @@ func LoadKeys(path string) (*Keys, error) {
 		// The decoder's message names fields and offsets, not values.
 		return nil, fmt.Errorf("server: keys file %s: %v", path, err)
 	}
-	k, err := NewKeys(f.Keys...)
+	k, err := NewAPIKeys(f.Keys...)
 	if err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, path)
 	}
@@ -155,25 +155,25 @@ func LoadKeys(path string) (*Keys, error) {
 }
 
 // GroupReadable reports whether the file at path can be read by its group,
-// for a warning: LoadKeys accepts such a file.
+// for a warning: LoadAPIKeys accepts such a file.
 func GroupReadable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o040 != 0 && fi.Mode()&fs.ModeType == 0
 }
 
 // Merge returns the keys of k and o together (either may be nil).
-func (k *Keys) Merge(o *Keys) *Keys {
+func (k *APIKeys) Merge(o *APIKeys) *APIKeys {
 	switch {
 	case k == nil:
 		return o
 	case o == nil:
 		return k
 	}
-	return &Keys{entries: append(append([]keyEntry(nil), k.entries...), o.entries...)}
+	return &APIKeys{entries: append(append([]keyEntry(nil), k.entries...), o.entries...)}
 }
 
 // Len returns the number of keys.
-func (k *Keys) Len() int {
+func (k *APIKeys) Len() int {
 	if k == nil {
 		return 0
 	}
@@ -182,7 +182,7 @@ func (k *Keys) Len() int {
 
 // lookup returns the identity of a presented key. Every entry is compared,
 // in constant time over digests, whatever matches.
-func (k *Keys) lookup(presented string) (Identity, bool) {
+func (k *APIKeys) lookup(presented string) (Identity, bool) {
 	d := sha256.Sum256([]byte(presented))
 	found := -1
 	for i := range k.entries {
@@ -235,7 +235,7 @@ func (s *Server) actor(id Identity, h http.Header) (string, *apiError) {
 	if hdr == "" {
 		return "", errf(http.StatusForbidden, CodeUserRequired, "this agent is user-scoped: a project key must name the user in the "+UserHeader+" header")
 	}
-	if err := store.ValidateScope(store.Scope{Agent: "a", Owner: hdr}); err != nil {
+	if err := store.ValidateNamespace(store.Namespace{Agent: "a", Owner: hdr}); err != nil {
 		return "", errf(http.StatusBadRequest, CodeBadRequest, "the "+UserHeader+" header is not a valid user id")
 	}
 	return hdr, nil
@@ -247,9 +247,9 @@ func withIdentity(ctx context.Context, id Identity) context.Context {
 	return context.WithValue(ctx, identityKey{}, id)
 }
 
-// IdentityFrom returns the identity the server authenticated a request
+// IdentityFromContext returns the identity the server authenticated a request
 // as, for handlers mounted behind it.
-func IdentityFrom(ctx context.Context) (Identity, bool) {
+func IdentityFromContext(ctx context.Context) (Identity, bool) {
 	id, ok := ctx.Value(identityKey{}).(Identity)
 	return id, ok
 }

@@ -20,13 +20,13 @@ const (
 	projectKey = "project-key-0123456789"
 )
 
-func testKeys(t *testing.T) *server.Keys {
+func testKeys(t *testing.T) *server.APIKeys {
 	t.Helper()
 	sum := sha256.Sum256([]byte(bobKey))
-	k, err := server.NewKeys(
-		server.Key{Name: "alice", Key: aliceKey, User: "alice"},
-		server.Key{Name: "bob", SHA256: hex.EncodeToString(sum[:]), User: "bob"},
-		server.Key{Name: "backend", Key: projectKey, Project: true},
+	k, err := server.NewAPIKeys(
+		server.APIKey{Name: "alice", Key: aliceKey, User: "alice"},
+		server.APIKey{Name: "bob", SHA256: hex.EncodeToString(sum[:]), User: "bob"},
+		server.APIKey{Name: "backend", Key: projectKey, Project: true},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func testKeys(t *testing.T) *server.Keys {
 	return k
 }
 
-func TestLoadKeys(t *testing.T) {
+func TestLoadAPIKeys(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string, mode os.FileMode) string {
 		p := filepath.Join(dir, name)
@@ -45,12 +45,12 @@ func TestLoadKeys(t *testing.T) {
 		return p
 	}
 	good := `{"keys":[{"name":"a","key":"` + aliceKey + `","user":"alice"},{"key":"` + projectKey + `","project":true}]}`
-	k, err := server.LoadKeys(write("good.json", good, 0o600))
+	k, err := server.LoadAPIKeys(write("good.json", good, 0o600))
 	if err != nil || k.Len() != 2 {
 		t.Fatalf("%v %d", err, k.Len())
 	}
 	if runtime.GOOS != "windows" {
-		if _, err := server.LoadKeys(write("open.json", good, 0o644)); !errors.Is(err, server.ErrKeysFileMode) {
+		if _, err := server.LoadAPIKeys(write("open.json", good, 0o644)); !errors.Is(err, server.ErrKeysFileMode) {
 			t.Fatalf("world-readable file: %v", err)
 		}
 	}
@@ -66,7 +66,7 @@ func TestLoadKeys(t *testing.T) {
 		"not JSON":         `keys:`,
 	}
 	for name, content := range bad {
-		_, err := server.LoadKeys(write(strings.ReplaceAll(name, " ", "_")+".json", content, 0o600))
+		_, err := server.LoadAPIKeys(write(strings.ReplaceAll(name, " ", "_")+".json", content, 0o600))
 		if err == nil {
 			t.Fatalf("%s: accepted", name)
 		}

@@ -81,15 +81,15 @@ func (c *HTTPChannel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id == "" {
 		id = uuid.NewString()
 	}
-	scope := store.Scope{Agent: s.agent.Name(), Owner: user}
-	if store.ValidateKey(scope.Key(id)) != nil {
+	ns := store.Namespace{Agent: s.agent.Name(), Owner: user}
+	if store.ValidateKey(ns.Key(id)) != nil {
 		s.writeError(w, r, invalidSessionID())
 		return
 	}
 	c.mu.Lock()
 	d := c.d
 	c.mu.Unlock()
-	rid := RequestID(r.Context())
+	rid := RequestIDFromContext(r.Context())
 	in := channel.Inbound{Target: channel.Target{SessionID: id, User: user}, Text: *req.Text}
 	p, err := c.q.Accept(r.Context(), d, in, func() {
 		if s.opts.OnAccept != nil {

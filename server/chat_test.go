@@ -143,7 +143,7 @@ func TestChatSSEKeepAlive(t *testing.T) {
 }
 
 func TestChatSSETurnError(t *testing.T) {
-	e := newEnv(t, spool.Config{Model: echo.New(echo.WithError(&model.Error{Code: model.CodeProvider, Message: "down"}))}, server.Options{})
+	e := newEnv(t, spool.Config{Model: echo.New(echo.WithError(&model.Error{Code: transcript.CodeProviderError, Message: "down"}))}, server.Options{})
 	_, events, _ := e.stream("/chat", map[string]any{"sessionId": "err", "text": "hi"})
 	var end spool.Event
 	json.Unmarshal([]byte(events[len(events)-1].data), &end)

@@ -106,15 +106,15 @@ func apiErrorFor(err error) *apiError {
 
 // turnError is the API error of a turn that ran and ended error or
 // cancelled, code being the transcript's error code.
-func turnError(status transcript.Status, code, msg string) *apiError {
+func turnError(status transcript.Status, code transcript.ErrorCode, msg string) *apiError {
 	switch {
 	case status == transcript.StatusCancelled:
 		return errf(http.StatusServiceUnavailable, CodeCancelled, "the turn was cancelled")
-	case code == transcript.NoticeRateLimited:
+	case code == transcript.CodeRateLimited:
 		return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "the model provider is rate limiting requests; retry later", RetryAfter: 5}
-	case code == transcript.NoticeOverBudget:
+	case code == transcript.CodeOverBudget:
 		return errf(http.StatusTooManyRequests, CodeOverBudget, "the token budget is used up: "+msg)
-	case code == "store_error":
+	case code == transcript.CodeStoreError:
 		return errf(http.StatusServiceUnavailable, CodeUnavailable, "the session store failed; the turn is recorded as failed")
 	}
 	if msg == "" {
@@ -128,7 +128,8 @@ func resultError(res *spool.Result) *apiError {
 	if res == nil || (res.Status != transcript.StatusError && res.Status != transcript.StatusCancelled) {
 		return nil
 	}
-	code, msg := "", ""
+	var code transcript.ErrorCode
+	var msg string
 	if res.Error != nil {
 		code, msg = res.Error.Code, res.Error.Message
 	}

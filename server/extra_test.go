@@ -63,7 +63,7 @@ func TestApprovalAfterExpiryIs410(t *testing.T) {
 // brokenStore fails listing, as a store whose database is down would.
 type brokenStore struct{ store.Store }
 
-func (brokenStore) List(context.Context, store.Scope, store.ListOptions) (store.SessionPage, error) {
+func (brokenStore) List(context.Context, store.Namespace, store.ListOptions) (store.SessionPage, error) {
 	return store.SessionPage{}, errors.New("connection refused by db.internal:5432")
 }
 
@@ -90,7 +90,7 @@ func TestInternalErrors(t *testing.T) {
 // around it still needs one.
 func TestUIHook(t *testing.T) {
 	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, _ := server.IdentityFrom(r.Context())
+		id, _ := server.IdentityFromContext(r.Context())
 		io.WriteString(w, "ui "+r.URL.Path+" "+id.Name)
 	})
 	e := newEnv(t, spool.Config{}, server.Options{UI: ui, Keys: testKeys(t)})

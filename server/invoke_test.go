@@ -9,6 +9,7 @@ import (
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/server"
+	"github.com/spool-go/spool/transcript"
 )
 
 func TestInvoke(t *testing.T) {
@@ -104,8 +105,8 @@ func TestInvokeModelErrors(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"provider failure", &model.Error{Code: model.CodeProvider, StatusCode: 500, Message: "upstream broke"}, 502, server.CodeModelError},
-		{"rate limited", &model.Error{Code: model.CodeRateLimited, StatusCode: 429, Message: "slow down"}, 429, server.CodeRateLimited},
+		{"provider failure", &model.Error{Code: transcript.CodeProviderError, StatusCode: 500, Message: "upstream broke"}, 502, server.CodeModelError},
+		{"rate limited", &model.Error{Code: transcript.CodeRateLimited, StatusCode: 429, Message: "slow down"}, 429, server.CodeRateLimited},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

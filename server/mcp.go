@@ -65,7 +65,7 @@ func (s *Server) mcpHandler() http.Handler {
 }
 
 func identityOf(ctx context.Context) Identity {
-	id, _ := IdentityFrom(ctx)
+	id, _ := IdentityFromContext(ctx)
 	return id
 }
 
@@ -86,7 +86,7 @@ func (s *Server) mcpSend(ctx context.Context, req *mcp.CallToolRequest, args mcp
 		return nil, mcpResult{}, aerr
 	}
 	if user != "" {
-		ctx = spool.WithUser(ctx, user)
+		ctx = spool.ContextWithUser(ctx, user)
 	}
 	sid := args.SessionID
 	if sid == "" {

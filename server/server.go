@@ -18,10 +18,10 @@ import (
 // Options configure a Server. The zero Options are a server without
 // authentication, for loopback use.
 type Options struct {
-	// Keys authenticate requests (bearer keys, see LoadKeys). Nil or empty:
+	// Keys authenticate requests (bearer keys, see LoadAPIKeys). Nil or empty:
 	// no authentication; every request has project access. Only expose
 	// such a server on loopback: spool serve refuses anything else.
-	Keys *Keys
+	Keys *APIKeys
 	// MaxBodyBytes caps request bodies; larger ones are refused with 413.
 	// Default 1 MiB.
 	MaxBodyBytes int64
@@ -230,14 +230,14 @@ func (s *Server) isAPIPath(path string) bool {
 // withUser resolves the user the request acts as and returns a context
 // for the agent carrying it.
 func (s *Server) withUser(r *http.Request) (context.Context, string, *apiError) {
-	id, _ := IdentityFrom(r.Context())
+	id, _ := IdentityFromContext(r.Context())
 	user, aerr := s.actor(id, r.Header)
 	if aerr != nil {
 		return nil, "", aerr
 	}
 	ctx := r.Context()
 	if user != "" {
-		ctx = spool.WithUser(ctx, user)
+		ctx = spool.ContextWithUser(ctx, user)
 	}
 	return ctx, user, nil
 }
@@ -258,8 +258,8 @@ func requestID(got string) string {
 type requestIDKey struct{}
 type loggerKey struct{}
 
-// RequestID returns the id of the request ctx belongs to.
-func RequestID(ctx context.Context) string {
+// RequestIDFromContext returns the id of the request ctx belongs to.
+func RequestIDFromContext(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)
 	return id
 }
@@ -285,7 +285,7 @@ func LogHandler(h slog.Handler) slog.Handler {
 type requestIDHandler struct{ slog.Handler }
 
 func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
-	if id := RequestID(ctx); id != "" {
+	if id := RequestIDFromContext(ctx); id != "" {
 		r = r.Clone()
 		r.AddAttrs(slog.String("requestId", id))
 	}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/spool-go/spool"
-	"github.com/spool-go/spool/history"
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
@@ -161,10 +161,10 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if msgs == nil {
-		msgs = []history.Message{}
+		msgs = []model.Message{}
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Messages []history.Message `json:"messages"`
+		Messages []model.Message `json:"messages"`
 	}{msgs})
 }
 
@@ -213,9 +213,9 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, `"decision" must be "allow" or "deny"`))
 		return
 	}
-	switch transcript.Scope(req.Scope) {
-	case "", transcript.ScopeOnce, transcript.ScopeSession:
-		d.Scope = transcript.Scope(req.Scope)
+	switch transcript.ApprovalScope(req.Scope) {
+	case "", transcript.ApprovalScopeOnce, transcript.ApprovalScopeSession:
+		d.Scope = transcript.ApprovalScope(req.Scope)
 	default:
 		s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, `"scope" must be "once" or "session"`))
 		return

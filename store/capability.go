@@ -33,12 +33,12 @@ type Stater interface {
 	Stat(ctx context.Context, key Key) (SessionInfo, error)
 }
 
-// Pruner deletes, in bulk, the sessions of a scope that a retention policy
+// Pruner deletes, in bulk, the sessions of a namespace that a retention policy
 // does not keep.
 type Pruner interface {
-	// Prune deletes the sessions of scope beyond r, as of now, and returns
+	// Prune deletes the sessions of namespace beyond r, as of now, and returns
 	// how many it deleted.
-	Prune(ctx context.Context, scope Scope, r Retention, now time.Time) (deleted int, err error)
+	Prune(ctx context.Context, ns Namespace, r Retention, now time.Time) (deleted int, err error)
 }
 
 // SearchQuery is a text search over sessions.
@@ -58,8 +58,8 @@ type SearchHit struct {
 
 // Searcher searches the text of transcripts natively.
 type Searcher interface {
-	// Search returns the newest entries of scope that match q, newest first.
-	Search(ctx context.Context, scope Scope, q SearchQuery) ([]SearchHit, error)
+	// Search returns the newest entries of namespace that match q, newest first.
+	Search(ctx context.Context, ns Namespace, q SearchQuery) ([]SearchHit, error)
 }
 
 // Locker holds a per-session lock across processes for the length of a
@@ -72,10 +72,10 @@ type Locker interface {
 	Lock(ctx context.Context, key Key) (unlock func(), err error)
 }
 
-// ScopeLister enumerates every scope that holds sessions, for exports,
+// NamespaceLister enumerates every namespace that holds sessions, for exports,
 // migrations and pruning everything.
-type ScopeLister interface {
-	Scopes(ctx context.Context) ([]Scope, error)
+type NamespaceLister interface {
+	Namespaces(ctx context.Context) ([]Namespace, error)
 }
 
 // Expiring is implemented by stores that expire idle sessions natively

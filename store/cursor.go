@@ -45,32 +45,32 @@ const cursorVersion = 2
 const cursorTimeLen = 8 + 4
 
 // EncodeListCursor returns the opaque cursor for position p of a listing of
-// scope. The cursor is bound to the scope and to its own content:
-// DecodeListCursor refuses it for any other scope, and refuses it cut short
+// namespace. The cursor is bound to the namespace and to its own content:
+// DecodeListCursor refuses it for any other namespace, and refuses it cut short
 // or altered.
-func EncodeListCursor(scope Scope, p ListPosition) string {
+func EncodeListCursor(ns Namespace, p ListPosition) string {
 	var pos []byte
 	pos = binary.BigEndian.AppendUint64(pos, uint64(p.LastActivity.Unix()))
 	pos = binary.BigEndian.AppendUint32(pos, uint32(p.LastActivity.Nanosecond()))
 	pos = append(pos, p.ID...)
 	buf := make([]byte, 0, 1+8+len(pos))
 	buf = append(buf, cursorVersion)
-	buf = append(buf, cursorTag(scope, pos)...)
+	buf = append(buf, cursorTag(ns, pos)...)
 	buf = append(buf, pos...)
 	return base64.RawURLEncoding.EncodeToString(buf)
 }
 
 // DecodeListCursor returns the position in cursor c, which must come from
-// EncodeListCursor for the same scope; anything else is ErrInvalidCursor.
-func DecodeListCursor(scope Scope, c string) (ListPosition, error) {
-	p, err := decodeCursor(scope, c)
+// EncodeListCursor for the same namespace; anything else is ErrInvalidCursor.
+func DecodeListCursor(ns Namespace, c string) (ListPosition, error) {
+	p, err := decodeCursor(ns, c)
 	if err != nil {
 		return ListPosition{}, fmt.Errorf("%w: %v", ErrInvalidCursor, err)
 	}
 	return p, nil
 }
 
-func decodeCursor(scope Scope, c string) (ListPosition, error) {
+func decodeCursor(ns Namespace, c string) (ListPosition, error) {
 	if len(c) > 4*(1+8+cursorTimeLen+MaxIDLength) {
 		return ListPosition{}, errors.New("too long")
 	}
@@ -81,7 +81,7 @@ func decodeCursor(scope Scope, c string) (ListPosition, error) {
 	if len(buf) < 1+8+cursorTimeLen+1 || buf[0] != cursorVersion {
 		return ListPosition{}, errors.New("not a cursor")
 	}
-	if string(buf[1:9]) != string(cursorTag(scope, buf[9:])) {
+	if string(buf[1:9]) != string(cursorTag(ns, buf[9:])) {
 		return ListPosition{}, errors.New("cursor of another listing, or altered")
 	}
 	nanos := binary.BigEndian.Uint32(buf[17:21])
@@ -95,11 +95,11 @@ func decodeCursor(scope Scope, c string) (ListPosition, error) {
 	return p, nil
 }
 
-// cursorTag is a short fingerprint of a scope and an encoded position. It
+// cursorTag is a short fingerprint of a namespace and an encoded position. It
 // is not a secret: it only keeps a cursor from being used on another
 // listing, or cut short or altered, by mistake; a position alone could
-// never reach beyond the scope it is used with.
-func cursorTag(s Scope, pos []byte) []byte {
+// never reach beyond the namespace it is used with.
+func cursorTag(s Namespace, pos []byte) []byte {
 	h := sha256.New()
 	h.Write([]byte("spool list cursor\x00" + s.Agent + "\x00" + s.Owner + "\x00"))
 	h.Write(pos)

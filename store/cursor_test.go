@@ -8,7 +8,7 @@ import (
 	"github.com/spool-go/spool/store"
 )
 
-var cursorScopes = []store.Scope{
+var cursorNamespaces = []store.Namespace{
 	{Agent: "a"},
 	{Agent: "a", Owner: "o"},
 	{Agent: "a", Owner: "p"},
@@ -23,24 +23,24 @@ func TestListCursorRoundTrip(t *testing.T) {
 		time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),                 // before 1970
 		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), // after UnixNano's end (2262)
 	}
-	for _, scope := range cursorScopes {
+	for _, ns := range cursorNamespaces {
 		for _, at := range times {
 			for _, id := range []string{"s", "01JF0000000000000000000000", "x@y.z-_"} {
 				p := store.ListPosition{LastActivity: at, ID: id}
-				c := store.EncodeListCursor(scope, p)
-				got, err := store.DecodeListCursor(scope, c)
+				c := store.EncodeListCursor(ns, p)
+				got, err := store.DecodeListCursor(ns, c)
 				if err != nil {
-					t.Fatalf("DecodeListCursor(%s, cursor of %+v): %v", scope, p, err)
+					t.Fatalf("DecodeListCursor(%s, cursor of %+v): %v", ns, p, err)
 				}
 				if !got.LastActivity.Equal(at) || got.ID != id || got.LastActivity.Location() != time.UTC {
 					t.Errorf("cursor of %+v decodes to %+v", p, got)
 				}
-				for _, other := range cursorScopes {
-					if other == scope {
+				for _, other := range cursorNamespaces {
+					if other == ns {
 						continue
 					}
 					if _, err := store.DecodeListCursor(other, c); !errors.Is(err, store.ErrInvalidCursor) {
-						t.Errorf("a cursor of scope %s decodes for scope %s: %v", scope, other, err)
+						t.Errorf("a cursor of namespace %s decodes for namespace %s: %v", ns, other, err)
 					}
 				}
 			}
@@ -49,8 +49,8 @@ func TestListCursorRoundTrip(t *testing.T) {
 }
 
 func TestListCursorGarbage(t *testing.T) {
-	scope := store.Scope{Agent: "a", Owner: "o"}
-	c := store.EncodeListCursor(scope, store.ListPosition{LastActivity: time.Now(), ID: "session-1"})
+	ns := store.Namespace{Agent: "a", Owner: "o"}
+	c := store.EncodeListCursor(ns, store.ListPosition{LastActivity: time.Now(), ID: "session-1"})
 	bad := []string{
 		"", "x", "not a cursor", "!!!!", "AAAA", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
 		c + "A", c + "AAAA", c + "=", "=" + c, c[1:], string(make([]byte, 4000)),
@@ -68,7 +68,7 @@ func TestListCursorGarbage(t *testing.T) {
 		bad = append(bad, string(b))
 	}
 	for _, g := range bad {
-		p, err := store.DecodeListCursor(scope, g)
+		p, err := store.DecodeListCursor(ns, g)
 		if !errors.Is(err, store.ErrInvalidCursor) {
 			t.Errorf("DecodeListCursor(%q) = %+v, %v; want ErrInvalidCursor", g, p, err)
 		}
@@ -109,19 +109,19 @@ func TestListOrder(t *testing.T) {
 }
 
 // FuzzDecodeListCursor: any input decodes to a position or fails with
-// ErrInvalidCursor, never panics; what decodes for one scope decodes for
+// ErrInvalidCursor, never panics; what decodes for one namespace decodes for
 // no other, and a decoded position encodes back to a cursor that decodes
 // to it.
 func FuzzDecodeListCursor(f *testing.F) {
 	at := time.Date(2026, 11, 29, 10, 0, 0, 5, time.UTC)
-	for _, s := range cursorScopes {
+	for _, s := range cursorNamespaces {
 		f.Add(s.Agent, s.Owner, store.EncodeListCursor(s, store.ListPosition{LastActivity: at, ID: "s1"}))
 	}
 	f.Add("a", "", "garbage")
 	f.Add("a", "o", "")
 	f.Fuzz(func(t *testing.T, agent, owner, c string) {
-		scope := store.Scope{Agent: agent, Owner: owner}
-		p, err := store.DecodeListCursor(scope, c)
+		ns := store.Namespace{Agent: agent, Owner: owner}
+		p, err := store.DecodeListCursor(ns, c)
 		if err != nil {
 			if !errors.Is(err, store.ErrInvalidCursor) {
 				t.Fatalf("error %v does not match ErrInvalidCursor", err)
@@ -131,15 +131,15 @@ func FuzzDecodeListCursor(f *testing.F) {
 		if !store.ValidID(p.ID) {
 			t.Fatalf("decoded an invalid id %q", p.ID)
 		}
-		for _, other := range append(cursorScopes, store.Scope{Agent: agent + "x", Owner: owner}, store.Scope{Agent: agent, Owner: owner + "x"}) {
-			if other == scope {
+		for _, other := range append(cursorNamespaces, store.Namespace{Agent: agent + "x", Owner: owner}, store.Namespace{Agent: agent, Owner: owner + "x"}) {
+			if other == ns {
 				continue
 			}
 			if _, err := store.DecodeListCursor(other, c); err == nil {
-				t.Fatalf("cursor %q decodes for %+v and for %+v", c, scope, other)
+				t.Fatalf("cursor %q decodes for %+v and for %+v", c, ns, other)
 			}
 		}
-		back, err := store.DecodeListCursor(scope, store.EncodeListCursor(scope, p))
+		back, err := store.DecodeListCursor(ns, store.EncodeListCursor(ns, p))
 		if err != nil || !back.LastActivity.Equal(p.LastActivity) || back.ID != p.ID {
 			t.Fatalf("re-encoded position %+v decodes to %+v, %v", p, back, err)
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // Example shows the store contract: append entries each naming the one
-// before as its parent, read them back, and list the sessions of a scope.
+// before as its parent, read them back, and list the sessions of a namespace.
 func Example() {
 	ctx := context.Background()
 	s, err := store.Open(ctx, "memory:")
@@ -51,7 +51,7 @@ func Example() {
 		fmt.Println(e.Type, e.Status, e.ParentID == "" || e.ParentID == question.ID)
 	}
 
-	page, err := s.List(ctx, key.Scope(), store.ListOptions{Limit: 10})
+	page, err := s.List(ctx, key.Namespace(), store.ListOptions{Limit: 10})
 	if err != nil {
 		fmt.Println(err)
 		return

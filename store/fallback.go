@@ -83,19 +83,19 @@ func Stat(ctx context.Context, s Store, key Key) (SessionInfo, error) {
 	return Info(key, entries), nil
 }
 
-// Prune deletes the sessions of scope that r does not keep as of now, with
+// Prune deletes the sessions of namespace that r does not keep as of now, with
 // s's Pruner when it has one and by listing and deleting when not.
-func Prune(ctx context.Context, s Store, scope Scope, r Retention, now time.Time) (int, error) {
+func Prune(ctx context.Context, s Store, ns Namespace, r Retention, now time.Time) (int, error) {
 	if r.Unlimited() {
 		return 0, nil
 	}
 	if p, ok := s.(Pruner); ok {
-		return p.Prune(ctx, scope, r, now)
+		return p.Prune(ctx, ns, r, now)
 	}
-	if err := ValidateScope(scope); err != nil {
+	if err := ValidateNamespace(ns); err != nil {
 		return 0, err
 	}
-	victims, err := Victims(ctx, s, scope, r, now)
+	victims, err := Victims(ctx, s, ns, r, now)
 	if err != nil {
 		return 0, err
 	}
@@ -107,15 +107,15 @@ func Prune(ctx context.Context, s Store, scope Scope, r Retention, now time.Time
 	return len(victims), nil
 }
 
-// Victims lists the sessions of scope that r does not keep as of now,
+// Victims lists the sessions of namespace that r does not keep as of now,
 // walking the whole listing. Stores that enforce retention themselves can
 // use it.
-func Victims(ctx context.Context, s Store, scope Scope, r Retention, now time.Time) ([]SessionInfo, error) {
+func Victims(ctx context.Context, s Store, ns Namespace, r Retention, now time.Time) ([]SessionInfo, error) {
 	var victims []SessionInfo
 	kept := 0
 	opt := ListOptions{Limit: MaxListLimit}
 	for {
-		page, err := s.List(ctx, scope, opt)
+		page, err := s.List(ctx, ns, opt)
 		if err != nil {
 			return nil, err
 		}

@@ -27,7 +27,7 @@ func (b *basic) Read(ctx context.Context, k store.Key) ([]transcript.Entry, erro
 	b.reads++
 	return b.s.Read(ctx, k)
 }
-func (b *basic) List(ctx context.Context, sc store.Scope, o store.ListOptions) (store.SessionPage, error) {
+func (b *basic) List(ctx context.Context, sc store.Namespace, o store.ListOptions) (store.SessionPage, error) {
 	return b.s.List(ctx, sc, o)
 }
 func (b *basic) Delete(ctx context.Context, k store.Key) error { return b.s.Delete(ctx, k) }
@@ -142,17 +142,17 @@ func TestPruneFallback(t *testing.T) {
 	}
 	for _, tt := range tests {
 		b := &basic{s: memstore.New()}
-		scope := store.Scope{Agent: "a", Owner: "o"}
-		other := store.Scope{Agent: "a"}
+		ns := store.Namespace{Agent: "a", Owner: "o"}
+		other := store.Namespace{Agent: "a"}
 		for i := range 6 {
-			fill(t, b, scope.Key(fmt.Sprintf("s%d", i)), now.Add(-time.Duration(i)*day), 1)
+			fill(t, b, ns.Key(fmt.Sprintf("s%d", i)), now.Add(-time.Duration(i)*day), 1)
 			fill(t, b, other.Key(fmt.Sprintf("s%d", i)), now.Add(-time.Duration(i)*day), 1)
 		}
-		n, err := store.Prune(t.Context(), b, scope, tt.r, now)
+		n, err := store.Prune(t.Context(), b, ns, tt.r, now)
 		if err != nil || n != 6-len(tt.kept) {
 			t.Errorf("Prune(%+v) = %d, %v; want %d", tt.r, n, err, 6-len(tt.kept))
 		}
-		page, _ := b.List(t.Context(), scope, store.ListOptions{})
+		page, _ := b.List(t.Context(), ns, store.ListOptions{})
 		var got []string
 		for _, info := range page.Sessions {
 			got = append(got, info.ID)
@@ -161,19 +161,19 @@ func TestPruneFallback(t *testing.T) {
 			t.Errorf("after Prune(%+v): %v, want %v", tt.r, got, tt.kept)
 		}
 		if page, _ := b.List(t.Context(), other, store.ListOptions{}); len(page.Sessions) != 6 {
-			t.Errorf("Prune(%+v) of %s touched %s", tt.r, scope, other)
+			t.Errorf("Prune(%+v) of %s touched %s", tt.r, ns, other)
 		}
 	}
-	if _, err := store.Prune(t.Context(), &basic{s: memstore.New()}, store.Scope{Agent: "a:b"}, store.Retention{MaxSessions: 1}, now); !errors.Is(err, store.ErrInvalidKey) {
-		t.Errorf("Prune of an invalid scope = %v, want ErrInvalidKey", err)
+	if _, err := store.Prune(t.Context(), &basic{s: memstore.New()}, store.Namespace{Agent: "a:b"}, store.Retention{MaxSessions: 1}, now); !errors.Is(err, store.ErrInvalidKey) {
+		t.Errorf("Prune of an invalid namespace = %v, want ErrInvalidKey", err)
 	}
 }
 
 func TestSearchFallback(t *testing.T) {
 	b := &basic{s: memstore.New()}
 	at := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	alice := store.Scope{Agent: "a", Owner: "alice"}
-	bob := store.Scope{Agent: "a", Owner: "bob"}
+	alice := store.Namespace{Agent: "a", Owner: "alice"}
+	bob := store.Namespace{Agent: "a", Owner: "bob"}
 	put := func(key store.Key, at time.Time, texts ...string) []transcript.Entry {
 		var es []transcript.Entry
 		for i, text := range texts {
@@ -196,9 +196,9 @@ func TestSearchFallback(t *testing.T) {
 	s1 := put(alice.Key("s1"), at, "The Quick brown FOX", "a lazy DOG", "ÉCOLE élève")
 	s2 := put(alice.Key("s2"), at.Add(time.Hour), "quick fox again")
 	put(bob.Key("s1"), at.Add(2*time.Hour), "bob's quick fox")
-	search := func(scope store.Scope, q store.SearchQuery) []string {
+	search := func(ns store.Namespace, q store.SearchQuery) []string {
 		t.Helper()
-		hits, err := store.Search(t.Context(), b, scope, q)
+		hits, err := store.Search(t.Context(), b, ns, q)
 		if err != nil {
 			t.Fatalf("Search(%+v): %v", q, err)
 		}
@@ -233,15 +233,15 @@ func TestSearchFallback(t *testing.T) {
 		t.Errorf("hit = %+v", hits)
 	}
 	for _, bad := range []struct {
-		scope store.Scope
-		q     store.SearchQuery
-		want  error
+		ns   store.Namespace
+		q    store.SearchQuery
+		want error
 	}{
-		{store.Scope{Agent: "a/b"}, store.SearchQuery{Text: "x"}, store.ErrInvalidKey},
+		{store.Namespace{Agent: "a/b"}, store.SearchQuery{Text: "x"}, store.ErrInvalidKey},
 		{alice, store.SearchQuery{Text: "x", Session: ".."}, store.ErrInvalidKey},
 	} {
-		if _, err := store.Search(t.Context(), b, bad.scope, bad.q); !errors.Is(err, bad.want) {
-			t.Errorf("Search(%+v, %+v) = %v, want %v", bad.scope, bad.q, err, bad.want)
+		if _, err := store.Search(t.Context(), b, bad.ns, bad.q); !errors.Is(err, bad.want) {
+			t.Errorf("Search(%+v, %+v) = %v, want %v", bad.ns, bad.q, err, bad.want)
 		}
 	}
 	if _, err := store.Search(t.Context(), b, alice, store.SearchQuery{Text: " \t"}); err == nil {

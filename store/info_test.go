@@ -60,8 +60,8 @@ func TestInfo(t *testing.T) {
 	add := func(d time.Duration, typ transcript.Type, data any) {
 		es = append(es, entry(t, "", at.Add(d), typ, data))
 	}
-	add(0, transcript.TypeApprovalDecision, transcript.ApprovalDecision{Decision: transcript.Allow}) // a decision without a request
-	add(time.Second, transcript.TypeUserMessage, json.RawMessage(`{"text":5}`))                      // undecodable: no title
+	add(0, transcript.TypeApprovalDecision, transcript.ApprovalDecision{Decision: transcript.VerdictAllow}) // a decision without a request
+	add(time.Second, transcript.TypeUserMessage, json.RawMessage(`{"text":5}`))                             // undecodable: no title
 	add(2*time.Second, transcript.TypeUserMessage, transcript.UserMessage{Text: "  first\nquestion "})
 	add(time.Hour, transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: "answer"})
 	add(time.Minute, transcript.TypeApprovalRequest, transcript.ApprovalRequest{ApprovalID: "x"}) // clock went back

@@ -25,8 +25,8 @@ func ValidID(s string) bool {
 	return true
 }
 
-// ValidateScope checks the agent and, when set, the owner of s.
-func ValidateScope(s Scope) error {
+// ValidateNamespace checks the agent and, when set, the owner of s.
+func ValidateNamespace(s Namespace) error {
 	if !ValidID(s.Agent) {
 		return invalid("agent", s.Agent)
 	}
@@ -37,9 +37,9 @@ func ValidateScope(s Scope) error {
 }
 
 // ValidateKey checks every part of k; the owner may be empty (project
-// scope). Every store calls it before touching anything.
+// namespace). Every store calls it before touching anything.
 func ValidateKey(k Key) error {
-	if err := ValidateScope(k.Scope()); err != nil {
+	if err := ValidateNamespace(k.Namespace()); err != nil {
 		return err
 	}
 	if !ValidID(k.ID) {

@@ -78,25 +78,25 @@ func TestValidateKey(t *testing.T) {
 			t.Errorf("ValidateKey error is %d bytes long; a long id must be cut short in it", len(err.Error()))
 		}
 	}
-	if err := store.ValidateScope(store.Scope{Agent: "a"}); err != nil {
-		t.Errorf("ValidateScope of the project scope: %v", err)
+	if err := store.ValidateNamespace(store.Namespace{Agent: "a"}); err != nil {
+		t.Errorf("ValidateNamespace of the project scope: %v", err)
 	}
-	if err := store.ValidateScope(store.Scope{Agent: "a", Owner: "a:b"}); !errors.Is(err, store.ErrInvalidKey) {
-		t.Errorf("ValidateScope with owner a:b = %v, want ErrInvalidKey", err)
+	if err := store.ValidateNamespace(store.Namespace{Agent: "a", Owner: "a:b"}); !errors.Is(err, store.ErrInvalidKey) {
+		t.Errorf("ValidateNamespace with owner a:b = %v, want ErrInvalidKey", err)
 	}
 }
 
-func TestKeyAndScopeStrings(t *testing.T) {
+func TestKeyAndNamespaceStrings(t *testing.T) {
 	k := store.Key{Agent: "a", Owner: "o", ID: "s"}
-	if k.String() != "a/o/s" || k.Scope().String() != "a/o" {
-		t.Errorf("user key renders as %q in scope %q", k, k.Scope())
+	if k.String() != "a/o/s" || k.Namespace().String() != "a/o" {
+		t.Errorf("user key renders as %q in the namespace %q", k, k.Namespace())
 	}
 	p := store.Key{Agent: "a", ID: "s"}
-	if p.String() != "a/s" || p.Scope().String() != "a" {
-		t.Errorf("project key renders as %q in scope %q", p, p.Scope())
+	if p.String() != "a/s" || p.Namespace().String() != "a" {
+		t.Errorf("project key renders as %q in the namespace %q", p, p.Namespace())
 	}
-	if k.Scope().Key("s") != k {
-		t.Errorf("Scope.Key does not give the key back")
+	if k.Namespace().Key("s") != k {
+		t.Errorf("Namespace.Key does not give the key back")
 	}
 	info := store.SessionInfo{ID: "s", Agent: "a", Owner: "o"}
 	if info.Key() != k {

@@ -88,17 +88,17 @@ func Snippet(text string, at, width int) string {
 	return s
 }
 
-// Search finds entries of scope whose text (SearchText) contains every word
+// Search finds entries of namespace whose text (SearchText) contains every word
 // of q, newest first, with s's Searcher when it has one and otherwise by
-// scanning transcripts: every session of the scope, or only q.Session. The
+// scanning transcripts: every session of the namespace, or only q.Session. The
 // scan reads each transcript once and holds one at a time, and at most
 // q.Limit hits.
-func Search(ctx context.Context, s Store, scope Scope, q SearchQuery) ([]SearchHit, error) {
-	if err := ValidateScope(scope); err != nil {
+func Search(ctx context.Context, s Store, ns Namespace, q SearchQuery) ([]SearchHit, error) {
+	if err := ValidateNamespace(ns); err != nil {
 		return nil, err
 	}
 	if q.Session != "" {
-		if err := ValidateKey(scope.Key(q.Session)); err != nil {
+		if err := ValidateKey(ns.Key(q.Session)); err != nil {
 			return nil, err
 		}
 	}
@@ -107,7 +107,7 @@ func Search(ctx context.Context, s Store, scope Scope, q SearchQuery) ([]SearchH
 		return nil, errors.New("store: empty search query")
 	}
 	if sr, ok := s.(Searcher); ok {
-		return sr.Search(ctx, scope, q)
+		return sr.Search(ctx, ns, q)
 	}
 	limit := q.Limit
 	if limit <= 0 {
@@ -115,7 +115,7 @@ func Search(ctx context.Context, s Store, scope Scope, q SearchQuery) ([]SearchH
 	}
 	hits := newTopHits(limit)
 	scan := func(id string) error {
-		entries, err := s.Read(ctx, scope.Key(id))
+		entries, err := s.Read(ctx, ns.Key(id))
 		if err != nil {
 			return err
 		}
@@ -137,7 +137,7 @@ func Search(ctx context.Context, s Store, scope Scope, q SearchQuery) ([]SearchH
 	} else {
 		opt := ListOptions{Limit: MaxListLimit}
 		for {
-			page, err := s.List(ctx, scope, opt)
+			page, err := s.List(ctx, ns, opt)
 			if err != nil {
 				return nil, err
 			}

@@ -6,7 +6,7 @@
 // The contract is small on purpose, in the manner of database/sql/driver: a
 // store appends, reads, lists and deletes. A store that can do more says so
 // by implementing an optional interface (RangeReader, TailReader, Stater,
-// Pruner, Searcher, Locker, ScopeLister); the functions of this package with
+// Pruner, Searcher, Locker, NamespaceLister); the functions of this package with
 // the same names use the capability when it is there and fall back to the
 // four required methods when it is not.
 //
@@ -44,18 +44,18 @@ type Store interface {
 	// entries and no error for a session the store does not have.
 	Read(ctx context.Context, key Key) ([]transcript.Entry, error)
 
-	// List returns one page of the sessions in scope, newest activity
+	// List returns one page of the sessions in the namespace, newest activity
 	// first, built without reading transcripts.
-	List(ctx context.Context, scope Scope, opt ListOptions) (SessionPage, error)
+	List(ctx context.Context, ns Namespace, opt ListOptions) (SessionPage, error)
 
 	// Delete removes the session and everything in it. Deleting a session
 	// the store does not have is not an error.
 	Delete(ctx context.Context, key Key) error
 }
 
-// Scope names a set of sessions: one agent's, and for user scope one
+// Namespace names a set of sessions: one agent's, and for user scope one
 // owner's. An empty Owner is the project scope, shared by every caller.
-type Scope struct {
+type Namespace struct {
 	Agent string
 	Owner string
 }
@@ -67,11 +67,11 @@ type Key struct {
 	ID    string // the session id
 }
 
-// Scope returns the scope the session belongs to.
-func (k Key) Scope() Scope { return Scope{Agent: k.Agent, Owner: k.Owner} }
+// Namespace returns the namespace the session belongs to.
+func (k Key) Namespace() Namespace { return Namespace{Agent: k.Agent, Owner: k.Owner} }
 
 // Key returns the key of session id in s.
-func (s Scope) Key(id string) Key { return Key{Agent: s.Agent, Owner: s.Owner, ID: id} }
+func (s Namespace) Key(id string) Key { return Key{Agent: s.Agent, Owner: s.Owner, ID: id} }
 
 // String renders the key for messages, as agent/id or agent/owner/id.
 func (k Key) String() string {
@@ -81,8 +81,8 @@ func (k Key) String() string {
 	return k.Agent + "/" + k.Owner + "/" + k.ID
 }
 
-// String renders the scope for messages.
-func (s Scope) String() string {
+// String renders the namespace for messages.
+func (s Namespace) String() string {
 	if s.Owner == "" {
 		return s.Agent
 	}
@@ -139,7 +139,7 @@ type SessionPage struct {
 	NextCursor string        `json:"nextCursor"` // empty on the last page
 }
 
-// Retention says which sessions of a scope a store keeps. A zero field is
+// Retention says which sessions of a namespace a store keeps. A zero field is
 // no limit, so the zero Retention keeps everything.
 type Retention struct {
 	MaxSessions int           // keep the newest this many sessions

@@ -105,17 +105,17 @@ func (o *Observer) Observe(ctx context.Context, ob spool.Observation) {
 			attrOperation.String("invoke_agent"), attrAgent.String(ob.Agent),
 			attrSession.String(ob.SessionID), attrTurn.String(ob.TurnID))
 	case spool.ObserveTurnEnd:
-		o.end(ob.TurnID, ob.Time, ob.ErrorCode, attrStatus.String(string(ob.Status)),
+		o.end(ob.TurnID, ob.Time, string(ob.ErrorCode), attrStatus.String(string(ob.Status)),
 			attrInput.Int64(ob.Usage.InputTokens), attrOutput.Int64(ob.Usage.OutputTokens))
 	case spool.ObserveModelStart:
 		o.start(ctx, ob.TurnID+"/model", ob.TurnID, "chat "+ob.Model, trace.SpanKindClient, ob.Time,
 			attrOperation.String("chat"), attrModel.String(ob.Model), attrSession.String(ob.SessionID))
 	case spool.ObserveModelEnd:
-		o.end(ob.TurnID+"/model", ob.Time, ob.ErrorCode,
+		o.end(ob.TurnID+"/model", ob.Time, string(ob.ErrorCode),
 			attrInput.Int64(ob.Usage.InputTokens), attrOutput.Int64(ob.Usage.OutputTokens))
 		common := []attribute.KeyValue{attrOperation.String("chat"), attrModel.String(ob.Model)}
 		if ob.ErrorCode != "" {
-			common = append(common, attrErrorType.String(ob.ErrorCode))
+			common = append(common, attrErrorType.String(string(ob.ErrorCode)))
 		}
 		o.duration.Record(ctx, ob.Duration.Seconds(), metric.WithAttributes(common...))
 		if ob.ErrorCode == "" {
@@ -128,17 +128,9 @@ func (o *Observer) Observe(ctx context.Context, ob spool.Observation) {
 	case spool.ObserveToolEnd:
 		code := ""
 		if ob.Outcome != spool.OutcomeOK {
-			code = ob.Outcome
+			code = string(ob.Outcome)
 		}
-		key := ob.TurnID + "/tool/" + ob.CallID
-		o.mu.Lock()
-		_, open := o.spans[key]
-		o.mu.Unlock()
-		if !open { // a denial: the tool never started
-			o.start(ctx, key, ob.TurnID, "execute_tool "+ob.Tool, trace.SpanKindInternal, ob.Time,
-				attrOperation.String("execute_tool"), attrToolName.String(ob.Tool), attrToolCallID.String(ob.CallID))
-		}
-		o.end(key, ob.Time, code, attrOutcome.String(ob.Outcome))
+		o.end(ob.TurnID+"/tool/"+ob.CallID, ob.Time, code, attrOutcome.String(string(ob.Outcome)))
 	case spool.ObserveApproval:
 		o.mu.Lock()
 		turn, ok := o.spans[ob.TurnID]
@@ -146,7 +138,7 @@ func (o *Observer) Observe(ctx context.Context, ob spool.Observation) {
 		if ok {
 			turn.span.AddEvent("spool.approval", trace.WithTimestamp(ob.Time), trace.WithAttributes(
 				attrToolName.String(ob.Tool), attrToolCallID.String(ob.CallID),
-				attrDecision.String(string(ob.Decision)), attrApprovScope.String(string(ob.Scope))))
+				attrDecision.String(string(ob.Verdict)), attrApprovScope.String(string(ob.ApprovalScope))))
 		}
 	}
 }

@@ -55,7 +55,7 @@ func TestSpansAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Approve(ctx, res.Pending[0].ID, transcript.ScopeOnce); err != nil {
+	if _, err := s.Approve(ctx, res.Pending[0].ID, transcript.ApprovalScopeOnce); err != nil {
 		t.Fatal(err)
 	}
 

@@ -30,22 +30,22 @@ type AssistantMessage struct {
 	Usage     *Usage     `json:"usage,omitempty"`
 }
 
-// Decision answers an approval request.
-type Decision string
+// Verdict answers an approval request.
+type Verdict string
 
 // Approval decisions.
 const (
-	Allow Decision = "allow"
-	Deny  Decision = "deny"
+	VerdictAllow Verdict = "allow"
+	VerdictDeny  Verdict = "deny"
 )
 
-// Scope says how far an approval decision reaches.
-type Scope string
+// ApprovalScope says how far an approval decision reaches.
+type ApprovalScope string
 
 // Approval scopes.
 const (
-	ScopeOnce    Scope = "once"    // this call only
-	ScopeSession Scope = "session" // this tool, for the rest of the session
+	ApprovalScopeOnce    ApprovalScope = "once"    // this call only
+	ApprovalScopeSession ApprovalScope = "session" // this tool, for the rest of the session
 )
 
 // ApprovalRequest is the data of a TypeApprovalRequest entry: a tool call
@@ -59,11 +59,11 @@ type ApprovalRequest struct {
 
 // ApprovalDecision is the data of a TypeApprovalDecision entry.
 type ApprovalDecision struct {
-	ApprovalID string   `json:"approvalId"`
-	CallID     string   `json:"callId"`
-	Decision   Decision `json:"decision"`
-	Scope      Scope    `json:"scope"`
-	Reason     string   `json:"reason,omitempty"`
+	ApprovalID string        `json:"approvalId"`
+	CallID     string        `json:"callId"`
+	Decision   Verdict       `json:"decision"`
+	Scope      ApprovalScope `json:"scope"`
+	Reason     string        `json:"reason,omitempty"`
 }
 
 // ToolResult is the data of a TypeToolResult entry: what a tool call
@@ -122,16 +122,43 @@ func (u Usage) Add(o Usage) Usage {
 	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
 }
 
-// TurnError says why a turn ended with StatusError.
-type TurnError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+// ErrorInfo says why a turn ended with StatusError or StatusCancelled: a
+// code for programs and a message for people.
+type ErrorInfo struct {
+	Code    ErrorCode `json:"code"`
+	Message string    `json:"message"`
 }
+
+// ErrorCode names why a turn failed. It is stored in the turn's end
+// (ErrorInfo.Code), reported to observers, and carried by the errors of the
+// runtime (spool.TurnError) and of model providers (model.Error); the HTTP
+// server maps it to its own response codes. Transcripts written by other
+// programs may hold other codes; they are kept as written.
+type ErrorCode string
+
+// Error codes of the runtime.
+const (
+	CodeCancelled        ErrorCode = "cancelled"         // the caller stopped the turn (or went away)
+	CodeDeadlineExceeded ErrorCode = "deadline_exceeded" // the caller's deadline passed mid-turn
+	CodeInterrupted      ErrorCode = "interrupted"       // the turn never ended (its process stopped, or its store failed) and the next call closed it
+	CodeMaxSteps         ErrorCode = "max_steps"         // the turn used its model requests without a final answer
+	CodeOverBudget       ErrorCode = "over_budget"       // the session's or the agent's token budget is used up
+	CodeStoreError       ErrorCode = "store_error"       // the store failed mid-turn
+	CodeModelError       ErrorCode = "model_error"       // the model failed in a way no other code names
+)
+
+// Error codes of model providers (model.Error).
+const (
+	CodeRateLimited   ErrorCode = "rate_limited"   // HTTP 429: the provider asks to slow down
+	CodeAuth          ErrorCode = "auth"           // HTTP 401 or 403: the key is missing or wrong
+	CodeProviderError ErrorCode = "provider_error" // the provider failed (5xx) or refused the request (4xx)
+	CodeBadResponse   ErrorCode = "bad_response"   // the provider sent something that is not its protocol
+)
 
 // TurnEnd is the data of a TypeTurnEnd entry. The turn's status is the
 // entry's Status field.
 type TurnEnd struct {
 	Usage      Usage      `json:"usage"`
 	DurationMs int64      `json:"durationMs"`
-	Error      *TurnError `json:"error,omitempty"`
+	Error      *ErrorInfo `json:"error,omitempty"`
 }

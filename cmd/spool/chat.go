@@ -63,7 +63,7 @@ func runChat(ctx context.Context, env *environ, args []string) error {
 	if !transcript.ToolMode(*mode).Valid() {
 		return usagef("--mode must be ask, auto or off")
 	}
-	if _, err := c.scope(); err != nil {
+	if _, err := c.namespace(); err != nil {
 		return err
 	}
 	m, err := mf.open(env)
@@ -84,7 +84,7 @@ func runChat(ctx context.Context, env *environ, args []string) error {
 	}
 	if c.user != "" {
 		cfg.Scope = spool.ScopeUser
-		ctx = spool.WithUser(ctx, c.user)
+		ctx = spool.ContextWithUser(ctx, c.user)
 	}
 	agent, err := spool.New(cfg)
 	if err != nil {
@@ -384,9 +384,9 @@ func (c *chat) approve(pending []spool.Approval) error {
 			var d spool.Decision
 			switch strings.ToLower(strings.TrimSpace(line)) {
 			case "y", "yes":
-				d = spool.Decision{Allow: true, Scope: transcript.ScopeOnce}
+				d = spool.Decision{Allow: true, Scope: transcript.ApprovalScopeOnce}
 			case "a", "always":
-				d = spool.Decision{Allow: true, Scope: transcript.ScopeSession}
+				d = spool.Decision{Allow: true, Scope: transcript.ApprovalScopeSession}
 			case "n", "no":
 				d = spool.Decision{Reason: "declined in spool chat"}
 			default:

@@ -32,16 +32,16 @@ func (c *common) register(fs *flagSet, env *environ) {
 	fs.BoolVar(&c.encrypt, "encrypt", false, "encrypt at rest with the key file when SPOOL_ENCRYPTION_KEY is not set")
 }
 
-func (c *common) scope() (store.Scope, error) {
-	s := store.Scope{Agent: c.agent, Owner: c.user}
-	if err := store.ValidateScope(s); err != nil {
+func (c *common) namespace() (store.Namespace, error) {
+	s := store.Namespace{Agent: c.agent, Owner: c.user}
+	if err := store.ValidateNamespace(s); err != nil {
 		return s, usagef("%v", err)
 	}
 	return s, nil
 }
 
 func (c *common) key(id string) (store.Key, error) {
-	s, err := c.scope()
+	s, err := c.namespace()
 	if err != nil {
 		return store.Key{}, err
 	}
@@ -56,14 +56,14 @@ func (c *common) open(ctx context.Context, env *environ) (store.Store, error) {
 	return openStore(ctx, env, c.storeURL, c.encrypt)
 }
 
-// openScope checks the scope the flags name, then opens the store.
-func (c *common) openScope(ctx context.Context, env *environ) (store.Scope, store.Store, error) {
-	scope, err := c.scope()
+// openNamespace checks the namespace the flags name, then opens the store.
+func (c *common) openNamespace(ctx context.Context, env *environ) (store.Namespace, store.Store, error) {
+	ns, err := c.namespace()
 	if err != nil {
-		return scope, nil, err
+		return ns, nil, err
 	}
 	st, err := c.open(ctx, env)
-	return scope, st, err
+	return ns, st, err
 }
 
 // flagSet is a command's flags. It knows where help goes: asked for with

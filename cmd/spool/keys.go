@@ -217,15 +217,15 @@ func checkRotatable(ctx context.Context, rawURL string, u *url.URL, old []seal.P
 		return explainOpen(err, rawURL, encryption{p: ring, source: describeSource(keyFile), keyID: old[0].(*seal.AEAD).KeyID()})
 	}
 	defer store.Close(st)
-	sl, ok := st.(store.ScopeLister)
+	sl, ok := st.(store.NamespaceLister)
 	if !ok {
 		return fmt.Errorf("store %s cannot list its sessions", rawURL)
 	}
-	scopes, err := sl.Scopes(ctx)
+	namespaces, err := sl.Namespaces(ctx)
 	if err != nil {
 		return err
 	}
-	if len(scopes) == 0 {
+	if len(namespaces) == 0 {
 		return fmt.Errorf("the store %s holds no sessions: nothing to re-encrypt (is --store the store you mean?)", rawURL)
 	}
 	return nil

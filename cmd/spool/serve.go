@@ -77,7 +77,7 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 	if f.maxBody <= 0 || f.keepAlive <= 0 || f.grace < 0 {
 		return usagef("--max-body and --keep-alive must be positive, --grace not negative")
 	}
-	if _, err := f.common.scope(); err != nil {
+	if _, err := f.common.namespace(); err != nil {
 		return err
 	}
 	log := slog.New(server.LogHandler(slog.NewTextHandler(env.stderr, nil)))
@@ -138,10 +138,10 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 }
 
 // loadKeys returns the keys of --keys and --api-key together, or nil.
-func (f *serveFlags) loadKeys(env *environ) (*server.Keys, error) {
-	var keys *server.Keys
+func (f *serveFlags) loadKeys(env *environ) (*server.APIKeys, error) {
+	var keys *server.APIKeys
 	if f.keysFile != "" {
-		k, err := server.LoadKeys(f.keysFile)
+		k, err := server.LoadAPIKeys(f.keysFile)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +151,7 @@ func (f *serveFlags) loadKeys(env *environ) (*server.Keys, error) {
 		keys = k
 	}
 	if f.apiKey != "" {
-		k, err := server.NewKeys(server.Key{Name: "api-key", Key: f.apiKey, Project: true})
+		k, err := server.NewAPIKeys(server.APIKey{Name: "api-key", Key: f.apiKey, Project: true})
 		if err != nil {
 			return nil, usagef("--api-key: %v", err)
 		}

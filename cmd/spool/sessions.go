@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/history"
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
@@ -31,12 +32,12 @@ func sessionsLs(ctx context.Context, env *environ, args []string) error {
 	if *limit < 1 || *limit > store.MaxListLimit {
 		return usagef("--limit must be between 1 and %d", store.MaxListLimit)
 	}
-	scope, st, err := c.openScope(ctx, env)
+	ns, st, err := c.openNamespace(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer store.Close(st)
-	page, err := st.List(ctx, scope, store.ListOptions{Limit: *limit, Cursor: *cursor})
+	page, err := st.List(ctx, ns, store.ListOptions{Limit: *limit, Cursor: *cursor})
 	if err != nil {
 		if errors.Is(err, store.ErrInvalidCursor) {
 			return usagef("--cursor: %v", err)
@@ -165,7 +166,7 @@ func sessionsHistory(ctx context.Context, env *environ, args []string) error {
 	msgs := history.Build(entries, history.Options{Instructions: *instructions, MaxMessages: *maxMessages, Budget: *budget})
 	if *asJSON {
 		if msgs == nil {
-			msgs = []history.Message{}
+			msgs = []model.Message{}
 		}
 		return printJSON(env, msgs)
 	}
@@ -231,21 +232,21 @@ func sessionsPrune(ctx context.Context, env *environ, args []string) error {
 	if r.Unlimited() {
 		return usagef("give --max-sessions or --max-age (or both)")
 	}
-	scope, st, err := c.openScope(ctx, env)
+	ns, st, err := c.openNamespace(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer store.Close(st)
 	now := time.Now()
 	if p, ok := st.(store.Pruner); ok {
-		n, err := p.Prune(ctx, scope, r, now)
+		n, err := p.Prune(ctx, ns, r, now)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(env.stdout, "pruned %d sessions\n", n)
 		return nil
 	}
-	victims, err := store.Victims(ctx, st, scope, r, now)
+	victims, err := store.Victims(ctx, st, ns, r, now)
 	if err != nil {
 		return err
 	}

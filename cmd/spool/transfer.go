@@ -27,7 +27,7 @@ func sessionsSearch(ctx context.Context, env *environ, args []string) error {
 	if *limit < 1 || *limit > store.MaxListLimit {
 		return usagef("--limit must be between 1 and %d", store.MaxListLimit)
 	}
-	scope, err := c.scope()
+	ns, err := c.namespace()
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func sessionsSearch(ctx context.Context, env *environ, args []string) error {
 	}
 	defer store.Close(st)
 	query := joinArgs(pos)
-	hits, err := store.Search(ctx, st, scope, store.SearchQuery{Text: query, Session: *session, Limit: *limit})
+	hits, err := store.Search(ctx, st, ns, store.SearchQuery{Text: query, Session: *session, Limit: *limit})
 	if err != nil {
 		return err
 	}
@@ -94,11 +94,11 @@ func sessionsExport(ctx context.Context, env *environ, args []string) error {
 	defer store.Close(st)
 	var keys []store.Key
 	if *all {
-		scopes, err := scopesFor(ctx, fs.FlagSet, &c, st)
+		namespaces, err := namespacesFor(ctx, fs.FlagSet, &c, st)
 		if err != nil {
 			return err
 		}
-		err = transfer.Sessions(ctx, st, scopes, func(k store.Key) error {
+		err = transfer.Sessions(ctx, st, namespaces, func(k store.Key) error {
 			keys = append(keys, k)
 			return nil
 		})
@@ -133,35 +133,35 @@ func sessionsExport(ctx context.Context, env *environ, args []string) error {
 	return nil
 }
 
-// scopesFor returns the scopes --all covers: every scope of the store, or
+// namespacesFor returns the namespaces --all covers: every namespace of the store, or
 // those of the agent (and user) given explicitly.
-func scopesFor(ctx context.Context, fs *flag.FlagSet, c *common, st store.Store) ([]store.Scope, error) {
+func namespacesFor(ctx context.Context, fs *flag.FlagSet, c *common, st store.Store) ([]store.Namespace, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["user"] {
-		s, err := c.scope()
+		s, err := c.namespace()
 		if err != nil {
 			return nil, err
 		}
-		return []store.Scope{s}, nil
+		return []store.Namespace{s}, nil
 	}
-	sl, ok := st.(store.ScopeLister)
+	sl, ok := st.(store.NamespaceLister)
 	if !ok {
 		if !set["agent"] {
 			return nil, fmt.Errorf("this store cannot list its agents and users; name them with --agent (and --user)")
 		}
-		s, err := c.scope()
-		return []store.Scope{s}, err
+		s, err := c.namespace()
+		return []store.Namespace{s}, err
 	}
-	scopes, err := sl.Scopes(ctx)
+	namespaces, err := sl.Namespaces(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if !set["agent"] {
-		return scopes, nil
+		return namespaces, nil
 	}
-	var out []store.Scope
-	for _, s := range scopes {
+	var out []store.Namespace
+	for _, s := range namespaces {
 		if s.Agent == c.agent {
 			out = append(out, s)
 		}

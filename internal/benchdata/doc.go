@@ -19,9 +19,9 @@
 //     it); AppendParallel: 4 writers per CPU, a session each.
 //   - Tail: the newest TailN (50) entries of a session of 100,000 entries
 //     (TailLong), and, for comparison, of one of 1,000 (TailShort).
-//   - List: the first page (PageSize, 50) of one scope holding 10,000
+//   - List: the first page (PageSize, 50) of one namespace holding 10,000
 //     sessions of 2 entries each (List).
-//   - Search: one scope of 1,000 sessions of 1,000 entries, 1,000,000
+//   - Search: one namespace of 1,000 sessions of 1,000 entries, 1,000,000
 //     entries in all (Search); entries of different sessions interleave in
 //     time. Every 10,007th entry (global index) also starts with the word
 //     "zanzibar" (Marker): 100 entries. Queries, limit 50, are in Queries:

@@ -26,11 +26,11 @@ const (
 )
 
 // A Set is one shape of the data set: Sessions sessions of PerSession
-// entries each, in one scope. Its entries depend only on the set and the
+// entries each, in one namespace. Its entries depend only on the set and the
 // session, so a loader may generate sessions in any order.
 type Set struct {
 	Name       string
-	Scope      store.Scope
+	Namespace  store.Namespace
 	Sessions   int
 	PerSession int
 
@@ -41,24 +41,24 @@ type Set struct {
 	marked      func(j, i int) bool      // whether entry i of session j carries Marker
 }
 
-// The sets, each in a scope of its own so that one store can hold them all.
+// The sets, each in a namespace of its own so that one store can hold them all.
 var (
 	// Search: 1,000 sessions of 1,000 entries. Entry i of session j is at
 	// Base + (i*1000 + j) ms, so sessions interleave in time, and carries
 	// Marker when i*1000 + j is a multiple of MarkEvery.
-	Search = Set{Name: "search", Scope: store.Scope{Agent: "search"}, Sessions: 1000, PerSession: 1000, seed: 1, interleaved: true,
+	Search = Set{Name: "search", Namespace: store.Namespace{Agent: "search"}, Sessions: 1000, PerSession: 1000, seed: 1, interleaved: true,
 		id:     numbered,
 		at:     func(j, i int) time.Time { return Base.Add(time.Duration(i*1000+j) * time.Millisecond) },
 		marked: func(j, i int) bool { return (i*1000+j)%MarkEvery == 0 },
 	}
 	// TailLong: one session, "long", of 100,000 entries a millisecond apart.
-	TailLong = Set{Name: "tail-long", Scope: store.Scope{Agent: "tail"}, Sessions: 1, PerSession: 100_000, seed: 2,
+	TailLong = Set{Name: "tail-long", Namespace: store.Namespace{Agent: "tail"}, Sessions: 1, PerSession: 100_000, seed: 2,
 		id: func(int) string { return "long" }, at: sequential, marked: never}
 	// TailShort: one session, "short", of 1,000 entries.
-	TailShort = Set{Name: "tail-short", Scope: store.Scope{Agent: "tail"}, Sessions: 1, PerSession: 1000, seed: 3,
+	TailShort = Set{Name: "tail-short", Namespace: store.Namespace{Agent: "tail"}, Sessions: 1, PerSession: 1000, seed: 3,
 		id: func(int) string { return "short" }, at: sequential, marked: never}
 	// List: 10,000 sessions of 2 entries; session j starts at Base + j s.
-	List = Set{Name: "list", Scope: store.Scope{Agent: "list"}, Sessions: 10_000, PerSession: 2, seed: 4,
+	List = Set{Name: "list", Namespace: store.Namespace{Agent: "list"}, Sessions: 10_000, PerSession: 2, seed: 4,
 		id: numbered,
 		at: func(j, i int) time.Time {
 			return Base.Add(time.Duration(j)*time.Second + time.Duration(i)*time.Millisecond)
@@ -72,7 +72,7 @@ func sequential(_, i int) time.Time { return Base.Add(time.Duration(i) * time.Mi
 func never(_, _ int) bool           { return false }
 
 // Key returns the key of session j, 0 <= j < s.Sessions.
-func (s Set) Key(j int) store.Key { return s.Scope.Key(s.id(j)) }
+func (s Set) Key(j int) store.Key { return s.Namespace.Key(s.id(j)) }
 
 // Keys returns the keys of every session, in order.
 func (s Set) Keys() []store.Key {

@@ -128,7 +128,7 @@ func TestTwoReplicasSameSessions(t *testing.T) {
 		}
 		total += handoffs(turns)
 	}
-	page, err := st.List(context.Background(), store.Scope{Agent: "default"}, store.ListOptions{Limit: 100})
+	page, err := st.List(context.Background(), store.Namespace{Agent: "default"}, store.ListOptions{Limit: 100})
 	if err != nil || len(page.Sessions) != sessions {
 		t.Errorf("listing: %d sessions (%v), want %d", len(page.Sessions), err, sessions)
 	}

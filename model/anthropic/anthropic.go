@@ -12,7 +12,7 @@
 //     as a JSON string) are sent as {"value": <arguments>}, since the API
 //     accepts only objects as tool input.
 //   - Consecutive tool messages become one user message with a tool_result
-//     block each. is_error is never set: history.Message does not say
+//     block each. is_error is never set: model.Message does not say
 //     whether a call failed, so a failure reaches the model through the
 //     result's text, which the runtime writes to say so.
 //   - Messages of the same role that follow each other are merged into one,
@@ -31,7 +31,7 @@
 // consulted; pass SDK options with WithRequestOptions to use them. The
 // SDK's OpenTelemetry spans are kept to metadata: content never goes into
 // them. Without a key, streams from api.anthropic.com fail at once with
-// model.CodeAuth; other endpoints are called without one. Importing the
+// transcript.CodeAuth; other endpoints are called without one. Importing the
 // package registers the provider "anthropic" with model.Open.
 //
 // Errors the API reports are *model.Error values whose Message holds the
@@ -60,6 +60,7 @@ import (
 
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/internal/provider"
+	"github.com/spool-go/spool/transcript"
 )
 
 // DefaultBaseURL is the Anthropic API.
@@ -211,7 +212,7 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 	return func(yield func(model.Event, error) bool) {
 		if m.noKey {
 			// Fail before sending: the API would only answer 401.
-			yield(model.Event{}, &model.Error{Code: model.CodeAuth,
+			yield(model.Event{}, &model.Error{Code: transcript.CodeAuth,
 				Message: "no API key: set ANTHROPIC_API_KEY or pass WithAPIKey"})
 			return
 		}
@@ -225,7 +226,7 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 			return
 		}
 		if !acc.stopped {
-			yield(model.Event{}, &model.Error{Code: model.CodeProvider,
+			yield(model.Event{}, &model.Error{Code: transcript.CodeProviderError,
 				Message: "the stream ended before message_stop"})
 		}
 	}

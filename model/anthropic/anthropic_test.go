@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/anthropic"
 	"github.com/spool-go/spool/transcript"
@@ -103,7 +102,7 @@ func newModel(t *testing.T, s *server, opts ...anthropic.Option) *anthropic.Mode
 }
 
 func simpleRequest() *model.Request {
-	return &model.Request{Messages: []history.Message{{Role: history.RoleUser, Content: "tell me " + secret}}}
+	return &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "tell me " + secret}}}
 }
 
 func collect(m model.Model, ctx context.Context, req *model.Request) ([]model.Event, error) {
@@ -209,18 +208,18 @@ func TestParallelToolUseSplitAcrossChunks(t *testing.T) {
 func TestRequestBody(t *testing.T) {
 	s := newServer(t, replay(t, "text.sse"))
 	req := &model.Request{
-		Messages: []history.Message{
-			{Role: history.RoleSystem, Content: "Be brief."},
-			{Role: history.RoleUser, Content: "weather and time in Oslo? " + secret},
-			{Role: history.RoleAssistant, Content: "Checking.", ToolCalls: []transcript.ToolCall{
+		Messages: []model.Message{
+			{Role: model.RoleSystem, Content: "Be brief."},
+			{Role: model.RoleUser, Content: "weather and time in Oslo? " + secret},
+			{Role: model.RoleAssistant, Content: "Checking.", ToolCalls: []transcript.ToolCall{
 				{ID: "toolu_1", Name: "weather", Arguments: json.RawMessage(`{"city":"Oslo"}`)},
 				{ID: "toolu_2", Name: "local_time", Arguments: json.RawMessage(`"zone=Oslo"`)},
 			}},
-			{Role: history.RoleTool, ToolCallID: "toolu_1", Content: "sunny"},
-			{Role: history.RoleTool, ToolCallID: "toolu_2", Content: "error: bad arguments"},
-			{Role: history.RoleUser, Content: "and tomorrow?"},
-			{Role: history.RoleAssistant, Content: ""}, // an empty answer is left out
-			{Role: history.RoleUser, Content: "hello?"},
+			{Role: model.RoleTool, ToolCallID: "toolu_1", Content: "sunny"},
+			{Role: model.RoleTool, ToolCallID: "toolu_2", Content: "error: bad arguments"},
+			{Role: model.RoleUser, Content: "and tomorrow?"},
+			{Role: model.RoleAssistant, Content: ""}, // an empty answer is left out
+			{Role: model.RoleUser, Content: "hello?"},
 		},
 		Tools: []model.ToolSpec{
 			{Name: "weather", Description: "Current weather", Parameters: json.RawMessage(
@@ -326,14 +325,14 @@ func TestHTTPErrors(t *testing.T) {
 	tests := []struct {
 		status   int
 		typ      string
-		wantCode string
+		wantCode transcript.ErrorCode
 	}{
-		{429, "rate_limit_error", model.CodeRateLimited},
-		{500, "api_error", model.CodeProvider},
-		{529, "overloaded_error", model.CodeProvider},
-		{401, "authentication_error", model.CodeAuth},
-		{403, "permission_error", model.CodeAuth},
-		{400, "invalid_request_error", model.CodeProvider},
+		{429, "rate_limit_error", transcript.CodeRateLimited},
+		{500, "api_error", transcript.CodeProviderError},
+		{529, "overloaded_error", transcript.CodeProviderError},
+		{401, "authentication_error", transcript.CodeAuth},
+		{403, "permission_error", transcript.CodeAuth},
+		{400, "invalid_request_error", transcript.CodeProviderError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.typ, func(t *testing.T) {
@@ -389,7 +388,7 @@ func TestErrorEventMidStream(t *testing.T) {
 	s := newServer(t, replay(t, "overloaded.sse"))
 	events, err := collect(newModel(t, s), context.Background(), simpleRequest())
 	var me *model.Error
-	if !errors.As(err, &me) || me.Code != model.CodeProvider || !strings.Contains(me.Message, "overloaded_error") {
+	if !errors.As(err, &me) || me.Code != transcript.CodeProviderError || !strings.Contains(me.Message, "overloaded_error") {
 		t.Fatalf("err = %v, want provider_error naming overloaded_error", err)
 	}
 	if texts, _, _ := split(events); strings.Join(texts, "") != "Partial" {
@@ -412,7 +411,7 @@ func TestMalformedEvent(t *testing.T) {
 	s := newServer(t, replay(t, "malformed.sse"))
 	events, err := collect(newModel(t, s), context.Background(), simpleRequest())
 	var me *model.Error
-	if !errors.As(err, &me) || me.Code != model.CodeBadResponse {
+	if !errors.As(err, &me) || me.Code != transcript.CodeBadResponse {
 		t.Fatalf("err = %v, want bad_response", err)
 	}
 	if texts, _, _ := split(events); strings.Join(texts, "") != "Hel" {
@@ -429,7 +428,7 @@ func TestTruncatedStream(t *testing.T) {
 	})
 	events, err := collect(newModel(t, s), context.Background(), simpleRequest())
 	var me *model.Error
-	if !errors.As(err, &me) || me.Code != model.CodeProvider {
+	if !errors.As(err, &me) || me.Code != transcript.CodeProviderError {
 		t.Fatalf("err = %v, want provider_error", err)
 	}
 	if len(events) == 0 {
@@ -563,8 +562,8 @@ func TestBadRequestsFailBeforeSending(t *testing.T) {
 	s := newServer(t, replay(t, "text.sse"))
 	m := newModel(t, s)
 	for name, req := range map[string]*model.Request{
-		"role":         {Messages: []history.Message{{Role: "narrator", Content: secret}}},
-		"tool call id": {Messages: []history.Message{{Role: history.RoleTool, Content: secret}}},
+		"role":         {Messages: []model.Message{{Role: "narrator", Content: secret}}},
+		"tool call id": {Messages: []model.Message{{Role: model.RoleTool, Content: secret}}},
 		"schema":       {Tools: []model.ToolSpec{{Name: "t", Parameters: json.RawMessage(`[1]`)}}},
 		"required":     {Tools: []model.ToolSpec{{Name: "t", Parameters: json.RawMessage(`{"required":"x"}`)}}},
 	} {

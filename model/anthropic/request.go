@@ -7,7 +7,6 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
-	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/model"
 )
 
@@ -24,19 +23,19 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 	var b builder
 	for i, msg := range req.Messages {
 		switch msg.Role {
-		case history.RoleSystem:
+		case model.RoleSystem:
 			if msg.Content != "" {
 				p.System = append(p.System, sdk.TextBlockParam{Text: msg.Content})
 			}
-		case history.RoleUser:
+		case model.RoleUser:
 			b.add(user, text(msg.Content)...)
-		case history.RoleAssistant:
+		case model.RoleAssistant:
 			blocks := text(msg.Content)
 			for _, c := range msg.ToolCalls {
 				blocks = append(blocks, sdk.NewToolUseBlock(c.ID, input(c.Arguments), c.Name))
 			}
 			b.add(assistant, blocks...)
-		case history.RoleTool:
+		case model.RoleTool:
 			if msg.ToolCallID == "" {
 				return p, fmt.Errorf("anthropic: message %d: tool message without a tool call id", i)
 			}

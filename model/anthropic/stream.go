@@ -108,13 +108,13 @@ func apiError(err error) error {
 }
 
 // codeForType maps the API's error types to codes.
-func codeForType(typ string) string {
+func codeForType(typ string) transcript.ErrorCode {
 	switch typ {
 	case "rate_limit_error":
-		return model.CodeRateLimited
+		return transcript.CodeRateLimited
 	case "authentication_error", "permission_error":
-		return model.CodeAuth
+		return transcript.CodeAuth
 	default: // overloaded_error, api_error, ...
-		return model.CodeProvider
+		return transcript.CodeProviderError
 	}
 }

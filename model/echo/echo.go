@@ -43,7 +43,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/transcript"
 )
@@ -106,7 +105,7 @@ func WithDelay(d time.Duration) Option {
 
 // WithError makes every Stream fail with err before any event. Pass an
 // *model.Error to simulate a provider failure, for example
-// &model.Error{Code: model.CodeRateLimited, StatusCode: 429, Message: "slow down"}.
+// &model.Error{Code: transcript.CodeRateLimited, StatusCode: 429, Message: "slow down"}.
 func WithError(err error) Option {
 	return WithErrorAfter(0, err)
 }
@@ -222,7 +221,7 @@ func Reply(req *model.Request) []model.Event {
 		calls []transcript.ToolCall
 	)
 	switch {
-	case len(msgs) > 0 && msgs[len(msgs)-1].Role == history.RoleTool:
+	case len(msgs) > 0 && msgs[len(msgs)-1].Role == model.RoleTool:
 		text = summarize(msgs)
 	default:
 		prompt, ok := lastUser(msgs)
@@ -250,9 +249,9 @@ func Reply(req *model.Request) []model.Event {
 	}})
 }
 
-func lastUser(msgs []history.Message) (string, bool) {
+func lastUser(msgs []model.Message) (string, bool) {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == history.RoleUser {
+		if msgs[i].Role == model.RoleUser {
 			return msgs[i].Content, true
 		}
 	}
@@ -314,14 +313,14 @@ func offered(tools []model.ToolSpec, name string) bool {
 
 // summarize describes the tool results at the end of msgs, naming each
 // tool from the assistant message that asked for the call.
-func summarize(msgs []history.Message) string {
+func summarize(msgs []model.Message) string {
 	start := len(msgs)
-	for start > 0 && msgs[start-1].Role == history.RoleTool {
+	for start > 0 && msgs[start-1].Role == model.RoleTool {
 		start--
 	}
 	names := map[string]string{}
 	for i := start - 1; i >= 0; i-- {
-		if msgs[i].Role == history.RoleAssistant {
+		if msgs[i].Role == model.RoleAssistant {
 			for _, c := range msgs[i].ToolCalls {
 				names[c.ID] = c.Name
 			}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/transcript"
@@ -48,15 +47,15 @@ func calls(events []model.Event) []transcript.ToolCall {
 	return out
 }
 
-func user(s string) history.Message { return history.Message{Role: history.RoleUser, Content: s} }
+func user(s string) model.Message { return model.Message{Role: model.RoleUser, Content: s} }
 
 var weather = model.ToolSpec{Name: "weather", Description: "the weather", Parameters: json.RawMessage(`{"type":"object"}`)}
 
 func TestEchoStreamsWordByWord(t *testing.T) {
-	req := &model.Request{Messages: []history.Message{
-		{Role: history.RoleSystem, Content: "be brief"},
+	req := &model.Request{Messages: []model.Message{
+		{Role: model.RoleSystem, Content: "be brief"},
 		user("first"),
-		{Role: history.RoleAssistant, Content: "echo: first"},
+		{Role: model.RoleAssistant, Content: "echo: first"},
 		user("hello  wide\nworld"),
 	}}
 	events, err := collect(t, echo.New(), context.Background(), req)
@@ -86,7 +85,7 @@ func TestEchoStreamsWordByWord(t *testing.T) {
 }
 
 func TestEchoIsDeterministic(t *testing.T) {
-	req := &model.Request{Messages: []history.Message{user("/call weather {\"city\":\"Oslo\"}")}, Tools: []model.ToolSpec{weather}}
+	req := &model.Request{Messages: []model.Message{user("/call weather {\"city\":\"Oslo\"}")}, Tools: []model.ToolSpec{weather}}
 	a, _ := collect(t, echo.New(), context.Background(), req)
 	b, _ := collect(t, echo.New(), context.Background(), req)
 	ja, _ := json.Marshal(a)
@@ -118,7 +117,7 @@ func TestEchoCallConvention(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := &model.Request{Messages: []history.Message{user(tt.prompt)}, Tools: tt.tools}
+			req := &model.Request{Messages: []model.Message{user(tt.prompt)}, Tools: tt.tools}
 			events, err := collect(t, echo.New(), context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
@@ -149,7 +148,7 @@ func TestEchoCallConvention(t *testing.T) {
 // never another call, so a runtime loop always ends.
 func TestEchoAnswersToolResults(t *testing.T) {
 	m := echo.New()
-	msgs := []history.Message{user("/call weather {\"city\":\"Oslo\"}\n/call time")}
+	msgs := []model.Message{user("/call weather {\"city\":\"Oslo\"}\n/call time")}
 	req := &model.Request{Messages: msgs, Tools: []model.ToolSpec{weather, {Name: "time"}}}
 	events, err := collect(t, m, context.Background(), req)
 	if err != nil {
@@ -160,9 +159,9 @@ func TestEchoAnswersToolResults(t *testing.T) {
 		t.Fatalf("calls = %+v", cs)
 	}
 	msgs = append(msgs,
-		history.Message{Role: history.RoleAssistant, ToolCalls: cs},
-		history.Message{Role: history.RoleTool, ToolCallID: cs[0].ID, Content: "sunny"},
-		history.Message{Role: history.RoleTool, ToolCallID: cs[1].ID, Content: "noon"},
+		model.Message{Role: model.RoleAssistant, ToolCalls: cs},
+		model.Message{Role: model.RoleTool, ToolCallID: cs[0].ID, Content: "sunny"},
+		model.Message{Role: model.RoleTool, ToolCallID: cs[1].ID, Content: "noon"},
 	)
 	req.Messages = msgs
 	events, err = collect(t, m, context.Background(), req)
@@ -176,7 +175,7 @@ func TestEchoAnswersToolResults(t *testing.T) {
 		t.Errorf("text = %q, want %q", got, want)
 	}
 	// The next turn's identical prompt gets new call ids: the history differs.
-	msgs = append(msgs, history.Message{Role: history.RoleAssistant, Content: text(events)}, msgs[0])
+	msgs = append(msgs, model.Message{Role: model.RoleAssistant, Content: text(events)}, msgs[0])
 	req.Messages = msgs
 	events, _ = collect(t, m, context.Background(), req)
 	if again := calls(events); len(again) != 2 || again[0].ID == cs[0].ID {
@@ -213,7 +212,7 @@ func TestEchoScript(t *testing.T) {
 	if m.Name() != "scripted" {
 		t.Errorf("Name = %q", m.Name())
 	}
-	events, err := collect(t, m, context.Background(), &model.Request{Messages: []history.Message{user("x")}})
+	events, err := collect(t, m, context.Background(), &model.Request{Messages: []model.Message{user("x")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +236,7 @@ func TestEchoResponsesInOrderThenDefault(t *testing.T) {
 		[]model.Event{{Kind: model.EventText, Text: "one"}},
 		[]model.Event{{Kind: model.EventText, Text: "two"}},
 	))
-	req := &model.Request{Messages: []history.Message{user("three")}}
+	req := &model.Request{Messages: []model.Message{user("three")}}
 	for _, want := range []string{"one", "two", "echo: three", "echo: three"} {
 		events, err := collect(t, m, context.Background(), req)
 		if err != nil {
@@ -280,8 +279,8 @@ func TestEchoConcurrentResponses(t *testing.T) {
 }
 
 func TestEchoErrors(t *testing.T) {
-	limited := &model.Error{Code: model.CodeRateLimited, StatusCode: 429, Message: "slow down"}
-	req := &model.Request{Messages: []history.Message{user("a b c")}}
+	limited := &model.Error{Code: transcript.CodeRateLimited, StatusCode: 429, Message: "slow down"}
+	req := &model.Request{Messages: []model.Message{user("a b c")}}
 
 	events, err := collect(t, echo.New(echo.WithError(limited)), context.Background(), req)
 	if !errors.Is(err, model.ErrRateLimited) || len(events) != 0 {
@@ -303,7 +302,7 @@ func TestEchoErrors(t *testing.T) {
 func TestEchoDelayAndCancel(t *testing.T) {
 	m := echo.New(echo.WithDelay(time.Hour))
 	ctx, cancel := context.WithCancel(context.Background())
-	req := &model.Request{Messages: []history.Message{user("slow answer")}}
+	req := &model.Request{Messages: []model.Message{user("slow answer")}}
 	done := make(chan error, 1)
 	go func() {
 		_, err := collect(t, m, ctx, req)
@@ -327,7 +326,7 @@ func TestEchoDelayAndCancel(t *testing.T) {
 }
 
 func TestEchoConsumerStopsEarly(t *testing.T) {
-	req := &model.Request{Messages: []history.Message{user("one two three")}}
+	req := &model.Request{Messages: []model.Message{user("one two three")}}
 	n := 0
 	for _, err := range echo.New().Stream(context.Background(), req) {
 		if err != nil {

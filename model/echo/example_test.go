@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 )
@@ -19,9 +18,9 @@ func Example() {
 		Name:       "weather",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`),
 	}}
-	show := func(req *model.Request) []history.Message {
-		var answer history.Message
-		answer.Role = history.RoleAssistant
+	show := func(req *model.Request) []model.Message {
+		var answer model.Message
+		answer.Role = model.RoleAssistant
 		for ev, err := range m.Stream(ctx, req) {
 			if err != nil {
 				fmt.Println("error:", err)
@@ -41,13 +40,13 @@ func Example() {
 		return append(req.Messages, answer)
 	}
 
-	msgs := show(&model.Request{Messages: []history.Message{{Role: history.RoleUser, Content: "hello there"}}})
+	msgs := show(&model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hello there"}}})
 
-	msgs = append(msgs, history.Message{Role: history.RoleUser, Content: `/call weather {"city":"Oslo"}`})
+	msgs = append(msgs, model.Message{Role: model.RoleUser, Content: `/call weather {"city":"Oslo"}`})
 	msgs = show(&model.Request{Messages: msgs, Tools: tools})
 
 	call := msgs[len(msgs)-1].ToolCalls[0]
-	msgs = append(msgs, history.Message{Role: history.RoleTool, ToolCallID: call.ID, Content: "sunny, 21°C"})
+	msgs = append(msgs, model.Message{Role: model.RoleTool, ToolCallID: call.ID, Content: "sunny, 21°C"})
 	show(&model.Request{Messages: msgs, Tools: tools})
 
 	// Output:

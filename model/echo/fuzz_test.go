@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 )
@@ -18,7 +17,7 @@ func FuzzReply(f *testing.F) {
 	}
 	tools := []model.ToolSpec{{Name: "weather"}, {Name: "time"}}
 	f.Fuzz(func(t *testing.T, prompt string) {
-		events := echo.Reply(&model.Request{Messages: []history.Message{{Role: history.RoleUser, Content: prompt}}, Tools: tools})
+		events := echo.Reply(&model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: prompt}}, Tools: tools})
 		if len(events) == 0 || events[len(events)-1].Kind != model.EventUsage {
 			t.Fatalf("no usage at the end: %+v", events)
 		}

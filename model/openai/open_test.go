@@ -8,6 +8,7 @@ import (
 
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/openai"
+	"github.com/spool-go/spool/transcript"
 )
 
 func authOf(s *server) string { return s.header.Load().(http.Header).Get("Authorization") }
@@ -97,7 +98,7 @@ func TestNoKey(t *testing.T) {
 	}
 	_, err = collect(m, context.Background(), simpleRequest())
 	var me *model.Error
-	if !errors.As(err, &me) || me.Code != model.CodeAuth {
+	if !errors.As(err, &me) || me.Code != transcript.CodeAuth {
 		t.Errorf("err = %v, want auth", err)
 	}
 	if m.BaseURL() != openai.DefaultBaseURL {

@@ -17,7 +17,7 @@
 // OPENAI_API_KEY and OPENAI_BASE_URL, then from defaults. No other OPENAI_*
 // variable is read; pass SDK options with WithRequestOptions for headers
 // such as the organization. Without a key, streams from api.openai.com fail
-// at once with model.CodeAuth; other endpoints are called without one.
+// at once with transcript.CodeAuth; other endpoints are called without one.
 // Importing the package registers the providers "openai" and "ollama" with
 // model.Open; "ollama" uses OLLAMA_HOST (see OllamaBaseURL) and never sends
 // OPENAI_API_KEY.
@@ -44,6 +44,7 @@ import (
 
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/internal/provider"
+	"github.com/spool-go/spool/transcript"
 )
 
 // Default endpoints.
@@ -213,7 +214,7 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 	return func(yield func(model.Event, error) bool) {
 		if m.noKey {
 			// Fail before sending: the API would only answer 401.
-			yield(model.Event{}, &model.Error{Code: model.CodeAuth,
+			yield(model.Event{}, &model.Error{Code: transcript.CodeAuth,
 				Message: "no API key: set OPENAI_API_KEY or pass WithAPIKey"})
 			return
 		}

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/openai"
 	"github.com/spool-go/spool/transcript"
@@ -107,7 +106,7 @@ func newModel(t *testing.T, s *server, opts ...openai.Option) *openai.Model {
 }
 
 func simpleRequest() *model.Request {
-	return &model.Request{Messages: []history.Message{{Role: history.RoleUser, Content: "tell me " + secret}}}
+	return &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "tell me " + secret}}}
 }
 
 func collect(m model.Model, ctx context.Context, req *model.Request) ([]model.Event, error) {
@@ -236,17 +235,17 @@ func TestCallsFlushedAtStreamEnd(t *testing.T) {
 func TestRequestBody(t *testing.T) {
 	s := newServer(t, replay(t, "text.sse"))
 	req := &model.Request{
-		Messages: []history.Message{
-			{Role: history.RoleSystem, Content: "Be brief."},
-			{Role: history.RoleUser, Content: "weather and time in Oslo? " + secret},
-			{Role: history.RoleAssistant, ToolCalls: []transcript.ToolCall{
+		Messages: []model.Message{
+			{Role: model.RoleSystem, Content: "Be brief."},
+			{Role: model.RoleUser, Content: "weather and time in Oslo? " + secret},
+			{Role: model.RoleAssistant, ToolCalls: []transcript.ToolCall{
 				{ID: "call_1", Name: "weather", Arguments: json.RawMessage(`{"city":"Oslo"}`)},
 				{ID: "call_2", Name: "local_time", Arguments: json.RawMessage(`{}`)},
 			}},
-			{Role: history.RoleTool, ToolCallID: "call_1", Content: "sunny"},
-			{Role: history.RoleTool, ToolCallID: "call_2", Content: "12:00"},
-			{Role: history.RoleAssistant, Content: "Sunny, noon."},
-			{Role: history.RoleUser, Content: "thanks"},
+			{Role: model.RoleTool, ToolCallID: "call_1", Content: "sunny"},
+			{Role: model.RoleTool, ToolCallID: "call_2", Content: "12:00"},
+			{Role: model.RoleAssistant, Content: "Sunny, noon."},
+			{Role: model.RoleUser, Content: "thanks"},
 		},
 		Tools: []model.ToolSpec{
 			{Name: "weather", Description: "Current weather", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)},
@@ -367,13 +366,13 @@ func TestHTTPErrors(t *testing.T) {
 		status   int
 		typ      string
 		code     string
-		wantCode string
+		wantCode transcript.ErrorCode
 	}{
-		{429, "requests", "rate_limit_exceeded", model.CodeRateLimited},
-		{500, "server_error", "", model.CodeProvider},
-		{401, "invalid_request_error", "invalid_api_key", model.CodeAuth},
-		{403, "invalid_request_error", "", model.CodeAuth},
-		{400, "invalid_request_error", "context_length_exceeded", model.CodeProvider},
+		{429, "requests", "rate_limit_exceeded", transcript.CodeRateLimited},
+		{500, "server_error", "", transcript.CodeProviderError},
+		{401, "invalid_request_error", "invalid_api_key", transcript.CodeAuth},
+		{403, "invalid_request_error", "", transcript.CodeAuth},
+		{400, "invalid_request_error", "context_length_exceeded", transcript.CodeProviderError},
 	}
 	for _, tt := range tests {
 		t.Run(http.StatusText(tt.status), func(t *testing.T) {
@@ -430,7 +429,7 @@ func TestMalformedChunk(t *testing.T) {
 	s := newServer(t, replay(t, "malformed.sse"))
 	events, err := collect(newModel(t, s), context.Background(), simpleRequest())
 	var me *model.Error
-	if !errors.As(err, &me) || me.Code != model.CodeBadResponse {
+	if !errors.As(err, &me) || me.Code != transcript.CodeBadResponse {
 		t.Fatalf("err = %v, want bad_response", err)
 	}
 	if texts, _, _ := split(events); strings.Join(texts, "") != "Hel" {
@@ -442,7 +441,7 @@ func TestErrorInsideStream(t *testing.T) {
 	s := newServer(t, replay(t, "stream_error.sse"))
 	events, err := collect(newModel(t, s), context.Background(), simpleRequest())
 	var me *model.Error
-	if !errors.As(err, &me) || me.Code != model.CodeProvider || !strings.Contains(me.Message, "server_error") {
+	if !errors.As(err, &me) || me.Code != transcript.CodeProviderError || !strings.Contains(me.Message, "server_error") {
 		t.Fatalf("err = %v, want provider_error naming server_error", err)
 	}
 	if len(events) != 1 {
@@ -463,7 +462,7 @@ func TestConnectionRefused(t *testing.T) {
 	}
 	_, err = collect(m, context.Background(), simpleRequest())
 	var me *model.Error
-	if !errors.As(err, &me) || me.Code != model.CodeProvider || !strings.Contains(me.Message, "connection failed") {
+	if !errors.As(err, &me) || me.Code != transcript.CodeProviderError || !strings.Contains(me.Message, "connection failed") {
 		t.Errorf("err = %v, want provider_error about the connection", err)
 	}
 }
@@ -592,8 +591,8 @@ func TestBadRequestsFailBeforeSending(t *testing.T) {
 	s := newServer(t, replay(t, "text.sse"))
 	m := newModel(t, s)
 	for name, req := range map[string]*model.Request{
-		"role":         {Messages: []history.Message{{Role: "narrator", Content: secret}}},
-		"tool call id": {Messages: []history.Message{{Role: history.RoleTool, Content: secret}}},
+		"role":         {Messages: []model.Message{{Role: "narrator", Content: secret}}},
+		"tool call id": {Messages: []model.Message{{Role: model.RoleTool, Content: secret}}},
 		"schema":       {Tools: []model.ToolSpec{{Name: "t", Parameters: json.RawMessage(`[1]`)}}},
 	} {
 		_, err := collect(m, context.Background(), req)

@@ -7,7 +7,6 @@ import (
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
 
-	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/model"
 )
 
@@ -45,18 +44,18 @@ func (m *Model) params(req *model.Request) (oa.ChatCompletionNewParams, error) {
 	return p, nil
 }
 
-func message(msg history.Message) (oa.ChatCompletionMessageParamUnion, error) {
+func message(msg model.Message) (oa.ChatCompletionMessageParamUnion, error) {
 	switch msg.Role {
-	case history.RoleSystem:
+	case model.RoleSystem:
 		return oa.SystemMessage(msg.Content), nil
-	case history.RoleUser:
+	case model.RoleUser:
 		return oa.UserMessage(msg.Content), nil
-	case history.RoleTool:
+	case model.RoleTool:
 		if msg.ToolCallID == "" {
 			return oa.ChatCompletionMessageParamUnion{}, fmt.Errorf("tool message without a tool call id")
 		}
 		return oa.ToolMessage(msg.Content, msg.ToolCallID), nil
-	case history.RoleAssistant:
+	case model.RoleAssistant:
 		a := oa.ChatCompletionAssistantMessageParam{}
 		// The API wants content unless there are tool calls; an assistant
 		// step that only called tools sends none.

@@ -133,12 +133,12 @@ func midStreamError(se *ssestream.StreamError) error {
 		code = ""
 	}
 	kind := strings.ToLower(body.Error.Type + " " + code)
-	c := model.CodeProvider
+	c := transcript.CodeProviderError
 	switch {
 	case strings.Contains(kind, "rate_limit"):
-		c = model.CodeRateLimited
+		c = transcript.CodeRateLimited
 	case strings.Contains(kind, "auth") || strings.Contains(kind, "api_key"):
-		c = model.CodeAuth
+		c = transcript.CodeAuth
 	}
 	return &model.Error{Code: c, Message: provider.Describe("error inside the stream", "type", body.Error.Type, "code", code), Err: se}
 }

@@ -176,7 +176,7 @@ func (d *AgentDispatcher) work(t Target) {
 func (d *AgentDispatcher) run(j job) {
 	ctx := j.ctx
 	if j.in.User != "" {
-		ctx = spool.WithUser(ctx, j.in.User)
+		ctx = spool.ContextWithUser(ctx, j.in.User)
 	}
 	final := Payload{Final: true}
 	defer func() {

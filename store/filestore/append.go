@@ -16,7 +16,7 @@ import (
 // store.ErrConflict when e.ParentID is not the session's last entry. The
 // check and the write happen under the session's OS file lock, so two
 // processes never interleave a session; Append waits for the lock until ctx
-// is done. Creating a session applies the store's retention to its scope.
+// is done. Creating a session applies the store's retention to its namespace.
 func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) error {
 	if err := checkKey(key); err != nil {
 		return err
@@ -38,33 +38,33 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 			return err
 		}
 	}
-	sc, err := s.scope(ctx, key.Scope(), create)
+	ix, err := s.index(ctx, key.Namespace(), create)
 	if err != nil {
 		return err
 	}
-	if sc == nil {
+	if ix == nil {
 		return store.ConflictError(key, e.ParentID, "")
 	}
-	if err := sc.checkCase(key.ID); err != nil {
+	if err := ix.checkCase(key.ID); err != nil {
 		return err
 	}
-	created, err := s.appendLocked(ctx, sc, key, e, create)
+	created, err := s.appendLocked(ctx, ix, key, e, create)
 	if err != nil {
 		return err
 	}
-	sc.mu.Lock()
-	if sc.compactDue() && sc.catchUp() == nil {
-		sc.rewrite() // on failure the old index stays, still right
+	ix.mu.Lock()
+	if ix.compactDue() && ix.catchUp() == nil {
+		ix.rewrite() // on failure the old index stays, still right
 	}
-	sc.mu.Unlock()
+	ix.mu.Unlock()
 	if !created || s.cfg.retention.Unlimited() {
 		return nil
 	}
-	s.retain(ctx, sc, key.ID)
+	s.retain(ctx, ix, key.ID)
 	return nil
 }
 
-// retain applies the store's retention to the scope of a session just
+// retain applies the store's retention to the namespace of a session just
 // created, id, which it keeps. It runs after the session's lock is
 // released: deleting takes other sessions' locks, and holding two could
 // deadlock with another process doing the same. It decides on a validated
@@ -73,13 +73,13 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 // decision saw it (an append may come in between). The entry is durable
 // whatever happens here: a session that cannot be deleted now, or whose
 // lock is not free before ctx is done, goes at the next creation.
-func (s *Store) retain(ctx context.Context, sc *scope, id string) {
-	if err := s.ready(ctx, sc); err != nil {
+func (s *Store) retain(ctx context.Context, ix *index, id string) {
+	if err := s.ready(ctx, ix); err != nil {
 		return
 	}
-	sc.mu.Lock()
-	victims := sc.victims(s.cfg.retention, s.cfg.now(), id)
-	sc.mu.Unlock()
+	ix.mu.Lock()
+	victims := ix.victims(s.cfg.retention, s.cfg.now(), id)
+	ix.mu.Unlock()
 	if retentionHook != nil {
 		retentionHook(victims)
 	}
@@ -87,7 +87,7 @@ func (s *Store) retain(ctx context.Context, sc *scope, id string) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.deleteSession(ctx, sc.key.Key(v.info.ID), &v)
+		s.deleteSession(ctx, ix.key.Key(v.info.ID), &v)
 	}
 }
 
@@ -97,7 +97,7 @@ var retentionHook func(victims []rec)
 
 // appendLocked does the append under the session's locks. It reports
 // whether the append created the session.
-func (s *Store) appendLocked(ctx context.Context, sc *scope, key store.Key, e transcript.Entry, create bool) (bool, error) {
+func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, e transcript.Entry, create bool) (bool, error) {
 	release, err := s.lockStripe(ctx, key)
 	if err != nil {
 		return false, err
@@ -106,7 +106,7 @@ func (s *Store) appendLocked(ctx context.Context, sc *scope, key store.Key, e tr
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	sf, err := s.openSession(ctx, sc, key.ID, true, create)
+	sf, err := s.openSession(ctx, ix, key.ID, true, create)
 	if err != nil {
 		return false, err
 	}
@@ -117,12 +117,12 @@ func (s *Store) appendLocked(ctx context.Context, sc *scope, key store.Key, e tr
 	if s.fold {
 		// On a file system that folds case the file we hold may be
 		// another spelling's, made since the check before the lock.
-		if err := sc.checkCase(key.ID); err != nil {
+		if err := ix.checkCase(key.ID); err != nil {
 			return false, err
 		}
 	}
 
-	cur, err := s.current(sc, key, sf)
+	cur, err := s.current(ix, key, sf)
 	if err != nil {
 		return false, err
 	}
@@ -157,7 +157,7 @@ func (s *Store) appendLocked(ctx context.Context, sc *scope, key store.Key, e tr
 	if sf.size == 0 {
 		// A new file: its name must survive a crash too. The file is
 		// empty until the line below, so a failure here stores nothing.
-		if err := syncDir(sc.dir); err != nil {
+		if err := syncDir(ix.dir); err != nil {
 			return false, fmt.Errorf("filestore: session %s: %w", key, err)
 		}
 	}
@@ -170,13 +170,13 @@ func (s *Store) appendLocked(ctx context.Context, sc *scope, key store.Key, e tr
 	} else {
 		next.fileState = sf.fileState
 	}
-	sc.mu.Lock()
-	sc.put(&next)
-	sc.write(appendRecord(nil, &next, s.cfg.protector != nil))
+	ix.mu.Lock()
+	ix.put(&next)
+	ix.write(appendRecord(nil, &next, s.cfg.protector != nil))
 	if pos == 0 {
-		sc.touchDir()
+		ix.touchDir()
 	}
-	sc.mu.Unlock()
+	ix.mu.Unlock()
 	return pos == 0, nil
 }
 
@@ -209,22 +209,22 @@ func (s *Store) writeLine(sf *sfile, line []byte) error {
 // records other processes appended, and if that is not enough it reads the
 // transcript. It returns nil for a file without entries (empty, or blank
 // lines only). The caller holds the session's lock.
-func (s *Store) current(sc *scope, key store.Key, sf *sfile) (*rec, error) {
-	sc.mu.Lock()
-	r := sc.recs[key.ID]
+func (s *Store) current(ix *index, key store.Key, sf *sfile) (*rec, error) {
+	ix.mu.Lock()
+	r := ix.recs[key.ID]
 	if r == nil || r.fileState != sf.fileState {
-		if err := sc.catchUp(); err != nil {
-			sc.mu.Unlock()
+		if err := ix.catchUp(); err != nil {
+			ix.mu.Unlock()
 			return nil, err
 		}
-		r = sc.recs[key.ID]
+		r = ix.recs[key.ID]
 	}
 	if r != nil && r.fileState == sf.fileState {
 		c := *r
-		sc.mu.Unlock()
+		ix.mu.Unlock()
 		return &c, nil
 	}
-	sc.mu.Unlock()
+	ix.mu.Unlock()
 	var fresh *rec
 	if sf.size > 0 {
 		var err error
@@ -235,18 +235,18 @@ func (s *Store) current(sc *scope, key store.Key, sf *sfile) (*rec, error) {
 	if fresh == nil {
 		// Empty, or only blank lines: no entries, no session.
 		if r != nil {
-			sc.mu.Lock()
-			sc.remove(key.ID)
-			sc.write(appendDelete(nil, key.ID))
-			sc.mu.Unlock()
+			ix.mu.Lock()
+			ix.remove(key.ID)
+			ix.write(appendDelete(nil, key.ID))
+			ix.mu.Unlock()
 		}
 		return nil, nil
 	}
 	c := *fresh
-	sc.mu.Lock()
-	sc.put(fresh)
-	sc.write(appendRecord(nil, fresh, s.cfg.protector != nil))
-	sc.mu.Unlock()
+	ix.mu.Lock()
+	ix.put(fresh)
+	ix.write(appendRecord(nil, fresh, s.cfg.protector != nil))
+	ix.mu.Unlock()
 	return &c, nil
 }
 
@@ -285,11 +285,11 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 	if err := checkKey(key); err != nil {
 		return false, err
 	}
-	sc, err := s.scope(ctx, key.Scope(), false)
-	if err != nil || sc == nil {
+	ix, err := s.index(ctx, key.Namespace(), false)
+	if err != nil || ix == nil {
 		return false, err
 	}
-	if err := sc.checkCase(key.ID); err != nil {
+	if err := ix.checkCase(key.ID); err != nil {
 		return false, err
 	}
 	release, err := s.lockStripe(ctx, key)
@@ -297,7 +297,7 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 		return false, err
 	}
 	defer release()
-	sf, err := s.openSession(ctx, sc, key.ID, true, false)
+	sf, err := s.openSession(ctx, ix, key.ID, true, false)
 	if err != nil {
 		return false, err
 	}
@@ -308,7 +308,7 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 		if sf == nil {
 			return false, nil
 		}
-		cur, err := s.current(sc, key, sf)
+		cur, err := s.current(ix, key, sf)
 		if err != nil {
 			return false, err
 		}
@@ -318,7 +318,7 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 	}
 	// The side files first: until the transcript goes, the session is
 	// whole without them (set-aside lines stay unread, offsets are rebuilt).
-	base := filepath.Join(sc.dir, key.ID)
+	base := filepath.Join(ix.dir, key.ID)
 	for _, ext := range []string{tornExt, offsetsExt} {
 		if err := os.Remove(base + ext); err != nil && !os.IsNotExist(err) {
 			return false, fmt.Errorf("filestore: deleting session %s: %w", key, err)
@@ -330,26 +330,26 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 		}
 	}
 	removeLockFile(base + lockExt)
-	sc.mu.Lock()
-	if sc.recs[key.ID] != nil || sf != nil {
-		sc.remove(key.ID)
-		sc.write(appendDelete(nil, key.ID))
+	ix.mu.Lock()
+	if ix.recs[key.ID] != nil || sf != nil {
+		ix.remove(key.ID)
+		ix.write(appendDelete(nil, key.ID))
 	}
-	sc.touchDir()
-	sc.mu.Unlock()
+	ix.touchDir()
+	ix.mu.Unlock()
 	// Without it a crash could bring the file back.
-	if err := syncDir(sc.dir); err != nil {
+	if err := syncDir(ix.dir); err != nil {
 		return false, fmt.Errorf("filestore: deleting session %s: %w", key, err)
 	}
 	return true, nil
 }
 
-// Prune deletes the sessions of scope beyond r as of now, and returns how
+// Prune deletes the sessions of namespace beyond r as of now, and returns how
 // many it deleted. It decides on the index and deletes each session it
 // chose only if, under the session's exclusive lock, the session is still
 // as it was then: one appended to meanwhile is left alone.
-func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention, now time.Time) (int, error) {
-	if err := checkScope(scope); err != nil {
+func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention, now time.Time) (int, error) {
+	if err := checkNamespace(ns); err != nil {
 		return 0, err
 	}
 	if r.Unlimited() {
@@ -358,16 +358,16 @@ func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention,
 	if err := s.refuseIfMarked(); err != nil {
 		return 0, err
 	}
-	sc, err := s.scope(ctx, scope, false)
-	if err != nil || sc == nil {
+	ix, err := s.index(ctx, ns, false)
+	if err != nil || ix == nil {
 		return 0, err
 	}
-	if err := s.ready(ctx, sc); err != nil {
+	if err := s.ready(ctx, ix); err != nil {
 		return 0, err
 	}
-	sc.mu.Lock()
-	victims := sc.victims(r, now, "")
-	sc.mu.Unlock()
+	ix.mu.Lock()
+	victims := ix.victims(r, now, "")
+	ix.mu.Unlock()
 	if retentionHook != nil {
 		retentionHook(victims)
 	}
@@ -376,7 +376,7 @@ func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention,
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		deleted, err := s.deleteSession(ctx, scope.Key(v.info.ID), &v)
+		deleted, err := s.deleteSession(ctx, ns.Key(v.info.ID), &v)
 		if err != nil {
 			return n, err
 		}

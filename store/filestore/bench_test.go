@@ -32,7 +32,7 @@ import (
 // that reads every transcript to list. ReadTail reads the newest 50
 // entries of a 1,000- and of a 100,000-entry session. Search is
 // store.Search's scan fallback over 1,000,000 entries: it reads and
-// decodes every transcript of the scope.
+// decodes every transcript of the namespace.
 
 // writeSessions writes the sessions keys, session j holding entries(j),
 // as transcript files under root, the way another program would.
@@ -47,12 +47,12 @@ func writeSessions(b testing.TB, root string, keys []store.Key, entries func(j i
 				b.Fatal(err)
 			}
 		}
-		writeRaw(b, sessionPath(paths.scopeDir(key.Scope()), key.ID), buf, os.O_EXCL)
+		writeRaw(b, sessionPath(paths.namespaceDir(key.Namespace()), key.ID), buf, os.O_EXCL)
 	}
 }
 
 // benchSets writes sets under a new root and has a Store build their
-// indexes (its first List of each scope reads every transcript); it
+// indexes (its first List of each namespace reads every transcript); it
 // returns the root.
 func benchSets(b *testing.B, sets ...benchdata.Set) string {
 	root := b.TempDir()
@@ -61,7 +61,7 @@ func benchSets(b *testing.B, sets ...benchdata.Set) string {
 		writeSessions(b, root, set.Keys(), set.Entries)
 		written := time.Since(start)
 		s := open(b, root)
-		if _, err := s.List(b.Context(), set.Scope, store.ListOptions{}); err != nil {
+		if _, err := s.List(b.Context(), set.Namespace, store.ListOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		s.Close()
@@ -75,8 +75,8 @@ func benchSets(b *testing.B, sets ...benchdata.Set) string {
 // written as files read, list, tail and search exactly as the same entries
 // appended.
 func TestBenchWriterMatchesAppend(t *testing.T) {
-	scope := store.Scope{Agent: "bulk", Owner: "u"}
-	keys := []store.Key{scope.Key("a"), scope.Key("b"), scope.Key("c")}
+	ns := store.Namespace{Agent: "bulk", Owner: "u"}
+	keys := []store.Key{ns.Key("a"), ns.Key("b"), ns.Key("c")}
 	entries := make([][]transcript.Entry, len(keys))
 	for j := range keys {
 		g := benchdata.NewGen(uint64(j))
@@ -103,13 +103,13 @@ func TestBenchWriterMatchesAppend(t *testing.T) {
 		}
 		sameEntries(t, a, b)
 	}
-	if a, b := listAll(t, written, scope), listAll(t, appended, scope); fmt.Sprint(a) != fmt.Sprint(b) {
+	if a, b := listAll(t, written, ns), listAll(t, appended, ns); fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Fatalf("List: written %+v\nappended %+v", a, b)
 	}
 	for _, text := range []string{benchdata.Marker, "order", "you order", "ok"} {
 		q := store.SearchQuery{Text: text, Limit: 7}
-		a, errA := store.Search(t.Context(), written, scope, q)
-		b, errB := store.Search(t.Context(), appended, scope, q)
+		a, errA := store.Search(t.Context(), written, ns, q)
+		b, errB := store.Search(t.Context(), appended, ns, q)
 		if errA != nil || errB != nil || len(a) == 0 || fmt.Sprint(a) != fmt.Sprint(b) {
 			t.Fatalf("Search(%q): written %v (%v), appended %v (%v)", text, a, errA, b, errB)
 		}
@@ -182,7 +182,7 @@ func BenchmarkAppendVsRaw(b *testing.B) {
 	b.ReportMetric(float64(inStore)/float64(inRaw), "append/raw")
 }
 
-// listRoot returns a root whose scope benchdata.List.Scope holds 10,000
+// listRoot returns a root whose namespace benchdata.List.Namespace holds 10,000
 // sessions of perSession entries, with its index. With 2 entries, it is
 // the shared list set. With more (10,000 distinct files of 2,000 entries
 // would be 6 GB), one transcript is hard-linked under every name and the
@@ -194,8 +194,8 @@ func listRoot(b *testing.B, perSession int) string {
 	}
 	start := time.Now()
 	root := b.TempDir()
-	scope := benchdata.List.Scope
-	dir := (&Store{root: root}).scopeDir(scope)
+	ns := benchdata.List.Namespace
+	dir := (&Store{root: root}).namespaceDir(ns)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		b.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func listRoot(b *testing.B, perSession int) string {
 		if err := os.Link(template, sessionPath(dir, id)); err != nil {
 			b.Fatal(err)
 		}
-		r := &rec{info: store.Info(scope.Key(id), entries), fileState: stateOf(st), head: entries[len(entries)-1].ID}
+		r := &rec{info: store.Info(ns.Key(id), entries), fileState: stateOf(st), head: entries[len(entries)-1].ID}
 		buf = appendRecord(buf, r, false)
 	}
 	writeRaw(b, filepath.Join(dir, indexName), buf, 0)
@@ -226,7 +226,7 @@ func listRoot(b *testing.B, perSession int) string {
 
 // naiveList lists the way a store without an index must: read and decode
 // every transcript (or every every-th), then sort.
-func naiveList(b *testing.B, dir string, scope store.Scope, limit, every int) []store.SessionInfo {
+func naiveList(b *testing.B, dir string, ns store.Namespace, limit, every int) []store.SessionInfo {
 	all, err := filepath.Glob(filepath.Join(dir, "*"+transcriptExt))
 	if err != nil {
 		b.Fatal(err)
@@ -242,7 +242,7 @@ func naiveList(b *testing.B, dir string, scope store.Scope, limit, every int) []
 			b.Fatal(err)
 		}
 		dec := transcript.NewDecoder(f)
-		key := scope.Key(strings.TrimSuffix(filepath.Base(name), transcriptExt))
+		key := ns.Key(strings.TrimSuffix(filepath.Base(name), transcriptExt))
 		var info store.SessionInfo
 		for {
 			e, err := dec.Decode()
@@ -261,18 +261,18 @@ func naiveList(b *testing.B, dir string, scope store.Scope, limit, every int) []
 	return infos[:min(limit, len(infos))]
 }
 
-func firstPage(b *testing.B, s *Store, scope store.Scope) {
-	page, err := s.List(b.Context(), scope, store.ListOptions{Limit: benchdata.PageSize})
+func firstPage(b *testing.B, s *Store, ns store.Namespace) {
+	page, err := s.List(b.Context(), ns, store.ListOptions{Limit: benchdata.PageSize})
 	if err != nil || len(page.Sessions) != benchdata.PageSize {
 		b.Fatalf("List: %d sessions, %v", len(page.Sessions), err)
 	}
 }
 
 // BenchmarkList lists the first page of 10,000 sessions: warm (a Store
-// that has listed the scope before, as in a long-lived process), cold (a
+// that has listed the namespace before, as in a long-lived process), cold (a
 // new Store each time, as in a command-line run) and naive.
 func BenchmarkList(b *testing.B) {
-	scope := benchdata.List.Scope
+	ns := benchdata.List.Namespace
 	// 2 entries is the shared data set; 20 and 2,000 show that listing does
 	// not grow with transcript length.
 	for _, n := range []int{benchdata.List.PerSession, 20, 2000} {
@@ -282,10 +282,10 @@ func BenchmarkList(b *testing.B) {
 			var warmNs, coldNs float64
 			b.Run("warm", func(b *testing.B) {
 				s := open(b, root)
-				firstPage(b, s, scope)
+				firstPage(b, s, ns)
 				done := benchdata.CPUMetric(b)
 				for b.Loop() {
-					firstPage(b, s, scope)
+					firstPage(b, s, ns)
 				}
 				done()
 				warmNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
@@ -297,7 +297,7 @@ func BenchmarkList(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					firstPage(b, s, scope)
+					firstPage(b, s, ns)
 					s.Close()
 				}
 				done()
@@ -313,7 +313,7 @@ func BenchmarkList(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("naive-1-in-%d", every), func(b *testing.B) {
 				for b.Loop() {
-					naiveList(b, (&Store{root: root}).scopeDir(scope), scope, benchdata.PageSize, every)
+					naiveList(b, (&Store{root: root}).namespaceDir(ns), ns, benchdata.PageSize, every)
 				}
 				naive := float64(b.Elapsed().Nanoseconds()) / float64(b.N) * float64(every)
 				b.ReportMetric(naive, "naive-ns/list")
@@ -363,7 +363,7 @@ func BenchmarkReadTail(b *testing.B) {
 
 // BenchmarkSearch searches the 1,000,000 entries of the search set with
 // store.Search, whose scan fallback (the store has no text index) lists
-// the scope and reads and decodes every transcript in it, or only the
+// the namespace and reads and decodes every transcript in it, or only the
 // session asked for.
 func BenchmarkSearch(b *testing.B) {
 	s := open(b, benchSets(b, benchdata.Search))
@@ -371,7 +371,7 @@ func BenchmarkSearch(b *testing.B) {
 		b.Run(q.Name, func(b *testing.B) {
 			done := benchdata.CPUMetric(b)
 			for b.Loop() {
-				hits, err := store.Search(b.Context(), s, benchdata.Search.Scope, q.SearchQuery())
+				hits, err := store.Search(b.Context(), s, benchdata.Search.Namespace, q.SearchQuery())
 				if err != nil || len(hits) != q.Hits {
 					b.Fatalf("Search(%q): %d hits, want %d; %v", q.Text, len(hits), q.Hits, err)
 				}

@@ -83,14 +83,14 @@
 // Two waits do not watch the context, both short unless a process stops
 // while holding what they wait for: for the index file's lock, which a
 // process holds only while it appends a record or rewrites the index, and
-// for another goroutine of the same Store that is bringing the scope's
+// for another goroutine of the same Store that is bringing the namespace's
 // index up to date.
 //
 // # Listing
 //
 // Each folder of sessions has an index, ".index", with every session's
 // SessionInfo and its transcript's size and mtime, so List reads no
-// transcript: the first List of a scope in a process costs one stat per
+// transcript: the first List of a namespace in a process costs one stat per
 // session, later ones two stat calls and the page. Appends and deletes add
 // a record to the index (not synced: it is derived data); a process
 // rewrites it when superseded records pile up. Read needs no index, and an
@@ -109,7 +109,7 @@
 //   - Another program appending to an existing transcript: Read, ReadTail,
 //     ReadRange and Append see it at once; List and Stat see it when the
 //     folder next changes or a Store first lists the folder.
-//   - A crash: the first List (or Stat, Prune or retention) of a scope in a
+//   - A crash: the first List (or Stat, Prune or retention) of a namespace in a
 //     process compares every session's size and mtime with the index, so
 //     appends whose index record was lost are found; a missing or damaged
 //     index is rebuilt from the transcripts.
@@ -122,7 +122,7 @@
 //
 // # Retention
 //
-// Each scope keeps the newest 50 sessions and none idle over 90 days
+// Each namespace keeps the newest 50 sessions and none idle over 90 days
 // (store.DefaultRetention), enforced when a session is created; WithRetention
 // changes both, and store.Retention{} keeps everything. The session being
 // created is never its own victim (an imported session with old timestamps

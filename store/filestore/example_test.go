@@ -39,7 +39,7 @@ func Example() {
 		}
 	}
 
-	page, err := s.List(ctx, key.Scope(), store.ListOptions{})
+	page, err := s.List(ctx, key.Namespace(), store.ListOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func readAll(t *testing.T, root string) ([]transcript.Entry, error) {
 	s.ReadTail(t.Context(), fuzzKey, 2)
 	s.ReadRange(t.Context(), fuzzKey, 1, 3)
 	s.Stat(t.Context(), fuzzKey)
-	s.List(t.Context(), fuzzKey.Scope(), store.ListOptions{})
+	s.List(t.Context(), fuzzKey.Namespace(), store.ListOptions{})
 	return entries, err
 }
 

@@ -57,14 +57,14 @@ func sameEntries(t testing.TB, got, want []transcript.Entry) {
 	}
 }
 
-func listAll(t testing.TB, s store.Store, scope store.Scope) []store.SessionInfo {
+func listAll(t testing.TB, s store.Store, ns store.Namespace) []store.SessionInfo {
 	t.Helper()
 	var all []store.SessionInfo
 	opt := store.ListOptions{Limit: 7}
 	for {
-		page, err := s.List(t.Context(), scope, opt)
+		page, err := s.List(t.Context(), ns, opt)
 		if err != nil {
-			t.Fatalf("List %s: %v", scope, err)
+			t.Fatalf("List %s: %v", ns, err)
 		}
 		all = append(all, page.Sessions...)
 		if page.NextCursor == "" {

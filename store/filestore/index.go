@@ -18,11 +18,11 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
-// scope is the in-memory index of one scope folder: a record per session,
+// index is the in-memory index of one index folder: a record per session,
 // kept in listing order, mirrored on disk by the journal (journal.go).
-type scope struct {
+type index struct {
 	s    *Store
-	key  store.Scope
+	key  store.Namespace
 	dir  string
 	used uint64 // when last used, under s.mu (see evict)
 
@@ -51,8 +51,8 @@ type rec struct {
 	titleOK     bool   // info.Title holds the title (opened, when sealed)
 }
 
-func newScope(s *Store, key store.Scope, dir string) *scope {
-	return &scope{
+func newIndex(s *Store, key store.Namespace, dir string) *index {
+	return &index{
 		s:    s,
 		key:  key,
 		dir:  dir,
@@ -69,107 +69,107 @@ func cmpRec(a, b *rec) int {
 }
 
 // put installs r as the record of its session, keeping the listing order.
-// The caller holds sc.mu.
-func (sc *scope) put(r *rec) {
+// The caller holds ix.mu.
+func (ix *index) put(r *rec) {
 	id := r.info.ID
-	old := sc.recs[id]
+	old := ix.recs[id]
 	if old == nil {
-		if sc.sorted != nil {
-			i, _ := slices.BinarySearchFunc(sc.sorted, r, cmpRec)
-			sc.sorted = slices.Insert(sc.sorted, i, r)
+		if ix.sorted != nil {
+			i, _ := slices.BinarySearchFunc(ix.sorted, r, cmpRec)
+			ix.sorted = slices.Insert(ix.sorted, i, r)
 		}
-		sc.recs[id] = r
-		if sc.s.fold {
-			sc.addFolded(id)
+		ix.recs[id] = r
+		if ix.s.fold {
+			ix.addFolded(id)
 		}
 		return
 	}
-	if sc.sorted != nil && !old.info.LastActivity.Equal(r.info.LastActivity) {
-		if i, ok := slices.BinarySearchFunc(sc.sorted, old, cmpRec); ok {
-			sc.sorted = slices.Delete(sc.sorted, i, i+1)
+	if ix.sorted != nil && !old.info.LastActivity.Equal(r.info.LastActivity) {
+		if i, ok := slices.BinarySearchFunc(ix.sorted, old, cmpRec); ok {
+			ix.sorted = slices.Delete(ix.sorted, i, i+1)
 			*old = *r
-			i, _ = slices.BinarySearchFunc(sc.sorted, old, cmpRec)
-			sc.sorted = slices.Insert(sc.sorted, i, old)
+			i, _ = slices.BinarySearchFunc(ix.sorted, old, cmpRec)
+			ix.sorted = slices.Insert(ix.sorted, i, old)
 			return
 		}
-		sc.sorted = nil
+		ix.sorted = nil
 	}
 	*old = *r
 }
 
-// remove drops the record of id. The caller holds sc.mu.
-func (sc *scope) remove(id string) {
-	old := sc.recs[id]
+// remove drops the record of id. The caller holds ix.mu.
+func (ix *index) remove(id string) {
+	old := ix.recs[id]
 	if old == nil {
 		return
 	}
-	if sc.sorted != nil {
-		if i, ok := slices.BinarySearchFunc(sc.sorted, old, cmpRec); ok {
-			sc.sorted = slices.Delete(sc.sorted, i, i+1)
+	if ix.sorted != nil {
+		if i, ok := slices.BinarySearchFunc(ix.sorted, old, cmpRec); ok {
+			ix.sorted = slices.Delete(ix.sorted, i, i+1)
 		} else {
-			sc.sorted = nil
+			ix.sorted = nil
 		}
 	}
-	delete(sc.recs, id)
-	if sc.folded != nil && sc.folded[fold(id)] == id {
-		delete(sc.folded, fold(id))
+	delete(ix.recs, id)
+	if ix.folded != nil && ix.folded[fold(id)] == id {
+		delete(ix.folded, fold(id))
 	}
 }
 
-func (sc *scope) addFolded(id string) {
-	if sc.folded == nil {
-		sc.folded = map[string]string{}
+func (ix *index) addFolded(id string) {
+	if ix.folded == nil {
+		ix.folded = map[string]string{}
 	}
-	if _, taken := sc.folded[fold(id)]; !taken {
-		sc.folded[fold(id)] = id
+	if _, taken := ix.folded[fold(id)]; !taken {
+		ix.folded[fold(id)] = id
 	}
 }
 
-// replaceAll installs recs as the whole index. The caller holds sc.mu.
-func (sc *scope) replaceAll(recs map[string]*rec) {
-	sc.recs = recs
-	sc.sorted = nil
-	sc.folded = nil
-	if sc.s.fold {
+// replaceAll installs recs as the whole index. The caller holds ix.mu.
+func (ix *index) replaceAll(recs map[string]*rec) {
+	ix.recs = recs
+	ix.sorted = nil
+	ix.folded = nil
+	if ix.s.fold {
 		for id := range recs {
-			sc.addFolded(id)
+			ix.addFolded(id)
 		}
 	}
 }
 
-func (sc *scope) listing() []*rec {
-	if sc.sorted == nil {
-		sc.sorted = make([]*rec, 0, len(sc.recs))
-		for _, r := range sc.recs {
-			sc.sorted = append(sc.sorted, r)
+func (ix *index) listing() []*rec {
+	if ix.sorted == nil {
+		ix.sorted = make([]*rec, 0, len(ix.recs))
+		for _, r := range ix.recs {
+			ix.sorted = append(ix.sorted, r)
 		}
-		slices.SortFunc(sc.sorted, cmpRec)
+		slices.SortFunc(ix.sorted, cmpRec)
 	}
-	return sc.sorted
+	return ix.sorted
 }
 
 // checkCase refuses a session id that differs only in case from one the
-// scope has, on file systems that fold case, where both would be one file.
+// namespace has, on file systems that fold case, where both would be one file.
 // On other file systems both are separate sessions. It asks the index, and
 // for an id the index does not have, the folder.
-func (sc *scope) checkCase(id string) error {
-	if !sc.s.fold {
+func (ix *index) checkCase(id string) error {
+	if !ix.s.fold {
 		return nil
 	}
-	sc.mu.Lock()
-	if sc.j.id == nil {
-		sc.catchUp()
+	ix.mu.Lock()
+	if ix.j.id == nil {
+		ix.catchUp()
 	}
-	_, exact := sc.recs[id]
-	other, folded := sc.folded[fold(id)]
-	sc.mu.Unlock()
+	_, exact := ix.recs[id]
+	other, folded := ix.folded[fold(id)]
+	ix.mu.Unlock()
 	if exact {
 		return nil
 	}
 	if folded && other != id {
 		return caseError(id, other)
 	}
-	entries, err := os.ReadDir(sc.dir)
+	entries, err := os.ReadDir(ix.dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -202,19 +202,19 @@ func (s *Store) sealTitle(key store.Key, title string) (string, error) {
 	return base64.RawStdEncoding.EncodeToString(b), nil
 }
 
-// openTitle fills in r's title from its sealed form. The caller holds sc.mu.
-func (sc *scope) openTitle(r *rec) error {
+// openTitle fills in r's title from its sealed form. The caller holds ix.mu.
+func (ix *index) openTitle(r *rec) error {
 	if r.titleOK {
 		return nil
 	}
-	if r.sealedTitle == "" || sc.s.cfg.protector == nil {
+	if r.sealedTitle == "" || ix.s.cfg.protector == nil {
 		r.titleOK = true
 		return nil
 	}
 	key := r.info.Key()
 	b, err := base64.RawStdEncoding.DecodeString(r.sealedTitle)
 	if err == nil {
-		b, err = sc.s.cfg.protector.Open(b, titleAD(key))
+		b, err = ix.s.cfg.protector.Open(b, titleAD(key))
 	}
 	switch {
 	case errors.Is(err, seal.ErrWrongKey):
@@ -222,7 +222,7 @@ func (sc *scope) openTitle(r *rec) error {
 	case err != nil:
 		// The index is derived data: a title that does not open is left
 		// out, and the index is rebuilt from the transcripts.
-		sc.needValidate = true
+		ix.needValidate = true
 		r.size = -1
 		r.titleOK = true
 		return nil
@@ -232,34 +232,34 @@ func (sc *scope) openTitle(r *rec) error {
 	return nil
 }
 
-// List returns a page of the sessions of scope, newest activity first, from
+// List returns a page of the sessions of namespace, newest activity first, from
 // the index: no transcript is read. A session another process wrote is
 // seen as soon as that process has appended to the index; a transcript
 // another program wrote or changed is seen once the folder changes or a
-// Store opens the scope (see the package documentation).
-func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptions) (store.SessionPage, error) {
+// Store opens the namespace (see the package documentation).
+func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOptions) (store.SessionPage, error) {
 	page := store.SessionPage{Sessions: []store.SessionInfo{}}
-	if err := checkScope(scope); err != nil {
+	if err := checkNamespace(ns); err != nil {
 		return page, err
 	}
 	var after *store.ListPosition
 	if opt.Cursor != "" {
-		p, err := store.DecodeListCursor(scope, opt.Cursor)
+		p, err := store.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return page, err
 		}
 		after = &p
 	}
-	sc, err := s.scope(ctx, scope, false)
-	if err != nil || sc == nil {
+	ix, err := s.index(ctx, ns, false)
+	if err != nil || ix == nil {
 		return page, err
 	}
-	if err := s.ready(ctx, sc); err != nil {
+	if err := s.ready(ctx, ix); err != nil {
 		return page, err
 	}
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	all := sc.listing()
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	all := ix.listing()
 	i := 0
 	if after != nil {
 		i = sort.Search(len(all), func(i int) bool {
@@ -269,14 +269,14 @@ func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptio
 	n := opt.PageSize()
 	page.Sessions = make([]store.SessionInfo, 0, min(n, len(all)-i))
 	for ; i < len(all) && len(page.Sessions) < n; i++ {
-		if err := sc.openTitle(all[i]); err != nil {
+		if err := ix.openTitle(all[i]); err != nil {
 			return store.SessionPage{Sessions: []store.SessionInfo{}}, err
 		}
 		page.Sessions = append(page.Sessions, all[i].info)
 	}
 	if i < len(all) && len(page.Sessions) > 0 {
 		last := page.Sessions[len(page.Sessions)-1]
-		page.NextCursor = store.EncodeListCursor(scope, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+		page.NextCursor = store.EncodeListCursor(ns, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
 	}
 	return page, nil
 }
@@ -286,21 +286,21 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 	if err := checkKey(key); err != nil {
 		return store.SessionInfo{}, err
 	}
-	sc, err := s.scope(ctx, key.Scope(), false)
+	ix, err := s.index(ctx, key.Namespace(), false)
 	if err != nil {
 		return store.SessionInfo{}, err
 	}
-	if sc != nil {
-		if err := sc.checkCase(key.ID); err != nil {
+	if ix != nil {
+		if err := ix.checkCase(key.ID); err != nil {
 			return store.SessionInfo{}, err
 		}
-		if err := s.ready(ctx, sc); err != nil {
+		if err := s.ready(ctx, ix); err != nil {
 			return store.SessionInfo{}, err
 		}
-		sc.mu.Lock()
-		defer sc.mu.Unlock()
-		if r := sc.recs[key.ID]; r != nil {
-			if err := sc.openTitle(r); err != nil {
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		if r := ix.recs[key.ID]; r != nil {
+			if err := ix.openTitle(r); err != nil {
 				return store.SessionInfo{}, err
 			}
 			return r.info, nil
@@ -315,11 +315,11 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 // none of whose lines decodes (corrupt, or sealed with a key this Store
 // lacks) has no activity to judge it by: it is neither kept nor deleted, so
 // that retention never destroys what a read reports as corrupt. The caller
-// holds sc.mu.
-func (sc *scope) victims(r store.Retention, now time.Time, keep string) []rec {
+// holds ix.mu.
+func (ix *index) victims(r store.Retention, now time.Time, keep string) []rec {
 	var out []rec
 	kept := 0
-	for _, x := range sc.listing() {
+	for _, x := range ix.listing() {
 		if x.info.ID == keep {
 			kept++
 			continue

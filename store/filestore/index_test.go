@@ -13,11 +13,11 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
-// checkListing fails unless scope lists exactly the sessions of want, each
+// checkListing fails unless namespace lists exactly the sessions of want, each
 // with the info store.Info computes from its transcript.
-func checkListing(t *testing.T, s *Store, scope store.Scope, want map[string][]transcript.Entry) {
+func checkListing(t *testing.T, s *Store, ns store.Namespace, want map[string][]transcript.Entry) {
 	t.Helper()
-	got := listAll(t, s, scope)
+	got := listAll(t, s, ns)
 	if len(got) != len(want) {
 		t.Fatalf("List: %d sessions, want %d", len(got), len(want))
 	}
@@ -29,82 +29,82 @@ func checkListing(t *testing.T, s *Store, scope store.Scope, want map[string][]t
 		if !ok {
 			t.Fatalf("List shows unknown session %s", info.ID)
 		}
-		if w := store.Info(scope.Key(info.ID), entries); info != w {
+		if w := store.Info(ns.Key(info.ID), entries); info != w {
 			t.Fatalf("List info of %s:\n got %+v\nwant %+v", info.ID, info, w)
 		}
 	}
 }
 
-func fill(t *testing.T, s *Store, scope store.Scope, n int) map[string][]transcript.Entry {
+func fill(t *testing.T, s *Store, ns store.Namespace, n int) map[string][]transcript.Entry {
 	want := map[string][]transcript.Entry{}
 	for i := range n {
 		id := fmt.Sprintf("s%02d", i)
-		want[id] = seed(t, s, scope.Key(id), "", t0.Add(time.Duration(i)*time.Minute), 1+i%5)
+		want[id] = seed(t, s, ns.Key(id), "", t0.Add(time.Duration(i)*time.Minute), 1+i%5)
 	}
 	return want
 }
 
 func TestIndexRebuiltWhenDeleted(t *testing.T) {
 	root := t.TempDir()
-	scope := store.Scope{Agent: "a"}
+	ns := store.Namespace{Agent: "a"}
 	s := open(t, root)
-	want := fill(t, s, scope, 12)
+	want := fill(t, s, ns, 12)
 	if err := os.Remove(filepath.Join(root, "a", indexName)); err != nil {
 		t.Fatal(err)
 	}
-	checkListing(t, open(t, root), scope, want) // a new process
-	checkListing(t, s, scope, want)             // the one that had it in memory
+	checkListing(t, open(t, root), ns, want) // a new process
+	checkListing(t, s, ns, want)             // the one that had it in memory
 	if _, err := os.Stat(filepath.Join(root, "a", indexName)); err != nil {
 		t.Fatalf("index not written again: %v", err)
 	}
 	// And a damaged one.
 	writeRaw(t, filepath.Join(root, "a", indexName), []byte("spool-index\t1\tplain\nS\tdeadbeef\tgarbage\n"), os.O_TRUNC)
-	checkListing(t, open(t, root), scope, want)
+	checkListing(t, open(t, root), ns, want)
 }
 
 func TestTranscriptAddedByHand(t *testing.T) {
 	root := t.TempDir()
-	scope := store.Scope{Agent: "a"}
+	ns := store.Namespace{Agent: "a"}
 	s := open(t, root)
-	want := fill(t, s, scope, 3)
-	checkListing(t, s, scope, want)
+	want := fill(t, s, ns, 3)
+	checkListing(t, s, ns, want)
 	time.Sleep(10 * time.Millisecond) // let the folder's mtime move on coarse clocks
 
 	// Another program writes a transcript.
 	hand := storetest.Chain("", t0.Add(time.Hour), 4)
 	writeRaw(t, filepath.Join(root, "a", "byhand.jsonl"), lines(t, hand...), 0)
 	want["byhand"] = hand
-	checkListing(t, s, scope, want)
-	checkListing(t, open(t, root), scope, want)
-	sameEntries(t, read(t, s, scope.Key("byhand")), hand)
+	checkListing(t, s, ns, want)
+	checkListing(t, open(t, root), ns, want)
+	sameEntries(t, read(t, s, ns.Key("byhand")), hand)
 
 	// And removes one.
 	time.Sleep(10 * time.Millisecond)
 	os.Remove(filepath.Join(root, "a", "s00.jsonl"))
 	delete(want, "s00")
-	checkListing(t, s, scope, want)
-	checkListing(t, open(t, root), scope, want)
+	checkListing(t, s, ns, want)
+	checkListing(t, open(t, root), ns, want)
 }
 
 func TestStaleIndexAfterCrash(t *testing.T) {
 	// An append whose index record never made it (killed between the two,
 	// or power lost before the record reached the disk).
 	root := t.TempDir()
-	scope := store.Scope{Agent: "a"}
-	want := fill(t, open(t, root), scope, 4)
+	ns := store.Namespace{Agent: "a"}
+	want := fill(t, open(t, root), ns, 4)
 	more := storetest.Chain(storetest.Head(want["s01"]), t0.Add(time.Hour), 3)
 	writeRaw(t, filepath.Join(root, "a", "s01.jsonl"), lines(t, more...), os.O_APPEND)
 	want["s01"] = append(want["s01"], more...)
 	s := open(t, root)
-	checkListing(t, s, scope, want)
+	checkListing(t, s, ns, want)
 	// Appends continue from the true head.
-	seed(t, s, scope.Key("s01"), storetest.Head(want["s01"]), t0.Add(2*time.Hour), 1)
+	seed(t, s, ns.Key("s01"), storetest.Head(want["s01"]), t0.Add(2*time.Hour), 1)
 }
 
 func TestListReadsNoTranscript(t *testing.T) {
 	root := t.TempDir()
-	scope := store.Scope{Agent: "a"}
-	want := fill(t, open(t, root), scope, 5)
+	ns := store.Namespace{Agent: "a"}
+	want := fill(t, open(t, root), ns, 5)
 	// Garble every transcript but keep its size and mtime: a listing that
 	// read them would show garbage or fail.
 	files, _ := filepath.Glob(filepath.Join(root, "a", "*.jsonl"))
@@ -113,26 +113,26 @@ func TestListReadsNoTranscript(t *testing.T) {
 		writeRaw(t, f, bytes.Repeat([]byte("#"), int(st.Size())), 0)
 		os.Chtimes(f, st.ModTime(), st.ModTime())
 	}
-	checkListing(t, open(t, root), scope, want)
+	checkListing(t, open(t, root), ns, want)
 }
 
 func TestOtherProcessSeen(t *testing.T) {
 	// Two Stores on one root know nothing of each other but the files, as
 	// two processes would.
 	root := t.TempDir()
-	scope := store.Scope{Agent: "a", Owner: "u"}
+	ns := store.Namespace{Agent: "a", Owner: "u"}
 	a, b := open(t, root), open(t, root)
-	want := fill(t, a, scope, 3)
-	checkListing(t, b, scope, want)
-	more := seed(t, b, scope.Key("s01"), storetest.Head(want["s01"]), t0.Add(time.Hour), 2)
+	want := fill(t, a, ns, 3)
+	checkListing(t, b, ns, want)
+	more := seed(t, b, ns.Key("s01"), storetest.Head(want["s01"]), t0.Add(time.Hour), 2)
 	want["s01"] = append(want["s01"], more...)
-	checkListing(t, a, scope, want)
-	if err := a.Delete(t.Context(), scope.Key("s02")); err != nil {
+	checkListing(t, a, ns, want)
+	if err := a.Delete(t.Context(), ns.Key("s02")); err != nil {
 		t.Fatal(err)
 	}
 	delete(want, "s02")
-	checkListing(t, b, scope, want)
-	info, err := b.Stat(t.Context(), scope.Key("s01"))
+	checkListing(t, b, ns, want)
+	info, err := b.Stat(t.Context(), ns.Key("s01"))
 	if err != nil || info.Entries != len(want["s01"]) {
 		t.Fatalf("Stat: %+v %v", info, err)
 	}
@@ -140,26 +140,26 @@ func TestOtherProcessSeen(t *testing.T) {
 
 func TestIndexCompaction(t *testing.T) {
 	root := t.TempDir()
-	scope := store.Scope{Agent: "a"}
+	ns := store.Namespace{Agent: "a"}
 	a, b := open(t, root), open(t, root)
-	want := fill(t, a, scope, 2)
-	checkListing(t, b, scope, want)
+	want := fill(t, a, ns, 2)
+	checkListing(t, b, ns, want)
 	// Enough appends to make the index rewrite itself more than once.
 	for i := range 3000 {
 		id := []string{"s00", "s01"}[i%2]
 		e := storetest.Chain(storetest.Head(want[id]), t0.Add(time.Hour+time.Duration(i)*time.Millisecond), 1)
 		s := []*Store{a, b}[i/500%2]
-		if err := s.Append(t.Context(), scope.Key(id), e[0]); err != nil {
+		if err := s.Append(t.Context(), ns.Key(id), e[0]); err != nil {
 			t.Fatal(err)
 		}
 		want[id] = append(want[id], e...)
 		if i%100 == 0 {
-			checkListing(t, s, scope, want)
+			checkListing(t, s, ns, want)
 		}
 	}
-	checkListing(t, a, scope, want)
-	checkListing(t, b, scope, want)
-	checkListing(t, open(t, root), scope, want)
+	checkListing(t, a, ns, want)
+	checkListing(t, b, ns, want)
+	checkListing(t, open(t, root), ns, want)
 	st, err := os.Stat(filepath.Join(root, "a", indexName))
 	if err != nil || st.Size() > 300_000 {
 		t.Fatalf("index not compacted: %v, %d bytes", err, st.Size())
@@ -201,25 +201,25 @@ func TestReplacedFileSameSizeAndMtime(t *testing.T) {
 	sameEntries(t, read(t, s, key), append(replacement, next...))
 }
 
-func TestManyScopes(t *testing.T) {
-	// More user scopes than a Store keeps in memory: evicted ones come
+func TestManyNamespaces(t *testing.T) {
+	// More user namespaces than a Store keeps in memory: evicted ones come
 	// back from disk, and file descriptors stay bounded.
 	root := t.TempDir()
 	s := open(t, root)
-	n := maxScopes + 40
+	n := maxIndexes + 40
 	for i := range n {
 		seed(t, s, store.Key{Agent: "a", Owner: fmt.Sprintf("u%03d", i), ID: "s"}, "", t0, 1)
 	}
-	if len(s.scopes) > maxScopes {
-		t.Fatalf("%d scopes in memory, at most %d", len(s.scopes), maxScopes)
+	if len(s.indexes) > maxIndexes {
+		t.Fatalf("%d namespaces in memory, at most %d", len(s.indexes), maxIndexes)
 	}
 	for i := range n {
-		scope := store.Scope{Agent: "a", Owner: fmt.Sprintf("u%03d", i)}
-		if got := listAll(t, s, scope); len(got) != 1 || got[0].Entries != 1 {
-			t.Fatalf("scope %s lists %+v", scope, got)
+		ns := store.Namespace{Agent: "a", Owner: fmt.Sprintf("u%03d", i)}
+		if got := listAll(t, s, ns); len(got) != 1 || got[0].Entries != 1 {
+			t.Fatalf("namespace %s lists %+v", ns, got)
 		}
 	}
-	if fds, err := os.ReadDir("/proc/self/fd"); err == nil && len(fds) > maxScopes+64 {
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil && len(fds) > maxIndexes+64 {
 		t.Fatalf("%d open file descriptors", len(fds))
 	}
 }

@@ -71,23 +71,23 @@ func TestInvalidKeysTouchNothing(t *testing.T) {
 func TestIDsCannotMeetOtherFiles(t *testing.T) {
 	// Ids that look like the store's own names stay sessions of their own.
 	s := open(t, t.TempDir())
-	scope := store.Scope{Agent: "a"}
+	ns := store.Namespace{Agent: "a"}
 	ids := []string{".index", "users", "x.jsonl", "x.jsonl.lock", "x.jsonl.torn", "x", ".index.abc.tmp", "x.jsonl.off"}
 	want := map[string][]transcript.Entry{}
 	for i, id := range ids {
-		want[id] = seed(t, s, scope.Key(id), "", t0.Add(time.Duration(i)*time.Second), 3)
+		want[id] = seed(t, s, ns.Key(id), "", t0.Add(time.Duration(i)*time.Second), 3)
 	}
 	seed(t, s, store.Key{Agent: "a", Owner: "users", ID: "x"}, "", t0, 1)
-	unlock, err := s.Lock(t.Context(), scope.Key("x"))
+	unlock, err := s.Lock(t.Context(), ns.Key("x"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	unlock()
 	for _, s := range []*Store{s, open(t, s.Root())} {
 		for id, w := range want {
-			sameEntries(t, read(t, s, scope.Key(id)), w)
+			sameEntries(t, read(t, s, ns.Key(id)), w)
 		}
-		if got := listAll(t, s, scope); len(got) != len(ids) {
+		if got := listAll(t, s, ns); len(got) != len(ids) {
 			t.Fatalf("List: %d sessions, want %d", len(got), len(ids))
 		}
 	}
@@ -169,7 +169,7 @@ func TestWindowsNames(t *testing.T) {
 	}
 }
 
-func TestScopesAndClose(t *testing.T) {
+func TestNamespacesAndClose(t *testing.T) {
 	root := t.TempDir()
 	s := open(t, root)
 	seed(t, s, store.Key{Agent: "b", ID: "x"}, "", t0, 1)
@@ -178,10 +178,10 @@ func TestScopesAndClose(t *testing.T) {
 	if err := s.Delete(t.Context(), store.Key{Agent: "a", Owner: "u2", ID: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := open(t, root).Scopes(t.Context())
-	want := []store.Scope{{Agent: "a", Owner: "u1"}, {Agent: "b"}}
+	got, err := open(t, root).Namespaces(t.Context())
+	want := []store.Namespace{{Agent: "a", Owner: "u1"}, {Agent: "b"}}
 	if err != nil || len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
-		t.Fatalf("Scopes: %v %v, want %v", got, err, want)
+		t.Fatalf("Namespaces: %v %v, want %v", got, err, want)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

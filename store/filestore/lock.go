@@ -21,16 +21,16 @@ func (s *Store) Lock(ctx context.Context, key store.Key) (func(), error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	sc, err := s.scope(ctx, key.Scope(), true)
+	ix, err := s.index(ctx, key.Namespace(), true)
 	if err != nil {
 		return nil, err
 	}
-	if err := sc.checkCase(key.ID); err != nil {
+	if err := ix.checkCase(key.ID); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(sc.dir, key.ID+lockExt)
+	path := filepath.Join(ix.dir, key.ID+lockExt)
 	for {
-		f, err := openLockFile(sc, path)
+		f, err := openLockFile(ix, path)
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +54,7 @@ func (s *Store) Lock(ctx context.Context, key store.Key) (func(), error) {
 	}
 }
 
-func openLockFile(sc *scope, path string) (*os.File, error) {
+func openLockFile(ix *index, path string) (*os.File, error) {
 	f, err := openFile(path, os.O_RDWR, 0)
 	if err == nil {
 		return f, nil
@@ -66,9 +66,9 @@ func openLockFile(sc *scope, path string) (*os.File, error) {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}
 	fixMode(f)
-	sc.mu.Lock()
-	sc.touchDir()
-	sc.mu.Unlock()
+	ix.mu.Lock()
+	ix.touchDir()
+	ix.mu.Unlock()
 	return f, nil
 }
 
@@ -147,32 +147,32 @@ func removeLockFile(path string) {
 	}
 }
 
-// Scopes returns every scope that holds sessions, agents in name order,
+// Namespaces returns every namespace that holds sessions, agents in name order,
 // each project scope before its users'.
-func (s *Store) Scopes(ctx context.Context) ([]store.Scope, error) {
+func (s *Store) Namespaces(ctx context.Context) ([]store.Namespace, error) {
 	agents, err := readDirNames(s.root)
 	if err != nil {
 		return nil, err
 	}
-	var out []store.Scope
+	var out []store.Namespace
 	for _, agent := range agents {
-		var scopes []store.Scope
-		if checkScope(store.Scope{Agent: agent}) != nil {
+		var namespaces []store.Namespace
+		if checkNamespace(store.Namespace{Agent: agent}) != nil {
 			continue
 		}
-		scopes = append(scopes, store.Scope{Agent: agent})
+		namespaces = append(namespaces, store.Namespace{Agent: agent})
 		owners, err := readDirNames(filepath.Join(s.root, agent, usersDir))
 		if err != nil {
 			return nil, err
 		}
 		for _, owner := range owners {
-			scopes = append(scopes, store.Scope{Agent: agent, Owner: owner})
+			namespaces = append(namespaces, store.Namespace{Agent: agent, Owner: owner})
 		}
-		for _, sc := range scopes {
-			if checkScope(sc) != nil {
+		for _, ns := range namespaces {
+			if checkNamespace(ns) != nil {
 				continue
 			}
-			x, err := s.scope(ctx, sc, false)
+			x, err := s.index(ctx, ns, false)
 			if err != nil {
 				return nil, err
 			}
@@ -186,7 +186,7 @@ func (s *Store) Scopes(ctx context.Context) ([]store.Scope, error) {
 			n := len(x.recs)
 			x.mu.Unlock()
 			if n > 0 {
-				out = append(out, sc)
+				out = append(out, ns)
 			}
 		}
 	}

@@ -224,12 +224,12 @@ func createExclusive(path, from string) error {
 // encrypted with another key. It runs once per Store, at its first sealed
 // append, and only while the store has no marker.
 func (s *Store) checkUnmarked() error {
-	scopes, err := s.folderScopes()
+	namespaces, err := s.folderNamespaces()
 	if err != nil {
 		return err
 	}
-	for _, sc := range scopes {
-		dir := s.scopeDir(sc)
+	for _, ns := range namespaces {
+		dir := s.namespaceDir(ns)
 		ids, err := folderSessions(dir)
 		if err != nil {
 			return err
@@ -242,7 +242,7 @@ func (s *Store) checkUnmarked() error {
 			if line == nil {
 				continue
 			}
-			key := sc.Key(id)
+			key := ns.Key(id)
 			if !seal.IsSealedLine(line) {
 				return fmt.Errorf("%w: session %s", ErrUnencrypted, key)
 			}

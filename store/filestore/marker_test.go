@@ -110,7 +110,7 @@ func TestMarkerLatePlainWriter(t *testing.T) {
 	if err := plain.Append(t.Context(), store.Key{Agent: "a", Owner: "u", ID: "new"}, e); !errors.Is(err, ErrEncrypted) {
 		t.Fatalf("plain Append into a store encrypted since: %v", err)
 	}
-	if _, err := plain.Prune(t.Context(), store.Scope{Agent: "a", Owner: "u"}, store.Retention{MaxSessions: 1}, time.Now()); !errors.Is(err, ErrEncrypted) {
+	if _, err := plain.Prune(t.Context(), store.Namespace{Agent: "a", Owner: "u"}, store.Retention{MaxSessions: 1}, time.Now()); !errors.Is(err, ErrEncrypted) {
 		t.Fatalf("plain Prune of a store encrypted since: %v", err)
 	}
 	sameTree(t, before, spooltest.FileTree(t, root))

@@ -21,7 +21,7 @@ const (
 	tornExt       = ".jsonl.torn" // torn last lines set aside, one per line
 	offsetsExt    = ".jsonl.off"  // sparse offsets, see offsets.go
 	lockExt       = ".jsonl.lock" // the turn lock (Locker)
-	indexName     = ".index"      // the listing index of one scope folder
+	indexName     = ".index"      // the listing index of one namespace folder
 	usersDir      = "users"       // <agent>/users/<owner>/: user scope
 	tmpExt        = ".tmp"        // files being written, renamed when whole
 	dirMode       = fs.FileMode(0o700)
@@ -66,12 +66,12 @@ func defaultRoot(goos string, getenv func(string) string, home func() (string, e
 	return filepath.Join(data, "spool", "sessions"), nil
 }
 
-// scopeDir is the folder of a scope's sessions.
-func (s *Store) scopeDir(sc store.Scope) string {
-	if sc.Owner == "" {
-		return filepath.Join(s.root, sc.Agent)
+// namespaceDir is the folder of a namespace's sessions.
+func (s *Store) namespaceDir(ns store.Namespace) string {
+	if ns.Owner == "" {
+		return filepath.Join(s.root, ns.Agent)
 	}
-	return filepath.Join(s.root, sc.Agent, usersDir, sc.Owner)
+	return filepath.Join(s.root, ns.Agent, usersDir, ns.Owner)
 }
 
 func sessionPath(dir, id string) string { return filepath.Join(dir, id+transcriptExt) }
@@ -92,21 +92,21 @@ func checkKey(key store.Key) error {
 	if err := store.ValidateKey(key); err != nil {
 		return err
 	}
-	return checkScopeNames(key.Scope(), key.ID)
+	return checkKeyNames(key.Namespace(), key.ID)
 }
 
-func checkScope(sc store.Scope) error {
-	if err := store.ValidateScope(sc); err != nil {
+func checkNamespace(ns store.Namespace) error {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return err
 	}
-	return checkScopeNames(sc, "")
+	return checkKeyNames(ns, "")
 }
 
-func checkScopeNames(sc store.Scope, id string) error {
+func checkKeyNames(ns store.Namespace, id string) error {
 	if runtime.GOOS != "windows" {
 		return nil
 	}
-	for _, n := range []struct{ what, name string }{{"agent", sc.Agent}, {"owner", sc.Owner}, {"session id", id}} {
+	for _, n := range []struct{ what, name string }{{"agent", ns.Agent}, {"owner", ns.Owner}, {"session id", id}} {
 		if n.name != "" && !windowsName(n.name, n.what != "session id") {
 			return fmt.Errorf("%w: %s %q is not a usable file name on Windows", store.ErrInvalidKey, n.what, n.name)
 		}

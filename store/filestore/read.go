@@ -65,19 +65,19 @@ func (s *Store) Read(ctx context.Context, key store.Key) ([]transcript.Entry, er
 
 // openRead opens the session's transcript for reading, or returns nil for
 // a session the store does not have.
-func (s *Store) openRead(ctx context.Context, key store.Key) (*sfile, *scope, error) {
+func (s *Store) openRead(ctx context.Context, key store.Key) (*sfile, *index, error) {
 	if err := checkKey(key); err != nil {
 		return nil, nil, err
 	}
-	sc, err := s.scope(ctx, key.Scope(), false)
-	if err != nil || sc == nil {
+	ix, err := s.index(ctx, key.Namespace(), false)
+	if err != nil || ix == nil {
 		return nil, nil, err
 	}
-	if err := sc.checkCase(key.ID); err != nil {
+	if err := ix.checkCase(key.ID); err != nil {
 		return nil, nil, err
 	}
-	sf, err := s.openSession(ctx, sc, key.ID, false, false)
-	return sf, sc, err
+	sf, err := s.openSession(ctx, ix, key.ID, false, false)
+	return sf, ix, err
 }
 
 // ReadTail returns the newest n entries and the number of entries in the
@@ -86,12 +86,12 @@ func (s *Store) openRead(ctx context.Context, key store.Key) (*sfile, *scope, er
 // *store.CorruptError on a broken link between the entries it returns (and
 // on a first entry with a parent, when it returns the whole transcript).
 func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcript.Entry, int, error) {
-	sf, sc, err := s.openRead(ctx, key)
+	sf, ix, err := s.openRead(ctx, key)
 	if err != nil || sf == nil {
 		return nil, 0, err
 	}
 	defer sf.close()
-	cur, err := s.current(sc, key, sf)
+	cur, err := s.current(ix, key, sf)
 	if err != nil || cur == nil {
 		return nil, 0, err
 	}
@@ -182,12 +182,12 @@ func tailLines(sf *sfile, n int) ([][]byte, error) {
 // range near the end (see the package documentation). Like ReadTail it
 // checks the links between the entries it returns.
 func (s *Store) ReadRange(ctx context.Context, key store.Key, start, end int) ([]transcript.Entry, int, error) {
-	sf, sc, err := s.openRead(ctx, key)
+	sf, ix, err := s.openRead(ctx, key)
 	if err != nil || sf == nil {
 		return nil, 0, err
 	}
 	defer sf.close()
-	cur, err := s.current(sc, key, sf)
+	cur, err := s.current(ix, key, sf)
 	if err != nil || cur == nil {
 		return nil, 0, err
 	}

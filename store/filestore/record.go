@@ -12,7 +12,7 @@ import (
 	"github.com/spool-go/spool/store"
 )
 
-// The index of a scope folder is the file ".index": a header line, then one
+// The index of a namespace folder is the file ".index": a header line, then one
 // line per record, each appended by whichever process changed a session:
 //
 //	spool-index	1	plain|sealed
@@ -127,7 +127,7 @@ var (
 
 // parseRecord parses one record line (without its newline): the id, and
 // the record for S or nil for D.
-func (sc *scope) parseRecord(line string) (string, *rec, error) {
+func (ix *index) parseRecord(line string) (string, *rec, error) {
 	if len(line) < 12 || line[1] != '\t' || line[10] != '\t' {
 		return "", nil, errRecord
 	}
@@ -187,15 +187,15 @@ func (sc *scope) parseRecord(line string) (string, *rec, error) {
 	r.badTail = f[9] == "c"
 	r.info = store.SessionInfo{
 		ID:               id,
-		Agent:            sc.key.Agent,
-		Owner:            sc.key.Owner,
+		Agent:            ix.key.Agent,
+		Owner:            ix.key.Owner,
 		Started:          started,
 		LastActivity:     last,
 		MessageCount:     int(n[3]),
 		PendingApprovals: int(n[4]),
 		Entries:          int(n[2]),
 	}
-	if sc.s.cfg.protector != nil {
+	if ix.s.cfg.protector != nil {
 		r.sealedTitle = f[11]
 	} else {
 		title, ok := parseField(f[11])

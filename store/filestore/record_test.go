@@ -8,17 +8,17 @@ import (
 	"github.com/spool-go/spool/store"
 )
 
-func testScope(sealed bool) *scope {
+func testIndex(sealed bool) *index {
 	s := &Store{}
 	if sealed {
 		s.cfg.protector = newTestProtector(1)
 	}
-	return newScope(s, store.Scope{Agent: "a", Owner: "o"}, "/nowhere")
+	return newIndex(s, store.Namespace{Agent: "a", Owner: "o"}, "/nowhere")
 }
 
 func TestRecordRoundTrip(t *testing.T) {
 	for _, sealed := range []bool{false, true} {
-		sc := testScope(sealed)
+		ix := testIndex(sealed)
 		for _, r := range []*rec{
 			{info: store.SessionInfo{ID: "s", Title: "Where is order 1042?", Entries: 7, MessageCount: 5, PendingApprovals: 1,
 				Started: t0, LastActivity: t0.Add(1500 * time.Millisecond)}, fileState: fileState{size: 1234, mtime: 1 << 60, ino: 1<<64 - 1}, head: "01JF"},
@@ -34,7 +34,7 @@ func TestRecordRoundTrip(t *testing.T) {
 			if strings.Count(string(line), "\n") != 1 || line[len(line)-1] != '\n' {
 				t.Fatalf("record is not one line: %q", line)
 			}
-			id, got, err := sc.parseRecord(string(line[:len(line)-1]))
+			id, got, err := ix.parseRecord(string(line[:len(line)-1]))
 			if err != nil || id != r.info.ID {
 				t.Fatalf("parse %q: %q %v", line, id, err)
 			}
@@ -50,13 +50,13 @@ func TestRecordRoundTrip(t *testing.T) {
 			for i := 11; i < len(line)-1; i++ {
 				bad := []byte(string(line[:len(line)-1]))
 				bad[i] ^= 1
-				if _, _, err := sc.parseRecord(string(bad)); err == nil {
+				if _, _, err := ix.parseRecord(string(bad)); err == nil {
 					t.Fatalf("flipped byte %d of %q accepted", i, line)
 				}
 			}
 		}
 		line := appendDelete(nil, "gone")
-		if id, r, err := sc.parseRecord(string(line[:len(line)-1])); id != "gone" || r != nil || err != nil {
+		if id, r, err := ix.parseRecord(string(line[:len(line)-1])); id != "gone" || r != nil || err != nil {
 			t.Fatalf("delete record: %q %v %v", id, r, err)
 		}
 	}
@@ -67,9 +67,9 @@ func FuzzParseRecord(f *testing.F) {
 	f.Add(string(appendRecord(nil, r, false)))
 	f.Add(string(appendDelete(nil, "x")))
 	f.Add("S\t00000000\t")
-	sc := testScope(false)
+	ix := testIndex(false)
 	f.Fuzz(func(t *testing.T, line string) {
-		id, r, err := sc.parseRecord(line)
+		id, r, err := ix.parseRecord(line)
 		if err != nil {
 			return
 		}
@@ -78,7 +78,7 @@ func FuzzParseRecord(f *testing.F) {
 		}
 		if r != nil {
 			back := appendRecord(nil, r, false)
-			if _, r2, err := sc.parseRecord(string(back[:len(back)-1])); err != nil || r2.info != r.info || r2.head != r.head {
+			if _, r2, err := ix.parseRecord(string(back[:len(back)-1])); err != nil || r2.info != r.info || r2.head != r.head {
 				t.Fatalf("re-encoded record differs: %v", err)
 			}
 		}

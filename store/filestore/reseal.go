@@ -52,19 +52,19 @@ func (s *Store) Reseal(ctx context.Context, to seal.Protector, progress func(key
 	if err := s.ensureMarker(); err != nil {
 		return err
 	}
-	scopes, err := s.folderScopes()
+	namespaces, err := s.folderNamespaces()
 	if err != nil {
 		return err
 	}
-	for _, scope := range scopes {
-		sc, err := s.scope(ctx, scope, false)
+	for _, ns := range namespaces {
+		ix, err := s.index(ctx, ns, false)
 		if err != nil {
 			return err
 		}
-		if sc == nil {
+		if ix == nil {
 			continue
 		}
-		ids, err := folderSessions(sc.dir)
+		ids, err := folderSessions(ix.dir)
 		if err != nil {
 			return err
 		}
@@ -72,8 +72,8 @@ func (s *Store) Reseal(ctx context.Context, to seal.Protector, progress func(key
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			key := scope.Key(id)
-			done, err := s.resealSession(ctx, sc, key, to)
+			key := ns.Key(id)
+			done, err := s.resealSession(ctx, ix, key, to)
 			if err != nil {
 				return err
 			}
@@ -111,13 +111,13 @@ func checkRotation(current, to seal.Protector) error {
 
 // resealSession rewrites one session under to, unless it is under to
 // already, and reports whether it rewrote it.
-func (s *Store) resealSession(ctx context.Context, sc *scope, key store.Key, to seal.Protector) (bool, error) {
+func (s *Store) resealSession(ctx context.Context, ix *index, key store.Key, to seal.Protector) (bool, error) {
 	release, err := s.lockStripe(ctx, key)
 	if err != nil {
 		return false, err
 	}
 	defer release()
-	sf, err := s.openSession(ctx, sc, key.ID, true, false)
+	sf, err := s.openSession(ctx, ix, key.ID, true, false)
 	if err != nil || sf == nil {
 		return false, err
 	}
@@ -139,7 +139,7 @@ func (s *Store) resealSession(ctx context.Context, sc *scope, key store.Key, to 
 				return false, fmt.Errorf("filestore: re-encrypting session %s: %w", key, err)
 			}
 			// The index record: the file and its sealed title are new.
-			s.rescan(ctx, sc, key.ID)
+			s.rescan(ctx, ix, key.ID)
 			return true, nil
 		case errors.Is(err, errLongLine):
 			return false, &store.CorruptError{Key: key, Position: pos, Where: sf.path + ":" + strconv.Itoa(no), Err: err}
@@ -230,26 +230,26 @@ func removeResealTemps(path string) {
 	}
 }
 
-// folderScopes returns every scope that has a folder in the store, read
+// folderNamespaces returns every namespace that has a folder in the store, read
 // from the folders themselves (not the index).
-func (s *Store) folderScopes() ([]store.Scope, error) {
+func (s *Store) folderNamespaces() ([]store.Namespace, error) {
 	agents, err := readDirNames(s.root)
 	if err != nil {
 		return nil, err
 	}
-	var out []store.Scope
+	var out []store.Namespace
 	for _, agent := range agents {
-		if checkScope(store.Scope{Agent: agent}) != nil {
+		if checkNamespace(store.Namespace{Agent: agent}) != nil {
 			continue
 		}
-		out = append(out, store.Scope{Agent: agent})
+		out = append(out, store.Namespace{Agent: agent})
 		owners, err := readDirNames(filepath.Join(s.root, agent, usersDir))
 		if err != nil {
 			return nil, err
 		}
 		for _, owner := range owners {
-			if sc := (store.Scope{Agent: agent, Owner: owner}); checkScope(sc) == nil {
-				out = append(out, sc)
+			if ix := (store.Namespace{Agent: agent, Owner: owner}); checkNamespace(ix) == nil {
+				out = append(out, ix)
 			}
 		}
 	}

@@ -101,7 +101,7 @@ func TestReseal(t *testing.T) {
 	}
 	fresh := open(t, root, WithProtector(newTestProtector(2)))
 	checkAll(t, fresh, want)
-	page, err := fresh.List(t.Context(), store.Scope{Agent: "a"}, store.ListOptions{})
+	page, err := fresh.List(t.Context(), store.Namespace{Agent: "a"}, store.ListOptions{})
 	if err != nil || len(page.Sessions) != 2 {
 		t.Fatalf("List: %+v, %v", page, err)
 	}
@@ -133,11 +133,11 @@ func TestResealResumes(t *testing.T) {
 	root, want := resealFixture(t)
 	kr := keyring(t, newTestProtector(2), newTestProtector(1))
 	s := open(t, root, WithProtector(kr))
-	sc, err := s.scope(t.Context(), store.Scope{Agent: "a"}, false)
+	ix, err := s.index(t.Context(), store.Namespace{Agent: "a"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done, err := s.resealSession(t.Context(), sc, store.Key{Agent: "a", ID: "one"}, newTestProtector(2)); err != nil || !done {
+	if done, err := s.resealSession(t.Context(), ix, store.Key{Agent: "a", ID: "one"}, newTestProtector(2)); err != nil || !done {
 		t.Fatal(done, err)
 	}
 	// A temporary file left by a crash just before the rename.

@@ -61,22 +61,22 @@ func TestRetentionSparesSessionAppendedAfterDecision(t *testing.T) {
 			if two {
 				w = open(t, root)
 			}
-			scope := store.Scope{Agent: "a"}
-			a := seed(t, s, scope.Key("A"), "", t0.Add(time.Second), 1)
-			seed(t, s, scope.Key("B"), "", t0.Add(2*time.Second), 1)
-			added := appendBetween(t, w, scope.Key("A"), a[0].ID, t0.Add(3*time.Second))
-			seed(t, s, scope.Key("C"), "", t0.Add(4*time.Second), 1)
+			ns := store.Namespace{Agent: "a"}
+			a := seed(t, s, ns.Key("A"), "", t0.Add(time.Second), 1)
+			seed(t, s, ns.Key("B"), "", t0.Add(2*time.Second), 1)
+			added := appendBetween(t, w, ns.Key("A"), a[0].ID, t0.Add(3*time.Second))
+			seed(t, s, ns.Key("C"), "", t0.Add(4*time.Second), 1)
 			if *added == nil {
 				t.Fatal("retention did not choose A")
 			}
-			sameEntries(t, read(t, s, scope.Key("A")), append(a, *added...))
+			sameEntries(t, read(t, s, ns.Key("A")), append(a, *added...))
 			// B was not chosen; it goes at the next creation.
-			if got := ids(listAll(t, s, scope)); !slices.Equal(got, []string{"A", "B", "C"}) {
+			if got := ids(listAll(t, s, ns)); !slices.Equal(got, []string{"A", "B", "C"}) {
 				t.Fatalf("sessions %v, want A B C", got)
 			}
 			retentionHook = nil
-			seed(t, s, scope.Key("D"), "", t0.Add(5*time.Second), 1)
-			if got := ids(listAll(t, s, scope)); !slices.Equal(got, []string{"C", "D"}) {
+			seed(t, s, ns.Key("D"), "", t0.Add(5*time.Second), 1)
+			if got := ids(listAll(t, s, ns)); !slices.Equal(got, []string{"C", "D"}) {
 				t.Fatalf("after the next creation: %v, want C D", got)
 			}
 		})
@@ -92,23 +92,23 @@ func TestPruneSparesSessionAppendedAfterDecision(t *testing.T) {
 			if two {
 				w = open(t, root)
 			}
-			scope := store.Scope{Agent: "a"}
-			a := seed(t, s, scope.Key("A"), "", t0.Add(time.Second), 1)
-			seed(t, s, scope.Key("B"), "", t0.Add(2*time.Second), 1)
-			seed(t, s, scope.Key("C"), "", t0.Add(4*time.Second), 1)
-			added := appendBetween(t, w, scope.Key("A"), a[0].ID, t0.Add(3*time.Second))
+			ns := store.Namespace{Agent: "a"}
+			a := seed(t, s, ns.Key("A"), "", t0.Add(time.Second), 1)
+			seed(t, s, ns.Key("B"), "", t0.Add(2*time.Second), 1)
+			seed(t, s, ns.Key("C"), "", t0.Add(4*time.Second), 1)
+			added := appendBetween(t, w, ns.Key("A"), a[0].ID, t0.Add(3*time.Second))
 			r := store.Retention{MaxSessions: 2}
-			n, err := s.Prune(t.Context(), scope, r, t0.Add(time.Hour))
+			n, err := s.Prune(t.Context(), ns, r, t0.Add(time.Hour))
 			if err != nil || n != 0 {
 				t.Fatalf("Prune: %d, %v; want 0 deleted", n, err)
 			}
-			sameEntries(t, read(t, s, scope.Key("A")), append(a, *added...))
+			sameEntries(t, read(t, s, ns.Key("A")), append(a, *added...))
 			retentionHook = nil
-			n, err = s.Prune(t.Context(), scope, r, t0.Add(time.Hour))
+			n, err = s.Prune(t.Context(), ns, r, t0.Add(time.Hour))
 			if err != nil || n != 1 {
 				t.Fatalf("second Prune: %d, %v; want 1 deleted", n, err)
 			}
-			if got := ids(listAll(t, s, scope)); !slices.Equal(got, []string{"A", "C"}) {
+			if got := ids(listAll(t, s, ns)); !slices.Equal(got, []string{"A", "C"}) {
 				t.Fatalf("sessions %v, want A C", got)
 			}
 		})
@@ -138,11 +138,11 @@ func TestRetentionRacingAppend(t *testing.T) {
 				if mode == "twoStores" {
 					w = open(t, root)
 				}
-				scope := store.Scope{Agent: "a"}
-				a := seed(t, s, scope.Key("A"), "", t0.Add(time.Second), 1)
-				seed(t, s, scope.Key("B"), "", t0.Add(2*time.Second), 1)
+				ns := store.Namespace{Agent: "a"}
+				a := seed(t, s, ns.Key("A"), "", t0.Add(time.Second), 1)
+				seed(t, s, ns.Key("B"), "", t0.Add(2*time.Second), 1)
 				if mode == "prune" {
-					seed(t, s, scope.Key("C"), "", t0.Add(4*time.Second), 1)
+					seed(t, s, ns.Key("C"), "", t0.Add(4*time.Second), 1)
 				}
 				next := storetest.Chain(a[0].ID, t0.Add(3*time.Second), 1)
 				var wg sync.WaitGroup
@@ -152,18 +152,18 @@ func TestRetentionRacingAppend(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-start
-					appendErr = w.Append(t.Context(), scope.Key("A"), next[0])
+					appendErr = w.Append(t.Context(), ns.Key("A"), next[0])
 				}()
 				go func() {
 					defer wg.Done()
 					<-start
 					if mode == "prune" {
-						if _, err := s.Prune(t.Context(), scope, store.Retention{MaxSessions: 2}, now); err != nil {
+						if _, err := s.Prune(t.Context(), ns, store.Retention{MaxSessions: 2}, now); err != nil {
 							t.Errorf("Prune: %v", err)
 						}
 						return
 					}
-					if err := s.Append(t.Context(), scope.Key("C"), storetest.Chain("", t0.Add(4*time.Second), 1)[0]); err != nil {
+					if err := s.Append(t.Context(), ns.Key("C"), storetest.Chain("", t0.Add(4*time.Second), 1)[0]); err != nil {
 						t.Errorf("creating C: %v", err)
 					}
 				}()
@@ -177,7 +177,7 @@ func TestRetentionRacingAppend(t *testing.T) {
 					continue
 				}
 				acked++
-				if got := read(t, s, scope.Key("A")); len(got) != 2 {
+				if got := read(t, s, ns.Key("A")); len(got) != 2 {
 					t.Fatalf("iteration %d: the append to A was acknowledged, then A read %d entries", i, len(got))
 				}
 			}

@@ -22,7 +22,7 @@ func TestRetentionSparesUnreadable(t *testing.T) {
 
 	s := open(t, root, WithRetention(store.Retention{MaxSessions: 1, MaxAge: time.Hour}))
 	seed(t, s, store.Key{Agent: "a", Owner: "u", ID: "plain"}, "", time.Now(), 1)
-	if _, err := s.Prune(t.Context(), sealed.Scope(), store.Retention{MaxSessions: 1, MaxAge: time.Hour}, time.Now()); err != nil {
+	if _, err := s.Prune(t.Context(), sealed.Namespace(), store.Retention{MaxSessions: 1, MaxAge: time.Hour}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{filepath.Join(root, "a", "users", "u", "s.jsonl"), corrupt} {

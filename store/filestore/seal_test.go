@@ -84,7 +84,7 @@ func TestSealedRoundTrip(t *testing.T) {
 			t.Fatal(total, err)
 		}
 		sameEntries(t, tail, want[len(want)-2:])
-		page, err := s.List(t.Context(), key.Scope(), store.ListOptions{})
+		page, err := s.List(t.Context(), key.Namespace(), store.ListOptions{})
 		if err != nil || len(page.Sessions) != 1 || page.Sessions[0].Title != store.Title(secret) {
 			t.Fatalf("List of an encrypted store: %+v %v", page, err)
 		}
@@ -121,7 +121,7 @@ func TestSealedWrongKeyOrNone(t *testing.T) {
 	if !errors.Is(err, seal.ErrWrongKey) || errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "encrypted with another key") {
 		t.Fatalf("Read with another key: %v", err)
 	}
-	if _, err := other.List(t.Context(), key.Scope(), store.ListOptions{}); !errors.Is(err, seal.ErrWrongKey) {
+	if _, err := other.List(t.Context(), key.Namespace(), store.ListOptions{}); !errors.Is(err, seal.ErrWrongKey) {
 		t.Fatalf("List with another key: %v", err)
 	}
 	if _, err := plain.Read(t.Context(), key); !errors.Is(err, ErrEncrypted) {

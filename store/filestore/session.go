@@ -65,8 +65,8 @@ func (sf *sfile) stat() error {
 // until ctx is done. Without create it returns nil for a session that has
 // no file. Before it returns, a torn last line is set aside (repairTorn), so
 // every line of the file is whole.
-func (s *Store) openSession(ctx context.Context, sc *scope, id string, exclusive, create bool) (*sfile, error) {
-	path := sessionPath(sc.dir, id)
+func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive, create bool) (*sfile, error) {
+	path := sessionPath(ix.dir, id)
 	flag := os.O_RDONLY
 	if exclusive {
 		flag = os.O_RDWR
@@ -83,7 +83,7 @@ func (s *Store) openSession(ctx context.Context, sc *scope, id string, exclusive
 				}
 				if attempt == 0 {
 					// The folder was removed under the store: make it again.
-					if err := mkdirs(sc.dir); err != nil {
+					if err := mkdirs(ix.dir); err != nil {
 						return nil, err
 					}
 					continue
@@ -111,10 +111,10 @@ func (s *Store) openSession(ctx context.Context, sc *scope, id string, exclusive
 		}
 		// A file just as the index last saw it ends in a newline: the
 		// index records only whole appends. Anything else is checked.
-		sc.mu.Lock()
-		r := sc.recs[id]
+		ix.mu.Lock()
+		r := ix.recs[id]
 		known := r != nil && r.fileState == sf.fileState
-		sc.mu.Unlock()
+		ix.mu.Unlock()
 		torn := false
 		if !known {
 			if torn, err = sf.torn(); err != nil {
@@ -135,7 +135,7 @@ func (s *Store) openSession(ctx context.Context, sc *scope, id string, exclusive
 		// Setting the tail aside needs the exclusive lock; take it on a
 		// file of its own and start over.
 		sf.close()
-		w, err := s.openSession(ctx, sc, id, true, false)
+		w, err := s.openSession(ctx, ix, id, true, false)
 		if err != nil {
 			return nil, err
 		}

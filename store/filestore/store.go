@@ -26,10 +26,10 @@ type Store struct {
 	// logic on a file system that does not).
 	fold bool
 
-	mu     sync.Mutex
-	scopes map[store.Scope]*scope // the most recently used, at most maxScopes
-	tick   uint64                 // the clock of scope.used
-	closed bool
+	mu      sync.Mutex
+	indexes map[store.Namespace]*index // the most recently used, at most maxIndexes
+	tick    uint64                     // the clock of namespace.used
+	closed  bool
 
 	// stripes serialize the appends and deletes of one session within the
 	// process, so that waiters queue here (giving up when their context
@@ -53,7 +53,7 @@ type config struct {
 // An Option configures a Store.
 type Option func(*config)
 
-// WithRetention sets which sessions of each scope the store keeps; it is
+// WithRetention sets which sessions of each namespace the store keeps; it is
 // enforced when a session is created. store.Retention{} keeps everything.
 // The default is store.DefaultRetention.
 func WithRetention(r store.Retention) Option {
@@ -113,11 +113,11 @@ func New(root string, opts ...Option) (*Store, error) {
 		o(&cfg)
 	}
 	s := &Store{
-		root:   abs,
-		cfg:    cfg,
-		fold:   foldsCase(abs),
-		scopes: map[store.Scope]*scope{},
-		seed:   maphash.MakeSeed(),
+		root:    abs,
+		cfg:     cfg,
+		fold:    foldsCase(abs),
+		indexes: map[store.Namespace]*index{},
+		seed:    maphash.MakeSeed(),
 	}
 	for i := range s.stripes {
 		s.stripes[i] = make(chan struct{}, 1)
@@ -145,16 +145,16 @@ func (s *Store) Root() string { return s.root }
 func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	scopes := s.scopes
-	s.scopes = map[store.Scope]*scope{}
+	indexes := s.indexes
+	s.indexes = map[store.Namespace]*index{}
 	s.mu.Unlock()
 	var first error
-	for _, sc := range scopes {
-		sc.mu.Lock()
-		if err := sc.j.close(); err != nil && first == nil {
+	for _, ix := range indexes {
+		ix.mu.Lock()
+		if err := ix.j.close(); err != nil && first == nil {
 			first = err
 		}
-		sc.mu.Unlock()
+		ix.mu.Unlock()
 	}
 	return first
 }
@@ -178,12 +178,12 @@ func (s *Store) lockStripe(ctx context.Context, key store.Key) (func(), error) {
 	}
 }
 
-// scope returns the index of sc, making its folder when create is set.
-// Without create it returns nil for a scope whose folder does not exist:
+// index returns the index of ix, making its folder when create is set.
+// Without create it returns nil for a index whose folder does not exist:
 // there is nothing in it. The index loads lazily: the records of the index
 // file when a session's record is first needed (catchUp), the comparison
 // with the folder when a listing is (ready).
-func (s *Store) scope(ctx context.Context, sc store.Scope, create bool) (*scope, error) {
+func (s *Store) index(ctx context.Context, ns store.Namespace, create bool) (*index, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func (s *Store) scope(ctx context.Context, sc store.Scope, create bool) (*scope,
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
-	x := s.scopes[sc]
+	x := s.indexes[ns]
 	if x != nil {
 		s.tick++
 		x.used = s.tick
@@ -200,8 +200,8 @@ func (s *Store) scope(ctx context.Context, sc store.Scope, create bool) (*scope,
 	s.mu.Unlock()
 	made := false
 	if x == nil {
-		dir := s.scopeDir(sc)
-		if err := s.checkScopeCase(sc); err != nil {
+		dir := s.namespaceDir(ns)
+		if err := s.checkNamespaceCase(ns); err != nil {
 			return nil, err
 		}
 		if _, err := os.Stat(dir); err != nil {
@@ -217,7 +217,7 @@ func (s *Store) scope(ctx context.Context, sc store.Scope, create bool) (*scope,
 			made = true
 			// Another process may have made the same folder in other case
 			// at the same moment.
-			if err := s.checkScopeCase(sc); err != nil {
+			if err := s.checkNamespaceCase(ns); err != nil {
 				return nil, err
 			}
 		}
@@ -226,10 +226,10 @@ func (s *Store) scope(ctx context.Context, sc store.Scope, create bool) (*scope,
 			s.mu.Unlock()
 			return nil, ErrClosed
 		}
-		var evicted *scope
-		if x = s.scopes[sc]; x == nil {
-			x = newScope(s, sc, dir)
-			s.scopes[sc] = x
+		var evicted *index
+		if x = s.indexes[ns]; x == nil {
+			x = newIndex(s, ns, dir)
+			s.indexes[ns] = x
 			evicted = s.evict()
 		}
 		s.tick++
@@ -251,51 +251,51 @@ func (s *Store) scope(ctx context.Context, sc store.Scope, create bool) (*scope,
 	return x, nil
 }
 
-// maxScopes bounds the scopes a Store keeps in memory, each with its index
-// and an open index file, so that a server with many users' scopes keeps
+// maxIndexes bounds the namespaces a Store keeps in memory, each with its index
+// and an open index file, so that a server with many users' namespaces keeps
 // neither memory nor file descriptors for all of them.
-const maxScopes = 256
+const maxIndexes = 256
 
-// evict drops the least recently used scope when there are too many, and
+// evict drops the least recently used namespace when there are too many, and
 // returns it for its index file to be closed. An operation still under way
 // on it finishes on its own copy: two views of one folder in one process
 // keep each other right the same way two processes do, through the files.
 // The caller holds s.mu.
-func (s *Store) evict() *scope {
-	if len(s.scopes) <= maxScopes {
+func (s *Store) evict() *index {
+	if len(s.indexes) <= maxIndexes {
 		return nil
 	}
-	var old *scope
-	for _, x := range s.scopes {
+	var old *index
+	for _, x := range s.indexes {
 		if old == nil || x.used < old.used {
 			old = x
 		}
 	}
-	delete(s.scopes, old.key)
+	delete(s.indexes, old.key)
 	return old
 }
 
-// checkScopeCase refuses a scope whose agent or owner folder exists in
+// checkNamespaceCase refuses a namespace whose agent or owner folder exists in
 // other case, on file systems that fold case.
-func (s *Store) checkScopeCase(sc store.Scope) error {
+func (s *Store) checkNamespaceCase(ns store.Namespace) error {
 	if !s.fold {
 		return nil
 	}
-	if err := checkFolder(s.root, sc.Agent, "agent"); err != nil {
+	if err := checkFolder(s.root, ns.Agent, "agent"); err != nil {
 		return err
 	}
-	if sc.Owner != "" {
-		return checkFolder(filepath.Join(s.root, sc.Agent, usersDir), sc.Owner, "owner")
+	if ns.Owner != "" {
+		return checkFolder(filepath.Join(s.root, ns.Agent, usersDir), ns.Owner, "owner")
 	}
 	return nil
 }
 
 var (
-	_ store.Store       = (*Store)(nil)
-	_ store.RangeReader = (*Store)(nil)
-	_ store.TailReader  = (*Store)(nil)
-	_ store.Stater      = (*Store)(nil)
-	_ store.Pruner      = (*Store)(nil)
-	_ store.Locker      = (*Store)(nil)
-	_ store.ScopeLister = (*Store)(nil)
+	_ store.Store           = (*Store)(nil)
+	_ store.RangeReader     = (*Store)(nil)
+	_ store.TailReader      = (*Store)(nil)
+	_ store.Stater          = (*Store)(nil)
+	_ store.Pruner          = (*Store)(nil)
+	_ store.Locker          = (*Store)(nil)
+	_ store.NamespaceLister = (*Store)(nil)
 )

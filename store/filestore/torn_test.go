@@ -120,7 +120,7 @@ func TestCorruptLineFailsRead(t *testing.T) {
 			}
 			// The rest of the store works.
 			sameEntries(t, read(t, s, good), want)
-			all := listAll(t, s, store.Scope{Agent: "a"})
+			all := listAll(t, s, store.Namespace{Agent: "a"})
 			if len(all) != 2 {
 				t.Fatalf("List: %d sessions, want both", len(all))
 			}

@@ -8,55 +8,55 @@ import (
 	"os"
 )
 
-// ensureLoaded loads sc's index and compares it with the folder, the first
-// time the process uses the scope.
-func (s *Store) ensureLoaded(ctx context.Context, sc *scope) error {
-	sc.mu.Lock()
-	loaded := sc.loaded
-	sc.mu.Unlock()
+// ensureLoaded loads ix's index and compares it with the folder, the first
+// time the process uses the namespace.
+func (s *Store) ensureLoaded(ctx context.Context, ix *index) error {
+	ix.mu.Lock()
+	loaded := ix.loaded
+	ix.mu.Unlock()
 	if loaded {
 		return nil
 	}
-	sc.valMu.Lock()
-	defer sc.valMu.Unlock()
-	sc.mu.Lock()
-	loaded = sc.loaded
-	sc.mu.Unlock()
+	ix.valMu.Lock()
+	defer ix.valMu.Unlock()
+	ix.mu.Lock()
+	loaded = ix.loaded
+	ix.mu.Unlock()
 	if loaded {
 		return nil
 	}
-	return s.validate(ctx, sc)
+	return s.validate(ctx, ix)
 }
 
-// ready brings sc up to date before it answers from the index: it applies
+// ready brings ix up to date before it answers from the index: it applies
 // the records other processes appended, and compares the index with the
 // folder when the folder changed (a transcript added or removed by another
 // program) or the index was lost or damaged. The cost when nothing changed
 // is two stat calls.
-func (s *Store) ready(ctx context.Context, sc *scope) error {
-	if err := s.ensureLoaded(ctx, sc); err != nil {
+func (s *Store) ready(ctx context.Context, ix *index) error {
+	if err := s.ensureLoaded(ctx, ix); err != nil {
 		return err
 	}
-	sc.mu.Lock()
-	err := sc.catchUp()
-	need := sc.needValidate
+	ix.mu.Lock()
+	err := ix.catchUp()
+	need := ix.needValidate
 	if !need {
-		st, serr := os.Stat(sc.dir)
-		need = serr != nil || !st.ModTime().Equal(sc.dirMod)
+		st, serr := os.Stat(ix.dir)
+		need = serr != nil || !st.ModTime().Equal(ix.dirMod)
 	}
-	if err == nil && !need && sc.compactDue() {
+	if err == nil && !need && ix.compactDue() {
 		// Mostly superseded records: rewrite the index. A failure leaves
 		// the old one, which is still right.
-		sc.rewrite()
+		ix.rewrite()
 	}
-	sc.mu.Unlock()
+	ix.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	if need {
-		sc.valMu.Lock()
-		defer sc.valMu.Unlock()
-		return s.validate(ctx, sc)
+		ix.valMu.Lock()
+		defer ix.valMu.Unlock()
+		return s.validate(ctx, ix)
 	}
 	return nil
 }
@@ -66,48 +66,48 @@ func (s *Store) ready(ctx context.Context, sc *scope) error {
 // append and its record, a power loss that kept the line but not the
 // record, another program's write), one without a record is read, and a
 // record without a transcript is dropped. It costs one stat per session
-// plus reading the transcripts that changed. The caller holds sc.valMu and
+// plus reading the transcripts that changed. The caller holds ix.valMu and
 // no session lock.
-func (s *Store) validate(ctx context.Context, sc *scope) error {
-	sc.mu.Lock()
-	if err := sc.catchUp(); err != nil {
-		sc.mu.Unlock()
+func (s *Store) validate(ctx context.Context, ix *index) error {
+	ix.mu.Lock()
+	if err := ix.catchUp(); err != nil {
+		ix.mu.Unlock()
 		return err
 	}
-	indexOK := sc.j.id != nil && !sc.needValidate
-	sc.needValidate = false
-	sc.validating = true
-	known := make(map[string]fileState, len(sc.recs))
-	for id, r := range sc.recs {
+	indexOK := ix.j.id != nil && !ix.needValidate
+	ix.needValidate = false
+	ix.validating = true
+	known := make(map[string]fileState, len(ix.recs))
+	for id, r := range ix.recs {
 		known[id] = r.fileState
 	}
-	dirSt, derr := os.Stat(sc.dir)
-	sc.mu.Unlock()
+	dirSt, derr := os.Stat(ix.dir)
+	ix.mu.Unlock()
 
 	done := false
 	defer func() {
-		sc.mu.Lock()
-		sc.validating = false
+		ix.mu.Lock()
+		ix.validating = false
 		if !done {
-			sc.needValidate = true // try again at the next chance
+			ix.needValidate = true // try again at the next chance
 		}
-		sc.mu.Unlock()
+		ix.mu.Unlock()
 	}()
 	if derr != nil {
 		if !errors.Is(derr, fs.ErrNotExist) {
 			return fmt.Errorf("filestore: %w", derr)
 		}
 		// The folder is gone, and every session with it.
-		sc.mu.Lock()
-		sc.replaceAll(map[string]*rec{})
-		sc.j.close()
-		sc.j.id = nil
-		sc.loaded = true
-		sc.mu.Unlock()
+		ix.mu.Lock()
+		ix.replaceAll(map[string]*rec{})
+		ix.j.close()
+		ix.j.id = nil
+		ix.loaded = true
+		ix.mu.Unlock()
 		done = true
 		return nil
 	}
-	d, err := os.Open(sc.dir)
+	d, err := os.Open(ix.dir)
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
@@ -145,34 +145,34 @@ func (s *Store) validate(ctx context.Context, sc *scope) error {
 		}
 		// A transcript that cannot be read now keeps its old record (or
 		// none); the next validation tries again.
-		s.rescan(ctx, sc, id)
+		s.rescan(ctx, ix, id)
 	}
 
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	removed := 0
 	for id := range known {
 		if present[id] {
 			continue
 		}
 		// Made by this process since the folder was read?
-		if st, err := os.Stat(sessionPath(sc.dir, id)); err == nil && st.Size() > 0 {
+		if st, err := os.Stat(sessionPath(ix.dir, id)); err == nil && st.Size() > 0 {
 			continue
 		}
-		if sc.recs[id] != nil {
-			sc.remove(id)
-			sc.write(appendDelete(nil, id))
+		if ix.recs[id] != nil {
+			ix.remove(id)
+			ix.write(appendDelete(nil, id))
 			removed++
 		}
 	}
-	sc.loaded = true
-	sc.dirMod = dirSt.ModTime()
+	ix.loaded = true
+	ix.dirMod = dirSt.ModTime()
 	done = true
 	if !indexOK || len(stale) > 0 || removed > 0 {
-		if sc.rewrite() == nil {
+		if ix.rewrite() == nil {
 			// The new index holds what the folder does, whatever went
 			// wrong with records meanwhile.
-			sc.needValidate = false
+			ix.needValidate = false
 		}
 	}
 	return nil
@@ -181,28 +181,28 @@ func (s *Store) validate(ctx context.Context, sc *scope) error {
 // rescan reads one transcript again and records what it holds. The
 // session's lock is held from the read to the record, so the record cannot
 // land after a newer one.
-func (s *Store) rescan(ctx context.Context, sc *scope, id string) error {
-	sf, err := s.openSession(ctx, sc, id, false, false)
+func (s *Store) rescan(ctx context.Context, ix *index, id string) error {
+	sf, err := s.openSession(ctx, ix, id, false, false)
 	if err != nil {
 		return err
 	}
 	var r *rec
 	if sf != nil {
 		defer sf.close()
-		if r, err = s.scan(sc.key.Key(id), sf); err != nil {
+		if r, err = s.scan(ix.key.Key(id), sf); err != nil {
 			return err
 		}
 	}
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	if r == nil {
-		if sc.recs[id] != nil {
-			sc.remove(id)
-			sc.write(appendDelete(nil, id))
+		if ix.recs[id] != nil {
+			ix.remove(id)
+			ix.write(appendDelete(nil, id))
 		}
 		return nil
 	}
-	sc.put(r)
-	sc.write(appendRecord(nil, r, s.cfg.protector != nil))
+	ix.put(r)
+	ix.write(appendRecord(nil, r, s.cfg.protector != nil))
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 // the origin, so two writers can never both append to the same head.
 //
 // A first entry creates the session, and the same transaction first
-// deletes the sessions of the scope that the retention does not keep
+// deletes the sessions of the namespace that the retention does not keep
 // (the new session counts as kept).
 //
 // Append returns once the transaction has committed, which is the
@@ -75,7 +75,7 @@ func (s *Store) appendIn(ctx context.Context, x *tx, key store.Key, e transcript
 		return err
 	}
 	if rec.info.Entries == 0 && !s.cfg.retention.Unlimited() {
-		if _, err := retain(ctx, x, key.Scope(), s.cfg.retention, s.cfg.now(), true); err != nil {
+		if _, err := retain(ctx, x, key.Namespace(), s.cfg.retention, s.cfg.now(), true); err != nil {
 			return requestErr(ctx, "retention on creating "+key.String(), err)
 		}
 	}
@@ -105,7 +105,7 @@ func requestErr(ctx context.Context, op string, err error) error {
 // maxAdvance is the largest count IDBCursor.advance takes.
 const maxAdvance = 1<<32 - 1
 
-// retain deletes, in readwrite transaction x, the sessions of scope that r
+// retain deletes, in readwrite transaction x, the sessions of namespace that r
 // does not keep as of now, and returns how many. With newSession, a session
 // being created counts as the first kept one (it is not stored yet).
 //
@@ -114,7 +114,7 @@ const maxAdvance = 1<<32 - 1
 // active counts those not idle over MaxAge. So retain counts, skips that
 // many on the activity index and deletes the rest, reading nothing of the
 // sessions it keeps.
-func retain(ctx context.Context, x *tx, scope store.Scope, r store.Retention, now time.Time, newSession bool) (int, error) {
+func retain(ctx context.Context, x *tx, ns store.Namespace, r store.Retention, now time.Time, newSession bool) (int, error) {
 	if r.Unlimited() {
 		return 0, nil
 	}
@@ -123,7 +123,7 @@ func retain(ctx context.Context, x *tx, scope store.Scope, r store.Retention, no
 	if r.MaxAge > 0 {
 		// store.Expired: idle longer than MaxAge, that is, last active
 		// before now-MaxAge.
-		n, err := x.request(ctx, index, "count", activitySince(scope, now.Add(-r.MaxAge)))
+		n, err := x.request(ctx, index, "count", activitySince(ns, now.Add(-r.MaxAge)))
 		if err != nil {
 			return 0, err
 		}
@@ -141,7 +141,7 @@ func retain(ctx context.Context, x *tx, scope store.Scope, r store.Retention, no
 	if keep < 0 {
 		return 0, nil
 	}
-	c, err := openCursor(index, "openKeyCursor", scopeRange(scope), "prev")
+	c, err := openCursor(index, "openKeyCursor", namespaceRange(ns), "prev")
 	if err != nil {
 		return 0, err
 	}

@@ -43,12 +43,12 @@ func BenchmarkAppend(b *testing.B) {
 
 func BenchmarkList(b *testing.B) {
 	s := openBench(b, WithRelaxedDurability())
-	scope := store.Scope{Agent: "bench"}
+	ns := store.Namespace{Agent: "bench"}
 	start := time.Now().UTC().Add(-time.Hour)
 	for i := range 500 {
-		seedBench(b, s, scope.Key(fmt.Sprintf("s%03d", i)), start.Add(time.Duration(i)*time.Second), 3)
+		seedBench(b, s, ns.Key(fmt.Sprintf("s%03d", i)), start.Add(time.Duration(i)*time.Second), 3)
 	}
-	first, err := s.List(b.Context(), scope, store.ListOptions{Limit: 50})
+	first, err := s.List(b.Context(), ns, store.ListOptions{Limit: 50})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func BenchmarkList(b *testing.B) {
 	}{{"first-page-of-50", ""}, {"second-page-of-50", first.NextCursor}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				page, err := s.List(b.Context(), scope, store.ListOptions{Limit: 50, Cursor: c.cursor})
+				page, err := s.List(b.Context(), ns, store.ListOptions{Limit: 50, Cursor: c.cursor})
 				if err != nil || len(page.Sessions) != 50 {
 					b.Fatalf("List: %d sessions, %v", len(page.Sessions), err)
 				}

@@ -80,7 +80,7 @@
 //
 // Besides store.Store, a *Store implements store.RangeReader and
 // store.TailReader (key ranges on the position), store.Stater (the
-// record), store.Pruner, store.ScopeLister, and store.Locker: a Web Lock
+// record), store.Pruner, store.NamespaceLister, and store.Locker: a Web Lock
 // per session, shared by the origin's pages and workers, or a lock within
 // the page where the Web Locks API is missing. Search falls back to
 // store.Search's scan.

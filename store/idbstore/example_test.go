@@ -36,7 +36,7 @@ func Example() {
 	}
 
 	agent := newAgent()
-	sess, _ := agent.NewSession(ctx, spool.WithSessionID("first-chat"))
+	sess, _ := agent.Session(ctx, "first-chat")
 	res, _ := sess.Send(ctx, "Hello from the browser")
 	fmt.Println(res.Status, "|", res.Text)
 	agent.Close() // closes the database

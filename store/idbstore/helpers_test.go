@@ -119,15 +119,15 @@ func newSession(t *testing.T, s store.Store, key store.Key, start time.Time, n i
 	return entries
 }
 
-// ids lists the session ids of a scope's full listing.
-func ids(t *testing.T, s store.Store, scope store.Scope) []string {
+// ids lists the session ids of a namespace's full listing.
+func ids(t *testing.T, s store.Store, ns store.Namespace) []string {
 	t.Helper()
 	var out []string
 	opt := store.ListOptions{Limit: store.MaxListLimit}
 	for {
-		page, err := s.List(t.Context(), scope, opt)
+		page, err := s.List(t.Context(), ns, opt)
 		if err != nil {
-			t.Fatalf("List %s: %v", scope, err)
+			t.Fatalf("List %s: %v", ns, err)
 		}
 		for _, info := range page.Sessions {
 			out = append(out, info.ID)

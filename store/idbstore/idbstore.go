@@ -71,13 +71,13 @@ type Store struct {
 }
 
 var (
-	_ store.Store       = (*Store)(nil)
-	_ store.RangeReader = (*Store)(nil)
-	_ store.TailReader  = (*Store)(nil)
-	_ store.Stater      = (*Store)(nil)
-	_ store.Pruner      = (*Store)(nil)
-	_ store.ScopeLister = (*Store)(nil)
-	_ store.Locker      = (*Store)(nil)
+	_ store.Store           = (*Store)(nil)
+	_ store.RangeReader     = (*Store)(nil)
+	_ store.TailReader      = (*Store)(nil)
+	_ store.Stater          = (*Store)(nil)
+	_ store.Pruner          = (*Store)(nil)
+	_ store.NamespaceLister = (*Store)(nil)
+	_ store.Locker          = (*Store)(nil)
 )
 
 type config struct {

@@ -18,53 +18,53 @@ import (
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		// The suite keeps up to about 200 sessions in a scope.
+		// The suite keeps up to about 200 sessions in a namespace.
 		return openTest(t, WithRetention(store.Retention{}))
 	})
 }
 
 func TestRetentionOnCreate(t *testing.T) {
 	s := openTest(t, WithRetention(store.Retention{MaxSessions: 3}))
-	scope := store.Scope{Agent: "chat"}
-	other := store.Scope{Agent: "chat", Owner: "ann"}
+	ns := store.Namespace{Agent: "chat"}
+	other := store.Namespace{Agent: "chat", Owner: "ann"}
 	start := time.Now().UTC().Truncate(time.Millisecond).Add(-time.Hour)
 	for i := range 4 {
 		newSession(t, s, other.Key(fmt.Sprintf("o%d", i)), start, 1)
 	}
 	// Sessions s0…s4, each newer than the one before.
 	for i := range 5 {
-		newSession(t, s, scope.Key(fmt.Sprintf("s%d", i)), start.Add(time.Duration(i)*time.Minute), 2)
+		newSession(t, s, ns.Key(fmt.Sprintf("s%d", i)), start.Add(time.Duration(i)*time.Minute), 2)
 		want := []string{"s4", "s3", "s2", "s1", "s0"}[4-i:]
 		if len(want) > 3 {
 			want = want[:3]
 		}
-		if got := ids(t, s, scope); !slices.Equal(got, want) {
+		if got := ids(t, s, ns); !slices.Equal(got, want) {
 			t.Fatalf("after creating s%d with MaxSessions 3: List shows %v, want %v", i, got, want)
 		}
 	}
 	if got := ids(t, s, other); len(got) != 3 {
-		t.Errorf("creating sessions of %s pruned another scope's: %v (it had 4 and kept 3 when its own last session was made)", scope, got)
+		t.Errorf("creating sessions of %s pruned another namespace's: %v (it had 4 and kept 3 when its own last session was made)", ns, got)
 	}
 	// Appending to an old session creates nothing and prunes nothing, and
 	// makes it the newest.
-	entries, err := s.Read(t.Context(), scope.Key("s2"))
+	entries, err := s.Read(t.Context(), ns.Key("s2"))
 	if err != nil || len(entries) != 2 {
 		t.Fatalf("Read s2: %d entries, %v", len(entries), err)
 	}
 	next := storetest.Chain(storetest.Head(entries), start.Add(time.Hour), 1)
-	if err := s.Append(t.Context(), scope.Key("s2"), next[0]); err != nil {
+	if err := s.Append(t.Context(), ns.Key("s2"), next[0]); err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(t, s, scope); !slices.Equal(got, []string{"s2", "s4", "s3"}) {
+	if got := ids(t, s, ns); !slices.Equal(got, []string{"s2", "s4", "s3"}) {
 		t.Errorf("after appending to s2: List shows %v, want [s2 s4 s3]", got)
 	}
 	// A new session counts as kept even when its activity is the oldest.
-	newSession(t, s, scope.Key("old"), start.Add(-24*time.Hour), 1)
-	if got := ids(t, s, scope); !slices.Equal(got, []string{"s2", "s4", "old"}) {
+	newSession(t, s, ns.Key("old"), start.Add(-24*time.Hour), 1)
+	if got := ids(t, s, ns); !slices.Equal(got, []string{"s2", "s4", "old"}) {
 		t.Errorf("after creating a session older than the rest: List shows %v, want [s2 s4 old]", got)
 	}
 	for _, id := range []string{"s0", "s1", "s3"} {
-		if got, err := s.Read(t.Context(), scope.Key(id)); err != nil || len(got) != 0 {
+		if got, err := s.Read(t.Context(), ns.Key(id)); err != nil || len(got) != 0 {
 			t.Errorf("pruned session %s must read empty (entries deleted with the record); got %d entries, %v", id, len(got), err)
 		}
 	}
@@ -74,14 +74,14 @@ func TestRetentionMaxAge(t *testing.T) {
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	day := 24 * time.Hour
 	s := openTest(t, WithRetention(store.Retention{MaxAge: 30 * day}), WithClock(func() time.Time { return now }))
-	scope := store.Scope{Agent: "chat", Owner: "bob"}
-	newSession(t, s, scope.Key("ancient"), now.Add(-100*day), 1)
-	newSession(t, s, scope.Key("old"), now.Add(-30*day-time.Nanosecond), 1) // idle just over 30 days
-	newSession(t, s, scope.Key("edge"), now.Add(-30*day), 1)                // idle exactly 30 days: kept
+	ns := store.Namespace{Agent: "chat", Owner: "bob"}
+	newSession(t, s, ns.Key("ancient"), now.Add(-100*day), 1)
+	newSession(t, s, ns.Key("old"), now.Add(-30*day-time.Nanosecond), 1) // idle just over 30 days
+	newSession(t, s, ns.Key("edge"), now.Add(-30*day), 1)                // idle exactly 30 days: kept
 	// Creating sessions pruned the ancient ones as each was made; only the
 	// newest creation decides what is left now.
-	newSession(t, s, scope.Key("fresh"), now.Add(-time.Hour), 3)
-	if got := ids(t, s, scope); !slices.Equal(got, []string{"fresh", "edge"}) {
+	newSession(t, s, ns.Key("fresh"), now.Add(-time.Hour), 3)
+	if got := ids(t, s, ns); !slices.Equal(got, []string{"fresh", "edge"}) {
 		t.Errorf("with MaxAge 30 days, List shows %v, want [fresh edge]", got)
 	}
 }
@@ -91,13 +91,13 @@ func TestDefaultRetention(t *testing.T) {
 	if s.cfg.retention != store.DefaultRetention {
 		t.Fatalf("default retention %+v, want store.DefaultRetention", s.cfg.retention)
 	}
-	scope := store.Scope{Agent: "chat"}
+	ns := store.Namespace{Agent: "chat"}
 	start := time.Now().UTC().Truncate(time.Millisecond).Add(-time.Hour)
-	newSession(t, s, scope.Key("expired"), start.Add(-91*24*time.Hour), 1)
+	newSession(t, s, ns.Key("expired"), start.Add(-91*24*time.Hour), 1)
 	for i := range 51 {
-		newSession(t, s, scope.Key(fmt.Sprintf("s%02d", i)), start.Add(time.Duration(i)*time.Second), 1)
+		newSession(t, s, ns.Key(fmt.Sprintf("s%02d", i)), start.Add(time.Duration(i)*time.Second), 1)
 	}
-	got := ids(t, s, scope)
+	got := ids(t, s, ns)
 	if len(got) != 50 || got[0] != "s50" || got[49] != "s01" {
 		t.Errorf("with the default retention, 51 new sessions and one idle 91 days leave %d: %v…; want the newest 50, s50 to s01", len(got), got[:min(len(got), 3)])
 	}

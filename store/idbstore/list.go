@@ -10,23 +10,23 @@ import (
 	"github.com/spool-go/spool/store"
 )
 
-// List returns one page of the sessions of scope, newest activity first,
+// List returns one page of the sessions of namespace, newest activity first,
 // from the activity index and the page's records alone, never a
 // transcript. It takes three requests whatever the page size: a key cursor
 // walking backwards from the cursor's position finds the oldest record the
 // page needs (one more than the page, to know whether another follows),
 // and one getAll reads the records from there up.
-func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptions) (store.SessionPage, error) {
-	if err := store.ValidateScope(scope); err != nil {
+func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOptions) (store.SessionPage, error) {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return store.SessionPage{}, err
 	}
-	rng := scopeRange(scope)
+	rng := namespaceRange(ns)
 	if opt.Cursor != "" {
-		p, err := store.DecodeListCursor(scope, opt.Cursor)
+		p, err := store.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
-		rng = activityBefore(scope, p)
+		rng = activityBefore(ns, p)
 	}
 	if err := ctx.Err(); err != nil {
 		return store.SessionPage{}, err
@@ -36,7 +36,7 @@ func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptio
 		return store.SessionPage{}, err
 	}
 	fail := func(err error) (store.SessionPage, error) {
-		return store.SessionPage{}, requestErr(ctx, "list "+scope.String(), err)
+		return store.SessionPage{}, requestErr(ctx, "list "+ns.String(), err)
 	}
 	index := x.store(sessionsStore).Call("index", activityIndex)
 	limit := opt.PageSize()
@@ -69,7 +69,7 @@ func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptio
 	n := vals.Length()
 	page := store.SessionPage{Sessions: make([]store.SessionInfo, 0, min(n, limit))}
 	for i := n - 1; i >= 0 && len(page.Sessions) < limit; i-- { // newest first
-		rec, err := decodeRecord(vals.Index(i), scope.Key(""))
+		rec, err := decodeRecord(vals.Index(i), ns.Key(""))
 		if err != nil {
 			return store.SessionPage{}, err
 		}
@@ -77,7 +77,7 @@ func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptio
 	}
 	if n > limit {
 		last := page.Sessions[limit-1]
-		page.NextCursor = store.EncodeListCursor(scope, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+		page.NextCursor = store.EncodeListCursor(ns, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
 	}
 	return page, nil
 }
@@ -106,11 +106,11 @@ func (s *Store) Delete(ctx context.Context, key store.Key) error {
 	return nil
 }
 
-// Prune deletes the sessions of scope that r does not keep as of now, in
+// Prune deletes the sessions of namespace that r does not keep as of now, in
 // one readwrite transaction: the same sessions store.Victims names, decided
 // and deleted with no append in between.
-func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention, now time.Time) (int, error) {
-	if err := store.ValidateScope(scope); err != nil {
+func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention, now time.Time) (int, error) {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -123,21 +123,21 @@ func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention,
 	if err != nil {
 		return 0, err
 	}
-	n, err := retain(ctx, x, scope, r, now, false)
+	n, err := retain(ctx, x, ns, r, now, false)
 	if err != nil {
 		x.abort()
-		return 0, requestErr(ctx, "prune "+scope.String(), err)
+		return 0, requestErr(ctx, "prune "+ns.String(), err)
 	}
 	if err := x.commit(ctx); err != nil {
-		return 0, fmt.Errorf("idbstore: prune %s: %w", scope, err)
+		return 0, fmt.Errorf("idbstore: prune %s: %w", ns, err)
 	}
 	return n, nil
 }
 
-// Scopes returns every scope that holds sessions, sorted by agent and then
-// owner. It visits one key per scope: after each, the cursor jumps past
-// the rest of that scope.
-func (s *Store) Scopes(ctx context.Context) ([]store.Scope, error) {
+// Namespaces returns every namespace that holds sessions, sorted by agent and then
+// owner. It visits one key per namespace: after each, the cursor jumps past
+// the rest of that namespace.
+func (s *Store) Namespaces(ctx context.Context) ([]store.Namespace, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -147,23 +147,23 @@ func (s *Store) Scopes(ctx context.Context) ([]store.Scope, error) {
 	}
 	c, err := openCursor(x.store(sessionsStore), "openKeyCursor")
 	if err != nil {
-		return nil, fmt.Errorf("idbstore: scopes: %w", err)
+		return nil, fmt.Errorf("idbstore: namespaces: %w", err)
 	}
 	defer c.close()
-	var scopes []store.Scope
+	var namespaces []store.Namespace
 	for {
 		cur, err := c.next(ctx, x)
 		if err != nil {
-			return nil, requestErr(ctx, "scopes", err)
+			return nil, requestErr(ctx, "namespaces", err)
 		}
 		if cur.IsNull() {
-			return scopes, nil
+			return namespaces, nil
 		}
 		k := cur.Get("key")
 		agent, owner := k.Index(0), k.Index(1)
-		scopes = append(scopes, store.Scope{Agent: agent.String(), Owner: owner.String()})
+		namespaces = append(namespaces, store.Namespace{Agent: agent.String(), Owner: owner.String()})
 		if err := move(cur, "continue", []any{agent, owner, []any{}}); err != nil {
-			return nil, fmt.Errorf("idbstore: scopes: %w", err)
+			return nil, fmt.Errorf("idbstore: namespaces: %w", err)
 		}
 	}
 }

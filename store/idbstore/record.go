@@ -51,7 +51,7 @@ func (r record) value() js.Value {
 }
 
 // decodeRecord reads a stored record of session key, or of any session of
-// key's scope when key.ID is empty (a listing). A record that does not have the shape
+// key's namespace when key.ID is empty (a listing). A record that does not have the shape
 // value writes is a *store.CorruptError.
 func decodeRecord(v js.Value, key store.Key) (record, error) {
 	corrupt := func(format string, args ...any) (record, error) {
@@ -65,7 +65,7 @@ func decodeRecord(v js.Value, key store.Key) (record, error) {
 	i := &r.info
 	i.Agent, i.Owner, i.ID = d.str("agent"), d.str("owner"), d.str("id")
 	if key.ID == "" && d.err == nil && store.ValidID(i.ID) {
-		key.ID = i.ID // a listing: the scope must match
+		key.ID = i.ID // a listing: the namespace must match
 	}
 	if d.err == nil && i.Key() != key {
 		return corrupt("it belongs to session %s", i.Key())
@@ -201,20 +201,20 @@ func allEntries(k store.Key) js.Value {
 	return bound([]any{k.Agent, k.Owner, k.ID}, []any{k.Agent, k.Owner, k.ID, []any{}}, false)
 }
 
-// scopeRange is every session of scope s, by primary key or on the
+// namespaceRange is every session of namespace s, by primary key or on the
 // activity index.
-func scopeRange(s store.Scope) js.Value {
+func namespaceRange(s store.Namespace) js.Value {
 	return bound([]any{s.Agent, s.Owner}, []any{s.Agent, s.Owner, []any{}}, false)
 }
 
-// activityBefore is the sessions of scope s that come after position p in
+// activityBefore is the sessions of namespace s that come after position p in
 // listing order: activity index keys below [agent, owner, p].
-func activityBefore(s store.Scope, p store.ListPosition) js.Value {
+func activityBefore(s store.Namespace, p store.ListPosition) js.Value {
 	return bound([]any{s.Agent, s.Owner},
 		[]any{s.Agent, s.Owner, p.LastActivity.Unix(), p.LastActivity.Nanosecond(), p.ID}, true)
 }
 
-// activitySince is the sessions of scope s active at t or later.
-func activitySince(s store.Scope, t time.Time) js.Value {
+// activitySince is the sessions of namespace s active at t or later.
+func activitySince(s store.Namespace, t time.Time) js.Value {
 	return bound([]any{s.Agent, s.Owner, t.Unix(), t.Nanosecond()}, []any{s.Agent, s.Owner, []any{}}, false)
 }

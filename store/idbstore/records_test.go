@@ -20,17 +20,17 @@ import (
 // only the list records, while Read reports the loss.
 func TestListReadsNoTranscript(t *testing.T) {
 	s := openTest(t, WithRetention(store.Retention{}))
-	scope := store.Scope{Agent: "chat", Owner: "ann"}
+	ns := store.Namespace{Agent: "chat", Owner: "ann"}
 	start := time.Now().UTC().Truncate(time.Millisecond).Add(-time.Hour)
 	var want []store.SessionInfo
 	for i, id := range []string{"a", "b", "c"} {
-		key := scope.Key(id)
+		key := ns.Key(id)
 		want = append(want, store.Info(key, newSession(t, s, key, start.Add(time.Duration(i)*time.Minute), 4+i)))
 	}
 	store.SortSessions(want)
 	rawWrite(t, s, entriesStore, func(os js.Value) { os.Call("clear") })
 
-	page, err := s.List(t.Context(), scope, store.ListOptions{})
+	page, err := s.List(t.Context(), ns, store.ListOptions{})
 	if err != nil {
 		t.Fatalf("List with every transcript gone: %v", err)
 	}
@@ -46,7 +46,7 @@ func TestListReadsNoTranscript(t *testing.T) {
 			t.Errorf("Stat %s without its transcript: %+v, %v; want %+v", got.ID, info, err, want[i])
 		}
 	}
-	_, err = s.Read(t.Context(), scope.Key("a"))
+	_, err = s.Read(t.Context(), ns.Key("a"))
 	var ce *store.CorruptError
 	if !errors.As(err, &ce) || ce.Position != 0 {
 		t.Errorf("Read of a session whose entries are gone must be a *store.CorruptError at entry 0; got %v", err)
@@ -123,7 +123,7 @@ func TestCorruptRecord(t *testing.T) {
 	}
 	_, err := s.Stat(t.Context(), key)
 	check("Stat", err)
-	_, err = s.List(t.Context(), key.Scope(), store.ListOptions{})
+	_, err = s.List(t.Context(), key.Namespace(), store.ListOptions{})
 	check("List", err)
 	_, err = s.Read(t.Context(), key)
 	check("Read", err)
@@ -132,7 +132,7 @@ func TestCorruptRecord(t *testing.T) {
 	if err := s.Delete(t.Context(), key); err != nil {
 		t.Errorf("Delete of a session whose record is damaged: %v", err)
 	}
-	if got := ids(t, s, key.Scope()); len(got) != 0 {
+	if got := ids(t, s, key.Namespace()); len(got) != 0 {
 		t.Errorf("after Delete, List shows %v", got)
 	}
 }

@@ -93,12 +93,12 @@ func BenchmarkReadTail(b *testing.B) {
 	}
 }
 
-// BenchmarkList reads the first page of a scope of 10,000 sessions.
+// BenchmarkList reads the first page of a namespace of 10,000 sessions.
 func BenchmarkList(b *testing.B) {
 	s := benchStore(b, benchdata.List)
 	done := benchdata.CPUMetric(b)
 	for b.Loop() {
-		page, err := s.List(b.Context(), benchdata.List.Scope, store.ListOptions{Limit: benchdata.PageSize})
+		page, err := s.List(b.Context(), benchdata.List.Namespace, store.ListOptions{Limit: benchdata.PageSize})
 		if err != nil || len(page.Sessions) != benchdata.PageSize || page.NextCursor == "" {
 			b.Fatalf("List: %d sessions, %v", len(page.Sessions), err)
 		}
@@ -108,14 +108,14 @@ func BenchmarkList(b *testing.B) {
 
 // BenchmarkSearch searches the 1,000,000 entries of the search set with
 // store.Search, whose scan fallback (the store has no index) reads every
-// session of the scope, or the one asked for, and decodes every entry.
+// session of the namespace, or the one asked for, and decodes every entry.
 func BenchmarkSearch(b *testing.B) {
 	s := benchStore(b, benchdata.Search)
 	for _, q := range benchdata.Queries {
 		b.Run(q.Name, func(b *testing.B) {
 			done := benchdata.CPUMetric(b)
 			for b.Loop() {
-				hits, err := store.Search(b.Context(), s, benchdata.Search.Scope, q.SearchQuery())
+				hits, err := store.Search(b.Context(), s, benchdata.Search.Namespace, q.SearchQuery())
 				if err != nil || len(hits) != q.Hits {
 					b.Fatalf("Search(%q): %d hits, want %d; %v", q.Text, len(hits), q.Hits, err)
 				}

@@ -5,10 +5,10 @@
 // Entries are copied in and out, so neither the caller of Append nor the
 // caller of Read can change what is stored. Each session's SessionInfo is
 // kept up to date on every append (store.SessionInfo.Apply), so List costs
-// one pass over the sessions of the scope and never touches entries.
+// one pass over the sessions of the namespace and never touches entries.
 //
 // Besides the four required methods, a *Store implements store.RangeReader,
-// store.TailReader, store.Stater, store.Pruner, store.ScopeLister and
+// store.TailReader, store.Stater, store.Pruner, store.NamespaceLister and
 // store.Locker (a lock within this process). Importing the package
 // registers the "memory" scheme: store.Open(ctx, "memory:") returns a new,
 // empty store each time.
@@ -38,9 +38,9 @@ func init() {
 // Store keeps sessions in memory. It is safe for concurrent use. The zero
 // value is not usable; call New.
 type Store struct {
-	mu     sync.RWMutex
-	scopes map[store.Scope]map[string]*session
-	locks  store.LocalLocks
+	mu         sync.RWMutex
+	namespaces map[store.Namespace]map[string]*session
+	locks      store.LocalLocks
 }
 
 type session struct {
@@ -49,18 +49,18 @@ type session struct {
 }
 
 var (
-	_ store.Store       = (*Store)(nil)
-	_ store.RangeReader = (*Store)(nil)
-	_ store.TailReader  = (*Store)(nil)
-	_ store.Stater      = (*Store)(nil)
-	_ store.Pruner      = (*Store)(nil)
-	_ store.ScopeLister = (*Store)(nil)
-	_ store.Locker      = (*Store)(nil)
+	_ store.Store           = (*Store)(nil)
+	_ store.RangeReader     = (*Store)(nil)
+	_ store.TailReader      = (*Store)(nil)
+	_ store.Stater          = (*Store)(nil)
+	_ store.Pruner          = (*Store)(nil)
+	_ store.NamespaceLister = (*Store)(nil)
+	_ store.Locker          = (*Store)(nil)
 )
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{scopes: map[store.Scope]map[string]*session{}}
+	return &Store{namespaces: map[store.Namespace]map[string]*session{}}
 }
 
 // begin validates key and checks ctx, in the order every method needs.
@@ -87,7 +87,7 @@ func cloneAll(entries []transcript.Entry) []transcript.Entry {
 
 // get returns key's session, or nil. The caller holds s.mu.
 func (s *Store) get(key store.Key) *session {
-	return s.scopes[key.Scope()][key.ID]
+	return s.namespaces[key.Namespace()][key.ID]
 }
 
 // Append adds e to the session if its ParentID is the session's last entry
@@ -108,10 +108,10 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	}
 	if sess == nil {
 		sess = &session{}
-		sessions := s.scopes[key.Scope()]
+		sessions := s.namespaces[key.Namespace()]
 		if sessions == nil {
 			sessions = map[string]*session{}
-			s.scopes[key.Scope()] = sessions
+			s.namespaces[key.Namespace()] = sessions
 		}
 		sessions[key.ID] = sess
 	}
@@ -176,14 +176,14 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 	return sess.info, nil
 }
 
-// List returns one page of the sessions of scope, newest activity first.
-func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptions) (store.SessionPage, error) {
-	if err := store.ValidateScope(scope); err != nil {
+// List returns one page of the sessions of namespace, newest activity first.
+func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOptions) (store.SessionPage, error) {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return store.SessionPage{}, err
 	}
 	var after *store.ListPosition
 	if opt.Cursor != "" {
-		p, err := store.DecodeListCursor(scope, opt.Cursor)
+		p, err := store.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
@@ -193,8 +193,8 @@ func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptio
 		return store.SessionPage{}, err
 	}
 	s.mu.RLock()
-	infos := make([]store.SessionInfo, 0, len(s.scopes[scope]))
-	for _, sess := range s.scopes[scope] {
+	infos := make([]store.SessionInfo, 0, len(s.namespaces[ns]))
+	for _, sess := range s.namespaces[ns] {
 		if after == nil || after.Before(sess.info.LastActivity, sess.info.ID) {
 			infos = append(infos, sess.info)
 		}
@@ -205,7 +205,7 @@ func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptio
 	if limit := opt.PageSize(); len(infos) > limit {
 		infos = infos[:limit]
 		last := infos[limit-1]
-		page.NextCursor = store.EncodeListCursor(scope, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+		page.NextCursor = store.EncodeListCursor(ns, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
 	}
 	page.Sessions = infos
 	return page, nil
@@ -223,21 +223,21 @@ func (s *Store) Delete(ctx context.Context, key store.Key) error {
 	return nil
 }
 
-// delete removes key's session and, with it, an emptied scope. The caller
+// delete removes key's session and, with it, an emptied namespace. The caller
 // holds s.mu.
 func (s *Store) delete(key store.Key) {
-	sessions := s.scopes[key.Scope()]
+	sessions := s.namespaces[key.Namespace()]
 	delete(sessions, key.ID)
 	if len(sessions) == 0 {
-		delete(s.scopes, key.Scope())
+		delete(s.namespaces, key.Namespace())
 	}
 }
 
-// Prune deletes the sessions of scope that r does not keep as of now: the
+// Prune deletes the sessions of namespace that r does not keep as of now: the
 // same sessions store.Victims names, decided and deleted under one lock so
 // that no append slips in between.
-func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention, now time.Time) (int, error) {
-	if err := store.ValidateScope(scope); err != nil {
+func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention, now time.Time) (int, error) {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -248,8 +248,8 @@ func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	infos := make([]store.SessionInfo, 0, len(s.scopes[scope]))
-	for _, sess := range s.scopes[scope] {
+	infos := make([]store.SessionInfo, 0, len(s.namespaces[ns]))
+	for _, sess := range s.namespaces[ns] {
 		infos = append(infos, sess.info)
 	}
 	store.SortSessions(infos)
@@ -265,25 +265,25 @@ func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention,
 	return deleted, nil
 }
 
-// Scopes returns every scope that holds sessions, sorted by agent and then
+// Namespaces returns every namespace that holds sessions, sorted by agent and then
 // owner.
-func (s *Store) Scopes(ctx context.Context) ([]store.Scope, error) {
+func (s *Store) Namespaces(ctx context.Context) ([]store.Namespace, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()
-	scopes := make([]store.Scope, 0, len(s.scopes))
-	for scope := range s.scopes {
-		scopes = append(scopes, scope)
+	namespaces := make([]store.Namespace, 0, len(s.namespaces))
+	for ns := range s.namespaces {
+		namespaces = append(namespaces, ns)
 	}
 	s.mu.RUnlock()
-	slices.SortFunc(scopes, func(a, b store.Scope) int {
+	slices.SortFunc(namespaces, func(a, b store.Namespace) int {
 		if a.Agent != b.Agent {
 			return cmpString(a.Agent, b.Agent)
 		}
 		return cmpString(a.Owner, b.Owner)
 	})
-	return scopes, nil
+	return namespaces, nil
 }
 
 func cmpString(a, b string) int {

@@ -75,7 +75,7 @@ func TestOpenMemory(t *testing.T) {
 			t.Errorf("Open(%q): %v", u, err)
 			continue
 		}
-		if page, err := s.List(t.Context(), store.Scope{Agent: "a"}, store.ListOptions{}); err != nil || len(page.Sessions) != 0 {
+		if page, err := s.List(t.Context(), store.Namespace{Agent: "a"}, store.ListOptions{}); err != nil || len(page.Sessions) != 0 {
 			t.Errorf("Open(%q) did not give an empty store", u)
 		}
 	}

@@ -123,8 +123,8 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 func (s *Store) appendFirst(ctx context.Context, key store.Key, e transcript.Entry, r row) error {
 	if s.ttl > 0 {
 		// A new session is the moment to clear the expired ones of its
-		// scope, a batch at a time, so they do not pile up unseen.
-		if _, err := s.sweep(ctx, key.Scope(), sweepBatch); err != nil {
+		// namespace, a batch at a time, so they do not pile up unseen.
+		if _, err := s.sweep(ctx, key.Namespace(), sweepBatch); err != nil {
 			return err
 		}
 	}

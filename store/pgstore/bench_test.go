@@ -72,8 +72,8 @@ func copyLoad(ctx context.Context, s *Store, keys []store.Key, all iter.Seq2[int
 // writes reads, lists and searches exactly as the same entries appended.
 func TestCopyLoadMatchesAppend(t *testing.T) {
 	loaded, appended := newStore(t), newStore(t)
-	scope := store.Scope{Agent: "bulk", Owner: "u"}
-	keys := []store.Key{scope.Key("a"), scope.Key("b"), scope.Key("c")}
+	ns := store.Namespace{Agent: "bulk", Owner: "u"}
+	keys := []store.Key{ns.Key("a"), ns.Key("b"), ns.Key("c")}
 	type item struct {
 		j int
 		e transcript.Entry
@@ -112,15 +112,15 @@ func TestCopyLoadMatchesAppend(t *testing.T) {
 			t.Fatalf("ReadTail(%s): loaded %d of %d (%v), appended %d of %d (%v)", key, len(a), totalA, errA, len(b), totalB, errB)
 		}
 	}
-	pa, errA := loaded.List(t.Context(), scope, store.ListOptions{})
-	pb, errB := appended.List(t.Context(), scope, store.ListOptions{})
+	pa, errA := loaded.List(t.Context(), ns, store.ListOptions{})
+	pb, errB := appended.List(t.Context(), ns, store.ListOptions{})
 	if errA != nil || errB != nil || !reflect.DeepEqual(pa, pb) {
 		t.Fatalf("List: loaded %+v (%v)\nappended %+v (%v)", pa, errA, pb, errB)
 	}
 	for _, text := range []string{benchdata.Marker, "order", "you order", "ok"} {
 		q := store.SearchQuery{Text: text, Limit: 7}
-		a, errA := loaded.Search(t.Context(), scope, q)
-		b, errB := appended.Search(t.Context(), scope, q)
+		a, errA := loaded.Search(t.Context(), ns, q)
+		b, errB := appended.Search(t.Context(), ns, q)
 		if errA != nil || errB != nil || len(a) == 0 || !reflect.DeepEqual(a, b) {
 			t.Fatalf("Search(%q): loaded %v (%v), appended %v (%v)", text, a, errA, b, errB)
 		}
@@ -248,7 +248,7 @@ func BenchmarkPostgres(b *testing.B) {
 		d.load(benchdata.List)
 		done := benchdata.CPUMetric(b)
 		for b.Loop() {
-			page, err := s.List(ctx, benchdata.List.Scope, store.ListOptions{Limit: benchdata.PageSize})
+			page, err := s.List(ctx, benchdata.List.Namespace, store.ListOptions{Limit: benchdata.PageSize})
 			if err != nil || len(page.Sessions) != benchdata.PageSize || page.NextCursor == "" {
 				b.Fatalf("List: %d, %v", len(page.Sessions), err)
 			}
@@ -260,7 +260,7 @@ func BenchmarkPostgres(b *testing.B) {
 			d.load(benchdata.Search)
 			done := benchdata.CPUMetric(b)
 			for b.Loop() {
-				hits, err := s.Search(ctx, benchdata.Search.Scope, q.SearchQuery())
+				hits, err := s.Search(ctx, benchdata.Search.Namespace, q.SearchQuery())
 				if err != nil || len(hits) != q.Hits {
 					b.Fatalf("Search(%q): %d hits, want %d; %v", q.Text, len(hits), q.Hits, err)
 				}
@@ -268,19 +268,19 @@ func BenchmarkPostgres(b *testing.B) {
 			done()
 		})
 	}
-	// A common word and a short one in each scope, from the one with the
+	// A common word and a short one in each namespace, from the one with the
 	// newest entries (list) to the one with the oldest (tail): whether a
-	// search pays for other scopes' newer matches.
+	// search pays for other namespaces' newer matches.
 	for _, set := range []benchdata.Set{benchdata.List, benchdata.Search, benchdata.TailLong} {
 		for _, text := range []string{"order", "ok"} {
-			b.Run("SearchScopes/"+set.Scope.Agent+"/"+text, func(b *testing.B) {
+			b.Run("SearchScopes/"+set.Namespace.Agent+"/"+text, func(b *testing.B) {
 				d.load(benchdata.TailLong, benchdata.TailShort, benchdata.List, benchdata.Search)
 				q := store.SearchQuery{Text: text, Limit: benchdata.Limit}
 				done := benchdata.CPUMetric(b)
 				for b.Loop() {
-					hits, err := s.Search(ctx, set.Scope, q)
+					hits, err := s.Search(ctx, set.Namespace, q)
 					if err != nil || len(hits) != benchdata.Limit {
-						b.Fatalf("Search(%q) in %s: %d hits, %v", text, set.Scope, len(hits), err)
+						b.Fatalf("Search(%q) in %s: %d hits, %v", text, set.Namespace, len(hits), err)
 					}
 				}
 				done()

@@ -34,17 +34,17 @@ func wantCorrupt(t *testing.T, what string, err error, key store.Key, pos int) {
 
 func TestCorruptRows(t *testing.T) {
 	s := newStore(t)
-	scope := store.Scope{Agent: "a", Owner: "o"}
+	ns := store.Namespace{Agent: "a", Owner: "o"}
 	sessions := map[string]*chain{}
 	for _, id := range []string{"garbage", "gap", "relinked", "truncated", "healthy"} {
-		c := newChain(t, s, scope.Key(id), t0)
+		c := newChain(t, s, ns.Key(id), t0)
 		for i := range 5 {
 			c.user(fmt.Sprint("findme ", id, " ", i))
 		}
 		sessions[id] = c
 	}
 
-	garbage := scope.Key("garbage")
+	garbage := ns.Key("garbage")
 	corruptRow(t, s, garbage, 2, `UPDATE {s}.entries SET entry = 'not an entry'::bytea`)
 	_, err := s.Read(bg, garbage)
 	wantCorrupt(t, "Read of a row that does not parse", err, garbage, 2)
@@ -53,10 +53,10 @@ func TestCorruptRows(t *testing.T) {
 	if got, _, err := s.ReadTail(bg, garbage, 2); err != nil || len(got) != 2 {
 		t.Fatalf("ReadTail past the bad row: %d entries, %v", len(got), err)
 	}
-	_, err = s.Search(bg, scope, store.SearchQuery{Text: "findme garbage 2"})
+	_, err = s.Search(bg, ns, store.SearchQuery{Text: "findme garbage 2"})
 	wantCorrupt(t, "Search finding it", err, garbage, 2)
 
-	gap := scope.Key("gap")
+	gap := ns.Key("gap")
 	corruptRow(t, s, gap, 3, `DELETE FROM {s}.entries`)
 	_, err = s.Read(bg, gap)
 	wantCorrupt(t, "Read with a row missing", err, gap, 3)
@@ -67,7 +67,7 @@ func TestCorruptRows(t *testing.T) {
 	_, _, err = s.ReadTail(bg, gap, 2)
 	wantCorrupt(t, "ReadTail over the gap", err, gap, 3)
 
-	relinked := scope.Key("relinked")
+	relinked := ns.Key("relinked")
 	e := sessions["relinked"].all[1]
 	e.ParentID = "someone-else"
 	line, _ := transcript.AppendJSON(nil, e)
@@ -75,18 +75,18 @@ func TestCorruptRows(t *testing.T) {
 	_, err = s.Read(bg, relinked)
 	wantCorrupt(t, "Read of a broken chain", err, relinked, 1)
 
-	truncated := scope.Key("truncated")
+	truncated := ns.Key("truncated")
 	corruptRow(t, s, truncated, 4, `DELETE FROM {s}.entries`)
 	_, err = s.Read(bg, truncated)
 	wantCorrupt(t, "Read with the last row missing", err, truncated, 4)
 
 	// Nothing else is touched: the other session reads, and all list.
-	got, err := s.Read(bg, scope.Key("healthy"))
+	got, err := s.Read(bg, ns.Key("healthy"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	equalEntries(t, got, sessions["healthy"].all)
-	page, err := s.List(bg, scope, store.ListOptions{})
+	page, err := s.List(bg, ns, store.ListOptions{})
 	if err != nil || len(page.Sessions) != 5 {
 		t.Fatalf("List with corrupt sessions: %d, %v", len(page.Sessions), err)
 	}

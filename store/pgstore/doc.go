@@ -50,7 +50,7 @@
 // (store clock minus its last activity) with no approval pending is hidden
 // by an SQL condition from Read, List, Stat, Search and the conditional
 // append, as though deleted; appending a first entry under its id starts a
-// fresh session. The rows go at the next sweep: of the scope when a session
+// fresh session. The rows go at the next sweep: of the namespace when a session
 // is created in it, and of everything with Store.Sweep. A session idle past
 // the TTL with an approval pending is kept and readable, so that the
 // runtime can report store.ErrSessionExpired for it.
@@ -72,7 +72,7 @@
 // pg_trgm GIN index serves rare words when the extension is installed or
 // can be installed (pg_trgm is trusted: a role with CREATE on the database
 // may install it); for common words the index entries_recent walks the
-// scope's messages newest first and stops at the limit. Each search is
+// namespace's messages newest first and stops at the limit. Each search is
 // planned for its own words. Without pg_trgm search still works, scanning
 // in the database.
 //

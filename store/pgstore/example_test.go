@@ -19,7 +19,7 @@ func ExampleOpen() {
 	}
 	defer s.Close()
 
-	// Clear expired sessions of scopes that see no new sessions.
+	// Clear expired sessions of namespaces that see no new sessions.
 	go func() {
 		for range time.Tick(time.Hour) {
 			if _, err := s.Sweep(ctx); err != nil {
@@ -28,7 +28,7 @@ func ExampleOpen() {
 		}
 	}()
 
-	page, err := s.List(ctx, store.Scope{Agent: "support"}, store.ListOptions{})
+	page, err := s.List(ctx, store.Namespace{Agent: "support"}, store.ListOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}

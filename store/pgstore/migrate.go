@@ -59,7 +59,7 @@ var migrations = []migration{
 		)`,
 	)},
 	{2, "trigram search index when pg_trgm is available", searchIndexUp},
-	// Searches for common words walk a scope's searchable entries newest
+	// Searches for common words walk a namespace's searchable entries newest
 	// first and stop at the limit, instead of sorting every match.
 	{3, "searchable entries newest first", execAll(
 		`CREATE INDEX entries_recent ON {s}.entries (agent, owner, ts_ns DESC, entry_id DESC) WHERE search IS NOT NULL`,
@@ -182,7 +182,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, m migration) error {
 // searchIndexUp indexes the search text with pg_trgm, which serves the
 // substring matches of LIKE '%word%' (the same match as store.MatchText).
 // Without the extension, and without the right to create it, search works
-// the same, scanning the entries of the scope instead.
+// the same, scanning the entries of the namespace instead.
 func searchIndexUp(ctx context.Context, tx pgx.Tx, s *Store) error {
 	// One database has one pg_trgm: stores in other schemas may be
 	// creating it right now.

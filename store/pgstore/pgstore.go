@@ -309,3 +309,18 @@ func dbError(op string, key fmt.Stringer, err error) error {
 	}
 	return fmt.Errorf("pgstore: %s %s: %w", op, key, err)
 }
+
+// The capabilities the runtime and the package functions of store find by
+// type assertion; a renamed or mistyped method fails the build here
+// instead of silently losing the capability.
+var (
+	_ store.Store           = (*Store)(nil)
+	_ store.RangeReader     = (*Store)(nil)
+	_ store.TailReader      = (*Store)(nil)
+	_ store.Stater          = (*Store)(nil)
+	_ store.Pruner          = (*Store)(nil)
+	_ store.Searcher        = (*Store)(nil)
+	_ store.Locker          = (*Store)(nil)
+	_ store.NamespaceLister = (*Store)(nil)
+	_ store.Expiring        = (*Store)(nil)
+)

@@ -70,14 +70,14 @@ func TestSessionInfo(t *testing.T) {
 	c.assistant("hi")
 	c.add(transcript.TypeApprovalRequest, transcript.ApprovalRequest{ApprovalID: "p1", Tool: "x"})
 	c.add(transcript.TypeApprovalRequest, transcript.ApprovalRequest{ApprovalID: "p2", Tool: "x"})
-	c.add(transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "p1", Decision: transcript.Allow})
+	c.add(transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "p1", Decision: transcript.VerdictAllow})
 	c.add(transcript.TypeToolResult, transcript.ToolResult{CallID: "c"})
 	// An entry stamped earlier than the last does not move activity back.
 	e := c.entry(transcript.TypeGovernanceNotice, transcript.GovernanceNotice{Kind: "x"})
 	e.Timestamp = t0.Add(-time.Hour)
 	c.put(e)
-	c.add(transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "p2", Decision: transcript.Deny})
-	c.add(transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "p3", Decision: transcript.Deny})
+	c.add(transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "p2", Decision: transcript.VerdictDeny})
+	c.add(transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "p3", Decision: transcript.VerdictDeny})
 
 	want := store.Info(key, c.all)
 	got, err := s.Stat(bg, key)
@@ -87,7 +87,7 @@ func TestSessionInfo(t *testing.T) {
 	if got != want {
 		t.Fatalf("Stat:\n got %+v\nwant %+v", got, want)
 	}
-	page, err := s.List(bg, key.Scope(), store.ListOptions{})
+	page, err := s.List(bg, key.Namespace(), store.ListOptions{})
 	if err != nil || len(page.Sessions) != 1 || page.Sessions[0] != want {
 		t.Fatalf("List: %+v, %v; want %+v", page, err, want)
 	}
@@ -151,10 +151,10 @@ func TestInvalidKeys(t *testing.T) {
 		if _, err := s.Lock(bg, key); !errors.Is(err, store.ErrInvalidKey) {
 			t.Errorf("Lock(%q): %v", id, err)
 		}
-		if _, err := s.List(bg, store.Scope{Agent: id}, store.ListOptions{}); !errors.Is(err, store.ErrInvalidKey) {
+		if _, err := s.List(bg, store.Namespace{Agent: id}, store.ListOptions{}); !errors.Is(err, store.ErrInvalidKey) {
 			t.Errorf("List(agent %q): %v", id, err)
 		}
-		if _, err := s.List(bg, store.Scope{Agent: "a", Owner: id}, store.ListOptions{}); id != "" && !errors.Is(err, store.ErrInvalidKey) {
+		if _, err := s.List(bg, store.Namespace{Agent: "a", Owner: id}, store.ListOptions{}); id != "" && !errors.Is(err, store.ErrInvalidKey) {
 			t.Errorf("List(owner %q): %v", id, err)
 		}
 	}
@@ -173,7 +173,7 @@ func TestDeleteAndOwnerIsolation(t *testing.T) {
 	if got, _ := s.Read(bg, b); len(got) != 0 {
 		t.Fatalf("bob read alice's session: %v", got)
 	}
-	if page, _ := s.List(bg, b.Scope(), store.ListOptions{}); len(page.Sessions) != 0 {
+	if page, _ := s.List(bg, b.Namespace(), store.ListOptions{}); len(page.Sessions) != 0 {
 		t.Fatalf("bob lists %v", page.Sessions)
 	}
 	if err := s.Delete(bg, b); err != nil {
@@ -234,17 +234,17 @@ func TestReadRangeAndTail(t *testing.T) {
 	}
 }
 
-func TestScopes(t *testing.T) {
+func TestNamespaces(t *testing.T) {
 	s := newStore(t)
 	for _, k := range []store.Key{{Agent: "b", ID: "1"}, {Agent: "a", Owner: "u", ID: "1"}, {Agent: "a", ID: "1"}, {Agent: "a", ID: "2"}} {
 		newChain(t, s, k, t0).user("x")
 	}
-	got, err := s.Scopes(bg)
+	got, err := s.Namespaces(bg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []store.Scope{{Agent: "a"}, {Agent: "a", Owner: "u"}, {Agent: "b"}}
+	want := []store.Namespace{{Agent: "a"}, {Agent: "a", Owner: "u"}, {Agent: "b"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("Scopes = %v, want %v", got, want)
+		t.Fatalf("Namespaces = %v, want %v", got, want)
 	}
 }

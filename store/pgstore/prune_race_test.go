@@ -41,11 +41,11 @@ func TestPruneSparesSessionAppendedWhileWaiting(t *testing.T) {
 	schema := newSchema(t)
 	s := openIn(t, schema)
 	for i := range 5 {
-		scope := store.Scope{Agent: fmt.Sprint("a", i), Owner: "o"}
-		a := newChain(t, s, scope.Key("A"), t0.Add(time.Second))
+		ns := store.Namespace{Agent: fmt.Sprint("a", i), Owner: "o"}
+		a := newChain(t, s, ns.Key("A"), t0.Add(time.Second))
 		a.user("a")
-		newChain(t, s, scope.Key("B"), t0.Add(2*time.Second)).user("b")
-		newChain(t, s, scope.Key("C"), t0.Add(4*time.Second)).user("c")
+		newChain(t, s, ns.Key("B"), t0.Add(2*time.Second)).user("b")
+		newChain(t, s, ns.Key("C"), t0.Add(4*time.Second)).user("c")
 
 		a.now = t0.Add(3 * time.Second)
 		e := a.entry(transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: "late"})
@@ -71,7 +71,7 @@ func TestPruneSparesSessionAppendedWhileWaiting(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			n, err := s.Prune(bg, scope, store.Retention{MaxSessions: 2}, t0.Add(time.Hour))
+			n, err := s.Prune(bg, ns, store.Retention{MaxSessions: 2}, t0.Add(time.Hour))
 			done <- result{n, err}
 		}()
 		waitForLockWait(t, schema, "DELETE FROM")
@@ -80,7 +80,7 @@ func TestPruneSparesSessionAppendedWhileWaiting(t *testing.T) {
 		}
 		got := <-done
 		if got.err != nil || got.n != 0 {
-			t.Fatalf("scope %d: Prune: %d, %v; want 0 deleted", i, got.n, got.err)
+			t.Fatalf("namespace %d: Prune: %d, %v; want 0 deleted", i, got.n, got.err)
 		}
 		read, err := s.Read(bg, a.key)
 		if err != nil {
@@ -102,11 +102,11 @@ func TestPruneRacingAppend(t *testing.T) {
 	s, w := openIn(t, schema), openIn(t, schema)
 	acked := 0
 	for i := range iterations {
-		scope := store.Scope{Agent: fmt.Sprint("a", i), Owner: "o"}
-		a := newChain(t, s, scope.Key("A"), t0.Add(time.Second))
+		ns := store.Namespace{Agent: fmt.Sprint("a", i), Owner: "o"}
+		a := newChain(t, s, ns.Key("A"), t0.Add(time.Second))
 		a.user("a")
-		newChain(t, s, scope.Key("B"), t0.Add(2*time.Second)).user("b")
-		newChain(t, s, scope.Key("C"), t0.Add(4*time.Second)).user("c")
+		newChain(t, s, ns.Key("B"), t0.Add(2*time.Second)).user("b")
+		newChain(t, s, ns.Key("C"), t0.Add(4*time.Second)).user("c")
 		a.now = t0.Add(3 * time.Second)
 		e := a.entry(transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: "late"})
 		start := make(chan struct{})
@@ -118,7 +118,7 @@ func TestPruneRacingAppend(t *testing.T) {
 		})
 		wg.Go(func() {
 			<-start
-			_, pruneErr = s.Prune(bg, scope, store.Retention{MaxSessions: 2}, t0.Add(time.Hour))
+			_, pruneErr = s.Prune(bg, ns, store.Retention{MaxSessions: 2}, t0.Add(time.Hour))
 		})
 		close(start)
 		wg.Wait()

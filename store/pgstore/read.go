@@ -125,13 +125,13 @@ func (s *Store) corrupt(key store.Key, seq int, err error) error {
 
 const infoColumns = `id, started_ns, last_ns, title, message_count, pending, entries`
 
-func scanInfo(row pgx.Row, scope store.Scope) (store.SessionInfo, error) {
+func scanInfo(row pgx.Row, ns store.Namespace) (store.SessionInfo, error) {
 	var (
 		i             store.SessionInfo
 		started, last int64
 	)
 	err := row.Scan(&i.ID, &started, &last, &i.Title, &i.MessageCount, &i.PendingApprovals, &i.Entries)
-	i.Agent, i.Owner = scope.Agent, scope.Owner
+	i.Agent, i.Owner = ns.Agent, ns.Owner
 	i.Started, i.LastActivity = fromNanos(started), fromNanos(last)
 	return i, err
 }
@@ -143,7 +143,7 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 	}
 	i, err := scanInfo(s.pool.QueryRow(ctx, s.sql(`SELECT `+infoColumns+` FROM {s}.sessions s
 		WHERE agent = $1 AND owner = $2 AND id = $3 AND `+visible("s", 4)),
-		key.Agent, key.Owner, key.ID, s.cutoff()), key.Scope())
+		key.Agent, key.Owner, key.ID, s.cutoff()), key.Namespace())
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.SessionInfo{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
 	}
@@ -153,20 +153,20 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 	return i, nil
 }
 
-// List returns a page of the scope's sessions, newest activity first, from
+// List returns a page of the namespace's sessions, newest activity first, from
 // the sessions table alone: an index scan of sessions_activity that starts
 // at the cursor and reads the page (and one row more, to know whether
 // another page follows).
-func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptions) (store.SessionPage, error) {
-	if err := store.ValidateScope(scope); err != nil {
+func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOptions) (store.SessionPage, error) {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return store.SessionPage{}, err
 	}
 	limit := opt.PageSize()
 	q := `SELECT ` + infoColumns + ` FROM {s}.sessions s
 		WHERE agent = $1 AND owner = $2 AND ` + visible("s", 3)
-	args := []any{scope.Agent, scope.Owner, s.cutoff(), limit + 1}
+	args := []any{ns.Agent, ns.Owner, s.cutoff(), limit + 1}
 	if opt.Cursor != "" {
-		p, err := store.DecodeListCursor(scope, opt.Cursor)
+		p, err := store.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
@@ -176,41 +176,41 @@ func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptio
 	q += ` ORDER BY last_ns DESC, id DESC LIMIT $4`
 	rows, err := s.pool.Query(ctx, s.sql(q), args...)
 	if err != nil {
-		return store.SessionPage{}, dbError("list", scope, err)
+		return store.SessionPage{}, dbError("list", ns, err)
 	}
 	defer rows.Close()
 	var page store.SessionPage
 	for rows.Next() {
-		i, err := scanInfo(rows, scope)
+		i, err := scanInfo(rows, ns)
 		if err != nil {
-			return store.SessionPage{}, dbError("list", scope, err)
+			return store.SessionPage{}, dbError("list", ns, err)
 		}
 		page.Sessions = append(page.Sessions, i)
 	}
 	if err := rows.Err(); err != nil {
-		return store.SessionPage{}, dbError("list", scope, err)
+		return store.SessionPage{}, dbError("list", ns, err)
 	}
 	if len(page.Sessions) > limit {
 		page.Sessions = page.Sessions[:limit]
 		last := page.Sessions[limit-1]
-		page.NextCursor = store.EncodeListCursor(scope, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+		page.NextCursor = store.EncodeListCursor(ns, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
 	}
 	return page, nil
 }
 
-// Scopes returns every agent and owner that has sessions, in order.
-func (s *Store) Scopes(ctx context.Context) ([]store.Scope, error) {
+// Namespaces returns every agent and owner that has sessions, in order.
+func (s *Store) Namespaces(ctx context.Context) ([]store.Namespace, error) {
 	rows, err := s.pool.Query(ctx, s.sql(`SELECT DISTINCT agent, owner FROM {s}.sessions ORDER BY agent, owner`))
 	if err != nil {
-		return nil, dbError("list scopes", nil, err)
+		return nil, dbError("list namespaces", nil, err)
 	}
-	scopes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Scope, error) {
-		var sc store.Scope
+	namespaces, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Namespace, error) {
+		var sc store.Namespace
 		err := r.Scan(&sc.Agent, &sc.Owner)
 		return sc, err
 	})
 	if err != nil {
-		return nil, dbError("list scopes", nil, err)
+		return nil, dbError("list namespaces", nil, err)
 	}
-	return scopes, nil
+	return namespaces, nil
 }

@@ -17,21 +17,21 @@ import (
 // statement it becomes.
 const maxSearchTerms = 64
 
-// Search returns the newest entries of scope (or of the session
+// Search returns the newest entries of namespace (or of the session
 // q.Session) whose text contains every word of q.Text, ignoring case: the
 // same matches, order and snippets as store.Search's scan, found by the
 // database. Each word becomes a LIKE '%word%' pattern, passed as a
 // parameter with % and _ escaped, so quotes, backslashes and operators
 // in a query are plain characters. The trigram index (when pg_trgm is
 // available) serves these patterns for rare words; for common words the
-// database walks the scope's messages newest first (entries_recent) and
+// database walks the namespace's messages newest first (entries_recent) and
 // stops at the limit.
-func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQuery) ([]store.SearchHit, error) {
-	if err := store.ValidateScope(scope); err != nil {
+func (s *Store) Search(ctx context.Context, ns store.Namespace, q store.SearchQuery) ([]store.SearchHit, error) {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return nil, err
 	}
 	if q.Session != "" {
-		if err := store.ValidateKey(scope.Key(q.Session)); err != nil {
+		if err := store.ValidateKey(ns.Key(q.Session)); err != nil {
 			return nil, err
 		}
 	}
@@ -50,7 +50,7 @@ func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQue
 
 	var b strings.Builder
 	b.WriteString(`SELECT e.session, e.seq, e.entry FROM {s}.entries e`)
-	args := []any{scope.Agent, scope.Owner}
+	args := []any{ns.Agent, ns.Owner}
 	if s.ttl > 0 {
 		b.WriteString(` JOIN {s}.sessions s ON s.agent = e.agent AND s.owner = e.owner AND s.id = e.session AND ` + visible("s", 3))
 		args = append(args, s.cutoff())
@@ -73,7 +73,7 @@ func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQue
 	// a cached generic plan cannot see.
 	rows, err := s.pool.Query(ctx, s.sql(b.String()), append([]any{pgx.QueryExecModeExec}, args...)...)
 	if err != nil {
-		return nil, dbError("search", scope, err)
+		return nil, dbError("search", ns, err)
 	}
 	defer rows.Close()
 	var hits []store.SearchHit
@@ -84,11 +84,11 @@ func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQue
 			line []byte
 		)
 		if err := rows.Scan(&id, &seq, &line); err != nil {
-			return nil, dbError("search", scope, err)
+			return nil, dbError("search", ns, err)
 		}
 		e, err := transcript.Parse(line)
 		if err != nil {
-			return nil, s.corrupt(scope.Key(id), seq, err)
+			return nil, s.corrupt(ns.Key(id), seq, err)
 		}
 		text, _ := store.SearchText(e)
 		// The database found the row; the snippet, and the final word on
@@ -100,7 +100,7 @@ func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQue
 		hits = append(hits, store.SearchHit{SessionID: id, EntryID: e.ID, Snippet: snip, Time: e.Timestamp})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbError("search", scope, err)
+		return nil, dbError("search", ns, err)
 	}
 	// The database ordered by the clamped ts_ns; the entries' exact
 	// timestamps decide, as in the scan.

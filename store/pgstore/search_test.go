@@ -28,12 +28,12 @@ var hostile = []string{
 
 func TestSearchMatchesTheScan(t *testing.T) {
 	s := newStore(t)
-	scope := store.Scope{Agent: "a", Owner: "o"}
-	shared := newChain(t, s, scope.Key("s0"), t0)
+	ns := store.Namespace{Agent: "a", Owner: "o"}
+	shared := newChain(t, s, ns.Key("s0"), t0)
 	for i, text := range hostile {
 		c := shared
 		if i%3 != 0 {
-			c = newChain(t, s, scope.Key(fmt.Sprint("x", i)), t0.Add(-1))
+			c = newChain(t, s, ns.Key(fmt.Sprint("x", i)), t0.Add(-1))
 		}
 		c.user(text)
 		c.assistant("answer to " + text)
@@ -48,11 +48,11 @@ func TestSearchMatchesTheScan(t *testing.T) {
 	for _, q := range queries {
 		for _, session := range []string{"", "s0"} {
 			query := store.SearchQuery{Text: q, Session: session}
-			got, err := s.Search(bg, scope, query)
+			got, err := s.Search(bg, ns, query)
 			if err != nil {
 				t.Fatalf("Search(%q): %v", q, err)
 			}
-			want, err := store.Search(bg, plain{s}, scope, query)
+			want, err := store.Search(bg, plain{s}, ns, query)
 			if err != nil {
 				t.Fatalf("scan for %q: %v", q, err)
 			}
@@ -62,7 +62,7 @@ func TestSearchMatchesTheScan(t *testing.T) {
 		}
 	}
 	// A pattern character is never a wildcard.
-	if hits, _ := s.Search(bg, scope, store.SearchQuery{Text: "%"}); len(hits) != 2 {
+	if hits, _ := s.Search(bg, ns, store.SearchQuery{Text: "%"}); len(hits) != 2 {
 		t.Errorf("search for %% found %d entries, want the 2 that hold it", len(hits))
 	}
 }
@@ -77,7 +77,7 @@ func normal(h []store.SearchHit) []store.SearchHit {
 
 func TestSearchLimitAndOwners(t *testing.T) {
 	s := newStore(t)
-	alice := store.Scope{Agent: "a", Owner: "alice"}
+	alice := store.Namespace{Agent: "a", Owner: "alice"}
 	c := newChain(t, s, alice.Key("s"), t0)
 	for i := range 10 {
 		c.user(fmt.Sprint("order ", i))
@@ -116,7 +116,7 @@ func TestSearchUsesTheIndex(t *testing.T) {
 	if err := admin(t).QueryRow(bg, `SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = 'entries_search'`, s.Schema()).Scan(&n); err != nil || n == 0 {
 		t.Skip("no trigram index here")
 	}
-	scope := store.Scope{Agent: "a"}
+	ns := store.Namespace{Agent: "a"}
 	_, err := admin(t).Exec(bg, s.sql(`INSERT INTO {s}.entries (agent, owner, session, seq, entry_id, ts_ns, entry, search)
 		SELECT 'a', '', 's' || (i / 100), i % 100, 'id' || i, i, '{}'::bytea, 'filler text number ' || i
 		FROM generate_series(0, 19999) i`))
@@ -129,7 +129,7 @@ func TestSearchUsesTheIndex(t *testing.T) {
 	// Whether the planner prefers the index depends on the data (see the
 	// benchmarks); here, that the query's shape can use it at all.
 	plan := explain(t, s, "SET LOCAL enable_seqscan = off", `SELECT e.session FROM {s}.entries e WHERE e.agent = $1 AND e.owner = $2 AND e.search LIKE $3 ESCAPE '!'
-		ORDER BY e.ts_ns DESC, e.entry_id DESC LIMIT 50`, scope.Agent, scope.Owner, "%zebra%")
+		ORDER BY e.ts_ns DESC, e.entry_id DESC LIMIT 50`, ns.Agent, ns.Owner, "%zebra%")
 	if !strings.Contains(plan, "entries_search") {
 		t.Fatalf("search does not use the trigram index:\n%s", plan)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
-// rawSessions counts the session rows of key's scope with key's id, hidden
+// rawSessions counts the session rows of key's namespace with key's id, hidden
 // or not.
 func rawSessions(t *testing.T, s *Store, key store.Key) int {
 	t.Helper()
@@ -26,8 +26,8 @@ func rawSessions(t *testing.T, s *Store, key store.Key) int {
 func TestTTL(t *testing.T) {
 	clk := &clock{t: t0}
 	s := newStore(t, WithTTL(time.Hour), WithClock(clk.Now))
-	scope := store.Scope{Agent: "a", Owner: "o"}
-	idle, pending, fresh, idle2 := scope.Key("idle"), scope.Key("pending"), scope.Key("fresh"), scope.Key("idle2")
+	ns := store.Namespace{Agent: "a", Owner: "o"}
+	idle, pending, fresh, idle2 := ns.Key("idle"), ns.Key("pending"), ns.Key("fresh"), ns.Key("idle2")
 
 	ci := newChain(t, s, idle, t0)
 	ci.user("idle words")
@@ -39,7 +39,7 @@ func TestTTL(t *testing.T) {
 	cf.user("fresh words")
 
 	visibleIDs := func() []string {
-		page, err := s.List(bg, scope, store.ListOptions{})
+		page, err := s.List(bg, ns, store.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestTTL(t *testing.T) {
 	if _, err := s.Stat(bg, idle); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Stat of an expired session: %v", err)
 	}
-	if hits, _ := s.Search(bg, scope, store.SearchQuery{Text: "words"}); len(hits) != 2 {
+	if hits, _ := s.Search(bg, ns, store.SearchQuery{Text: "words"}); len(hits) != 2 {
 		t.Fatalf("Search after the TTL: %+v, want fresh and pending", hits)
 	}
 	// Kept with its approval pending, so the runtime can refuse it.
@@ -81,7 +81,7 @@ func TestTTL(t *testing.T) {
 		t.Fatal("rows swept before any sweep ran")
 	}
 
-	// The same id starts afresh, and creating it sweeps the scope.
+	// The same id starts afresh, and creating it sweeps the namespace.
 	again := newChain(t, s, idle, t0.Add(61*time.Minute))
 	again.user("a new start")
 	got, err := s.Read(bg, idle)
@@ -90,19 +90,19 @@ func TestTTL(t *testing.T) {
 	}
 	equalEntries(t, got, again.all)
 	if n := rawSessions(t, s, idle2); n != 0 {
-		t.Fatalf("creating a session left %d rows of an expired one in its scope", n)
+		t.Fatalf("creating a session left %d rows of an expired one in its namespace", n)
 	}
 
 	// Resolving the approval resets the clock and shows the session again
 	// in full.
 	cp.now = t0.Add(61 * time.Minute)
-	cp.add(transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "p", Decision: transcript.Allow})
+	cp.add(transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "p", Decision: transcript.VerdictAllow})
 	clk.Set(t0.Add(2 * time.Hour))
 	if info, err := s.Stat(bg, pending); err != nil || info.PendingApprovals != 0 || info.Entries != 3 {
 		t.Fatalf("after the decision: %+v, %v", info, err)
 	}
 
-	// Sweep clears every scope; a session with an approval pending stays.
+	// Sweep clears every namespace; a session with an approval pending stays.
 	other := store.Key{Agent: "b", ID: "old"}
 	newChain(t, s, other, clk.Now()).user("old")
 	held := store.Key{Agent: "b", ID: "held"}

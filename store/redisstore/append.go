@@ -122,7 +122,7 @@ func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, 
 	if s.ttl > 0 {
 		gc = s.gcSample
 	}
-	k := s.keys(key.Scope())
+	k := s.keys(key.Namespace())
 	keys := []string{k.log(key.ID), k.info(key.ID), k.index(), k.fence(key.ID)}
 	args := []any{
 		e.ParentID, e.ID, line,

@@ -99,10 +99,10 @@ func loadSets(s *redisstore.Store, sets ...benchdata.Set) error {
 // appended one by one.
 func TestBulkAppendMatchesAppend(t *testing.T) {
 	loaded, appended := newStore(t), newStore(t)
-	scope := store.Scope{Agent: "bulk", Owner: "u"}
+	ns := store.Namespace{Agent: "bulk", Owner: "u"}
 	var items []redisstore.Keyed
 	for j := range 3 {
-		key := scope.Key(fmt.Sprint("s", j))
+		key := ns.Key(fmt.Sprint("s", j))
 		g := benchdata.NewGen(uint64(j))
 		for i := range 40 {
 			items = append(items, redisstore.Keyed{Key: key, Entry: g.Next(benchdata.Base.Add(time.Duration(i*3+j)*time.Millisecond), (i+j)%7 == 0)})
@@ -117,22 +117,22 @@ func TestBulkAppendMatchesAppend(t *testing.T) {
 		}
 	}
 	for j := range 3 {
-		key := scope.Key(fmt.Sprint("s", j))
+		key := ns.Key(fmt.Sprint("s", j))
 		a, errA := loaded.Read(t.Context(), key)
 		b, errB := appended.Read(t.Context(), key)
 		if errA != nil || errB != nil || len(a) != 40 || !reflect.DeepEqual(a, b) {
 			t.Fatalf("Read(%s): loaded %d (%v), appended %d (%v)", key, len(a), errA, len(b), errB)
 		}
 	}
-	pa, errA := loaded.List(t.Context(), scope, store.ListOptions{})
-	pb, errB := appended.List(t.Context(), scope, store.ListOptions{})
+	pa, errA := loaded.List(t.Context(), ns, store.ListOptions{})
+	pb, errB := appended.List(t.Context(), ns, store.ListOptions{})
 	if errA != nil || errB != nil || !reflect.DeepEqual(pa, pb) {
 		t.Fatalf("List: loaded %+v (%v)\nappended %+v (%v)", pa, errA, pb, errB)
 	}
 	for _, text := range []string{benchdata.Marker, "order", "you order", "ok"} {
 		q := store.SearchQuery{Text: text, Limit: 7}
-		a, errA := store.Search(t.Context(), loaded, scope, q)
-		b, errB := store.Search(t.Context(), appended, scope, q)
+		a, errA := store.Search(t.Context(), loaded, ns, q)
+		b, errB := store.Search(t.Context(), appended, ns, q)
 		if errA != nil || errB != nil || len(a) == 0 || !reflect.DeepEqual(a, b) {
 			t.Fatalf("Search(%q): loaded %v (%v), appended %v (%v)", text, a, errA, b, errB)
 		}
@@ -234,7 +234,7 @@ func BenchmarkReadTail(b *testing.B) {
 	}
 }
 
-// BenchmarkList measures the first page (50) of a scope with 10,000
+// BenchmarkList measures the first page (50) of a namespace with 10,000
 // sessions.
 func BenchmarkList(b *testing.B) {
 	s := dataset(b, "list", func(s *redisstore.Store) error { return loadSets(s, benchdata.List) })
@@ -242,7 +242,7 @@ func BenchmarkList(b *testing.B) {
 	srv := serverTime(b, s)
 	done := benchdata.CPUMetric(b)
 	for b.Loop() {
-		page, err := s.List(context.Background(), benchdata.List.Scope, store.ListOptions{Limit: benchdata.PageSize})
+		page, err := s.List(context.Background(), benchdata.List.Namespace, store.ListOptions{Limit: benchdata.PageSize})
 		if err != nil || len(page.Sessions) != benchdata.PageSize || page.Sessions[0].ID != newest {
 			b.Fatalf("List: %d sessions, %v", len(page.Sessions), err)
 		}
@@ -253,7 +253,7 @@ func BenchmarkList(b *testing.B) {
 
 // BenchmarkSearch measures store.Search, the scan fallback the runtime
 // uses for this store, over the 1,000,000 entries of the search set: it
-// lists the scope and reads every session (or the one asked for) with one
+// lists the namespace and reads every session (or the one asked for) with one
 // LRANGE each, and decodes every entry.
 func BenchmarkSearch(b *testing.B) {
 	s := dataset(b, "search", func(s *redisstore.Store) error { return loadSets(s, benchdata.Search) })
@@ -262,7 +262,7 @@ func BenchmarkSearch(b *testing.B) {
 			srv := serverTime(b, s)
 			done := benchdata.CPUMetric(b)
 			for b.Loop() {
-				hits, err := store.Search(context.Background(), s, benchdata.Search.Scope, q.SearchQuery())
+				hits, err := store.Search(context.Background(), s, benchdata.Search.Namespace, q.SearchQuery())
 				if err != nil || len(hits) != q.Hits {
 					b.Fatalf("Search(%q): %d hits, want %d; %v", q.Text, len(hits), q.Hits, err)
 				}

@@ -52,16 +52,16 @@ func TestClusterConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return newClusterStore(t) })
 }
 
-// Scopes of different agents and owners land on different primaries, and
+// Namespaces of different agents and owners land on different primaries, and
 // the store still lists, scans and expires them as one.
 func TestClusterSpread(t *testing.T) {
 	s := newClusterStore(t, redisstore.WithTTL(time.Hour))
 	ctx := t.Context()
 	cluster := s.Client().(*redis.ClusterClient)
-	var want []store.Scope
+	var want []store.Namespace
 	nodes := map[string]bool{}
 	for _, owner := range []string{"u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8"} {
-		sc := store.Scope{Agent: "agent", Owner: owner}
+		sc := store.Namespace{Agent: "agent", Owner: owner}
 		want = append(want, sc)
 		entries := storetestAppend(t, s, sc.Key("s"), 3)
 		req := approval(storetest.Head(entries), time.Now())
@@ -80,14 +80,14 @@ func TestClusterSpread(t *testing.T) {
 		}
 	}
 	if len(nodes) < 2 {
-		t.Logf("all scopes landed on one primary (%v); the spread is not exercised", nodes)
+		t.Logf("all namespaces landed on one primary (%v); the spread is not exercised", nodes)
 	}
-	got, err := s.Scopes(ctx)
+	got, err := s.Namespaces(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(got, want) {
-		t.Fatalf("Scopes() on a cluster = %v, want %v", got, want)
+		t.Fatalf("Namespaces() on a cluster = %v, want %v", got, want)
 	}
 }
 

@@ -56,7 +56,7 @@ func TestCorruptEntry(t *testing.T) {
 	if got, err := s.Read(ctx, other); err != nil || len(got) != 3 {
 		t.Fatalf("another session: %d entries, %v", len(got), err)
 	}
-	if page, err := s.List(ctx, key.Scope(), store.ListOptions{}); err != nil || len(page.Sessions) != 2 {
+	if page, err := s.List(ctx, key.Namespace(), store.ListOptions{}); err != nil || len(page.Sessions) != 2 {
 		t.Fatalf("listing with a corrupt transcript: %+v, %v", page, err)
 	}
 }
@@ -77,7 +77,7 @@ func TestCorruptInfo(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Key != key {
 		t.Fatalf("Stat: %v, want a CorruptError for %v", err, key)
 	}
-	_, err = s.List(ctx, key.Scope(), store.ListOptions{})
+	_, err = s.List(ctx, key.Namespace(), store.ListOptions{})
 	if !errors.As(err, &ce) || ce.Key != key {
 		t.Fatalf("List: %v, want a CorruptError for %v", err, key)
 	}

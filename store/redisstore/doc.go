@@ -1,6 +1,6 @@
 // Package redisstore keeps session transcripts in Redis (go-redis v9): a
 // store.Store for key-value deployments, with every optional capability
-// but search (store.RangeReader, TailReader, Stater, Pruner, ScopeLister,
+// but search (store.RangeReader, TailReader, Stater, Pruner, NamespaceLister,
 // Locker) and native TTL expiry.
 //
 // Importing the package registers the URL schemes "redis" and "rediss"
@@ -49,11 +49,11 @@
 //
 // The part in braces is a hash tag: on Redis Cluster every key of one agent
 // and owner is in one slot. That is what lets an append update the
-// session's list, its hash and the scope's index in one atomic script, and
-// a listing read a consistent page. The price is that one scope cannot be
+// session's list, its hash and the namespace's index in one atomic script, and
+// a listing read a consistent page. The price is that one namespace cannot be
 // spread over several nodes: an agent in project scope, or one very busy
 // user, is served by a single primary however large the cluster. User
-// scopes spread over the cluster by owner. Tagging each session on its own
+// namespaces spread over the cluster by owner. Tagging each session on its own
 // would spread better, but the index would then be updated apart from the
 // append, and listings could miss or misplace sessions.
 //
@@ -124,7 +124,7 @@
 // approval puts it back on the plain TTL. The store itself never refuses
 // an append for age: that decision is the runtime's.
 //
-// The scope index never lists an expired session: listing reads each
+// The namespace index never lists an expired session: listing reads each
 // session's hash and drops members whose session is gone (or has started
 // again under the same id), and each append samples three members and
 // drops the stale ones, as Redis's own active expiry samples keys. The
@@ -155,6 +155,6 @@
 //
 // # Search
 //
-// Redis has no text index here: store.Search scans the scope's
+// Redis has no text index here: store.Search scans the namespace's
 // transcripts, reading each list once.
 package redisstore

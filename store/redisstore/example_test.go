@@ -20,7 +20,7 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	page, err := s.List(ctx, store.Scope{Agent: "support", Owner: "alice"}, store.ListOptions{})
+	page, err := s.List(ctx, store.Namespace{Agent: "support", Owner: "alice"}, store.ListOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}

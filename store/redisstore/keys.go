@@ -10,10 +10,10 @@ import (
 	"github.com/spool-go/spool/store"
 )
 
-// Key layout. Every key of a scope shares the hash tag {P:agent:owner}, so
-// one scope lives in one cluster slot:
+// Key layout. Every key of a namespace shares the hash tag {P:agent:owner}, so
+// one namespace lives in one cluster slot:
 //
-//	{P:agent:owner}:idx          sorted set, the scope's listing index
+//	{P:agent:owner}:idx          sorted set, the namespace's listing index
 //	{P:agent:owner}:s:ID:log     list, the session's entries as wire lines
 //	{P:agent:owner}:s:ID:info    hash, the session's SessionInfo and head
 //	{P:agent:owner}:s:ID:lock    string, the session's Locker token
@@ -24,49 +24,49 @@ import (
 // found again by splitting on ':' and no two keys ever share a name: the
 // empty owner of project scope gives "{P:agent:}", which no owner can.
 
-// scopeKeys holds the key names of one scope.
-type scopeKeys struct {
+// nsKeys holds the key names of one namespace.
+type nsKeys struct {
 	tag string // {P:agent:owner}
 }
 
-func keysFor(prefix string, s store.Scope) scopeKeys {
-	return scopeKeys{tag: "{" + prefix + ":" + s.Agent + ":" + s.Owner + "}"}
+func keysFor(prefix string, s store.Namespace) nsKeys {
+	return nsKeys{tag: "{" + prefix + ":" + s.Agent + ":" + s.Owner + "}"}
 }
 
-func (k scopeKeys) index() string { return k.tag + ":idx" }
+func (k nsKeys) index() string { return k.tag + ":idx" }
 
 // sessionPrefix is what a session's keys start with before the id; the
 // Lua scripts that walk the index append id and ":info" to it.
-func (k scopeKeys) sessionPrefix() string { return k.tag + ":s:" }
+func (k nsKeys) sessionPrefix() string { return k.tag + ":s:" }
 
-func (k scopeKeys) log(id string) string  { return k.sessionPrefix() + id + ":log" }
-func (k scopeKeys) info(id string) string { return k.sessionPrefix() + id + ":info" }
-func (k scopeKeys) lock(id string) string { return k.sessionPrefix() + id + ":lock" }
+func (k nsKeys) log(id string) string  { return k.sessionPrefix() + id + ":log" }
+func (k nsKeys) info(id string) string { return k.sessionPrefix() + id + ":info" }
+func (k nsKeys) lock(id string) string { return k.sessionPrefix() + id + ":lock" }
 
-func (k scopeKeys) fence(id string) string { return k.sessionPrefix() + id + ":fence" }
+func (k nsKeys) fence(id string) string { return k.sessionPrefix() + id + ":fence" }
 
-// indexPattern is the SCAN pattern that matches every scope index of
+// indexPattern is the SCAN pattern that matches every namespace index of
 // prefix. The ID alphabet holds none of the glob characters * ? [ ] \.
 func indexPattern(prefix string) string { return "{" + prefix + ":*}:idx" }
 
-// scopeOfIndex returns the scope whose index key is k, or false when k is
+// namespaceOfIndex returns the namespace whose index key is k, or false when k is
 // not an index key of prefix.
-func scopeOfIndex(prefix, k string) (store.Scope, bool) {
+func namespaceOfIndex(prefix, k string) (store.Namespace, bool) {
 	rest, ok := strings.CutPrefix(k, "{"+prefix+":")
 	if !ok {
-		return store.Scope{}, false
+		return store.Namespace{}, false
 	}
 	rest, ok = strings.CutSuffix(rest, "}:idx")
 	if !ok {
-		return store.Scope{}, false
+		return store.Namespace{}, false
 	}
 	agent, owner, ok := strings.Cut(rest, ":")
 	if !ok {
-		return store.Scope{}, false
+		return store.Namespace{}, false
 	}
-	s := store.Scope{Agent: agent, Owner: owner}
-	if store.ValidateScope(s) != nil {
-		return store.Scope{}, false
+	s := store.Namespace{Agent: agent, Owner: owner}
+	if store.ValidateNamespace(s) != nil {
+		return store.Namespace{}, false
 	}
 	return s, true
 }

@@ -74,8 +74,8 @@ func TestParseMemberRejects(t *testing.T) {
 	}
 }
 
-// No two scopes or sessions share a key, the empty owner of project scope
-// included, and index keys give their scope back.
+// No two namespaces or sessions share a key, the empty owner of project scope
+// included, and index keys give their namespace back.
 func TestKeysAreInjective(t *testing.T) {
 	names := []string{"a", "b", "ab", "a.b", "a-b", "x@y", "_"}
 	owners := append([]string{""}, names...)
@@ -89,11 +89,11 @@ func TestKeysAreInjective(t *testing.T) {
 	for _, prefix := range []string{"spool", "spool.x"} {
 		for _, agent := range names {
 			for _, owner := range owners {
-				sc := store.Scope{Agent: agent, Owner: owner}
+				sc := store.Namespace{Agent: agent, Owner: owner}
 				k := keysFor(prefix, sc)
 				add(k.index(), prefix+" index "+sc.String())
-				if got, ok := scopeOfIndex(prefix, k.index()); !ok || got != sc {
-					t.Fatalf("scopeOfIndex(%q) = %v, %v; want %v", k.index(), got, ok, sc)
+				if got, ok := namespaceOfIndex(prefix, k.index()); !ok || got != sc {
+					t.Fatalf("namespaceOfIndex(%q) = %v, %v; want %v", k.index(), got, ok, sc)
 				}
 				for _, id := range append(names, "idx", "s", "log", "info") {
 					what := prefix + " session " + sc.Key(id).String()
@@ -105,8 +105,8 @@ func TestKeysAreInjective(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"{spool:a:}:s:x:log", "{spool:a:b:c}:idx", "{spool:a}:idx", "{other:a:}:idx", "{spool:..:}:idx"} {
-		if sc, ok := scopeOfIndex("spool", k); ok {
-			t.Errorf("scopeOfIndex(%q) = %v, want not an index", k, sc)
+		if sc, ok := namespaceOfIndex("spool", k); ok {
+			t.Errorf("namespaceOfIndex(%q) = %v, want not an index", k, sc)
 		}
 	}
 }

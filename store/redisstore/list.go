@@ -13,28 +13,28 @@ import (
 	"github.com/spool-go/spool/store"
 )
 
-// List returns one page of the scope's sessions, newest activity first and
-// then id descending (store.Less), from the scope's index and the
+// List returns one page of the namespace's sessions, newest activity first and
+// then id descending (store.Less), from the namespace's index and the
 // sessions' hashes in one script: O(log n + page), no transcript read.
-func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptions) (store.SessionPage, error) {
-	if err := store.ValidateScope(scope); err != nil {
+func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOptions) (store.SessionPage, error) {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return store.SessionPage{}, err
 	}
 	bound := "-"
 	if opt.Cursor != "" {
-		p, err := store.DecodeListCursor(scope, opt.Cursor)
+		p, err := store.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
 		bound = "(" + member(p.LastActivity, p.ID)
 	}
-	page, err := s.listPage(ctx, scope, bound, opt.PageSize())
+	page, err := s.listPage(ctx, ns, bound, opt.PageSize())
 	if err != nil {
 		return store.SessionPage{}, err
 	}
 	out := store.SessionPage{Sessions: page.sessions}
 	if page.more && len(page.members) > 0 {
-		out.NextCursor = store.EncodeListCursor(scope, page.last)
+		out.NextCursor = store.EncodeListCursor(ns, page.last)
 	}
 	return out, nil
 }
@@ -47,14 +47,14 @@ type listed struct {
 }
 
 // listPage runs listScript for up to limit sessions after bound.
-func (s *Store) listPage(ctx context.Context, scope store.Scope, bound string, limit int) (listed, error) {
-	k := s.keys(scope)
+func (s *Store) listPage(ctx context.Context, ns store.Namespace, bound string, limit int) (listed, error) {
+	k := s.keys(ns)
 	res, err := listScript.Run(ctx, s.c, []string{k.index()}, k.sessionPrefix(), bound, limit).Slice()
 	if err != nil {
-		return listed{}, fmt.Errorf("list %s: %w", scope, err)
+		return listed{}, fmt.Errorf("list %s: %w", ns, err)
 	}
 	bad := func(what string) error {
-		return &store.CorruptError{Key: scope.Key(""), Position: -1, Where: "redis index " + k.index(),
+		return &store.CorruptError{Key: ns.Key(""), Position: -1, Where: "redis index " + k.index(),
 			Err: fmt.Errorf("unexpected listing reply: %s", what)}
 	}
 	if len(res) == 0 || len(res)%2 != 1 {
@@ -70,7 +70,7 @@ func (s *Store) listPage(ctx context.Context, scope store.Scope, bound string, l
 		}
 		pos, err := parseMember(m)
 		if err != nil {
-			return listed{}, &store.CorruptError{Key: scope.Key(""), Position: -1, Where: "redis index " + k.index(), Err: err}
+			return listed{}, &store.CorruptError{Key: ns.Key(""), Position: -1, Where: "redis index " + k.index(), Err: err}
 		}
 		h := make(map[string]string, len(fields)/2)
 		for j := 0; j < len(fields); j += 2 {
@@ -78,7 +78,7 @@ func (s *Store) listPage(ctx context.Context, scope store.Scope, bound string, l
 			v, _ := fields[j+1].(string)
 			h[f] = v
 		}
-		info, err := parseInfo(scope.Key(pos.ID), k.info(pos.ID), h)
+		info, err := parseInfo(ns.Key(pos.ID), k.info(pos.ID), h)
 		if err != nil {
 			return listed{}, err
 		}
@@ -96,7 +96,7 @@ func (s *Store) Delete(ctx context.Context, key store.Key) error {
 	if err := store.ValidateKey(key); err != nil {
 		return err
 	}
-	k := s.keys(key.Scope())
+	k := s.keys(key.Namespace())
 	err := deleteScript.Run(ctx, s.c, []string{k.log(key.ID), k.info(key.ID), k.index()}, "").Err()
 	if err != nil {
 		return fmt.Errorf("delete session %s: %w", key, err)
@@ -104,21 +104,21 @@ func (s *Store) Delete(ctx context.Context, key store.Key) error {
 	return nil
 }
 
-// Prune deletes the sessions of scope that r does not keep as of now,
+// Prune deletes the sessions of namespace that r does not keep as of now,
 // walking the index in listing order. A session that gets new activity
 // while Prune runs is not deleted on the strength of its old place.
-func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention, now time.Time) (int, error) {
-	if err := store.ValidateScope(scope); err != nil {
+func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention, now time.Time) (int, error) {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return 0, err
 	}
 	if r.Unlimited() {
 		return 0, nil
 	}
-	k := s.keys(scope)
+	k := s.keys(ns)
 	kept, deleted := 0, 0
 	bound := "-"
 	for {
-		page, err := s.listPage(ctx, scope, bound, store.MaxListLimit)
+		page, err := s.listPage(ctx, ns, bound, store.MaxListLimit)
 		if err != nil {
 			return deleted, err
 		}
@@ -130,7 +130,7 @@ func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention,
 			id := info.ID
 			n, err := deleteScript.Run(ctx, s.c, []string{k.log(id), k.info(id), k.index()}, page.members[i]).Int()
 			if err != nil {
-				return deleted, fmt.Errorf("prune %s: delete session %s: %w", scope, id, err)
+				return deleted, fmt.Errorf("prune %s: delete session %s: %w", ns, id, err)
 			}
 			if n > 0 {
 				deleted++
@@ -143,33 +143,33 @@ func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention,
 	}
 }
 
-// Scopes returns every scope with an index under the store's prefix, found
+// Namespaces returns every namespace with an index under the store's prefix, found
 // with SCAN (on every primary of a cluster), sorted by agent then owner.
 // An index left holding only expired sessions is cleaned and left out.
-func (s *Store) Scopes(ctx context.Context) ([]store.Scope, error) {
-	seen := map[store.Scope]bool{}
+func (s *Store) Namespaces(ctx context.Context) ([]store.Namespace, error) {
+	seen := map[store.Namespace]bool{}
 	err := s.scan(ctx, indexPattern(s.prefix), "zset", func(k string) {
-		if sc, ok := scopeOfIndex(s.prefix, k); ok {
+		if sc, ok := namespaceOfIndex(s.prefix, k); ok {
 			seen[sc] = true
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list scopes: %w", err)
+		return nil, fmt.Errorf("list namespaces: %w", err)
 	}
-	var scopes []store.Scope
+	var namespaces []store.Namespace
 	for sc := range seen {
 		page, err := s.listPage(ctx, sc, "-", 1)
 		if err != nil {
 			return nil, err
 		}
 		if len(page.sessions) > 0 {
-			scopes = append(scopes, sc)
+			namespaces = append(namespaces, sc)
 		}
 	}
-	slices.SortFunc(scopes, func(a, b store.Scope) int {
+	slices.SortFunc(namespaces, func(a, b store.Namespace) int {
 		return cmp.Or(cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.Owner, b.Owner))
 	})
-	return scopes, nil
+	return namespaces, nil
 }
 
 // scan calls fn for every key matching pattern of type typ, on every

@@ -34,11 +34,11 @@ func TestInfoMatchesApply(t *testing.T) {
 		{transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: "Let me look."}, 3 * ms},
 		{transcript.TypeApprovalRequest, transcript.ApprovalRequest{ApprovalID: "a1", CallID: "c1", Tool: "lookup"}, 4 * ms},
 		{transcript.TypeApprovalRequest, transcript.ApprovalRequest{ApprovalID: "a2", CallID: "c2", Tool: "lookup"}, 5 * ms},
-		{transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "a1", Decision: transcript.Allow}, -time.Minute},
+		{transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "a1", Decision: transcript.VerdictAllow}, -time.Minute},
 		{transcript.TypeToolResult, transcript.ToolResult{CallID: "c1", Result: "shipped"}, 7 * ms},
 		{transcript.TypeUserMessage, transcript.UserMessage{Text: "not the title"}, 8 * ms},
-		{transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "a2", Decision: transcript.Deny}, 9 * ms},
-		{transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "a3", Decision: transcript.Deny}, 10 * ms},
+		{transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "a2", Decision: transcript.VerdictDeny}, 9 * ms},
+		{transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "a3", Decision: transcript.VerdictDeny}, 10 * ms},
 		{"x.custom", map[string]any{"text": "ignored"}, 11 * ms},
 		{transcript.TypeTurnEnd, transcript.TurnEnd{}, 11*ms + 7},
 	}
@@ -58,7 +58,7 @@ func TestInfoMatchesApply(t *testing.T) {
 		if got != want {
 			t.Fatalf("after entry %d (%s): Stat\n got  %+v\n want %+v", i, st.typ, got, want)
 		}
-		page, err := s.List(ctx, key.Scope(), store.ListOptions{})
+		page, err := s.List(ctx, key.Namespace(), store.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestInfoMatchesApply(t *testing.T) {
 func TestListTiesAndPrefixes(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
-	scope := store.Scope{Agent: "agent", Owner: "user@example.com"}
+	ns := store.Namespace{Agent: "agent", Owner: "user@example.com"}
 	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
 	ids := []string{"a", "a-", "a.", "aa", "ab", "A", "Z", "z", "z-", "zz", "-", "_", "@", "0", "9", "a-b", "a_b"}
 	var want []store.SessionInfo
@@ -87,17 +87,17 @@ func TestListTiesAndPrefixes(t *testing.T) {
 		at := base.Add(time.Duration(r.IntN(3)))
 		e := storetest.NewEntry("", at, transcript.TypeUserMessage, transcript.UserMessage{Text: fmt.Sprint("hello ", i)})
 		e.Timestamp = at
-		if err := s.Append(ctx, scope.Key(id), e); err != nil {
+		if err := s.Append(ctx, ns.Key(id), e); err != nil {
 			t.Fatal(err)
 		}
-		want = append(want, store.Info(scope.Key(id), []transcript.Entry{e}))
+		want = append(want, store.Info(ns.Key(id), []transcript.Entry{e}))
 	}
 	store.SortSessions(want)
 	for _, limit := range []int{1, 2, 3, 5, 16, 17, 18, 1000} {
 		var got []store.SessionInfo
 		opt := store.ListOptions{Limit: limit}
 		for {
-			page, err := s.List(ctx, scope, opt)
+			page, err := s.List(ctx, ns, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +112,7 @@ func TestListTiesAndPrefixes(t *testing.T) {
 		}
 	}
 	// The last page is exact: no cursor to an empty page.
-	page, err := s.List(ctx, scope, store.ListOptions{Limit: len(ids)})
+	page, err := s.List(ctx, ns, store.ListOptions{Limit: len(ids)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,21 +134,21 @@ func ids2(infos []store.SessionInfo) []string {
 func TestListMovesSession(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
-	scope := store.Scope{Agent: "agent"}
+	ns := store.Namespace{Agent: "agent"}
 	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
 	heads := map[string]string{}
 	for i, id := range []string{"one", "two", "three"} {
 		e := storetest.NewEntry("", base.Add(time.Duration(i)*time.Second), transcript.TypeUserMessage, transcript.UserMessage{Text: id})
-		if err := s.Append(ctx, scope.Key(id), e); err != nil {
+		if err := s.Append(ctx, ns.Key(id), e); err != nil {
 			t.Fatal(err)
 		}
 		heads[id] = e.ID
 	}
 	e := storetest.NewEntry(heads["one"], base.Add(time.Minute), transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: "later"})
-	if err := s.Append(ctx, scope.Key("one"), e); err != nil {
+	if err := s.Append(ctx, ns.Key("one"), e); err != nil {
 		t.Fatal(err)
 	}
-	page, err := s.List(ctx, scope, store.ListOptions{})
+	page, err := s.List(ctx, ns, store.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func (s *Store) Lock(ctx context.Context, key store.Key) (func(), error) {
 	if err := store.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	lockKey := s.keys(key.Scope()).lock(key.ID)
+	lockKey := s.keys(key.Namespace()).lock(key.ID)
 	var b [16]byte
 	if _, err := cryptorand.Read(b[:]); err != nil {
 		return nil, err

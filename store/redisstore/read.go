@@ -60,7 +60,7 @@ func (s *Store) read(ctx context.Context, key store.Key, r *span) ([]transcript.
 	if err := store.ValidateKey(key); err != nil {
 		return nil, 0, err
 	}
-	k := s.keys(key.Scope())
+	k := s.keys(key.Namespace())
 	logKey, infoKey := k.log(key.ID), k.info(key.ID)
 	var length *redis.IntCmd
 	var hash *redis.SliceCmd
@@ -145,7 +145,7 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 	if err := store.ValidateKey(key); err != nil {
 		return store.SessionInfo{}, err
 	}
-	infoKey := s.keys(key.Scope()).info(key.ID)
+	infoKey := s.keys(key.Namespace()).info(key.ID)
 	h, err := s.c.HGetAll(ctx, infoKey).Result()
 	if err != nil {
 		return store.SessionInfo{}, fmt.Errorf("stat session %s: %w", key, err)

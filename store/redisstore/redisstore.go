@@ -329,15 +329,16 @@ func (s *Store) Prefix() string { return s.prefix }
 // Client returns the client the store works on.
 func (s *Store) Client() redis.UniversalClient { return s.c }
 
-func (s *Store) keys(scope store.Scope) scopeKeys { return keysFor(s.prefix, scope) }
+func (s *Store) keys(ns store.Namespace) nsKeys { return keysFor(s.prefix, ns) }
 
 // Interface checks.
 var (
-	_ store.Store       = (*Store)(nil)
-	_ store.RangeReader = (*Store)(nil)
-	_ store.TailReader  = (*Store)(nil)
-	_ store.Stater      = (*Store)(nil)
-	_ store.Pruner      = (*Store)(nil)
-	_ store.ScopeLister = (*Store)(nil)
-	_ store.Locker      = (*Store)(nil)
+	_ store.Store           = (*Store)(nil)
+	_ store.RangeReader     = (*Store)(nil)
+	_ store.TailReader      = (*Store)(nil)
+	_ store.Stater          = (*Store)(nil)
+	_ store.Pruner          = (*Store)(nil)
+	_ store.NamespaceLister = (*Store)(nil)
+	_ store.Locker          = (*Store)(nil)
+	_ store.Expiring        = (*Store)(nil)
 )

@@ -6,7 +6,7 @@ import "github.com/redis/go-redis/v9"
 // runs them with EVALSHA and falls back to EVAL when the server's script
 // cache does not have them (after a restart or SCRIPT FLUSH).
 //
-// Every key a script touches carries the scope's hash tag, so on Redis
+// Every key a script touches carries the namespace's hash tag, so on Redis
 // Cluster they are all in the slot of KEYS[1]. The listing and the index
 // clean-up read session hashes whose names they build from the index
 // members; those names are not in KEYS (they are not known before the
@@ -42,7 +42,7 @@ end
 // 7 title candidate or "", 8 pending approvals delta ("1", "-1" or "0"),
 // 9 TTL in ms (0: none), 10 TTL in ms while an approval is pending (0:
 // keep until deleted), 11 how many index members to sample for stale
-// ones, 12 the scope's session key prefix, 13 a nonce of this Append call.
+// ones, 12 the namespace's session key prefix, 13 a nonce of this Append call.
 //
 // go-redis sends a command again when the connection fails after it was
 // written, so the script may run twice for one call; the nonce, kept in
@@ -200,10 +200,10 @@ end
 return 0
 `)
 
-// listScript returns one page of a scope's index with each session's hash,
+// listScript returns one page of a namespace's index with each session's hash,
 // dropping stale members on the way.
 //
-// KEYS: index. ARGV: 1 the scope's session key prefix, 2 the ZRANGEBYLEX
+// KEYS: index. ARGV: 1 the namespace's session key prefix, 2 the ZRANGEBYLEX
 // lower bound ("-" or "(member"), 3 the page size.
 //
 // Returns {more, m1, h1, m2, h2, ...}: more is 1 when members follow the

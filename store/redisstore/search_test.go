@@ -15,11 +15,11 @@ import (
 func TestSearchFallback(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
-	alice := store.Scope{Agent: "support", Owner: "alice"}
-	bob := store.Scope{Agent: "support", Owner: "bob"}
-	project := store.Scope{Agent: "support"}
+	alice := store.Namespace{Agent: "support", Owner: "alice"}
+	bob := store.Namespace{Agent: "support", Owner: "bob"}
+	project := store.Namespace{Agent: "support"}
 	at := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
-	write := func(scope store.Scope, id string, texts ...string) []transcript.Entry {
+	write := func(ns store.Namespace, id string, texts ...string) []transcript.Entry {
 		var entries []transcript.Entry
 		for i, text := range texts {
 			typ, data := transcript.TypeUserMessage, any(transcript.UserMessage{Text: text})
@@ -27,7 +27,7 @@ func TestSearchFallback(t *testing.T) {
 				typ, data = transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: text}
 			}
 			e := storetest.NewEntry(storetest.Head(entries), at.Add(time.Duration(len(entries))*time.Second), typ, data)
-			if err := s.Append(ctx, scope.Key(id), e); err != nil {
+			if err := s.Append(ctx, ns.Key(id), e); err != nil {
 				t.Fatal(err)
 			}
 			entries = append(entries, e)
@@ -62,39 +62,39 @@ func TestSearchFallback(t *testing.T) {
 	if len(hits) != 1 || hits[0].EntryID != a2[0].ID {
 		t.Fatalf("search within a2: %+v", hits)
 	}
-	for _, scope := range []store.Scope{bob, project} {
-		hits, err := store.Search(ctx, s, scope, store.SearchQuery{Text: "tomorrow"})
+	for _, ns := range []store.Namespace{bob, project} {
+		hits, err := store.Search(ctx, s, ns, store.SearchQuery{Text: "tomorrow"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(hits) != 0 {
-			t.Fatalf("%v found alice's words: %+v", scope, hits)
+			t.Fatalf("%v found alice's words: %+v", ns, hits)
 		}
-		hits, err = store.Search(ctx, s, scope, store.SearchQuery{Text: "umbrella", Session: "a1"})
+		hits, err = store.Search(ctx, s, ns, store.SearchQuery{Text: "umbrella", Session: "a1"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(hits) != 0 {
-			t.Fatalf("%v reached alice's session a1 by id: %+v", scope, hits)
+			t.Fatalf("%v reached alice's session a1 by id: %+v", ns, hits)
 		}
 	}
 }
 
-// Scopes finds every scope of the store's prefix and none of another's.
-func TestScopes(t *testing.T) {
+// Namespaces finds every namespace of the store's prefix and none of another's.
+func TestNamespaces(t *testing.T) {
 	s := newStore(t)
 	other := newStore(t)
 	ctx := t.Context()
-	want := []store.Scope{{Agent: "a"}, {Agent: "a", Owner: "u1"}, {Agent: "a", Owner: "u2"}, {Agent: "b.c", Owner: "x@y"}}
+	want := []store.Namespace{{Agent: "a"}, {Agent: "a", Owner: "u1"}, {Agent: "a", Owner: "u2"}, {Agent: "b.c", Owner: "x@y"}}
 	for _, sc := range want {
 		storetestAppend(t, s, sc.Key("s1"), 1)
 	}
-	storetestAppend(t, other, store.Scope{Agent: "z"}.Key("s1"), 1)
-	got, err := s.Scopes(ctx)
+	storetestAppend(t, other, store.Namespace{Agent: "z"}.Key("s1"), 1)
+	got, err := s.Namespaces(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(got, want) {
-		t.Fatalf("Scopes() = %v, want %v", got, want)
+		t.Fatalf("Namespaces() = %v, want %v", got, want)
 	}
 }

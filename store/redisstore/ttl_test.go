@@ -38,7 +38,7 @@ func approval(parent string, at time.Time) transcript.Entry {
 
 func decision(parent string, at time.Time) transcript.Entry {
 	return storetest.NewEntry(parent, at, transcript.TypeApprovalDecision,
-		transcript.ApprovalDecision{ApprovalID: "ap1", CallID: "c1", Decision: transcript.Allow, Scope: transcript.ScopeOnce})
+		transcript.ApprovalDecision{ApprovalID: "ap1", CallID: "c1", Decision: transcript.VerdictAllow, Scope: transcript.ApprovalScopeOnce})
 }
 
 // The expiry each append sets, read back with PTTL: no waiting needed.
@@ -136,8 +136,8 @@ func TestTTLExpires(t *testing.T) {
 	const ttl = 1200 * time.Millisecond
 	s := newStore(t, redisstore.WithTTL(ttl))
 	ctx := t.Context()
-	scope := store.Scope{Agent: "agent"}
-	idle, pending := scope.Key("idle"), scope.Key("pending")
+	ns := store.Namespace{Agent: "agent"}
+	idle, pending := ns.Key("idle"), ns.Key("pending")
 	storetestAppend(t, s, idle, 3)
 	first := storetest.NewEntry("", time.Now(), transcript.TypeUserMessage, transcript.UserMessage{Text: "refund order 1042"})
 	req := approval(first.ID, time.Now())
@@ -164,7 +164,7 @@ func TestTTLExpires(t *testing.T) {
 	if info.PendingApprovals != 1 || !info.LastActivity.Equal(req.Timestamp) || time.Since(info.LastActivity) < ttl {
 		t.Fatalf("pending session info %+v: the runtime could not tell it expired with an approval pending", info)
 	}
-	page, err := s.List(ctx, scope, store.ListOptions{})
+	page, err := s.List(ctx, ns, store.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,29 +192,29 @@ func TestTTLExpires(t *testing.T) {
 func TestStaleIndexMembers(t *testing.T) {
 	s := newStore(t) // no TTL: no sampling on append
 	ctx := t.Context()
-	scope := store.Scope{Agent: "agent", Owner: "o"}
+	ns := store.Namespace{Agent: "agent", Owner: "o"}
 	expire := func(id string) {
-		logKey, infoKey, _ := keyNames(s, scope.Key(id))
+		logKey, infoKey, _ := keyNames(s, ns.Key(id))
 		if err := s.Client().Unlink(ctx, logKey, infoKey).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, _, idxKey := keyNames(s, scope.Key("x"))
+	_, _, idxKey := keyNames(s, ns.Key("x"))
 	card := func() int64 { return s.Client().ZCard(ctx, idxKey).Val() }
 	old := time.Now().UTC().Add(-time.Hour)
 	for _, id := range []string{"x", "y", "z"} {
-		if err := s.Append(ctx, scope.Key(id), storetest.NewEntry("", old, "x.note", nil)); err != nil {
+		if err := s.Append(ctx, ns.Key(id), storetest.NewEntry("", old, "x.note", nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	expire("x")
-	if err := s.Append(ctx, scope.Key("x"), storetest.NewEntry("", time.Now(), "x.note", nil)); err != nil {
+	if err := s.Append(ctx, ns.Key("x"), storetest.NewEntry("", time.Now(), "x.note", nil)); err != nil {
 		t.Fatal(err)
 	}
 	if n := card(); n != 4 {
 		t.Fatalf("index holds %d members, want 4 (x twice)", n)
 	}
-	page, err := s.List(ctx, scope, store.ListOptions{})
+	page, err := s.List(ctx, ns, store.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,26 +229,26 @@ func TestStaleIndexMembers(t *testing.T) {
 	expire("y")
 	expire("z")
 	withTTL := sameStore(t, s, redisstore.WithTTL(time.Hour))
-	head := storetest.Head(readAll(t, s, scope.Key("x")))
-	if err := withTTL.Append(ctx, scope.Key("x"), storetest.NewEntry(head, time.Now(), "x.note", nil)); err != nil {
+	head := storetest.Head(readAll(t, s, ns.Key("x")))
+	if err := withTTL.Append(ctx, ns.Key("x"), storetest.NewEntry(head, time.Now(), "x.note", nil)); err != nil {
 		t.Fatal(err)
 	}
 	if n := card(); n != 1 {
 		t.Fatalf("index holds %d members after an append sampled them, want 1", n)
 	}
 
-	// A scope left with only stale members is not a scope.
-	other := store.Scope{Agent: "agent", Owner: "gone"}
+	// A namespace left with only stale members is not a namespace.
+	other := store.Namespace{Agent: "agent", Owner: "gone"}
 	if err := s.Append(ctx, other.Key("a"), storetest.NewEntry("", old, "x.note", nil)); err != nil {
 		t.Fatal(err)
 	}
 	logKey, infoKey, _ := keyNames(s, other.Key("a"))
 	s.Client().Unlink(ctx, logKey, infoKey)
-	scopes, err := s.Scopes(ctx)
+	namespaces, err := s.Namespaces(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(scopes, []store.Scope{scope}) {
-		t.Fatalf("Scopes() = %v, want [%v]", scopes, scope)
+	if !slices.Equal(namespaces, []store.Namespace{ns}) {
+		t.Fatalf("Namespaces() = %v, want [%v]", namespaces, ns)
 	}
 }

@@ -24,7 +24,7 @@ const (
 	insertSessionSQL = `INSERT INTO sessions
 		(agent, owner, id, started, last_activity, title, messages, pending, entries, head)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sweepScopeSQL = `DELETE FROM sessions WHERE sid IN (
+	sweepNamespaceSQL = `DELETE FROM sessions WHERE sid IN (
 		SELECT sid FROM sessions WHERE agent = ? AND owner = ? AND last_activity < ? AND pending = 0 LIMIT ?)`
 	lastRowIDSQL   = `SELECT eid FROM entries WHERE eid >= ? AND eid < ? ORDER BY eid DESC LIMIT 1`
 	insertEntrySQL = `INSERT INTO entries (eid, sid, seq, ts, indexed, body) VALUES (?, ?, ?, ?, ?, ?)`
@@ -33,11 +33,11 @@ const (
 
 var appendSQL = []string{
 	sessionRowSQL, deleteSessionSQL, updateSessionSQL, insertSessionSQL,
-	sweepScopeSQL, lastRowIDSQL, insertEntrySQL, insertTextSQL,
+	sweepNamespaceSQL, lastRowIDSQL, insertEntrySQL, insertTextSQL,
 }
 
 // sweepBatch bounds the expired sessions that creating a session deletes in
-// its scope, so one Append never pays for a long-neglected sweep.
+// its namespace, so one Append never pays for a long-neglected sweep.
 const sweepBatch = 16
 
 // Append adds e at the end of the session in one transaction that checks
@@ -110,7 +110,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		_, err = s.txStmt(ctx, tx, updateSessionSQL).ExecContext(ctx,
 			info.LastActivity.UnixNano(), title, info.MessageCount, info.PendingApprovals, info.Entries, e.ID, row.sid)
 	} else {
-		if err := s.sweepScope(ctx, tx, key.Scope()); err != nil {
+		if err := s.sweepNamespace(ctx, tx, key.Namespace()); err != nil {
 			return s.fail("append to", key, err)
 		}
 		var res sql.Result
@@ -172,12 +172,12 @@ func (s *Store) sessionRow(ctx context.Context, tx *sql.Tx, key store.Key) (sess
 	return r, nil
 }
 
-// sweepScope deletes up to sweepBatch expired sessions of scope.
-func (s *Store) sweepScope(ctx context.Context, tx *sql.Tx, scope store.Scope) error {
+// sweepNamespace deletes up to sweepBatch expired sessions of namespace.
+func (s *Store) sweepNamespace(ctx context.Context, tx *sql.Tx, ns store.Namespace) error {
 	if s.cfg.ttl <= 0 {
 		return nil
 	}
-	_, err := s.txStmt(ctx, tx, sweepScopeSQL).ExecContext(ctx, scope.Agent, scope.Owner, s.cutoff(), sweepBatch)
+	_, err := s.txStmt(ctx, tx, sweepNamespaceSQL).ExecContext(ctx, ns.Agent, ns.Owner, s.cutoff(), sweepBatch)
 	return err
 }
 

@@ -5,7 +5,7 @@ package sqlitestore
 // so that BENCHMARKS.md compares like with like. Besides those, RawFsync is
 // the floor under a durable append, AppendFdatasync shows what switching
 // the driver to fdatasync gains, and SearchScopes what a search pays for
-// other scopes' newer matches.
+// other namespaces' newer matches.
 //
 // The loaded database (about 1 GB) is built on first use, in two to four
 // minutes, cached in the system temp folder (see benchDB for its name) and
@@ -122,12 +122,12 @@ func benchTail(b *testing.B, drv sqlDriver) {
 	}
 }
 
-// benchList reads the first page (50) of a scope of 10,000 sessions.
+// benchList reads the first page (50) of a namespace of 10,000 sessions.
 func benchList(b *testing.B, drv sqlDriver) {
 	s := benchOpen(b, drv, benchDB(b))
 	done := benchdata.CPUMetric(b)
 	for b.Loop() {
-		page, err := s.List(b.Context(), benchdata.List.Scope, store.ListOptions{Limit: benchdata.PageSize})
+		page, err := s.List(b.Context(), benchdata.List.Namespace, store.ListOptions{Limit: benchdata.PageSize})
 		if err != nil || len(page.Sessions) != benchdata.PageSize || page.NextCursor == "" {
 			b.Fatalf("List: %d sessions, %v", len(page.Sessions), err)
 		}
@@ -135,14 +135,14 @@ func benchList(b *testing.B, drv sqlDriver) {
 	done()
 }
 
-// benchSearch searches the 1,000,000 entries of the search scope.
+// benchSearch searches the 1,000,000 entries of the search namespace.
 func benchSearch(b *testing.B, drv sqlDriver) {
 	s := benchOpen(b, drv, benchDB(b))
 	for _, q := range benchdata.Queries {
 		b.Run(q.Name, func(b *testing.B) {
 			done := benchdata.CPUMetric(b)
 			for b.Loop() {
-				hits, err := s.Search(b.Context(), benchdata.Search.Scope, q.SearchQuery())
+				hits, err := s.Search(b.Context(), benchdata.Search.Namespace, q.SearchQuery())
 				if err != nil || len(hits) != q.Hits {
 					b.Fatalf("Search(%q): %d hits, want %d; %v", q.Text, len(hits), q.Hits, err)
 				}
@@ -153,20 +153,20 @@ func benchSearch(b *testing.B, drv sqlDriver) {
 }
 
 // BenchmarkSearchScopes searches a common word and a short one in each
-// scope of the benchmark database, from the scope with the newest entries
+// namespace of the benchmark database, from the namespace with the newest entries
 // (list) to the one with the oldest (tail): what a search costs when other
-// scopes hold newer matches.
+// namespaces hold newer matches.
 func BenchmarkSearchScopes(b *testing.B) {
 	s := benchOpen(b, chosenDriver, benchDB(b))
 	for _, set := range []benchdata.Set{benchdata.List, benchdata.Search, benchdata.TailLong} {
 		for _, text := range []string{"order", "ok"} {
-			b.Run(set.Scope.Agent+"/"+text, func(b *testing.B) {
+			b.Run(set.Namespace.Agent+"/"+text, func(b *testing.B) {
 				q := store.SearchQuery{Text: text, Limit: benchdata.Limit}
 				done := benchdata.CPUMetric(b)
 				for b.Loop() {
-					hits, err := s.Search(b.Context(), set.Scope, q)
+					hits, err := s.Search(b.Context(), set.Namespace, q)
 					if err != nil || len(hits) != benchdata.Limit {
-						b.Fatalf("Search(%q) in %s: %d hits, %v", text, set.Scope, len(hits), err)
+						b.Fatalf("Search(%q) in %s: %d hits, %v", text, set.Namespace, len(hits), err)
 					}
 				}
 				done()

@@ -100,7 +100,7 @@ func TestConcurrentHandles(t *testing.T) {
 func TestConcurrentSessions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "spool.db")
 	a, b := openAt(t, path), openAt(t, path)
-	scope := store.Scope{Agent: "many"}
+	ns := store.Namespace{Agent: "many"}
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for i := range 16 {
@@ -111,7 +111,7 @@ func TestConcurrentSessions(t *testing.T) {
 		wg.Go(func() {
 			entries := storetest.Chain("", time.Now(), 10)
 			for _, e := range entries {
-				if err := s.Append(t.Context(), scope.Key(fmt.Sprintf("s%d", i)), e); err != nil {
+				if err := s.Append(t.Context(), ns.Key(fmt.Sprintf("s%d", i)), e); err != nil {
 					errs <- err
 					return
 				}
@@ -123,7 +123,7 @@ func TestConcurrentSessions(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	page, err := a.List(t.Context(), scope, store.ListOptions{})
+	page, err := a.List(t.Context(), ns, store.ListOptions{})
 	if err != nil || len(page.Sessions) != 16 {
 		t.Fatalf("List: %d sessions, %v", len(page.Sessions), err)
 	}

@@ -67,7 +67,7 @@ func TestCorruptRows(t *testing.T) {
 			if err != nil || !sameEntries(got, want) {
 				t.Fatalf("Read of another session: %d entries, %v", len(got), err)
 			}
-			if page, err := s.List(t.Context(), key.Scope(), store.ListOptions{}); err != nil || len(page.Sessions) != 2 {
+			if page, err := s.List(t.Context(), key.Namespace(), store.ListOptions{}); err != nil || len(page.Sessions) != 2 {
 				t.Fatalf("List beside a damaged session: %d sessions, %v", len(page.Sessions), err)
 			}
 			// A range that does not reach the damage reads.
@@ -85,7 +85,7 @@ func TestCorruptRowFailsSearch(t *testing.T) {
 	if _, err := s.w.Exec(`UPDATE entries SET body = 'garbage' WHERE seq = 3`); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.Search(t.Context(), key.Scope(), store.SearchQuery{Text: "message"})
+	_, err := s.Search(t.Context(), key.Namespace(), store.SearchQuery{Text: "message"})
 	var ce *store.CorruptError
 	if !errors.As(err, &ce) || ce.Key != key || ce.Position != 3 {
 		t.Fatalf("Search whose candidates include a damaged row: %v; want a *store.CorruptError at entry 3 of %s", err, key)

@@ -16,14 +16,14 @@ import (
 // one in the same order, with the same row ids, so the benchmarks measure
 // the store as Append leaves it.
 func TestBulkLoadMatchesAppend(t *testing.T) {
-	scope := store.Scope{Agent: "bulk", Owner: "u"}
+	ns := store.Namespace{Agent: "bulk", Owner: "u"}
 	const sessions, perSession = 3, 40
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	gens := make([]*benchdata.Gen, sessions)
 	keys := make([]store.Key, sessions)
 	for j := range gens {
 		gens[j] = benchdata.NewGen(uint64(j))
-		keys[j] = scope.Key(fmt.Sprintf("s%d", j))
+		keys[j] = ns.Key(fmt.Sprintf("s%d", j))
 	}
 	// Position by position across the sessions, several entries per
 	// millisecond, as the search set interleaves them.
@@ -64,14 +64,14 @@ func TestBulkLoadMatchesAppend(t *testing.T) {
 			t.Fatalf("Read(%s): loaded %d entries (%v), appended %d (%v)", key, len(a), errA, len(b), errB)
 		}
 	}
-	pa, errA := bulk.List(t.Context(), scope, store.ListOptions{})
-	pb, errB := appended.List(t.Context(), scope, store.ListOptions{})
+	pa, errA := bulk.List(t.Context(), ns, store.ListOptions{})
+	pb, errB := appended.List(t.Context(), ns, store.ListOptions{})
 	if errA != nil || errB != nil || !reflect.DeepEqual(pa, pb) {
 		t.Fatalf("List: loaded %+v (%v)\nappended %+v (%v)", pa, errA, pb, errB)
 	}
 	for _, text := range []string{benchdata.Marker, "order", "you order", "the", "ok"} {
-		ha, errA := bulk.Search(t.Context(), scope, store.SearchQuery{Text: text, Limit: 7})
-		hb, errB := appended.Search(t.Context(), scope, store.SearchQuery{Text: text, Limit: 7})
+		ha, errA := bulk.Search(t.Context(), ns, store.SearchQuery{Text: text, Limit: 7})
+		hb, errB := appended.Search(t.Context(), ns, store.SearchQuery{Text: text, Limit: 7})
 		if errA != nil || errB != nil || len(ha) == 0 || !reflect.DeepEqual(ha, hb) {
 			t.Fatalf("Search(%q): loaded %v (%v), appended %v (%v)", text, hitIDs(ha), errA, hitIDs(hb), errB)
 		}

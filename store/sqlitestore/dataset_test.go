@@ -23,7 +23,7 @@ import (
 
 var rebuildBench = flag.Bool("rebuild-bench", false, "rebuild the cached benchmark database")
 
-// benchSets are the sets the database holds, each in a scope of its own.
+// benchSets are the sets the database holds, each in a namespace of its own.
 var benchSets = []benchdata.Set{benchdata.Search, benchdata.TailLong, benchdata.TailShort, benchdata.List}
 
 var (

@@ -74,7 +74,7 @@
 // index without sorting (entry row ids are ordered by time), so a search
 // reads as many candidates as it needs to fill its limit. A search within
 // one session of at most 2,000 entries reads that session's entries
-// instead. Owner isolation holds: a search sees its own scope's sessions
+// instead. Owner isolation holds: a search sees its own namespace's sessions
 // only.
 //
 // # Expiry
@@ -82,11 +82,11 @@
 // With WithTTL(d), a session whose LastActivity (the newest entry's
 // timestamp) is more than d before now (WithClock) and that has no
 // approval pending has expired: List, Read, ReadRange, ReadTail, Stat,
-// Search and Scopes act as if it did not exist. Appending to it with an
+// Search and Namespaces act as if it did not exist. Appending to it with an
 // empty ParentID starts a fresh session under the same id, deleting the old
 // one in the same transaction; appending after its old head fails with
 // store.ErrConflict. Expired sessions are deleted by a sweep: of the whole
-// database when a Store opens and when Sweep is called, and of a scope (at
+// database when a Store opens and when Sweep is called, and of a namespace (at
 // most 16 sessions) each time a session is created in it. Each entry
 // appended resets the clock, an approval decision included. A session idle
 // past the TTL that still has an approval pending is kept, listed and
@@ -100,7 +100,7 @@
 // into another session or moved within its own no longer opens; titles are
 // sealed too, bound to position -1. The full-text index then stays empty,
 // as it would hold the text in the clear, and Search falls back to
-// store.Search's scan, which opens every transcript of the scope. What
+// store.Search's scan, which opens every transcript of the namespace. What
 // remains in the clear is the keys (agent, owner, session id), entry
 // timestamps and positions, the counts of store.SessionInfo and the head
 // entry id. A database is sealed or not for its whole life: Open refuses

@@ -38,13 +38,13 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	page, err := s.List(ctx, key.Scope(), store.ListOptions{})
+	page, err := s.List(ctx, key.Namespace(), store.ListOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(page.Sessions[0].ID, page.Sessions[0].Title)
 
-	hits, err := s.Search(ctx, key.Scope(), store.SearchQuery{Text: "ORDER 1042"})
+	hits, err := s.Search(ctx, key.Namespace(), store.SearchQuery{Text: "ORDER 1042"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -8,19 +8,19 @@ import (
 	"github.com/spool-go/spool/store"
 )
 
-// List returns one page of the scope's sessions, newest activity first,
+// List returns one page of the namespace's sessions, newest activity first,
 // from the sessions_by_activity index: a page reads its own rows and no
 // others, and no entries.
-func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptions) (store.SessionPage, error) {
-	if err := store.ValidateScope(scope); err != nil {
+func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOptions) (store.SessionPage, error) {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return store.SessionPage{}, err
 	}
 	limit := opt.PageSize()
 	query := `SELECT ` + infoColumns + ` FROM sessions s
 		WHERE s.agent = ? AND s.owner = ? AND ` + visible
-	args := []any{scope.Agent, scope.Owner, s.cutoff()}
+	args := []any{ns.Agent, ns.Owner, s.cutoff()}
 	if opt.Cursor != "" {
-		pos, err := store.DecodeListCursor(scope, opt.Cursor)
+		pos, err := store.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
@@ -32,7 +32,7 @@ func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptio
 
 	rows, err := s.query(ctx, query, args...)
 	if err != nil {
-		return store.SessionPage{}, fmt.Errorf("sqlitestore: %s: listing %s: %w", s.path, scope, err)
+		return store.SessionPage{}, fmt.Errorf("sqlitestore: %s: listing %s: %w", s.path, ns, err)
 	}
 	defer rows.Close()
 	page := store.SessionPage{Sessions: make([]store.SessionInfo, 0, min(limit, 64))}
@@ -42,18 +42,18 @@ func (s *Store) List(ctx context.Context, scope store.Scope, opt store.ListOptio
 			more = true
 			break
 		}
-		info, err := s.scanInfo(scope, rows)
+		info, err := s.scanInfo(ns, rows)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
 		page.Sessions = append(page.Sessions, info)
 	}
 	if err := rows.Err(); err != nil {
-		return store.SessionPage{}, fmt.Errorf("sqlitestore: %s: listing %s: %w", s.path, scope, err)
+		return store.SessionPage{}, fmt.Errorf("sqlitestore: %s: listing %s: %w", s.path, ns, err)
 	}
 	if more {
 		last := page.Sessions[len(page.Sessions)-1]
-		page.NextCursor = store.EncodeListCursor(scope, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+		page.NextCursor = store.EncodeListCursor(ns, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
 	}
 	return page, nil
 }
@@ -71,11 +71,11 @@ func (s *Store) Delete(ctx context.Context, key store.Key) error {
 	return nil
 }
 
-// Prune deletes, in one transaction, the sessions of scope that r does not
+// Prune deletes, in one transaction, the sessions of namespace that r does not
 // keep as of now (and those the TTL has expired): the newest r.MaxSessions
 // sessions not idle longer than r.MaxAge stay.
-func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention, now time.Time) (int, error) {
-	if err := store.ValidateScope(scope); err != nil {
+func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention, now time.Time) (int, error) {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return 0, err
 	}
 	if r.Unlimited() && s.cfg.ttl <= 0 {
@@ -83,14 +83,14 @@ func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention,
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("sqlitestore: %s: pruning %s: %w", s.path, scope, err)
+		return 0, fmt.Errorf("sqlitestore: %s: pruning %s: %w", s.path, ns, err)
 	}
 	defer tx.Rollback()
 	deleted := 0
 	del := func(query string, args ...any) error {
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
-			return fmt.Errorf("sqlitestore: %s: pruning %s: %w", s.path, scope, err)
+			return fmt.Errorf("sqlitestore: %s: pruning %s: %w", s.path, ns, err)
 		}
 		n, _ := res.RowsAffected()
 		deleted += int(n)
@@ -98,14 +98,14 @@ func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention,
 	}
 	if s.cfg.ttl > 0 {
 		if err := del(`DELETE FROM sessions WHERE agent = ? AND owner = ? AND last_activity < ? AND pending = 0`,
-			scope.Agent, scope.Owner, s.cutoff()); err != nil {
+			ns.Agent, ns.Owner, s.cutoff()); err != nil {
 			return 0, err
 		}
 	}
 	if r.MaxAge > 0 {
 		// store.Expired: idle strictly longer than MaxAge.
 		if err := del(`DELETE FROM sessions WHERE agent = ? AND owner = ? AND last_activity < ?`,
-			scope.Agent, scope.Owner, now.Add(-r.MaxAge).UnixNano()); err != nil {
+			ns.Agent, ns.Owner, now.Add(-r.MaxAge).UnixNano()); err != nil {
 			return 0, err
 		}
 	}
@@ -113,35 +113,35 @@ func (s *Store) Prune(ctx context.Context, scope store.Scope, r store.Retention,
 		if err := del(`DELETE FROM sessions WHERE sid IN (
 				SELECT sid FROM sessions WHERE agent = ? AND owner = ?
 				ORDER BY last_activity DESC, id DESC LIMIT -1 OFFSET ?)`,
-			scope.Agent, scope.Owner, r.MaxSessions); err != nil {
+			ns.Agent, ns.Owner, r.MaxSessions); err != nil {
 			return 0, err
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("sqlitestore: %s: pruning %s: %w", s.path, scope, err)
+		return 0, fmt.Errorf("sqlitestore: %s: pruning %s: %w", s.path, ns, err)
 	}
 	return deleted, nil
 }
 
-// Scopes returns every scope that has a session, ordered by agent, then
+// Namespaces returns every namespace that has a session, ordered by agent, then
 // owner.
-func (s *Store) Scopes(ctx context.Context) ([]store.Scope, error) {
+func (s *Store) Namespaces(ctx context.Context) ([]store.Namespace, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT s.agent, s.owner FROM sessions s WHERE `+visible+`
 		GROUP BY s.agent, s.owner ORDER BY s.agent, s.owner`, s.cutoff())
 	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: %s: listing scopes: %w", s.path, err)
+		return nil, fmt.Errorf("sqlitestore: %s: listing namespaces: %w", s.path, err)
 	}
 	defer rows.Close()
-	var scopes []store.Scope
+	var namespaces []store.Namespace
 	for rows.Next() {
-		var sc store.Scope
+		var sc store.Namespace
 		if err := rows.Scan(&sc.Agent, &sc.Owner); err != nil {
-			return nil, fmt.Errorf("sqlitestore: %s: listing scopes: %w", s.path, err)
+			return nil, fmt.Errorf("sqlitestore: %s: listing namespaces: %w", s.path, err)
 		}
-		scopes = append(scopes, sc)
+		namespaces = append(namespaces, sc)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlitestore: %s: listing scopes: %w", s.path, err)
+		return nil, fmt.Errorf("sqlitestore: %s: listing namespaces: %w", s.path, err)
 	}
-	return scopes, nil
+	return namespaces, nil
 }

@@ -153,7 +153,7 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 	if err != nil {
 		return store.SessionInfo{}, s.fail("stat", key, err)
 	}
-	info, err := s.scanInfo(key.Scope(), st.QueryRowContext(ctx, key.Agent, key.Owner, key.ID, s.cutoff()))
+	info, err := s.scanInfo(key.Namespace(), st.QueryRowContext(ctx, key.Agent, key.Owner, key.ID, s.cutoff()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.SessionInfo{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
 	}
@@ -169,7 +169,7 @@ const infoColumns = `s.id, s.started, s.last_activity, s.title, s.messages, s.pe
 const statSQL = `SELECT ` + infoColumns + ` FROM sessions s
 	WHERE s.agent = ? AND s.owner = ? AND s.id = ? AND ` + visible
 
-func (s *Store) scanInfo(scope store.Scope, row interface{ Scan(...any) error }) (store.SessionInfo, error) {
+func (s *Store) scanInfo(ns store.Namespace, row interface{ Scan(...any) error }) (store.SessionInfo, error) {
 	var (
 		info          store.SessionInfo
 		started, last int64
@@ -179,9 +179,9 @@ func (s *Store) scanInfo(scope store.Scope, row interface{ Scan(...any) error })
 		if errors.Is(err, sql.ErrNoRows) {
 			return info, err
 		}
-		return info, fmt.Errorf("sqlitestore: %s: reading sessions of %s: %w", s.path, scope, err)
+		return info, fmt.Errorf("sqlitestore: %s: reading sessions of %s: %w", s.path, ns, err)
 	}
-	info.Agent, info.Owner = scope.Agent, scope.Owner
+	info.Agent, info.Owner = ns.Agent, ns.Owner
 	info.Started = time.Unix(0, started).UTC()
 	info.LastActivity = time.Unix(0, last).UTC()
 	t, err := s.openTitle(info.Key(), title)

@@ -40,7 +40,7 @@ var migrations = [][]string{
 			head          TEXT NOT NULL,
 			UNIQUE (agent, owner, id)
 		)`,
-		// Listing order per scope: newest activity first, then id.
+		// Listing order per namespace: newest activity first, then id.
 		`CREATE INDEX sessions_by_activity ON sessions (agent, owner, last_activity DESC, id DESC)`,
 		// One row per entry, at position seq of its session. eid orders
 		// entries by time (see rowid.go). body is the entry's wire JSON, or

@@ -33,7 +33,7 @@ func TestSealedAtRest(t *testing.T) {
 	if err != nil || info.Title != secret {
 		t.Fatalf("Stat = %+v, %v; want the title %q", info, err, secret)
 	}
-	hits, err := s.Search(t.Context(), key.Scope(), store.SearchQuery{Text: "xk4471 PASSPORT"})
+	hits, err := s.Search(t.Context(), key.Namespace(), store.SearchQuery{Text: "xk4471 PASSPORT"})
 	if err != nil || len(hits) != 2 || hits[0].EntryID != answer.ID {
 		t.Fatalf("Search of a sealed store: %+v, %v; want both entries by the scan", hits, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/spool-go/spool/store"
 )
 
-// Search returns the newest entries of scope (or of q.Session) whose text
+// Search returns the newest entries of namespace (or of q.Session) whose text
 // contains every word of q.Text, ignoring case, newest first: the same hits
 // and snippets as store.Search's scan, found through the full-text index.
 //
@@ -26,13 +26,13 @@ import (
 //
 // With a protector the index is empty (it would hold plain text), and
 // Search falls back to store.Search's scan, which opens every transcript of
-// the scope.
-func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQuery) ([]store.SearchHit, error) {
-	if err := store.ValidateScope(scope); err != nil {
+// the namespace.
+func (s *Store) Search(ctx context.Context, ns store.Namespace, q store.SearchQuery) ([]store.SearchHit, error) {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return nil, err
 	}
 	if q.Session != "" {
-		if err := store.ValidateKey(scope.Key(q.Session)); err != nil {
+		if err := store.ValidateKey(ns.Key(q.Session)); err != nil {
 			return nil, err
 		}
 	}
@@ -41,7 +41,7 @@ func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQue
 		return nil, errors.New("sqlitestore: empty search query")
 	}
 	if s.cfg.protector != nil {
-		return store.Search(ctx, scanOnly{s}, scope, q)
+		return store.Search(ctx, scanOnly{s}, ns, q)
 	}
 	limit := q.Limit
 	if limit <= 0 {
@@ -54,20 +54,20 @@ func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQue
 		var n int
 		err := s.r.QueryRowContext(ctx, `SELECT s.entries FROM sessions s
 			WHERE s.agent = ? AND s.owner = ? AND s.id = ? AND `+visible,
-			scope.Agent, scope.Owner, q.Session, s.cutoff()).Scan(&n)
+			ns.Agent, ns.Owner, q.Session, s.cutoff()).Scan(&n)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return nil, nil
 		case err != nil:
-			return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, scope.Key(q.Session), err)
+			return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, ns.Key(q.Session), err)
 		case n <= sessionScanMax:
 			match = ""
 		}
 	}
-	query, args := searchSQL(scope, q.Session, match, s.cutoff())
+	query, args := searchSQL(ns, q.Session, match, s.cutoff())
 	rows, err := s.query(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, scope, err)
+		return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, ns, err)
 	}
 	defer rows.Close()
 
@@ -90,12 +90,12 @@ func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQue
 			body         sql.RawBytes
 		)
 		if err := rows.Scan(&eid, &ts, &seq, &sid, &id, &body); err != nil {
-			return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, scope, err)
+			return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, ns, err)
 		}
 		if len(hits) >= limit && bucketOf(eid) < bound {
 			break
 		}
-		e, err := s.decode(scope.Key(id), sid, seq, body)
+		e, err := s.decode(ns.Key(id), sid, seq, body)
 		if err != nil {
 			return nil, err
 		}
@@ -111,7 +111,7 @@ func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQue
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, scope, err)
+		return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, ns, err)
 	}
 	store.SortHits(hits)
 	if len(hits) > limit {
@@ -125,7 +125,7 @@ func (s *Store) Search(ctx context.Context, scope store.Scope, q store.SearchQue
 // index, entry, session) and yields its matches by descending row id with
 // no sort. Without one, the entries table does the same; for one session,
 // its own entries, sorted.
-func searchSQL(scope store.Scope, session, match string, cutoff int64) (string, []any) {
+func searchSQL(ns store.Namespace, session, match string, cutoff int64) (string, []any) {
 	var b strings.Builder
 	var args []any
 	b.WriteString(`SELECT e.eid, e.ts, e.seq, e.sid, s.id, e.body FROM `)
@@ -140,7 +140,7 @@ func searchSQL(scope store.Scope, session, match string, cutoff int64) (string, 
 		b.WriteString(`entries e CROSS JOIN sessions s ON s.sid = e.sid WHERE e.indexed AND `)
 	}
 	b.WriteString(`s.agent = ? AND s.owner = ? AND ` + visible)
-	args = append(args, scope.Agent, scope.Owner, cutoff)
+	args = append(args, ns.Agent, ns.Owner, cutoff)
 	if session != "" {
 		b.WriteString(` AND s.id = ?`)
 		args = append(args, session)

@@ -38,7 +38,7 @@ var hostileQueries = []string{
 
 func TestSearchMatchesScan(t *testing.T) {
 	s := openTest(t)
-	scope := store.Scope{Agent: "a", Owner: "u"}
+	ns := store.Namespace{Agent: "a", Owner: "u"}
 	start := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	for i := range 4 {
 		var entries []transcript.Entry
@@ -53,9 +53,9 @@ func TestSearchMatchesScan(t *testing.T) {
 			}
 			entries = append(entries, storetest.NewEntry(storetest.Head(entries), at, typ, data))
 		}
-		appendAll(t, s, scope.Key(fmt.Sprintf("s%d", i)), entries...)
+		appendAll(t, s, ns.Key(fmt.Sprintf("s%d", i)), entries...)
 	}
-	// Another owner says the same things: never found from scope.
+	// Another owner says the same things: never found from namespace.
 	for i := range 2 {
 		seedTexts(t, s, store.Key{Agent: "a", Owner: "other", ID: fmt.Sprintf("s%d", i)}, start)
 		seedTexts(t, s, store.Key{Agent: "a", ID: fmt.Sprintf("s%d", i)}, start)
@@ -78,11 +78,11 @@ func TestSearchMatchesScan(t *testing.T) {
 			if len(store.SearchTerms(q.Text)) == 0 {
 				continue
 			}
-			got, err := s.Search(t.Context(), scope, q)
+			got, err := s.Search(t.Context(), ns, q)
 			if err != nil {
 				t.Fatalf("Search(%q): %v", q.Text, err)
 			}
-			want, err := store.Search(t.Context(), scanOnly{s}, scope, q)
+			want, err := store.Search(t.Context(), scanOnly{s}, ns, q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,10 +100,10 @@ func TestSearchMatchesScan(t *testing.T) {
 	if n := rawCount(t, s, `SELECT count(*) FROM entries`); n != 8*len(searchTexts) {
 		t.Fatalf("%d entries after the hostile queries, want %d", n, 8*len(searchTexts))
 	}
-	if hits, err := s.Search(t.Context(), scope, store.SearchQuery{Text: `DROP TABLE entries`}); err != nil || len(hits) != 4 {
+	if hits, err := s.Search(t.Context(), ns, store.SearchQuery{Text: `DROP TABLE entries`}); err != nil || len(hits) != 4 {
 		t.Fatalf("Search for SQL as text: %d hits, %v; want the 4 entries that say it", len(hits), err)
 	}
-	if hits, err := s.Search(t.Context(), scope, store.SearchQuery{Text: `(NEAR the`}); err != nil || len(hits) != 4 {
+	if hits, err := s.Search(t.Context(), ns, store.SearchQuery{Text: `(NEAR the`}); err != nil || len(hits) != 4 {
 		t.Fatalf("Search for FTS5 syntax as text: %d hits, %v; want the 4 entries that say it", len(hits), err)
 	}
 }
@@ -128,15 +128,15 @@ func hitIDs(h []store.SearchHit) []string {
 func TestSearchRejects(t *testing.T) {
 	s := openTest(t)
 	for _, tc := range []struct {
-		scope store.Scope
-		q     store.SearchQuery
+		ns store.Namespace
+		q  store.SearchQuery
 	}{
-		{store.Scope{Agent: "a"}, store.SearchQuery{Text: "   "}},
-		{store.Scope{Agent: "../x"}, store.SearchQuery{Text: "x"}},
-		{store.Scope{Agent: "a"}, store.SearchQuery{Text: "x", Session: "a/b"}},
+		{store.Namespace{Agent: "a"}, store.SearchQuery{Text: "   "}},
+		{store.Namespace{Agent: "../x"}, store.SearchQuery{Text: "x"}},
+		{store.Namespace{Agent: "a"}, store.SearchQuery{Text: "x", Session: "a/b"}},
 	} {
-		if _, err := s.Search(t.Context(), tc.scope, tc.q); err == nil {
-			t.Errorf("Search(%v, %+v) succeeded", tc.scope, tc.q)
+		if _, err := s.Search(t.Context(), tc.ns, tc.q); err == nil {
+			t.Errorf("Search(%v, %+v) succeeded", tc.ns, tc.q)
 		}
 	}
 }

@@ -39,13 +39,14 @@ type Store struct {
 
 // Interface checks: the capabilities this store offers.
 var (
-	_ store.Store       = (*Store)(nil)
-	_ store.RangeReader = (*Store)(nil)
-	_ store.TailReader  = (*Store)(nil)
-	_ store.Stater      = (*Store)(nil)
-	_ store.Pruner      = (*Store)(nil)
-	_ store.Searcher    = (*Store)(nil)
-	_ store.ScopeLister = (*Store)(nil)
+	_ store.Store           = (*Store)(nil)
+	_ store.RangeReader     = (*Store)(nil)
+	_ store.TailReader      = (*Store)(nil)
+	_ store.Stater          = (*Store)(nil)
+	_ store.Pruner          = (*Store)(nil)
+	_ store.Searcher        = (*Store)(nil)
+	_ store.NamespaceLister = (*Store)(nil)
+	_ store.Expiring        = (*Store)(nil)
 )
 
 // Open opens the database at path, creating it (mode 0600, and its folder
@@ -237,7 +238,7 @@ const visible = `(s.last_activity >= ? OR s.pending > 0)`
 
 // Sweep deletes every session that the TTL has expired (idle longer than
 // the TTL, no approval pending) and returns how many it deleted. Open runs
-// it, and creating a session sweeps that session's scope; call it yourself
+// it, and creating a session sweeps that session's namespace; call it yourself
 // to reclaim space sooner. Without a TTL it does nothing.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	if s.cfg.ttl <= 0 {

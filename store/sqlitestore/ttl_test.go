@@ -36,15 +36,15 @@ func TestTTL(t *testing.T) {
 	c := &clock{t: t0}
 	path := filepath.Join(t.TempDir(), "spool.db")
 	s := openAt(t, path, WithTTL(time.Hour), WithClock(c.now))
-	scope := store.Scope{Agent: "a", Owner: "u"}
+	ns := store.Namespace{Agent: "a", Owner: "u"}
 
-	idle := seed(t, s, scope.Key("idle"), t0, 3)
-	pending := approvalSession(t, s, scope.Key("pending"), t0)
-	seed(t, s, scope.Key("fresh"), t0.Add(50*time.Minute), 3)
-	boundary := seed(t, s, scope.Key("boundary"), t0.Add(time.Minute-2*time.Millisecond), 3) // last entry at t0+1m
+	idle := seed(t, s, ns.Key("idle"), t0, 3)
+	pending := approvalSession(t, s, ns.Key("pending"), t0)
+	seed(t, s, ns.Key("fresh"), t0.Add(50*time.Minute), 3)
+	boundary := seed(t, s, ns.Key("boundary"), t0.Add(time.Minute-2*time.Millisecond), 3) // last entry at t0+1m
 
 	c.advance(time.Hour + time.Minute) // idle and pending idle 61m; boundary exactly 60m
-	page, err := s.List(t.Context(), scope, store.ListOptions{})
+	page, err := s.List(t.Context(), ns, store.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,23 +55,23 @@ func TestTTL(t *testing.T) {
 	if want := []string{"fresh", "boundary", "pending"}; !slices.Equal(listed, want) {
 		t.Fatalf("List after the TTL = %v, want %v (idle longer than the TTL is hidden; idle exactly the TTL and a pending approval are not)", listed, want)
 	}
-	if got, err := s.Read(t.Context(), scope.Key("idle")); err != nil || len(got) != 0 {
+	if got, err := s.Read(t.Context(), ns.Key("idle")); err != nil || len(got) != 0 {
 		t.Fatalf("Read of an expired session: %d entries, %v; want none", len(got), err)
 	}
-	if got, total, err := s.ReadTail(t.Context(), scope.Key("idle"), 10); err != nil || len(got) != 0 || total != 0 {
+	if got, total, err := s.ReadTail(t.Context(), ns.Key("idle"), 10); err != nil || len(got) != 0 || total != 0 {
 		t.Fatalf("ReadTail of an expired session: %d of %d, %v", len(got), total, err)
 	}
-	if _, err := s.Stat(t.Context(), scope.Key("idle")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Stat(t.Context(), ns.Key("idle")); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Stat of an expired session: %v; want ErrNotFound", err)
 	}
-	if hits, err := s.Search(t.Context(), scope, store.SearchQuery{Text: "message 1"}); err != nil || len(hits) != 2 {
+	if hits, err := s.Search(t.Context(), ns, store.SearchQuery{Text: "message 1"}); err != nil || len(hits) != 2 {
 		t.Fatalf("Search: %d hits, %v; want those of fresh and boundary only", len(hits), err)
 	}
-	info, err := s.Stat(t.Context(), scope.Key("pending"))
+	info, err := s.Stat(t.Context(), ns.Key("pending"))
 	if err != nil || info.PendingApprovals != 1 {
 		t.Fatalf("Stat of an expired session with an approval pending: %+v, %v; want it kept, with the approval", info, err)
 	}
-	if got, err := s.Read(t.Context(), scope.Key("boundary")); err != nil || !sameEntries(got, boundary) {
+	if got, err := s.Read(t.Context(), ns.Key("boundary")); err != nil || !sameEntries(got, boundary) {
 		t.Fatalf("Read of a session idle exactly the TTL: %d entries, %v", len(got), err)
 	}
 	if n := rawCount(t, s, `SELECT count(*) FROM sessions WHERE id = 'idle'`); n != 1 {
@@ -81,29 +81,29 @@ func TestTTL(t *testing.T) {
 	// Continuing the expired session with its old head is a conflict: as
 	// far as anyone can see, the session is empty.
 	late := storetest.NewEntry(storetest.Head(idle), c.now(), transcript.TypeUserMessage, transcript.UserMessage{Text: "still there?"})
-	if err := s.Append(t.Context(), scope.Key("idle"), late); !errors.Is(err, store.ErrConflict) {
+	if err := s.Append(t.Context(), ns.Key("idle"), late); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("Append to an expired session after its old head: %v; want ErrConflict", err)
 	}
 	// Starting it again starts fresh under the same id.
 	restart := storetest.Chain("", c.now(), 2)
-	appendAll(t, s, scope.Key("idle"), restart...)
-	if got, err := s.Read(t.Context(), scope.Key("idle")); err != nil || !sameEntries(got, restart) {
+	appendAll(t, s, ns.Key("idle"), restart...)
+	if got, err := s.Read(t.Context(), ns.Key("idle")); err != nil || !sameEntries(got, restart) {
 		t.Fatalf("Read of an expired session started again: %d entries, %v; want only the new %d", len(got), err, len(restart))
 	}
-	if info, _ := s.Stat(t.Context(), scope.Key("idle")); info.Entries != 2 || !info.Started.Equal(restart[0].Timestamp) {
+	if info, _ := s.Stat(t.Context(), ns.Key("idle")); info.Entries != 2 || !info.Started.Equal(restart[0].Timestamp) {
 		t.Fatalf("Stat of the restarted session: %+v", info)
 	}
 
 	// Resolving the approval resets its clock.
 	decision := storetest.NewEntry(storetest.Head(pending), c.now(), transcript.TypeApprovalDecision, transcript.ApprovalDecision{
-		ApprovalID: "ap1", CallID: "c1", Decision: transcript.Allow, Scope: transcript.ScopeOnce})
-	appendAll(t, s, scope.Key("pending"), decision)
+		ApprovalID: "ap1", CallID: "c1", Decision: transcript.VerdictAllow, Scope: transcript.ApprovalScopeOnce})
+	appendAll(t, s, ns.Key("pending"), decision)
 	c.advance(59 * time.Minute)
-	if info, err := s.Stat(t.Context(), scope.Key("pending")); err != nil || info.PendingApprovals != 0 {
+	if info, err := s.Stat(t.Context(), ns.Key("pending")); err != nil || info.PendingApprovals != 0 {
 		t.Fatalf("Stat 59 minutes after the approval was resolved: %+v, %v; want it visible", info, err)
 	}
 	c.advance(2 * time.Minute)
-	if _, err := s.Stat(t.Context(), scope.Key("pending")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Stat(t.Context(), ns.Key("pending")); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Stat 61 minutes after the approval was resolved: %v; want ErrNotFound", err)
 	}
 }
@@ -113,21 +113,21 @@ func TestTTLSweep(t *testing.T) {
 	c := &clock{t: t0}
 	path := filepath.Join(t.TempDir(), "spool.db")
 	s := openAt(t, path, WithTTL(time.Hour), WithClock(c.now))
-	a := store.Scope{Agent: "a"}
-	b := store.Scope{Agent: "b", Owner: "u"}
+	a := store.Namespace{Agent: "a"}
+	b := store.Namespace{Agent: "b", Owner: "u"}
 	seed(t, s, a.Key("old1"), t0, 3)
 	seed(t, s, a.Key("old2"), t0, 3)
 	seed(t, s, b.Key("old3"), t0, 3)
 	approvalSession(t, s, a.Key("waiting"), t0)
 	c.advance(2 * time.Hour)
 
-	// Creating a session sweeps its own scope.
+	// Creating a session sweeps its own namespace.
 	seed(t, s, a.Key("new"), c.now(), 1)
 	if n := rawCount(t, s, `SELECT count(*) FROM sessions WHERE agent = 'a'`); n != 2 {
-		t.Fatalf("after a new session in scope a: %d sessions of a stored, want 2 (new and the one waiting on approval)", n)
+		t.Fatalf("after a new session in the namespace a: %d sessions of a stored, want 2 (new and the one waiting on approval)", n)
 	}
 	if n := rawCount(t, s, `SELECT count(*) FROM sessions WHERE agent = 'b'`); n != 1 {
-		t.Fatalf("a new session in scope a swept scope b")
+		t.Fatalf("a new session in the namespace a swept namespace b")
 	}
 
 	// Open sweeps everything.

@@ -26,7 +26,7 @@ var appendChecks = []check{
 }
 
 func testAppendOrder(t *testing.T, s store.Store) {
-	key := newScope().Key(name("sess"))
+	key := newNamespace().Key(name("sess"))
 	first := seed(t, s, key, base(), 4)
 	checkRead(t, s, key, first, "Read returns entries in append order")
 	more := Chain(Head(first), base().Add(time.Second), 7)
@@ -35,7 +35,7 @@ func testAppendOrder(t *testing.T, s store.Store) {
 }
 
 func testExactRoundTrip(t *testing.T, s store.Store) {
-	key := newScope().Key(name("sess"))
+	key := newNamespace().Key(name("sess"))
 	at := base()
 	var big strings.Builder
 	for big.Len() < 1<<20 {
@@ -61,7 +61,7 @@ func testExactRoundTrip(t *testing.T, s store.Store) {
 	add(transcript.TypeUserMessage, nil, func(e *transcript.Entry) {
 		e.Data = json.RawMessage(" {\n  \"text\" :  \"spaced out\"\n} ")
 	})
-	add(transcript.TypeTurnEnd, transcript.TurnEnd{Error: &transcript.TurnError{Code: "model_error", Message: "upstream failed"}}, func(e *transcript.Entry) {
+	add(transcript.TypeTurnEnd, transcript.TurnEnd{Error: &transcript.ErrorInfo{Code: transcript.CodeModelError, Message: "upstream failed"}}, func(e *transcript.Entry) {
 		e.Status = transcript.StatusError
 	})
 	add(transcript.TypeGovernanceNotice, transcript.GovernanceNotice{Kind: "kind_spool_does_not_know", Message: "kept as written"}, nil)
@@ -70,7 +70,7 @@ func testExactRoundTrip(t *testing.T, s store.Store) {
 }
 
 func testNanosecondTimestamp(t *testing.T, s store.Store) {
-	key := newScope().Key(name("sess"))
+	key := newNamespace().Key(name("sess"))
 	e := NewEntry("", base(), transcript.TypeUserMessage, transcript.UserMessage{Text: "hi"})
 	e.Timestamp = e.Timestamp.Add(123456789 * time.Nanosecond).In(time.FixedZone("UTC+5", 5*3600))
 	appendAll(t, s, key, e)
@@ -78,9 +78,9 @@ func testNanosecondTimestamp(t *testing.T, s store.Store) {
 }
 
 func testUnknownSession(t *testing.T, s store.Store) {
-	scope := newScope()
-	seed(t, s, scope.Key(name("other")), base(), 2)
-	for _, key := range []store.Key{scope.Key(name("sess")), {Agent: name("agent"), ID: name("sess")}, {Agent: scope.Agent, Owner: name("owner"), ID: name("sess")}} {
+	ns := newNamespace()
+	seed(t, s, ns.Key(name("other")), base(), 2)
+	for _, key := range []store.Key{ns.Key(name("sess")), {Agent: name("agent"), ID: name("sess")}, {Agent: ns.Agent, Owner: name("owner"), ID: name("sess")}} {
 		got, err := s.Read(t.Context(), key)
 		if err != nil || len(got) != 0 {
 			t.Errorf("Read of a session the store does not have (%s) must return no entries and no error; got %d entries, error %v", key, len(got), err)
@@ -96,12 +96,12 @@ func expectConflict(t *testing.T, s store.Store, key store.Key, e transcript.Ent
 }
 
 func testConflictNewSession(t *testing.T, s store.Store) {
-	scope := newScope()
-	key := scope.Key(name("sess"))
+	ns := newNamespace()
+	key := ns.Key(name("sess"))
 	e := NewEntry(transcript.NewID(base()), base(), transcript.TypeUserMessage, transcript.UserMessage{Text: "orphan"})
 	expectConflict(t, s, key, e, "the first entry of a new session has a non-empty parentId")
 	checkRead(t, s, key, nil, "a rejected first entry is not stored")
-	if got := listAll(t, s, scope, 0); len(got) != 0 {
+	if got := listAll(t, s, ns, 0); len(got) != 0 {
 		t.Errorf("a rejected first entry must not create the session: List shows %v", infoIDs(got))
 	}
 	first := seed(t, s, key, base(), 1)
@@ -109,8 +109,8 @@ func testConflictNewSession(t *testing.T, s store.Store) {
 }
 
 func testConflictStale(t *testing.T, s store.Store) {
-	scope := newScope()
-	key := scope.Key(name("sess"))
+	ns := newNamespace()
+	key := ns.Key(name("sess"))
 	entries := seed(t, s, key, base(), 3)
 	at := base().Add(time.Minute)
 	expectConflict(t, s, key, NewEntry(entries[1].ID, at, transcript.TypeUserMessage, transcript.UserMessage{Text: "stale"}),
@@ -119,7 +119,7 @@ func testConflictStale(t *testing.T, s store.Store) {
 		"parentId is empty but the session has entries")
 	expectConflict(t, s, key, entries[2], "the session's last entry appended again (a retry after success)")
 	checkRead(t, s, key, entries, "a rejected entry is not stored")
-	got := listAll(t, s, scope, 0)
+	got := listAll(t, s, ns, 0)
 	if info, n := find(got, key.ID); n != 1 {
 		t.Errorf("List shows the session %d times, want once", n)
 	} else if d := diffInfo(info, store.Info(key, entries)); d != "" {
@@ -131,10 +131,10 @@ func testConflictStale(t *testing.T, s store.Store) {
 }
 
 func testConflictWrong(t *testing.T, s store.Store) {
-	scope := newScope()
-	key := scope.Key(name("sess"))
+	ns := newNamespace()
+	key := ns.Key(name("sess"))
 	entries := seed(t, s, key, base(), 2)
-	other := seed(t, s, scope.Key(name("other")), base(), 2)
+	other := seed(t, s, ns.Key(name("other")), base(), 2)
 	at := base().Add(time.Minute)
 	expectConflict(t, s, key, NewEntry(transcript.NewID(at), at, transcript.TypeUserMessage, nil),
 		"parentId is an id the session never had")
@@ -150,7 +150,7 @@ func testConflictWrong(t *testing.T, s store.Store) {
 // and the transcript must stay one chain holding every winner and no loser.
 func testRace(t *testing.T, s store.Store) {
 	const writers, steps = 8, 16
-	key := newScope().Key(name("sess"))
+	key := newNamespace().Key(name("sess"))
 	var (
 		mu       sync.Mutex
 		won      = map[string]string{} // parent -> winning entry id
@@ -222,9 +222,9 @@ func testRace(t *testing.T, s store.Store) {
 }
 
 func testInvalidEntry(t *testing.T, s store.Store) {
-	scope := newScope()
-	fresh := scope.Key(name("fresh"))
-	existing := scope.Key(name("existing"))
+	ns := newNamespace()
+	fresh := ns.Key(name("fresh"))
+	existing := ns.Key(name("existing"))
 	entries := seed(t, s, existing, base(), 2)
 	at := base().Add(time.Minute)
 	cases := []struct {
@@ -252,7 +252,7 @@ func testInvalidEntry(t *testing.T, s store.Store) {
 	}
 	checkRead(t, s, fresh, nil, "a refused entry is not stored (new session)")
 	checkRead(t, s, existing, entries, "a refused entry is not stored (existing session)")
-	if got := listAll(t, s, scope, 0); len(got) != 1 {
+	if got := listAll(t, s, ns, 0); len(got) != 1 {
 		t.Errorf("refused entries must not create sessions: List shows %v, want only %s", infoIDs(got), existing.ID)
 	}
 }

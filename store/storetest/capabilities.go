@@ -18,7 +18,7 @@ var capabilityChecks = []check{
 	{"TailReader", testTailReader},
 	{"Stater", testStater},
 	{"Pruner", testPruner},
-	{"ScopeLister", testScopeLister},
+	{"NamespaceLister", testNamespaceLister},
 	{"Searcher", testSearcher},
 	{"Locker/MutualExclusion", testLockExclusion},
 	{"Locker/OtherKeysDoNotBlock", testLockOtherKeys},
@@ -42,10 +42,10 @@ func clamped(all []transcript.Entry, start, end int) []transcript.Entry {
 
 func testRangeReader(t *testing.T, s store.Store) {
 	rr := skipUnless[store.RangeReader](t, s)
-	scope := newScope()
-	key := scope.Key(name("sess"))
+	ns := newNamespace()
+	key := ns.Key(name("sess"))
 	all := seed(t, s, key, base(), 7)
-	for _, k := range []store.Key{key, scope.Key(name("unknown"))} {
+	for _, k := range []store.Key{key, ns.Key(name("unknown"))} {
 		want := all
 		if k != key {
 			want = nil
@@ -70,10 +70,10 @@ func testRangeReader(t *testing.T, s store.Store) {
 
 func testTailReader(t *testing.T, s store.Store) {
 	tr := skipUnless[store.TailReader](t, s)
-	scope := newScope()
-	key := scope.Key(name("sess"))
+	ns := newNamespace()
+	key := ns.Key(name("sess"))
 	all := seed(t, s, key, base(), 7)
-	for _, k := range []store.Key{key, scope.Key(name("unknown"))} {
+	for _, k := range []store.Key{key, ns.Key(name("unknown"))} {
 		want := all
 		if k != key {
 			want = nil
@@ -101,8 +101,8 @@ func testTailReader(t *testing.T, s store.Store) {
 
 func testStater(t *testing.T, s store.Store) {
 	st := skipUnless[store.Stater](t, s)
-	scope := store.Scope{Agent: name("agent"), Owner: name("owner")}
-	key := scope.Key(name("sess"))
+	ns := store.Namespace{Agent: name("agent"), Owner: name("owner")}
+	key := ns.Key(name("sess"))
 	entries := seed(t, s, key, base(), 5)
 	info, err := st.Stat(t.Context(), key)
 	if err != nil {
@@ -111,7 +111,7 @@ func testStater(t *testing.T, s store.Store) {
 	if d := diffInfo(info, store.Info(key, entries)); d != "" {
 		t.Errorf("Stat must agree with store.Info over the transcript: %s", d)
 	}
-	for _, k := range []store.Key{scope.Key(name("unknown")), {Agent: scope.Agent, ID: key.ID}, {Agent: scope.Agent, Owner: name("other"), ID: key.ID}} {
+	for _, k := range []store.Key{ns.Key(name("unknown")), {Agent: ns.Agent, ID: key.ID}, {Agent: ns.Agent, Owner: name("other"), ID: key.ID}} {
 		if _, err := st.Stat(t.Context(), k); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Stat of a session the store does not have (%s) must fail with ErrNotFound (errors.Is); got %v", k, err)
 		}
@@ -137,19 +137,19 @@ func testPruner(t *testing.T, s store.Store) {
 	}
 	for _, r := range policies {
 		t.Run(fmt.Sprintf("MaxSessions=%d,MaxAge=%v", r.MaxSessions, r.MaxAge), func(t *testing.T) {
-			scope := newScope()
-			neighbour := store.Scope{Agent: scope.Agent, Owner: name("owner")}
+			ns := newNamespace()
+			neighbour := store.Namespace{Agent: ns.Agent, Owner: name("owner")}
 			// Ten sessions, one a day apart, the newest at start.
 			for i := range 10 {
-				seed(t, s, scope.Key(fmt.Sprintf("s%d", i)), start.Add(-time.Duration(i)*day), 2)
+				seed(t, s, ns.Key(fmt.Sprintf("s%d", i)), start.Add(-time.Duration(i)*day), 2)
 				seed(t, s, neighbour.Key(fmt.Sprintf("s%d", i)), start.Add(-time.Duration(i)*day), 1)
 			}
-			before := listAll(t, s, scope, 0)
-			victims, err := store.Victims(t.Context(), s, scope, r, now)
+			before := listAll(t, s, ns, 0)
+			victims, err := store.Victims(t.Context(), s, ns, r, now)
 			if err != nil {
 				t.Fatalf("store.Victims: %v", err)
 			}
-			deleted, err := p.Prune(t.Context(), scope, r, now)
+			deleted, err := p.Prune(t.Context(), ns, r, now)
 			if err != nil {
 				t.Fatalf("Prune(%+v): %v", r, err)
 			}
@@ -162,44 +162,44 @@ func testPruner(t *testing.T, s store.Store) {
 					want = append(want, info.ID)
 				}
 			}
-			if got := infoIDs(listAll(t, s, scope, 0)); !slices.Equal(got, want) {
+			if got := infoIDs(listAll(t, s, ns, 0)); !slices.Equal(got, want) {
 				t.Errorf("after Prune(%+v) as of now = %s, List shows %v, want %v (exactly the sessions store.Victims keeps)", r, now.Format(time.DateOnly), got, want)
 			}
 			for _, v := range victims {
 				checkRead(t, s, v.Key(), nil, "a pruned session reads empty")
 			}
 			if got := listAll(t, s, neighbour, 0); len(got) != 10 {
-				t.Errorf("Prune of %s deleted sessions of %s: %d of 10 left", scope, neighbour, len(got))
+				t.Errorf("Prune of %s deleted sessions of %s: %d of 10 left", ns, neighbour, len(got))
 			}
 		})
 	}
 }
 
-func testScopeLister(t *testing.T, s store.Store) {
-	sl := skipUnless[store.ScopeLister](t, s)
+func testNamespaceLister(t *testing.T, s store.Store) {
+	sl := skipUnless[store.NamespaceLister](t, s)
 	a, b := name("agent"), name("agent")
-	want := []store.Scope{{Agent: a}, {Agent: a, Owner: name("owner")}, {Agent: b, Owner: name("owner")}}
-	for _, scope := range want {
-		seed(t, s, scope.Key(name("sess")), base(), 1)
-		seed(t, s, scope.Key(name("sess")), base(), 1)
+	want := []store.Namespace{{Agent: a}, {Agent: a, Owner: name("owner")}, {Agent: b, Owner: name("owner")}}
+	for _, ns := range want {
+		seed(t, s, ns.Key(name("sess")), base(), 1)
+		seed(t, s, ns.Key(name("sess")), base(), 1)
 	}
-	scopes, err := sl.Scopes(t.Context())
+	namespaces, err := sl.Namespaces(t.Context())
 	if err != nil {
-		t.Fatalf("Scopes: %v", err)
+		t.Fatalf("Namespaces: %v", err)
 	}
 	for _, w := range want {
-		if n := countScope(scopes, w); n != 1 {
-			t.Errorf("Scopes lists %s %d times; every scope with sessions appears exactly once", w, n)
+		if n := countNamespace(namespaces, w); n != 1 {
+			t.Errorf("Namespaces lists %s %d times; every namespace with sessions appears exactly once", w, n)
 		}
 	}
-	if n := countScope(scopes, store.Scope{Agent: b}); n != 0 {
-		t.Errorf("Scopes lists %s, which has no sessions (only a user scope of that agent has)", store.Scope{Agent: b})
+	if n := countNamespace(namespaces, store.Namespace{Agent: b}); n != 0 {
+		t.Errorf("Namespaces lists %s, which has no sessions (only a user scope of that agent has)", store.Namespace{Agent: b})
 	}
 }
 
-func countScope(scopes []store.Scope, s store.Scope) int {
+func countNamespace(namespaces []store.Namespace, s store.Namespace) int {
 	n := 0
-	for _, sc := range scopes {
+	for _, sc := range namespaces {
 		if sc == s {
 			n++
 		}

@@ -17,8 +17,8 @@ var contextChecks = []check{
 // returns, and an Append is all or nothing (its error says whether the
 // entry was stored). Whether each call failed is logged.
 func testCancelled(t *testing.T, s store.Store) {
-	scope := newScope()
-	key := scope.Key(name("sess"))
+	ns := newNamespace()
+	key := ns.Key(name("sess"))
 	entries := seed(t, s, key, base(), 2)
 	ctx := cancelled(t)
 	report := func(call string, err error) {
@@ -42,7 +42,7 @@ func testCancelled(t *testing.T, s store.Store) {
 		checkRead(t, s, key, entries, "Append with a cancelled context failed, so the entry must not be stored")
 	}
 
-	fresh := scope.Key(name("fresh"))
+	fresh := ns.Key(name("fresh"))
 	first := NewEntry("", base(), transcript.TypeUserMessage, transcript.UserMessage{Text: "new"})
 	if !returns(t, "Append of a new session with a cancelled context", func() { err = s.Append(ctx, fresh, first) }) {
 		return
@@ -52,15 +52,15 @@ func testCancelled(t *testing.T, s store.Store) {
 		checkRead(t, s, fresh, []transcript.Entry{first}, "Append of a new session with a cancelled context returned no error, so the entry must be stored")
 	} else {
 		checkRead(t, s, fresh, nil, "Append of a new session with a cancelled context failed, so nothing must be stored")
-		if _, n := find(listAll(t, s, scope, 0), fresh.ID); n != 0 {
+		if _, n := find(listAll(t, s, ns, 0), fresh.ID); n != 0 {
 			t.Errorf("Append of a new session with a cancelled context failed, but List shows the session")
 		}
 	}
 
 	calls := []namedCall{
 		{"Read", func() error { _, err := s.Read(ctx, key); return err }},
-		{"List", func() error { _, err := s.List(ctx, scope, store.ListOptions{}); return err }},
-		{"Delete", func() error { return s.Delete(ctx, scope.Key(name("gone"))) }},
+		{"List", func() error { _, err := s.List(ctx, ns, store.ListOptions{}); return err }},
+		{"Delete", func() error { return s.Delete(ctx, ns.Key(name("gone"))) }},
 	}
 	if rr, ok := s.(store.RangeReader); ok {
 		calls = append(calls, namedCall{"ReadRange", func() error { _, _, err := rr.ReadRange(ctx, key, 0, 1); return err }})
@@ -73,15 +73,15 @@ func testCancelled(t *testing.T, s store.Store) {
 	}
 	if p, ok := s.(store.Pruner); ok {
 		calls = append(calls, namedCall{"Prune", func() error {
-			_, err := p.Prune(ctx, store.Scope{Agent: name("agent")}, store.Retention{MaxSessions: 1}, base())
+			_, err := p.Prune(ctx, store.Namespace{Agent: name("agent")}, store.Retention{MaxSessions: 1}, base())
 			return err
 		}})
 	}
-	if sl, ok := s.(store.ScopeLister); ok {
-		calls = append(calls, namedCall{"Scopes", func() error { _, err := sl.Scopes(ctx); return err }})
+	if sl, ok := s.(store.NamespaceLister); ok {
+		calls = append(calls, namedCall{"Namespaces", func() error { _, err := sl.Namespaces(ctx); return err }})
 	}
 	if sr, ok := s.(store.Searcher); ok {
-		calls = append(calls, namedCall{"Search", func() error { _, err := sr.Search(ctx, scope, store.SearchQuery{Text: "message"}); return err }})
+		calls = append(calls, namedCall{"Search", func() error { _, err := sr.Search(ctx, ns, store.SearchQuery{Text: "message"}); return err }})
 	}
 	for _, c := range calls {
 		var err error

@@ -1,9 +1,9 @@
 // This example is a complete custom store: a map under a mutex, in a few
 // dozen lines, that passes the whole conformance suite. The store package
-// does the hard parts: ValidateKey and ValidateScope check keys,
+// does the hard parts: ValidateKey and ValidateNamespace check keys,
 // CheckAppend checks an entry and its parent, SessionInfo.Apply keeps the
 // listing info current on every append, SortSessions orders a listing, and
-// EncodeListCursor and DecodeListCursor make cursors bound to their scope.
+// EncodeListCursor and DecodeListCursor make cursors bound to their namespace.
 //
 // Prove that a store keeps the contract by running the suite in its own
 // package:
@@ -87,13 +87,13 @@ func (s *mapStore) Read(ctx context.Context, key store.Key) ([]transcript.Entry,
 	return out, ctx.Err()
 }
 
-func (s *mapStore) List(ctx context.Context, scope store.Scope, opt store.ListOptions) (store.SessionPage, error) {
-	if err := store.ValidateScope(scope); err != nil {
+func (s *mapStore) List(ctx context.Context, ns store.Namespace, opt store.ListOptions) (store.SessionPage, error) {
+	if err := store.ValidateNamespace(ns); err != nil {
 		return store.SessionPage{}, err
 	}
 	var after *store.ListPosition
 	if opt.Cursor != "" {
-		p, err := store.DecodeListCursor(scope, opt.Cursor)
+		p, err := store.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
@@ -101,8 +101,8 @@ func (s *mapStore) List(ctx context.Context, scope store.Scope, opt store.ListOp
 	}
 	s.mu.Lock()
 	var infos []store.SessionInfo
-	for key, sess := range s.sessions { // every scope's: fine for an example
-		if key.Scope() == scope && (after == nil || after.Before(sess.info.LastActivity, key.ID)) {
+	for key, sess := range s.sessions { // every namespace's: fine for an example
+		if key.Namespace() == ns && (after == nil || after.Before(sess.info.LastActivity, key.ID)) {
 			infos = append(infos, sess.info)
 		}
 	}
@@ -112,7 +112,7 @@ func (s *mapStore) List(ctx context.Context, scope store.Scope, opt store.ListOp
 	if n := opt.PageSize(); len(infos) > n {
 		page.Sessions = infos[:n]
 		last := infos[n-1]
-		page.NextCursor = store.EncodeListCursor(scope, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+		page.NextCursor = store.EncodeListCursor(ns, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
 	}
 	return page, ctx.Err()
 }
@@ -148,7 +148,7 @@ func Example_customStore() {
 	err := s.Append(ctx, key, stale)
 	fmt.Println("stale append refused:", errors.Is(err, store.ErrConflict))
 
-	page, err := s.List(ctx, key.Scope(), store.ListOptions{})
+	page, err := s.List(ctx, key.Namespace(), store.ListOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -29,8 +29,8 @@ func name(prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b[:])
 }
 
-// newScope returns a project scope of an agent of the subtest's own.
-func newScope() store.Scope { return store.Scope{Agent: name("agent")} }
+// newNamespace returns a project scope of an agent of the subtest's own.
+func newNamespace() store.Namespace { return store.Namespace{Agent: name("agent")} }
 
 // base is a timestamp near the present, to the millisecond, that a subtest
 // builds its timestamps from.
@@ -143,29 +143,29 @@ func diffInfo(got, want store.SessionInfo) string {
 	return strings.Join(d, "; ")
 }
 
-// listAll walks every page of scope's listing with page size limit and
+// listAll walks every page of namespace's listing with page size limit and
 // returns the sessions in the order the pages gave them.
-func listAll(t *testing.T, s store.Store, scope store.Scope, limit int) []store.SessionInfo {
+func listAll(t *testing.T, s store.Store, ns store.Namespace, limit int) []store.SessionInfo {
 	t.Helper()
 	var all []store.SessionInfo
 	opt := store.ListOptions{Limit: limit}
 	for pages := 0; ; pages++ {
 		if pages > 10000 {
-			t.Fatalf("List of %s: over 10000 pages; the cursors never end", scope)
+			t.Fatalf("List of %s: over 10000 pages; the cursors never end", ns)
 		}
-		page, err := s.List(t.Context(), scope, opt)
+		page, err := s.List(t.Context(), ns, opt)
 		if err != nil {
-			t.Fatalf("List of %s (page %d): %v", scope, pages+1, err)
+			t.Fatalf("List of %s (page %d): %v", ns, pages+1, err)
 		}
 		if len(page.Sessions) > opt.PageSize() {
-			t.Fatalf("List of %s (page %d): %d sessions with Limit %d", scope, pages+1, len(page.Sessions), limit)
+			t.Fatalf("List of %s (page %d): %d sessions with Limit %d", ns, pages+1, len(page.Sessions), limit)
 		}
 		all = append(all, page.Sessions...)
 		if page.NextCursor == "" {
 			return all
 		}
 		if len(page.Sessions) == 0 {
-			t.Fatalf("List of %s (page %d): an empty page with a NextCursor; an empty page is the last", scope, pages+1)
+			t.Fatalf("List of %s (page %d): an empty page with a NextCursor; an empty page is the last", ns, pages+1)
 		}
 		opt.Cursor = page.NextCursor
 	}

@@ -27,9 +27,9 @@ var deleteChecks = []check{
 // is listed exactly once.
 func listed(t *testing.T, s store.Store, key store.Key) store.SessionInfo {
 	t.Helper()
-	info, n := find(listAll(t, s, key.Scope(), store.MaxListLimit), key.ID)
+	info, n := find(listAll(t, s, key.Namespace(), store.MaxListLimit), key.ID)
 	if n != 1 {
-		t.Fatalf("List of %s shows session %s %d times, want once", key.Scope(), key.ID, n)
+		t.Fatalf("List of %s shows session %s %d times, want once", key.Namespace(), key.ID, n)
 	}
 	return info
 }
@@ -65,7 +65,7 @@ func testInfoFields(t *testing.T, s store.Store) {
 		{transcript.TypeUserMessage, transcript.UserMessage{Text: question}, "the first user message (the title)"},
 		{transcript.TypeAssistantMessage, transcript.AssistantMessage{ToolCalls: []transcript.ToolCall{{ID: "c1", Name: "refund", Arguments: json.RawMessage(`{}`)}}}, "an assistant message with a tool call"},
 		{transcript.TypeApprovalRequest, transcript.ApprovalRequest{ApprovalID: "a1", CallID: "c1", Tool: "refund", Arguments: json.RawMessage(`{}`)}, "an approval request (pending approvals rise)"},
-		{transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "a1", CallID: "c1", Decision: transcript.Allow, Scope: transcript.ScopeOnce}, "its decision (pending approvals fall)"},
+		{transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "a1", CallID: "c1", Decision: transcript.VerdictAllow, Scope: transcript.ApprovalScopeOnce}, "its decision (pending approvals fall)"},
 		{transcript.TypeToolResult, transcript.ToolResult{CallID: "c1", Tool: "refund", Result: "done"}, "a tool result (a message)"},
 		{transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: "Refunded."}, "the answer"},
 		{transcript.TypeTurnEnd, transcript.TurnEnd{}, "a turn end (not a message)"},
@@ -110,8 +110,8 @@ func testInfoFields(t *testing.T, s store.Store) {
 func last(entries []transcript.Entry) transcript.Entry { return entries[len(entries)-1] }
 
 func testInfoClockBack(t *testing.T, s store.Store) {
-	scope := newScope()
-	key := scope.Key(name("sess"))
+	ns := newNamespace()
+	key := ns.Key(name("sess"))
 	start := base()
 	entries := Chain("", start, 1)
 	// A second writer whose clock is behind appends the next entries.
@@ -119,23 +119,23 @@ func testInfoClockBack(t *testing.T, s store.Store) {
 	next[1] = NewEntry(next[0].ID, start.Add(5*time.Second), transcript.TypeTurnEnd, nil)
 	entries = append(entries, next...)
 	// Another session whose only entry falls between the two.
-	between := scope.Key(name("between"))
+	between := ns.Key(name("between"))
 	appendAll(t, s, between, NewEntry("", start.Add(7*time.Second), transcript.TypeUserMessage, nil))
 	appendAll(t, s, key, entries...)
 	checkInfo(t, s, key, entries, "entries whose timestamps go back (LastActivity is the newest timestamp, as store.Info keeps it)")
-	got := infoIDs(listAll(t, s, scope, 0))
+	got := infoIDs(listAll(t, s, ns, 0))
 	if want := []string{key.ID, between.ID}; !slices.Equal(got, want) {
 		t.Errorf("List must order by LastActivity, the newest timestamp, not by the last entry's: a session with entries at +10s then +5s comes before one at +7s; got %v, want %v", got, want)
 	}
 	for _, limit := range []int{1, 2} {
-		if got := infoIDs(listAll(t, s, scope, limit)); !slices.Equal(got, []string{key.ID, between.ID}) {
+		if got := infoIDs(listAll(t, s, ns, limit)); !slices.Equal(got, []string{key.ID, between.ID}) {
 			t.Errorf("paging with Limit %d over sessions whose clocks went back shows %v, want each once in order", limit, got)
 		}
 	}
 }
 
 func testInfoNoUserMessage(t *testing.T, s store.Store) {
-	key := newScope().Key(name("sess"))
+	key := newNamespace().Key(name("sess"))
 	entries := []transcript.Entry{NewEntry("", base(), transcript.TypeSessionMode, transcript.SessionMode{ToolMode: transcript.ToolModeOff})}
 	entries = append(entries, NewEntry(Head(entries), base(), "x.unknown", map[string]any{"text": "no title from me"}))
 	appendAll(t, s, key, entries...)
@@ -143,14 +143,14 @@ func testInfoNoUserMessage(t *testing.T, s store.Store) {
 }
 
 func testDelete(t *testing.T, s store.Store) {
-	scope := store.Scope{Agent: name("agent"), Owner: name("owner")}
-	key := scope.Key(name("sess"))
+	ns := store.Namespace{Agent: name("agent"), Owner: name("owner")}
+	key := ns.Key(name("sess"))
 	start := base()
 	old := []transcript.Entry{NewEntry("", start, transcript.TypeUserMessage, transcript.UserMessage{Text: "old title"})}
 	old = append(old, NewEntry(Head(old), start.Add(time.Second), transcript.TypeApprovalRequest, transcript.ApprovalRequest{ApprovalID: "a1", CallID: "c1", Tool: "t"}))
 	old = append(old, Chain(Head(old), start.Add(2*time.Second), 4)...)
 	appendAll(t, s, key, old...)
-	keep := scope.Key(name("keep"))
+	keep := ns.Key(name("keep"))
 	kept := seed(t, s, keep, start, 2)
 
 	if err := s.Delete(t.Context(), key); err != nil {
@@ -158,10 +158,10 @@ func testDelete(t *testing.T, s store.Store) {
 	}
 	checkRead(t, s, key, nil, "after Delete, the session reads empty")
 	checkRead(t, s, keep, kept, "Delete removes only its own session")
-	if _, n := find(listAll(t, s, scope, 0), key.ID); n != 0 {
+	if _, n := find(listAll(t, s, ns, 0), key.ID); n != 0 {
 		t.Errorf("after Delete, List still shows the session (%d times)", n)
 	}
-	if _, n := find(listAll(t, s, scope, 0), keep.ID); n != 1 {
+	if _, n := find(listAll(t, s, ns, 0), keep.ID); n != 1 {
 		t.Errorf("Delete of another session removed %s from the listing", keep.ID)
 	}
 	if st, ok := s.(store.Stater); ok {
@@ -183,10 +183,10 @@ func testDelete(t *testing.T, s store.Store) {
 }
 
 func testDeleteUnknown(t *testing.T, s store.Store) {
-	scope := newScope()
-	key := scope.Key(name("sess"))
+	ns := newNamespace()
+	key := ns.Key(name("sess"))
 	seed(t, s, key, base(), 2)
-	for _, k := range []store.Key{scope.Key(name("never")), {Agent: name("agent"), ID: key.ID}, {Agent: scope.Agent, Owner: name("owner"), ID: key.ID}} {
+	for _, k := range []store.Key{ns.Key(name("never")), {Agent: name("agent"), ID: key.ID}, {Agent: ns.Agent, Owner: name("owner"), ID: key.ID}} {
 		if err := s.Delete(t.Context(), k); err != nil {
 			t.Errorf("Delete of a session the store does not have (%s) must not be an error; got %v", k, err)
 		}

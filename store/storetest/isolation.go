@@ -29,15 +29,15 @@ func testOwnerIsolation(t *testing.T, s store.Store) {
 	checkRead(t, s, b, nil, "owner B reads nothing of owner A's or the project's session with the same id")
 	checkRead(t, s, a, aEntries, "the project session with the same id is not owner A's")
 	checkRead(t, s, p, pEntries, "owner A's session with the same id is not the project's")
-	if got := listAll(t, s, b.Scope(), 0); len(got) != 0 {
+	if got := listAll(t, s, b.Namespace(), 0); len(got) != 0 {
 		t.Errorf("owner B's List shows %v: other owners' and the project's sessions are invisible to B", infoIDs(got))
 	}
 	for k, entries := range map[store.Key][]transcript.Entry{a: aEntries, p: pEntries} {
-		info, n := find(listAll(t, s, k.Scope(), 0), id)
+		info, n := find(listAll(t, s, k.Namespace(), 0), id)
 		if n != 1 {
-			t.Errorf("List of %s shows session %s %d times, want once", k.Scope(), id, n)
+			t.Errorf("List of %s shows session %s %d times, want once", k.Namespace(), id, n)
 		} else if d := diffInfo(info, store.Info(k, entries)); d != "" {
-			t.Errorf("List of %s must show its own session %s, not another scope's with the same id: %s", k.Scope(), id, d)
+			t.Errorf("List of %s must show its own session %s, not another namespace's with the same id: %s", k.Namespace(), id, d)
 		}
 	}
 	if st, ok := s.(store.Stater); ok {
@@ -70,7 +70,7 @@ func testAgentIsolation(t *testing.T, s store.Store) {
 		two := store.Key{Agent: name("two"), Owner: o, ID: id}
 		seed(t, s, one, base(), 2)
 		checkRead(t, s, two, nil, "another agent's session with the same id and owner is invisible")
-		if got := listAll(t, s, two.Scope(), 0); len(got) != 0 {
+		if got := listAll(t, s, two.Namespace(), 0); len(got) != 0 {
 			t.Errorf("List of agent %s shows another agent's sessions %v", two.Agent, infoIDs(got))
 		}
 		twoEntries := seed(t, s, two, base().Add(time.Second), 3)

@@ -70,32 +70,32 @@ func testInvalidKeys(t *testing.T, s store.Store) {
 			}
 			expect("Delete", s.Delete(ctx, key))
 			if part != "session id" {
-				_, err := s.List(ctx, key.Scope(), store.ListOptions{})
+				_, err := s.List(ctx, key.Namespace(), store.ListOptions{})
 				expect("List", err)
 			}
 			invalidKeyCapabilities(t, s, key, part != "session id", expect)
 		}
 	}
-	for _, scope := range []store.Scope{{Agent: agent}, {Agent: agent, Owner: owner}} {
-		if got := listAll(t, s, scope, 0); len(got) != 0 {
-			t.Errorf("appends with invalid keys must store nothing, but List of %s shows %v", scope, infoIDs(got))
+	for _, ns := range []store.Namespace{{Agent: agent}, {Agent: agent, Owner: owner}} {
+		if got := listAll(t, s, ns, 0); len(got) != 0 {
+			t.Errorf("appends with invalid keys must store nothing, but List of %s shows %v", ns, infoIDs(got))
 		}
 	}
-	if sl, ok := s.(store.ScopeLister); ok {
-		scopes, err := sl.Scopes(ctx)
+	if sl, ok := s.(store.NamespaceLister); ok {
+		namespaces, err := sl.Namespaces(ctx)
 		if err != nil {
-			t.Fatalf("Scopes: %v", err)
+			t.Fatalf("Namespaces: %v", err)
 		}
-		for _, sc := range scopes {
-			if store.ValidateScope(sc) != nil {
-				t.Errorf("appends with invalid keys must store nothing, but Scopes lists the invalid scope %q/%q", sc.Agent, sc.Owner)
+		for _, sc := range namespaces {
+			if store.ValidateNamespace(sc) != nil {
+				t.Errorf("appends with invalid keys must store nothing, but Namespaces lists the invalid namespace %q/%q", sc.Agent, sc.Owner)
 			}
 		}
 	}
 }
 
 // invalidKeyCapabilities checks that the optional methods refuse key too.
-func invalidKeyCapabilities(t *testing.T, s store.Store, key store.Key, badScope bool, expect func(string, error)) {
+func invalidKeyCapabilities(t *testing.T, s store.Store, key store.Key, badNamespace bool, expect func(string, error)) {
 	t.Helper()
 	ctx := t.Context()
 	if rr, ok := s.(store.RangeReader); ok {
@@ -117,15 +117,15 @@ func invalidKeyCapabilities(t *testing.T, s store.Store, key store.Key, badScope
 			unlock()
 		}
 	}
-	if !badScope {
+	if !badNamespace {
 		return
 	}
 	if p, ok := s.(store.Pruner); ok {
-		_, err := p.Prune(ctx, key.Scope(), store.Retention{MaxSessions: 1}, base())
+		_, err := p.Prune(ctx, key.Namespace(), store.Retention{MaxSessions: 1}, base())
 		expect("Prune", err)
 	}
 	if sr, ok := s.(store.Searcher); ok {
-		_, err := sr.Search(ctx, key.Scope(), store.SearchQuery{Text: "stored"})
+		_, err := sr.Search(ctx, key.Namespace(), store.SearchQuery{Text: "stored"})
 		expect("Search", err)
 	}
 }
@@ -162,17 +162,17 @@ func testValidKeys(t *testing.T, s store.Store) {
 	}
 	add(store.Key{Agent: name("x") + ".jsonl", ID: "index"})
 	add(store.Key{Agent: strings.Repeat("y", store.MaxIDLength), Owner: strings.Repeat("z", store.MaxIDLength), ID: strings.Repeat("w", store.MaxIDLength)})
-	byScope := map[store.Scope][]string{}
+	byNamespace := map[store.Namespace][]string{}
 	for _, m := range sessions {
 		checkRead(t, s, m.key, m.entries, "every valid key is a session of its own")
-		byScope[m.key.Scope()] = append(byScope[m.key.Scope()], m.key.ID)
+		byNamespace[m.key.Namespace()] = append(byNamespace[m.key.Namespace()], m.key.ID)
 	}
-	for scope, want := range byScope {
-		got := infoIDs(listAll(t, s, scope, 0))
+	for ns, want := range byNamespace {
+		got := infoIDs(listAll(t, s, ns, 0))
 		slices.Sort(got)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
-			t.Errorf("List of %s shows %q, want %q (every valid key is a session of its own scope)", scope, got, want)
+			t.Errorf("List of %s shows %q, want %q (every valid key is a session of its own namespace)", ns, got, want)
 		}
 	}
 }

@@ -18,18 +18,18 @@ var listChecks = []check{
 	{"List/Paging", testPaging},
 	{"List/Paging/WhileAppending", testPagingWhileAppending},
 	{"List/InvalidCursor", testInvalidCursor},
-	{"List/EmptyScope", testListEmpty},
+	{"List/EmptyNamespace", testListEmpty},
 }
 
-// manySessions creates n one-entry sessions in scope, three to a timestamp
+// manySessions creates n one-entry sessions in the namespace, three to a timestamp
 // (so that the order between them falls to the session id), and returns
 // their infos in listing order.
-func manySessions(t *testing.T, s store.Store, scope store.Scope, n int) []store.SessionInfo {
+func manySessions(t *testing.T, s store.Store, ns store.Namespace, n int) []store.SessionInfo {
 	t.Helper()
 	start := base()
 	want := make([]store.SessionInfo, 0, n)
 	for i := range n {
-		key := scope.Key(name("sess"))
+		key := ns.Key(name("sess"))
 		entries := Chain("", start.Add(-time.Duration(i/3)*time.Second), 1)
 		appendAll(t, s, key, entries...)
 		want = append(want, store.Info(key, entries))
@@ -53,13 +53,13 @@ func checkOrder(t *testing.T, got, want []store.SessionInfo, rule string) {
 }
 
 func testListOrder(t *testing.T, s store.Store) {
-	scope := newScope()
+	ns := newNamespace()
 	start := base()
 	var want []store.SessionInfo
 	// Sessions whose activity order differs from their creation order: the
 	// oldest session gets the newest entry.
 	for i := range 6 {
-		key := scope.Key(name("sess"))
+		key := ns.Key(name("sess"))
 		entries := Chain("", start.Add(time.Duration(i)*time.Second), 2)
 		if i == 0 {
 			entries = append(entries, Chain(Head(entries), start.Add(time.Minute), 1)...)
@@ -69,16 +69,16 @@ func testListOrder(t *testing.T, s store.Store) {
 	}
 	// Two sessions with the same last activity: the higher id comes first.
 	for range 2 {
-		key := scope.Key(name("tie"))
+		key := ns.Key(name("tie"))
 		entries := Chain("", start.Add(30*time.Second), 1)
 		appendAll(t, s, key, entries...)
 		want = append(want, store.Info(key, entries))
 	}
-	// Another scope's sessions never appear.
-	seed(t, s, store.Scope{Agent: scope.Agent, Owner: name("owner")}.Key(name("user")), start.Add(time.Hour), 1)
-	seed(t, s, newScope().Key(name("agent2")), start.Add(time.Hour), 1)
+	// Another namespace's sessions never appear.
+	seed(t, s, store.Namespace{Agent: ns.Agent, Owner: name("owner")}.Key(name("user")), start.Add(time.Hour), 1)
+	seed(t, s, newNamespace().Key(name("agent2")), start.Add(time.Hour), 1)
 	store.SortSessions(want)
-	page, err := s.List(t.Context(), scope, store.ListOptions{})
+	page, err := s.List(t.Context(), ns, store.ListOptions{})
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -89,10 +89,10 @@ func testListOrder(t *testing.T, s store.Store) {
 }
 
 func testPageSize(t *testing.T, s store.Store) {
-	scope := newScope()
-	want := manySessions(t, s, scope, store.DefaultListLimit+5)
+	ns := newNamespace()
+	want := manySessions(t, s, ns, store.DefaultListLimit+5)
 	for _, limit := range []int{0, -1} {
-		page, err := s.List(t.Context(), scope, store.ListOptions{Limit: limit})
+		page, err := s.List(t.Context(), ns, store.ListOptions{Limit: limit})
 		if err != nil {
 			t.Fatalf("List: %v", err)
 		}
@@ -102,13 +102,13 @@ func testPageSize(t *testing.T, s store.Store) {
 		}
 	}
 	for _, limit := range []int{1, 7, len(want)} {
-		page, err := s.List(t.Context(), scope, store.ListOptions{Limit: limit})
+		page, err := s.List(t.Context(), ns, store.ListOptions{Limit: limit})
 		if err != nil {
 			t.Fatalf("List: %v", err)
 		}
-		checkOrder(t, page.Sessions, want[:limit], "List returns exactly Limit sessions when the scope has more")
+		checkOrder(t, page.Sessions, want[:limit], "List returns exactly Limit sessions when the namespace has more")
 	}
-	page, err := s.List(t.Context(), scope, store.ListOptions{Limit: len(want) + 1})
+	page, err := s.List(t.Context(), ns, store.ListOptions{Limit: len(want) + 1})
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -119,19 +119,19 @@ func testPageSize(t *testing.T, s store.Store) {
 }
 
 func testPaging(t *testing.T, s store.Store) {
-	scope := newScope()
-	want := manySessions(t, s, scope, 120)
+	ns := newNamespace()
+	want := manySessions(t, s, ns, 120)
 	for _, limit := range []int{40, 7, 120, 1000} {
-		got := listAll(t, s, scope, limit)
+		got := listAll(t, s, ns, limit)
 		checkOrder(t, got, want, "walking every page of a listing must give every session exactly once, in order (pages never overlap or skip)")
 	}
 	// The cursor of a page is the same whether the walk began there or not.
-	first, err := s.List(t.Context(), scope, store.ListOptions{Limit: 40})
+	first, err := s.List(t.Context(), ns, store.ListOptions{Limit: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		again, err := s.List(t.Context(), scope, store.ListOptions{Limit: 40, Cursor: first.NextCursor})
+		again, err := s.List(t.Context(), ns, store.ListOptions{Limit: 40, Cursor: first.NextCursor})
 		if err != nil {
 			t.Fatalf("List with a cursor used a second time: %v", err)
 		}
@@ -144,9 +144,9 @@ func testPaging(t *testing.T, s store.Store) {
 // written to may be missed (its new activity moves it ahead of the cursor);
 // no session may appear twice, and every other session exactly once.
 func testPagingWhileAppending(t *testing.T, s store.Store) {
-	scope := newScope()
+	ns := newNamespace()
 	const n = 120
-	want := manySessions(t, s, scope, n)
+	want := manySessions(t, s, ns, n)
 	heads := map[string]string{}
 	for _, info := range want {
 		entries := read(t, s, info.Key())
@@ -165,7 +165,7 @@ func testPagingWhileAppending(t *testing.T, s store.Store) {
 		at := clock
 		mu.Unlock()
 		e := NewEntry(heads[id], at, transcript.TypeUserMessage, transcript.UserMessage{Text: "more"})
-		if err := s.Append(t.Context(), scope.Key(id), e); err != nil {
+		if err := s.Append(t.Context(), ns.Key(id), e); err != nil {
 			return err
 		}
 		heads[id] = e.ID
@@ -209,14 +209,14 @@ func testPagingWhileAppending(t *testing.T, s store.Store) {
 			at := clock
 			mu.Unlock()
 			e := NewEntry(evenHeads[id], at, transcript.TypeUserMessage, transcript.UserMessage{Text: "concurrent"})
-			if err := s.Append(t.Context(), scope.Key(id), e); err != nil {
+			if err := s.Append(t.Context(), ns.Key(id), e); err != nil {
 				done <- err
 				return
 			}
 			evenHeads[id] = e.ID
 			// New sessions appear during the walk too.
 			if i%10 == 0 {
-				key := scope.Key(name("new"))
+				key := ns.Key(name("new"))
 				if err := s.Append(t.Context(), key, NewEntry("", at, transcript.TypeUserMessage, transcript.UserMessage{Text: "new"})); err != nil {
 					done <- err
 					return
@@ -229,7 +229,7 @@ func testPagingWhileAppending(t *testing.T, s store.Store) {
 	opt := store.ListOptions{Limit: 10}
 	var walkErr error
 	for pages := 0; pages < 1000; pages++ {
-		page, err := s.List(t.Context(), scope, opt)
+		page, err := s.List(t.Context(), ns, opt)
 		if err != nil {
 			walkErr = err
 			break
@@ -278,17 +278,17 @@ func testPagingWhileAppending(t *testing.T, s store.Store) {
 }
 
 func testInvalidCursor(t *testing.T, s store.Store) {
-	scope := newScope()
-	manySessions(t, s, scope, 5)
-	page, err := s.List(t.Context(), scope, store.ListOptions{Limit: 2})
+	ns := newNamespace()
+	manySessions(t, s, ns, 5)
+	page, err := s.List(t.Context(), ns, store.ListOptions{Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if page.NextCursor == "" {
 		t.Fatalf("List of 5 sessions with Limit 2 returned no NextCursor")
 	}
-	owner := store.Scope{Agent: scope.Agent, Owner: name("owner")}
-	other := store.Scope{Agent: name("agent"), Owner: owner.Owner}
+	owner := store.Namespace{Agent: ns.Agent, Owner: name("owner")}
+	other := store.Namespace{Agent: name("agent"), Owner: owner.Owner}
 	manySessions(t, s, owner, 5)
 	manySessions(t, s, other, 5)
 	ownerPage, err := s.List(t.Context(), owner, store.ListOptions{Limit: 2})
@@ -302,23 +302,23 @@ func testInvalidCursor(t *testing.T, s store.Store) {
 	c := page.NextCursor
 	cases := []struct {
 		what   string
-		scope  store.Scope
+		ns     store.Namespace
 		cursor string
 	}{
-		{"a made-up cursor", scope, "not-a-cursor"},
-		{"a cursor of base64 garbage", scope, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
-		{"a truncated cursor", scope, c[:len(c)/2]},
-		{"a cursor missing its last characters", scope, c[:len(c)-2]},
-		{"a cursor with a character changed", scope, flip(c)},
+		{"a made-up cursor", ns, "not-a-cursor"},
+		{"a cursor of base64 garbage", ns, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
+		{"a truncated cursor", ns, c[:len(c)/2]},
+		{"a cursor missing its last characters", ns, c[:len(c)-2]},
+		{"a cursor with a character changed", ns, flip(c)},
 		{"the project scope's cursor used for a user's listing", owner, c},
-		{"a user's cursor used for the project scope", scope, ownerPage.NextCursor},
+		{"a user's cursor used for the project scope", ns, ownerPage.NextCursor},
 		{"another agent's cursor", owner, otherPage.NextCursor},
 	}
 	for _, tc := range cases {
-		if tc.cursor == c && tc.scope == scope {
+		if tc.cursor == c && tc.ns == ns {
 			t.Fatalf("bad test case %q", tc.what)
 		}
-		_, err := s.List(t.Context(), tc.scope, store.ListOptions{Limit: 2, Cursor: tc.cursor})
+		_, err := s.List(t.Context(), tc.ns, store.ListOptions{Limit: 2, Cursor: tc.cursor})
 		if !errors.Is(err, store.ErrInvalidCursor) {
 			t.Errorf("List with %s (%q) must fail with ErrInvalidCursor (errors.Is); got %v", tc.what, tc.cursor, err)
 		}
@@ -339,11 +339,11 @@ func flip(c string) string {
 }
 
 func testListEmpty(t *testing.T, s store.Store) {
-	for _, scope := range []store.Scope{newScope(), {Agent: name("agent"), Owner: name("owner")}} {
-		page, err := s.List(t.Context(), scope, store.ListOptions{})
+	for _, ns := range []store.Namespace{newNamespace(), {Agent: name("agent"), Owner: name("owner")}} {
+		page, err := s.List(t.Context(), ns, store.ListOptions{})
 		if err != nil || len(page.Sessions) != 0 || page.NextCursor != "" {
-			t.Errorf("List of a scope without sessions (%s) must return no sessions, no cursor, no error; got %d sessions, cursor %q, error %v",
-				scope, len(page.Sessions), page.NextCursor, err)
+			t.Errorf("List of a namespace without sessions (%s) must return no sessions, no cursor, no error; got %d sessions, cursor %q, error %v",
+				ns, len(page.Sessions), page.NextCursor, err)
 		}
 	}
 }

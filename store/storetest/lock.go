@@ -28,7 +28,7 @@ func lockOrFail(t *testing.T, l store.Locker, ctx context.Context, key store.Key
 
 func testLockExclusion(t *testing.T, s store.Store) {
 	l := skipUnless[store.Locker](t, s)
-	key := newScope().Key(name("sess"))
+	key := newNamespace().Key(name("sess"))
 	const workers, rounds = 4, 5
 	var (
 		mu      sync.Mutex
@@ -98,15 +98,15 @@ func testLockExclusion(t *testing.T, s store.Store) {
 
 func testLockOtherKeys(t *testing.T, s store.Store) {
 	l := skipUnless[store.Locker](t, s)
-	scope := store.Scope{Agent: name("agent"), Owner: name("owner")}
-	key := scope.Key(name("sess"))
+	ns := store.Namespace{Agent: name("agent"), Owner: name("owner")}
+	key := ns.Key(name("sess"))
 	unlock := lockOrFail(t, l, t.Context(), key)
 	defer unlock()
 	others := []store.Key{
-		scope.Key(name("other")),
-		{Agent: scope.Agent, ID: key.ID},
-		{Agent: scope.Agent, Owner: name("owner"), ID: key.ID},
-		{Agent: name("agent"), Owner: scope.Owner, ID: key.ID},
+		ns.Key(name("other")),
+		{Agent: ns.Agent, ID: key.ID},
+		{Agent: ns.Agent, Owner: name("owner"), ID: key.ID},
+		{Agent: name("agent"), Owner: ns.Owner, ID: key.ID},
 	}
 	for _, k := range others {
 		u := lockOrFail(t, l, t.Context(), k)
@@ -116,7 +116,7 @@ func testLockOtherKeys(t *testing.T, s store.Store) {
 
 func testLockCancel(t *testing.T, s store.Store) {
 	l := skipUnless[store.Locker](t, s)
-	key := newScope().Key(name("sess"))
+	key := newNamespace().Key(name("sess"))
 	unlock := lockOrFail(t, l, t.Context(), key)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

@@ -15,9 +15,9 @@ import (
 func testSearcher(t *testing.T, s store.Store) {
 	sr := skipUnless[store.Searcher](t, s)
 	agent := name("agent")
-	alice := store.Scope{Agent: agent, Owner: name("alice")}
-	bob := store.Scope{Agent: agent, Owner: name("bob")}
-	project := store.Scope{Agent: agent}
+	alice := store.Namespace{Agent: agent, Owner: name("alice")}
+	bob := store.Namespace{Agent: agent, Owner: name("bob")}
+	project := store.Namespace{Agent: agent}
 	start := base()
 	write := func(key store.Key, at time.Time, texts ...string) []transcript.Entry {
 		var entries []transcript.Entry
@@ -38,17 +38,17 @@ func testSearcher(t *testing.T, s store.Store) {
 	write(bob.Key("b1"), start.Add(2*time.Minute), "Bob asks something quick")
 	write(project.Key("a1"), start.Add(3*time.Minute), "a quick fox of the project")
 
-	search := func(scope store.Scope, q store.SearchQuery) []store.SearchHit {
+	search := func(ns store.Namespace, q store.SearchQuery) []store.SearchHit {
 		t.Helper()
-		hits, err := sr.Search(t.Context(), scope, q)
+		hits, err := sr.Search(t.Context(), ns, q)
 		if err != nil {
-			t.Fatalf("Search(%s, %+v): %v", scope, q, err)
+			t.Fatalf("Search(%s, %+v): %v", ns, q, err)
 		}
 		return hits
 	}
-	expect := func(scope store.Scope, q store.SearchQuery, rule string, want ...transcript.Entry) {
+	expect := func(ns store.Namespace, q store.SearchQuery, rule string, want ...transcript.Entry) {
 		t.Helper()
-		hits := search(scope, q)
+		hits := search(ns, q)
 		got := make([]string, len(hits))
 		for i, h := range hits {
 			got[i] = h.EntryID
@@ -58,7 +58,7 @@ func testSearcher(t *testing.T, s store.Store) {
 			wantIDs[i] = e.ID
 		}
 		if !slices.Equal(got, wantIDs) {
-			t.Errorf("%s: Search(%s, %q, session %q, limit %d) found entries %v, want %v", rule, scope, q.Text, q.Session, q.Limit, got, wantIDs)
+			t.Errorf("%s: Search(%s, %q, session %q, limit %d) found entries %v, want %v", rule, ns, q.Text, q.Session, q.Limit, got, wantIDs)
 			return
 		}
 		for i, h := range hits {

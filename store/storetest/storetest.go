@@ -13,7 +13,7 @@
 // 'TestMyStore/List'` narrows a failure down.
 //
 // The optional capabilities (store.RangeReader, TailReader, Stater, Pruner,
-// ScopeLister, Searcher, Locker) are checked when the store implements them
+// NamespaceLister, Searcher, Locker) are checked when the store implements them
 // and skipped, with a message, when it does not.
 //
 // # What the suite expects of newStore
@@ -28,7 +28,7 @@
 // The store must keep every session it is given for the length of a
 // subtest: no retention limits and no TTL. Retention is checked through
 // store.Pruner with explicit policies and an explicit now. Timestamps are
-// within ten days before the present, and a scope holds at most about 200
+// within ten days before the present, and a namespace holds at most about 200
 // sessions, so a store whose retention cannot be switched off still passes
 // when its limits are above those.
 //

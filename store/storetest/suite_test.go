@@ -20,8 +20,8 @@ import (
 // the suite's Searcher checks run on a store that passes them.
 type searching struct{ *memstore.Store }
 
-func (s searching) Search(ctx context.Context, scope store.Scope, q store.SearchQuery) ([]store.SearchHit, error) {
-	return store.Search(ctx, s.Store, scope, q)
+func (s searching) Search(ctx context.Context, ns store.Namespace, q store.SearchQuery) ([]store.SearchHit, error) {
+	return store.Search(ctx, s.Store, ns, q)
 }
 
 func TestSearcherChecks(t *testing.T) {
@@ -164,9 +164,9 @@ func (m *mutant) Delete(ctx context.Context, k store.Key) error {
 	return m.Store.Delete(ctx, m.key(k))
 }
 
-func (m *mutant) List(ctx context.Context, scope store.Scope, opt store.ListOptions) (store.SessionPage, error) {
+func (m *mutant) List(ctx context.Context, ns store.Namespace, opt store.ListOptions) (store.SessionPage, error) {
 	if m.kind == "sticky-title" {
-		page, err := m.Store.List(ctx, scope, opt)
+		page, err := m.Store.List(ctx, ns, opt)
 		for i, info := range page.Sessions {
 			if t := m.titles[info.Key()]; t != "" {
 				page.Sessions[i].Title = t
@@ -175,7 +175,7 @@ func (m *mutant) List(ctx context.Context, scope store.Scope, opt store.ListOpti
 		return page, err
 	}
 	if m.kind == "last-entry-activity" {
-		page, err := m.Store.List(ctx, scope, opt)
+		page, err := m.Store.List(ctx, ns, opt)
 		for i, info := range page.Sessions {
 			entries, _ := m.Store.Read(ctx, info.Key())
 			page.Sessions[i].LastActivity = entries[len(entries)-1].Timestamp
@@ -184,12 +184,12 @@ func (m *mutant) List(ctx context.Context, scope store.Scope, opt store.ListOpti
 		return page, err
 	}
 	if m.kind != "offset-cursor" {
-		return m.Store.List(ctx, m.key(scope.Key("x")).Scope(), opt)
+		return m.Store.List(ctx, m.key(ns.Key("x")).Namespace(), opt)
 	}
 	var all []store.SessionInfo
 	inner := store.ListOptions{Limit: store.MaxListLimit}
 	for {
-		page, err := m.Store.List(ctx, scope, inner)
+		page, err := m.Store.List(ctx, ns, inner)
 		if err != nil {
 			return page, err
 		}
@@ -221,11 +221,11 @@ func (m *mutant) ReadTail(ctx context.Context, k store.Key, n int) ([]transcript
 	return m.Store.ReadTail(ctx, k, n)
 }
 
-func (m *mutant) Prune(ctx context.Context, scope store.Scope, r store.Retention, now time.Time) (int, error) {
+func (m *mutant) Prune(ctx context.Context, ns store.Namespace, r store.Retention, now time.Time) (int, error) {
 	if m.kind == "prune-own-clock" {
 		now = time.Now()
 	}
-	return m.Store.Prune(ctx, scope, r, now)
+	return m.Store.Prune(ctx, ns, r, now)
 }
 
 func (m *mutant) Lock(ctx context.Context, k store.Key) (func(), error) {

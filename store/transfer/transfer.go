@@ -13,7 +13,7 @@
 // checks every link.
 //
 // A target that applies retention when a session is created (the file
-// store by default: the newest 50 sessions per scope, none idle over 90
+// store by default: the newest 50 sessions per namespace, none idle over 90
 // days) deletes imported sessions beyond it as they arrive, though Stats
 // counts them: open such a target with retention off for a transfer
 // (filestore.WithRetention(store.Retention{}), or "file:...?retention=none",
@@ -58,21 +58,21 @@ type Stats struct {
 	Skipped  int // entries the target already had
 }
 
-// Sessions walks every session of the given scopes of src, calling fn for
-// each session key. With no scopes, it walks every scope src holds, which
-// needs store.ScopeLister.
-func Sessions(ctx context.Context, src store.Store, scopes []store.Scope, fn func(store.Key) error) error {
-	if len(scopes) == 0 {
-		sl, ok := src.(store.ScopeLister)
+// Sessions walks every session of the given namespaces of src, calling fn for
+// each session key. With no namespaces, it walks every namespace src holds, which
+// needs store.NamespaceLister.
+func Sessions(ctx context.Context, src store.Store, namespaces []store.Namespace, fn func(store.Key) error) error {
+	if len(namespaces) == 0 {
+		sl, ok := src.(store.NamespaceLister)
 		if !ok {
-			return errors.New("transfer: the source store cannot list its agents and users (no store.ScopeLister); name a scope")
+			return errors.New("transfer: the source store cannot list its agents and users (no store.NamespaceLister); name a namespace")
 		}
 		var err error
-		if scopes, err = sl.Scopes(ctx); err != nil {
+		if namespaces, err = sl.Namespaces(ctx); err != nil {
 			return err
 		}
 	}
-	for _, sc := range scopes {
+	for _, sc := range namespaces {
 		opt := store.ListOptions{Limit: store.MaxListLimit}
 		for {
 			page, err := src.List(ctx, sc, opt)

@@ -16,7 +16,7 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
-// fill writes a few sessions in several scopes and returns their keys and
+// fill writes a few sessions in several namespaces and returns their keys and
 // transcripts.
 func fill(t *testing.T, s store.Store) map[store.Key][]transcript.Entry {
 	t.Helper()

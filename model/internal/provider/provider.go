@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/transcript"
 )
 
 // Stream is the part of an SDK's event stream the providers use; both
@@ -77,18 +78,18 @@ func Classify(ctx context.Context, err error, api func(error) error) error {
 	var syntaxErr *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &syntaxErr) || errors.As(err, &typeErr) {
-		return &model.Error{Code: model.CodeBadResponse, Message: "a stream event is not valid JSON", Err: err}
+		return &model.Error{Code: transcript.CodeBadResponse, Message: "a stream event is not valid JSON", Err: err}
 	}
 	if errors.Is(err, bufio.ErrTooLong) {
-		return &model.Error{Code: model.CodeBadResponse, Message: "a stream line is too long", Err: err}
+		return &model.Error{Code: transcript.CodeBadResponse, Message: "a stream line is too long", Err: err}
 	}
 	// Network failures: their text names addresses, not content.
 	var urlErr *url.Error
 	var netErr net.Error
 	if errors.As(err, &urlErr) || errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return &model.Error{Code: model.CodeProvider, Message: "connection failed: " + err.Error(), Err: err}
+		return &model.Error{Code: transcript.CodeProviderError, Message: "connection failed: " + err.Error(), Err: err}
 	}
-	return &model.Error{Code: model.CodeProvider, Message: "the response stream failed", Err: err}
+	return &model.Error{Code: transcript.CodeProviderError, Message: "the response stream failed", Err: err}
 }
 
 // Describe builds an error message from parts that carry no request

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/transcript"
 )
 
 func TestDescribeKeepsOnlyIdentifiers(t *testing.T) {
@@ -24,17 +25,17 @@ func TestClassify(t *testing.T) {
 	errAPI := errors.New("api")
 	api := func(err error) error {
 		if errors.Is(err, errAPI) {
-			return &model.Error{Code: model.CodeAuth}
+			return &model.Error{Code: transcript.CodeAuth}
 		}
 		return nil
 	}
 	cases := []struct {
 		err  error
-		code string
+		code transcript.ErrorCode
 	}{
-		{errAPI, model.CodeAuth},
-		{io.ErrUnexpectedEOF, model.CodeProvider},
-		{errors.New("odd"), model.CodeProvider},
+		{errAPI, transcript.CodeAuth},
+		{io.ErrUnexpectedEOF, transcript.CodeProviderError},
+		{errors.New("odd"), transcript.CodeProviderError},
 	}
 	for _, c := range cases {
 		var me *model.Error

@@ -1,4 +1,4 @@
-package history
+package model
 
 import "github.com/spool-go/spool/transcript"
 
@@ -13,8 +13,9 @@ const (
 	RoleTool      Role = "tool"
 )
 
-// Message is one message of a model request. Its JSON shape is
-// {"role","content","toolCalls"?,"toolCallId"?}.
+// Message is one message of a model request: what package history builds
+// from a transcript and what a provider translates for its API. Its JSON
+// shape is {"role","content","toolCalls"?,"toolCallId"?}.
 type Message struct {
 	Role       Role                  `json:"role"`
 	Content    string                `json:"content"`
