@@ -36,7 +36,7 @@ type Stater interface {
 // Pruner deletes, in bulk, the sessions of a namespace that a retention policy
 // does not keep.
 type Pruner interface {
-	// Prune deletes the sessions of namespace beyond r, as of now, and returns
+	// Prune deletes the sessions of ns beyond r, as of now, and returns
 	// how many it deleted.
 	Prune(ctx context.Context, ns Namespace, r Retention, now time.Time) (deleted int, err error)
 }
@@ -58,7 +58,7 @@ type SearchHit struct {
 
 // Searcher searches the text of transcripts natively.
 type Searcher interface {
-	// Search returns the newest entries of namespace that match q, newest first.
+	// Search returns the newest entries of ns that match q, newest first.
 	Search(ctx context.Context, ns Namespace, q SearchQuery) ([]SearchHit, error)
 }
 

@@ -83,7 +83,7 @@ func Stat(ctx context.Context, s Store, key Key) (SessionInfo, error) {
 	return Info(key, entries), nil
 }
 
-// Prune deletes the sessions of namespace that r does not keep as of now, with
+// Prune deletes the sessions of ns that r does not keep as of now, with
 // s's Pruner when it has one and by listing and deleting when not.
 func Prune(ctx context.Context, s Store, ns Namespace, r Retention, now time.Time) (int, error) {
 	if r.Unlimited() {
@@ -107,7 +107,7 @@ func Prune(ctx context.Context, s Store, ns Namespace, r Retention, now time.Tim
 	return len(victims), nil
 }
 
-// Victims lists the sessions of namespace that r does not keep as of now,
+// Victims lists the sessions of ns that r does not keep as of now,
 // walking the whole listing. Stores that enforce retention themselves can
 // use it.
 func Victims(ctx context.Context, s Store, ns Namespace, r Retention, now time.Time) ([]SessionInfo, error) {

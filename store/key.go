@@ -26,12 +26,12 @@ func ValidID(s string) bool {
 }
 
 // ValidateNamespace checks the agent and, when set, the owner of s.
-func ValidateNamespace(s Namespace) error {
-	if !ValidID(s.Agent) {
-		return invalid("agent", s.Agent)
+func ValidateNamespace(ns Namespace) error {
+	if !ValidID(ns.Agent) {
+		return invalid("agent", ns.Agent)
 	}
-	if s.Owner != "" && !ValidID(s.Owner) {
-		return invalid("owner", s.Owner)
+	if ns.Owner != "" && !ValidID(ns.Owner) {
+		return invalid("owner", ns.Owner)
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ func Snippet(text string, at, width int) string {
 	return s
 }
 
-// Search finds entries of namespace whose text (SearchText) contains every word
+// Search finds entries of ns whose text (SearchText) contains every word
 // of q, newest first, with s's Searcher when it has one and otherwise by
 // scanning transcripts: every session of the namespace, or only q.Session. The
 // scan reads each transcript once and holds one at a time, and at most

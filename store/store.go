@@ -53,11 +53,13 @@ type Store interface {
 	Delete(ctx context.Context, key Key) error
 }
 
-// Namespace names a set of sessions: one agent's, and for user scope one
-// owner's. An empty Owner is the project scope, shared by every caller.
+// Namespace is the sessions of one agent for one owner: the set in which a
+// session id names exactly one session. An empty Owner is the project's
+// namespace, shared by every caller of a project-scoped agent; a user id
+// as Owner is that user's own, for a user-scoped agent.
 type Namespace struct {
-	Agent string
-	Owner string
+	Agent string // the agent's name
+	Owner string // the user whose sessions these are; empty for the project's
 }
 
 // Key names one session.
@@ -70,8 +72,8 @@ type Key struct {
 // Namespace returns the namespace the session belongs to.
 func (k Key) Namespace() Namespace { return Namespace{Agent: k.Agent, Owner: k.Owner} }
 
-// Key returns the key of session id in s.
-func (s Namespace) Key(id string) Key { return Key{Agent: s.Agent, Owner: s.Owner, ID: id} }
+// Key returns the key of session id in ns.
+func (ns Namespace) Key(id string) Key { return Key{Agent: ns.Agent, Owner: ns.Owner, ID: id} }
 
 // String renders the key for messages, as agent/id or agent/owner/id.
 func (k Key) String() string {
@@ -82,11 +84,11 @@ func (k Key) String() string {
 }
 
 // String renders the namespace for messages.
-func (s Namespace) String() string {
-	if s.Owner == "" {
-		return s.Agent
+func (ns Namespace) String() string {
+	if ns.Owner == "" {
+		return ns.Agent
 	}
-	return s.Agent + "/" + s.Owner
+	return ns.Agent + "/" + ns.Owner
 }
 
 // SessionInfo describes a session for listings. Stores maintain it as
