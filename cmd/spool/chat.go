@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,36 +8,50 @@ import (
 	"iter"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
-
-	"golang.org/x/term"
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/seal"
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/filestore"
 	"github.com/spool-go/spool/transcript"
 )
 
 const chatHelp = `commands:
-  /sessions          list this agent's sessions
-  /open ID           continue another session
-  /new               start a new session
-  /history           show what the next request carries
-  /mode ask|auto|off set how tool calls are treated
-  /quit              leave (or Ctrl-D)
-Ctrl-C stops the answer being written, not the program.`
+  /sessions            list this agent's sessions
+  /open ID             continue another session
+  /new                 start a new session
+  /history             show what the next request carries
+  /mode ask|auto|off   set how tool calls are treated
+  /call TOOL {JSON}    have the echo model call a tool (get_time, save_note)
+  /help                this list
+  /quit                leave (or Ctrl-D on an empty line)
+Ctrl-C stops the answer being written, not the program. In a terminal,
+Up and Down go through earlier prompts; a pasted block of lines is one
+prompt.`
 
-// chat is one terminal conversation.
+// chat is one conversation in the terminal or over a pipe. Answers,
+// tool lines and what a command shows go to stdout; the banner, notices,
+// questions and errors to stderr, so that piped output is the answers
+// alone.
 type chat struct {
 	env         *environ
 	agent       *spool.Agent
 	sess        *spool.Session
 	ctx         context.Context // carries the user for user scope
-	lines       <-chan string
-	inputErr    error // why input ended early; set before lines closes
+	in          input
 	interrupts  <-chan os.Signal
-	interactive bool
+	interactive bool      // a terminal on both stdin and stdout
+	out, errOut palette   // stdout's and stderr's colours
+	md          *markdown // renders answers; nil when stdout is not a terminal
+	failed      int       // turns that failed
+	pendingAt   string    // the session left with an approval pending, if any
 }
+
+// errQuit is /quit.
+var errQuit = errors.New("quit")
 
 func runChat(ctx context.Context, env *environ, args []string) error {
 	var c common
@@ -66,6 +79,8 @@ func runChat(ctx context.Context, env *environ, args []string) error {
 	if _, err := c.namespace(); err != nil {
 		return err
 	}
+	// The model first: one that cannot work is said before anything is
+	// opened or created.
 	m, err := mf.open(env)
 	if err != nil {
 		return err
@@ -92,16 +107,28 @@ func runChat(ctx context.Context, env *environ, args []string) error {
 	}
 	defer agent.Close()
 
-	ch := &chat{env: env, agent: agent, ctx: ctx, interrupts: env.interrupts}
-	ch.lines = readLines(env.stdin, &ch.inputErr)
-	if f, ok := env.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		ch.interactive = true
-	}
+	ch := &chat{env: env, agent: agent, ctx: ctx, interrupts: env.interrupts,
+		out: outputFor(env, env.stdout), errOut: outputFor(env, env.stderr)}
 	if ch.interrupts == nil {
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, os.Interrupt)
 		defer signal.Stop(sig)
 		ch.interrupts = sig
+	}
+	if isTerminal(env.stdout) {
+		if ch.md, err = newMarkdown(env.stdout, ch.out.on); err != nil {
+			return err
+		}
+	}
+	if isTerminal(env.stdin) && isTerminal(env.stdout) {
+		ch.interactive = true
+		hist, err := openPromptHistory(historyPath(env, &c))
+		if err != nil {
+			return fmt.Errorf("the prompt history: %w", err)
+		}
+		ch.in = newEditorInput(hist)
+	} else {
+		ch.in = newPipeInput(env.stdin, ch.interrupts)
 	}
 	switch {
 	case *cont:
@@ -110,16 +137,22 @@ func runChat(ctx context.Context, env *environ, args []string) error {
 			return err
 		}
 		if len(page.Sessions) == 0 {
-			fmt.Fprintln(env.stderr, "spool: no session to continue; starting a new one")
+			ch.note("no session to continue; starting a new one")
 			err = ch.newSession()
 		} else {
 			err = ch.open(page.Sessions[0].ID, false)
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, errQuit) {
 			return err
+		}
+		if errors.Is(err, errQuit) {
+			return ch.end()
 		}
 	case *sessionID != "":
 		if err := ch.open(*sessionID, true); err != nil {
+			if errors.Is(err, errQuit) {
+				return ch.end()
+			}
 			return err
 		}
 	default:
@@ -130,33 +163,39 @@ func runChat(ctx context.Context, env *environ, args []string) error {
 	return ch.loop()
 }
 
-// maxPromptLine is the longest line chat reads as a prompt.
-const maxPromptLine = 16 << 20
-
-// readLines delivers stdin's lines; the channel closes at the end of
-// input, after *failed is set when reading failed (a line over
-// maxPromptLine, or an error of the input itself).
-func readLines(r io.Reader, failed *error) <-chan string {
-	out := make(chan string)
-	go func() {
-		defer close(out)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), maxPromptLine)
-		for sc.Scan() {
-			out <- sc.Text()
-		}
-		if err := sc.Err(); err != nil {
-			if errors.Is(err, bufio.ErrTooLong) {
-				err = fmt.Errorf("a line of input is longer than %d MiB; the rest of the input was not read", maxPromptLine>>20)
-			}
-			*failed = fmt.Errorf("reading input: %w", err)
-		}
-	}()
-	return out
+// historyPath is the file of the prompts typed to this agent in a
+// terminal: history/<agent>.prompts in spool's data folder (the parent
+// of the default file store's sessions/), history/<agent>.users/<user>.prompts
+// with --user. It is "" (the history stays in memory) when encryption at
+// rest is on or the data folder is unknown.
+func historyPath(env *environ, c *common) string {
+	if c.encrypt || env.getenv(seal.EnvKey) != "" {
+		return ""
+	}
+	root, err := filestore.DefaultRoot()
+	if err != nil {
+		return ""
+	}
+	dir := filepath.Join(filepath.Dir(root), "history")
+	if c.user != "" {
+		return filepath.Join(dir, c.agent+".users", c.user+".prompts")
+	}
+	return filepath.Join(dir, c.agent+".prompts")
 }
 
+// say writes a line of what the user asked for to stdout.
 func (c *chat) say(format string, args ...any) {
 	fmt.Fprintf(c.env.stdout, format+"\n", args...)
+}
+
+// note writes a notice to stderr.
+func (c *chat) note(format string, args ...any) {
+	fmt.Fprintln(c.env.stderr, c.errOut.paint(c.errOut.notice, fmt.Sprintf(format, args...)))
+}
+
+// fail writes an error to stderr.
+func (c *chat) fail(err error) {
+	fmt.Fprintln(c.env.stderr, c.errOut.paint(c.errOut.errorS, "error: "+err.Error()))
 }
 
 func (c *chat) newSession() error {
@@ -165,7 +204,7 @@ func (c *chat) newSession() error {
 		return err
 	}
 	c.sess = s
-	c.say("session %s (new; /help for commands)", s.ID())
+	c.note("session %s (new; /help for commands)", s.ID())
 	return nil
 }
 
@@ -178,8 +217,11 @@ func (c *chat) open(id string, create bool) error {
 			return err
 		}
 		c.sess = s
-		c.say("session %s (new; /help for commands)", id)
+		c.note("session %s (new; /help for commands)", id)
 		return nil
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("session %q not found (/sessions lists them)", id)
 	}
 	if err != nil {
 		return err
@@ -189,9 +231,9 @@ func (c *chat) open(id string, create bool) error {
 	if err != nil {
 		return err
 	}
-	c.say("session %s (continued)", id)
+	c.note("session %s (continued)", id)
 	for _, m := range msgs {
-		c.say("  %s: %s", m.Role, clip(strings.Join(strings.Fields(m.Text), " "), 100))
+		c.note("  %s: %s", m.Role, clip(strings.Join(strings.Fields(printable(m.Text)), " "), 100))
 	}
 	pending, err := s.PendingApprovals(c.ctx)
 	if err != nil {
@@ -203,99 +245,115 @@ func (c *chat) open(id string, create bool) error {
 	return nil
 }
 
-func (c *chat) prompt() {
-	if c.interactive {
-		fmt.Fprint(c.env.stdout, "> ")
-	}
-}
-
-// next waits for a line, reporting Ctrl-C while idle as a hint.
-func (c *chat) next() (string, bool) {
-	for {
-		select {
-		case line, ok := <-c.lines:
-			return line, ok
-		case <-c.interrupts:
-			fmt.Fprintln(c.env.stdout, "\n(type /quit or Ctrl-D to leave)")
-			c.prompt()
-		}
-	}
+// prompt is the editor's prompt.
+func (c *chat) prompt() string {
+	return c.out.paint(c.out.user, "> ")
 }
 
 func (c *chat) loop() error {
 	for {
-		c.prompt()
-		line, ok := c.next()
-		if !ok {
+		line, err := c.in.Line(c.prompt())
+		switch {
+		case errors.Is(err, errInterrupt):
+			c.note("(type /quit or Ctrl-D to leave)")
+			continue
+		case errors.Is(err, io.EOF):
 			if c.interactive {
 				fmt.Fprintln(c.env.stdout)
 			}
-			return c.inputErr
+			return c.end()
+		case err != nil:
+			return err
 		}
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
 		}
 		if strings.HasPrefix(line, "/") && !strings.HasPrefix(line, "/call ") {
-			quit, err := c.command(line)
-			if err != nil {
-				c.say("error: %v", err)
+			err := c.command(line)
+			if errors.Is(err, errQuit) {
+				return c.end()
 			}
-			if quit {
-				return nil
+			if err != nil {
+				c.fail(err)
 			}
 			continue
 		}
-		if err := c.turn(c.sess.Stream, line); err != nil {
-			c.say("error: %v", err)
+		err = c.turn(c.sess.Stream, line)
+		if errors.Is(err, errQuit) {
+			return c.end()
+		}
+		if err != nil {
+			c.failed++
+			c.fail(err)
 		}
 	}
 }
 
-func (c *chat) command(line string) (quit bool, err error) {
+// end is how chat ends: with a pipe for input, it fails when a turn
+// failed or an approval is left pending, so that a script can tell.
+func (c *chat) end() error {
+	if c.pendingAt != "" {
+		c.note("an approval is still pending in session %s; spool chat --session %s asks again", c.pendingAt, c.pendingAt)
+	}
+	if c.interactive {
+		return nil
+	}
+	switch {
+	case c.pendingAt != "" && c.failed > 0:
+		return fmt.Errorf("input ended with an approval pending, and %d turn(s) failed", c.failed)
+	case c.pendingAt != "":
+		return errors.New("input ended with an approval pending")
+	case c.failed > 0:
+		return fmt.Errorf("%d turn(s) failed", c.failed)
+	}
+	return nil
+}
+
+func (c *chat) command(line string) error {
 	cmd, arg, _ := strings.Cut(line, " ")
 	arg = strings.TrimSpace(arg)
 	switch cmd {
 	case "/quit", "/exit":
-		return true, nil
+		return errQuit
 	case "/help":
 		c.say("%s", chatHelp)
 	case "/new":
-		return false, c.newSession()
+		return c.newSession()
 	case "/sessions":
 		page, err := c.agent.ListSessions(c.ctx, store.ListOptions{Limit: 20})
 		if err != nil {
-			return false, err
+			return err
 		}
 		for _, s := range page.Sessions {
 			mark := " "
 			if s.ID == c.sess.ID() {
 				mark = "*"
 			}
-			c.say("%s %s  %s  %s", mark, s.ID, stamp(s.LastActivity), clip(s.Title, 50))
+			c.say("%s %s  %s  %s", mark, s.ID, stamp(s.LastActivity), clip(printable(s.Title), 50))
 		}
 	case "/open":
 		if arg == "" {
-			return false, errors.New("/open needs a session id")
+			return errors.New("/open needs a session id")
 		}
-		return false, c.open(arg, false)
+		return c.open(arg, false)
 	case "/history":
 		msgs, err := c.sess.History(c.ctx)
 		if err != nil {
-			return false, err
+			return err
 		}
 		for _, m := range msgs {
-			c.say("%s: %s", m.Role, m.Content)
+			c.say("%s: %s", m.Role, printable(m.Content))
 		}
 	case "/mode":
 		if err := c.sess.SetToolMode(c.ctx, transcript.ToolMode(arg)); err != nil {
-			return false, err
+			return err
 		}
 		c.say("tool mode %s", arg)
 	default:
-		return false, fmt.Errorf("unknown command %s (/help lists them)", cmd)
+		return fmt.Errorf("unknown command %s (/help lists them)", cmd)
 	}
-	return false, nil
+	return nil
 }
 
 // turn runs one stream (a prompt, or a resumed approval), printing it as
@@ -308,11 +366,12 @@ func (c *chat) turn(stream func(context.Context, string) iter.Seq2[spool.Event, 
 	}
 	switch res.Status {
 	case transcript.StatusCancelled:
-		c.say("(stopped)")
+		c.note("(stopped)")
 	case transcript.StatusError:
-		c.say("(failed: %s %s)", res.Error.Code, res.Error.Message)
+		c.failed++
+		fmt.Fprintln(c.env.stderr, c.errOut.paint(c.errOut.errorS, fmt.Sprintf("(failed: %s %s)", res.Error.Code, res.Error.Message)))
 	case transcript.StatusPromptBlocked, transcript.StatusResponseBlocked:
-		c.say("(%s: %s)", res.Status, res.Notice)
+		c.note("(%s: %s)", res.Status, res.Notice)
 	case spool.StatusAwaitingApproval:
 		// Asked only once show's Ctrl-C watcher has stopped, so that a
 		// Ctrl-C during the resumed turn reaches that turn.
@@ -324,6 +383,11 @@ func (c *chat) turn(stream func(context.Context, string) iter.Seq2[spool.Event, 
 // show prints one stream as it comes and returns how its turn ended. A
 // Ctrl-C while it runs stops it.
 func (c *chat) show(stream func(context.Context, string) iter.Seq2[spool.Event, error], arg string) (*spool.Result, error) {
+	// A Ctrl-C from before the turn (pressed as the last one ended) is
+	// not for this one.
+	for len(c.interrupts) > 0 {
+		<-c.interrupts
+	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	stop := make(chan struct{})
@@ -339,27 +403,33 @@ func (c *chat) show(stream func(context.Context, string) iter.Seq2[spool.Event, 
 	defer func() { close(stop); <-watching }()
 	var res *spool.Result
 	midLine := false
-	defer func() {
-		if midLine {
+	endText := func() {
+		if c.md != nil {
+			c.md.Flush()
+		} else if midLine {
 			fmt.Fprintln(c.env.stdout)
 		}
-	}()
+		midLine = false
+	}
+	defer endText()
 	for ev, err := range stream(ctx, arg) {
 		if err != nil {
 			return nil, err
 		}
 		switch ev.Kind {
 		case spool.EventText:
-			fmt.Fprint(c.env.stdout, ev.Text)
-			midLine = true
-		case spool.EventToolCall:
-			if midLine {
-				fmt.Fprintln(c.env.stdout)
-				midLine = false
+			if c.md != nil {
+				c.md.Write(ev.Text)
+			} else {
+				fmt.Fprint(c.env.stdout, ev.Text)
+				midLine = !strings.HasSuffix(ev.Text, "\n")
 			}
-			c.say("[calls %s %s]", ev.ToolCall.Name, ev.ToolCall.Arguments)
+		case spool.EventToolCall:
+			endText()
+			c.say("%s", c.out.paint(c.out.tool, printable(fmt.Sprintf("[calls %s %s]", ev.ToolCall.Name, ev.ToolCall.Arguments))))
 		case spool.EventToolResult:
-			c.say("[%s → %s]", ev.ToolResult.Tool, clip(strings.Join(strings.Fields(ev.ToolResult.Result), " "), 200))
+			endText()
+			c.say("%s", c.out.paint(c.out.tool, printable(fmt.Sprintf("[%s → %s]", ev.ToolResult.Tool, clip(strings.Join(strings.Fields(ev.ToolResult.Result), " "), 200)))))
 		case spool.EventTurnEnd:
 			res = ev.Result
 		}
@@ -368,35 +438,59 @@ func (c *chat) show(stream func(context.Context, string) iter.Seq2[spool.Event, 
 }
 
 // approve asks about each pending call: y(es), n(o), a(lways for this
-// session).
+// session). Anything else typed at the question is not sent anywhere, and
+// chat says so; /quit leaves the approval pending.
 func (c *chat) approve(pending []spool.Approval) error {
 	for _, p := range pending {
 		for {
-			fmt.Fprintf(c.env.stdout, "allow %s %s? [y]es, [n]o, [a]lways for this session: ", p.Tool, p.Arguments)
-			line, ok := c.next()
-			if !ok {
-				fmt.Fprintln(c.env.stdout)
-				return errors.New("input ended with an approval pending; it stays pending in the session")
+			q := printable(fmt.Sprintf("allow %s %s? [y]es, [n]o, [a]lways for this session: ", p.Tool, p.Arguments))
+			if !c.interactive {
+				fmt.Fprint(c.env.stderr, q)
+			}
+			line, err := c.in.Answer(c.errOut.paint(c.errOut.tool, q))
+			if errors.Is(err, errInterrupt) {
+				if !c.interactive {
+					fmt.Fprintln(c.env.stderr)
+				}
+				c.note("(answer y, n or a; /quit leaves the call pending)")
+				continue
+			}
+			if err != nil {
+				if !c.interactive || errors.Is(err, io.EOF) {
+					fmt.Fprintln(c.env.stderr)
+				}
+				c.pendingAt = c.sess.ID()
+				if errors.Is(err, io.EOF) {
+					return errQuit
+				}
+				return err
 			}
 			if !c.interactive {
-				fmt.Fprintln(c.env.stdout, line)
+				fmt.Fprintln(c.env.stderr, line)
 			}
+			answer := strings.TrimSpace(line)
 			var d spool.Decision
-			switch strings.ToLower(strings.TrimSpace(line)) {
+			switch strings.ToLower(answer) {
 			case "y", "yes":
 				d = spool.Decision{Allow: true, Scope: transcript.ApprovalScopeOnce}
 			case "a", "always":
 				d = spool.Decision{Allow: true, Scope: transcript.ApprovalScopeSession}
 			case "n", "no":
 				d = spool.Decision{Reason: "declined in spool chat"}
+			case "/quit", "/exit":
+				c.pendingAt = c.sess.ID()
+				return errQuit
+			case "":
+				continue
 			default:
+				c.note("not sent: %q; answer the tool call first (y, n or a), or /quit to leave it pending", clip(answer, 60))
 				continue
 			}
 			id := p.ID
 			resolve := func(ctx context.Context, _ string) iter.Seq2[spool.Event, error] {
 				return c.sess.Resolve(ctx, id, d)
 			}
-			err := c.turn(resolve, "")
+			err = c.turn(resolve, "")
 			if errors.Is(err, spool.ErrNoApproval) {
 				break // settled along with another (an "always")
 			}
@@ -432,7 +526,26 @@ func (m *modelFlags) open(env *environ) (model.Model, error) {
 		if errors.Is(err, model.ErrUnknownProvider) {
 			return nil, usagef("--model: %v", err)
 		}
-		return nil, err
+		return nil, usagef("--model %s: %v", m.spec, err)
+	}
+	if ck, ok := mod.(model.Checker); ok {
+		if err := ck.Check(); errors.Is(err, model.ErrNoAPIKey) {
+			provider, _, _ := strings.Cut(m.spec, ":")
+			v := keyVariables[strings.ToLower(strings.TrimSpace(provider))]
+			if v == "" {
+				v = "the provider's key variable"
+			}
+			return nil, usagef("--model %s needs an API key: set %s or pass --model-key", m.spec, v)
+		} else if err != nil {
+			return nil, usagef("--model %s: %v", m.spec, err)
+		}
 	}
 	return mod, nil
+}
+
+// keyVariables name the environment variable each hosted provider takes
+// its key from.
+var keyVariables = map[string]string{
+	"openai":    "OPENAI_API_KEY",
+	"anthropic": "ANTHROPIC_API_KEY",
 }

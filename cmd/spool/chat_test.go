@@ -21,10 +21,14 @@ func TestChatPiped(t *testing.T) {
 	if !strings.Contains(errs, "using the offline echo model") {
 		t.Fatalf("the default model is not announced: %q", errs)
 	}
-	for _, want := range []string{"session ses_", "echo: hello there", "user: hello there", "assistant: echo: hello there"} {
+	for _, want := range []string{"echo: hello there", "user: hello there", "assistant: echo: hello there"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// The banner is not an answer: it goes to stderr.
+	if !strings.Contains(errs, "session ses_") || strings.Contains(out, "session ses_") {
+		t.Fatalf("the banner is not on stderr alone:\nstdout %q\nstderr %q", out, errs)
 	}
 }
 
@@ -42,8 +46,10 @@ func TestChatApprovals(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	if !strings.Contains(errs, `allow save_note {"text":"buy milk"}?`) {
+		t.Fatalf("the question is not on stderr:\n%s", errs)
+	}
 	for _, want := range []string{
-		`allow save_note {"text":"buy milk"}?`,
 		"tool save_note returned: saved note: buy milk",
 		"the user denied this call",
 		"saved note: one",
@@ -54,8 +60,11 @@ func TestChatApprovals(t *testing.T) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Count(out, "allow save_note") != 4 { // buy milk twice (after "maybe"), call mum, one
-		t.Fatalf("asked %d times:\n%s", strings.Count(out, "allow save_note"), out)
+	if strings.Count(errs, "allow save_note") != 4 { // buy milk twice (after "maybe"), call mum, one
+		t.Fatalf("asked %d times:\n%s", strings.Count(errs, "allow save_note"), errs)
+	}
+	if !strings.Contains(errs, `not sent: "maybe"`) {
+		t.Fatalf("the line typed at the question is dropped without a word:\n%s", errs)
 	}
 	if strings.Contains(out, "saved note: three") {
 		t.Fatalf("tool ran in mode off:\n%s", out)
@@ -97,8 +106,8 @@ func TestChatCtrlCStopsTheTurnNotTheProgram(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if !strings.Contains(out, "partial\n(stopped)") {
-		t.Fatalf("the turn was not stopped:\n%s", out)
+	if !strings.Contains(out, "partial\n") || !strings.Contains(errs, "(stopped)") {
+		t.Fatalf("the turn was not stopped:\n%s\n%s", out, errs)
 	}
 	if !strings.Contains(out, "echo: second prompt") {
 		t.Fatalf("the program did not go on after Ctrl-C:\n%s", out)

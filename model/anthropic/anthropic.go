@@ -201,6 +201,15 @@ func New(modelName string, opts ...Option) (*Model, error) {
 // Name returns the model name requests ask for.
 func (m *Model) Name() string { return m.name }
 
+// Check implements model.Checker: it fails, wrapping model.ErrNoAPIKey,
+// when the model would call the hosted API with no key.
+func (m *Model) Check() error {
+	if m.noKey {
+		return fmt.Errorf("%s: %w: set %s or pass WithAPIKey", "anthropic", model.ErrNoAPIKey, "ANTHROPIC_API_KEY")
+	}
+	return nil
+}
+
 // BaseURL returns the endpoint the model calls.
 func (m *Model) BaseURL() string { return m.baseURL }
 

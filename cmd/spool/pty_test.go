@@ -1,0 +1,312 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/spool-go/spool/internal/spooltest"
+)
+
+// terminal runs the spool binary on a pseudo-terminal, as a person at a
+// terminal does: keys are bytes written to it, the screen is what it
+// writes back.
+type terminal struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	pty  *os.File
+	mu   sync.Mutex
+	out  bytes.Buffer // everything written to the terminal
+	seen int          // how much of out expect has consumed
+	done chan struct{}
+}
+
+// ptyEnv is the environment of a terminal test: a home and data folder of
+// its own (so no ~/.inputrc and no real sessions), and no SPOOL_* or
+// NO_COLOR from the caller.
+func ptyEnv(t *testing.T, data string, extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "SPOOL_") || k == "NO_COLOR" || k == "HOME" || k == "XDG_DATA_HOME" || k == "TERM" || k == "XDG_CONFIG_HOME" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, append([]string{"HOME=" + data, "XDG_DATA_HOME=" + data, "XDG_CONFIG_HOME=" + data, "TERM=xterm-256color"}, extra...)...)
+}
+
+func startTerminal(t *testing.T, env []string, args ...string) *terminal {
+	t.Helper()
+	cmd := exec.Command(spooltest.Binary(t), args...)
+	cmd.Env = env
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := &terminal{t: t, cmd: cmd, pty: f, done: make(chan struct{})}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			term.mu.Lock()
+			term.out.Write(buf[:n])
+			term.mu.Unlock()
+			if err != nil {
+				close(term.done)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		f.Close()
+		if t.Failed() {
+			text := term.text()
+			t.Logf("the terminal showed (the end, without escapes):\n%s", text[max(0, len(text)-3000):])
+		}
+	})
+	return term
+}
+
+// screen is everything written to the terminal, escape sequences
+// included.
+func (term *terminal) screen() string {
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	return term.out.String()
+}
+
+// ansiRE matches the terminal's escape sequences: CSI, OSC and two-byte
+// ones.
+var ansiRE = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[^\[\]]`)
+
+// text is the screen without escape sequences and carriage returns.
+func (term *terminal) text() string {
+	return strings.ReplaceAll(ansiRE.ReplaceAllString(term.screen(), ""), "\r", "")
+}
+
+// send types keys.
+func (term *terminal) send(keys string) {
+	term.t.Helper()
+	if _, err := term.pty.Write([]byte(keys)); err != nil {
+		term.t.Fatalf("typing %q: %v", keys, err)
+	}
+}
+
+// expect waits until the terminal shows want (escape sequences aside)
+// after what earlier expects consumed, and consumes up to it.
+func (term *terminal) expect(want string) {
+	term.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		text := term.text()
+		if i := strings.Index(text[min(term.seen, len(text)):], want); i >= 0 {
+			term.seen += i + len(want)
+			return
+		}
+		if time.Now().After(deadline) {
+			term.t.Fatalf("the terminal never showed %q", want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// wait waits for the program to exit and returns its status.
+func (term *terminal) wait() int {
+	term.t.Helper()
+	exited := make(chan error, 1)
+	go func() { exited <- term.cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		term.t.Fatal("the program did not exit")
+	}
+	return term.cmd.ProcessState.ExitCode()
+}
+
+// userPrompts returns the text of every user.message in the store's
+// transcripts, and fails the test if a transcript holds an escape byte.
+func userPrompts(t *testing.T, root string) []string {
+	t.Helper()
+	var prompts []string
+	filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || !strings.HasSuffix(path, ".jsonl") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.ContainsAny(b, "\x1b\x03\x04") || bytes.Contains(b, []byte(`\u001b`)) {
+			t.Errorf("%s holds a control character from the terminal:\n%q", path, b)
+		}
+		for line := range bytes.SplitSeq(bytes.TrimSpace(b), []byte("\n")) {
+			var e struct {
+				Type string `json:"type"`
+				Data struct {
+					Text string `json:"text"`
+				} `json:"data"`
+			}
+			if json.Unmarshal(line, &e) == nil && e.Type == "user.message" {
+				prompts = append(prompts, e.Data.Text)
+			}
+		}
+		return nil
+	})
+	return prompts
+}
+
+const (
+	keyLeft  = "\x1b[D"
+	keyUp    = "\x1b[A"
+	keyHome  = "\x1b[H"
+	keyEnd   = "\x1b[F"
+	keyEnter = "\r"
+	ctrlA    = "\x01"
+	ctrlC    = "\x03"
+	ctrlD    = "\x04"
+	ctrlE    = "\x05"
+	ctrlU    = "\x15"
+	ctrlW    = "\x17"
+)
+
+// Line editing in spool chat: cursor keys, Home/End, the Emacs keys, a
+// pasted block as one prompt, the history of earlier prompts across runs,
+// Ctrl-D to leave; and not one escape byte in a transcript.
+func TestChatLineEditing(t *testing.T) {
+	data := t.TempDir()
+	root := filepath.Join(data, "sessions")
+	env := ptyEnv(t, data, "SPOOL_STORE=file:"+root)
+	term := startTerminal(t, env, "chat", "--session", "edits")
+	term.expect("> ")
+
+	steps := []struct{ keys, prompt string }{
+		{"abc" + keyLeft + "X" + keyEnter, "abXc"},
+		{keyUp + keyEnter, "abXc"}, // the previous prompt, recalled
+		{"hello world" + ctrlW + "there" + keyEnter, "hello there"},
+		{"mid" + ctrlA + "<" + ctrlE + ">" + keyEnter, "<mid>"},
+		{"junk" + ctrlU + "bcd" + keyHome + "a" + keyEnd + "e" + keyEnter, "abcde"},
+		{"\x1b[200~first line\rsecond line\x1b[201~" + keyEnter, "first line\nsecond line"},
+		{"\x1b[15~f5 pressed" + keyEnter, "f5 pressed"}, // an unbound key types nothing
+	}
+	for _, s := range steps {
+		term.send(s.keys)
+		term.expect("echo: " + strings.ReplaceAll(s.prompt, "\n", " "))
+		term.expect("> ")
+	}
+	term.send(ctrlD)
+	if code := term.wait(); code != 0 {
+		t.Fatalf("Ctrl-D on an empty line: exit %d, want 0", code)
+	}
+
+	var want []string
+	for _, s := range steps {
+		want = append(want, s.prompt)
+	}
+	if got := userPrompts(t, root); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("stored prompts %q, want %q", got, want)
+	}
+
+	hist := filepath.Join(data, "spool", "history", "default.prompts")
+	fi, err := os.Stat(hist)
+	if err != nil {
+		t.Fatalf("no prompt history: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v, want 0600", hist, fi.Mode().Perm())
+	}
+	if fi, err := os.Stat(filepath.Dir(hist)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the history folder: %v %v, want mode 0700", fi.Mode().Perm(), err)
+	}
+
+	// The next run recalls the last prompt of this one.
+	term = startTerminal(t, env, "chat", "--session", "edits")
+	term.expect("> ")
+	term.send(keyUp + keyEnter)
+	term.expect("echo: f5 pressed")
+	term.send("/quit" + keyEnter)
+	if code := term.wait(); code != 0 {
+		t.Fatalf("/quit: exit %d", code)
+	}
+	if got := userPrompts(t, root); len(got) != len(want)+1 || got[len(got)-1] != "f5 pressed" {
+		t.Errorf("after the second run: %q", got)
+	}
+}
+
+// At an approval question, Ctrl-C and a typed message lose nothing
+// silently: the message is said not to be sent, and is not; /quit leaves
+// the call pending.
+func TestChatApprovalKeepsTypedMessages(t *testing.T) {
+	data := t.TempDir()
+	root := filepath.Join(data, "sessions")
+	env := ptyEnv(t, data, "SPOOL_STORE=file:"+root)
+	term := startTerminal(t, env, "chat", "--session", "ask")
+	term.expect("> ")
+	term.send(`/call save_note {"text":"milk"}` + keyEnter)
+	term.expect("[a]lways for this session: ")
+	term.send(ctrlC)
+	term.expect("/quit leaves the call pending")
+	term.send("where is my parcel" + keyEnter)
+	term.expect(`not sent: "where is my parcel"`)
+	term.send("y" + keyEnter)
+	term.expect("saved note: milk")
+	term.expect("> ")
+	term.send(`/call save_note {"text":"eggs"}` + keyEnter)
+	term.expect("[a]lways for this session: ")
+	term.send("/quit" + keyEnter)
+	term.expect("an approval is still pending in session ask")
+	if code := term.wait(); code != 0 {
+		t.Fatalf("/quit at an approval: exit %d, want 0 in a terminal", code)
+	}
+	for _, p := range userPrompts(t, root) {
+		if strings.Contains(p, "parcel") {
+			t.Errorf("the message typed at the question reached the transcript: %q", p)
+		}
+	}
+}
+
+var colourRE = regexp.MustCompile(`\x1b\[[0-9;]*(3[0-7]|38;5;[0-9]+|9[0-7])m`)
+
+// In a terminal the answer's Markdown is rendered and lines have colour;
+// NO_COLOR keeps the rendering and drops the colour.
+func TestChatTerminalColourAndMarkdown(t *testing.T) {
+	for _, noColour := range []bool{false, true} {
+		data := t.TempDir()
+		env := ptyEnv(t, data, "SPOOL_STORE=memory:")
+		if noColour {
+			env = append(env, "NO_COLOR=1")
+		}
+		term := startTerminal(t, env, "chat")
+		term.expect("> ")
+		term.send("some **bold** and `code`" + keyEnter)
+		term.expect("echo: some bold and")
+		term.expect("code")
+		term.expect("> ")
+		term.send("/quit" + keyEnter)
+		term.wait()
+		screen := term.screen()
+		answer := screen[strings.LastIndex(screen, "echo:"):]
+		answer = answer[:strings.Index(answer, "\n")]
+		if !strings.Contains(answer, "\x1b[1mbold") && !strings.Contains(answer, ";1mbold") {
+			t.Errorf("NO_COLOR=%v: the answer's bold is not bold:\n%q", noColour, answer)
+		}
+		if has := colourRE.MatchString(screen); has == noColour {
+			t.Errorf("NO_COLOR=%v: colour %v on the screen:\n%q", noColour, has, answer)
+		}
+	}
+}

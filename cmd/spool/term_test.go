@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Control characters never reach the terminal; text stays as it is.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text\twith a tab\nand a line": "plain text\twith a tab\nand a line",
+		"abc\x1b[DX":                         "abcX",
+		"\x1b]0;evil title\x07visible":       "visible",
+		"bell\x07 and nul\x00":               "bell and nul",
+		"\x1b[31mred\x1b[0m":                 "red",
+		"ünïcödé ✓ 日本":                       "ünïcödé ✓ 日本",
+		"line\u2028sep":                      "linesep",
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzPrintable(f *testing.F) {
+	f.Add("abc\x1b[DX")
+	f.Add("\x1b]0;t\x1b\\x")
+	f.Fuzz(func(t *testing.T, s string) {
+		if p := printable(s); strings.ContainsFunc(p, isControl) || strings.Contains(p, "\x1b") {
+			t.Fatalf("printable(%q) = %q keeps a control character", s, p)
+		}
+	})
+}
+
+// The renderer prints a block once it is complete, never twice, and
+// shows text between angle brackets.
+func TestMarkdownBlocks(t *testing.T) {
+	var out bytes.Buffer
+	md, err := newMarkdown(&out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.Write("First para")
+	md.Write("graph.\n")
+	if out.Len() != 0 {
+		t.Fatalf("printed an unfinished block: %q", out.String())
+	}
+	md.Write("\n```go\nx := 1\n\ny := 2\n")
+	got := ansiStrip(out.String())
+	if !strings.Contains(got, "First paragraph.") || strings.Contains(got, "x := 1") {
+		t.Fatalf("after the first block: %q", got)
+	}
+	md.Write("```\n\na <T> type")
+	md.Flush()
+	got = ansiStrip(out.String())
+	for _, want := range []string{"x := 1", "y := 2", "a <T> type"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "First paragraph.") != 1 {
+		t.Errorf("a block printed twice:\n%s", got)
+	}
+}
+
+func ansiStrip(s string) string { return sgrRE.ReplaceAllString(s, "") }
+
+var sgrRE = regexp.MustCompile(`\x1b\[[0-9;]*m`)
