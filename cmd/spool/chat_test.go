@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -135,5 +137,67 @@ func TestChatTooLongLineFails(t *testing.T) {
 	code, _, errs := c.run("hello\n"+strings.Repeat("x", maxPromptLine+1)+"\nnever read\n", "chat")
 	if code != 1 || !strings.Contains(errs, "longer than 16 MiB") {
 		t.Fatalf("exit %d: %s", code, errs)
+	}
+}
+
+// Piped, chat is a filter: answers on stdout and nothing else; banner and
+// notices on stderr; a failed turn or input that ends with an approval
+// pending exits 1.
+func TestChatPipedIsScriptable(t *testing.T) {
+	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
+	code, out, errs := c.run("hello\nbye\n", "chat")
+	if code != 0 || out != "echo: hello\necho: bye\n" {
+		t.Fatalf("exit %d, stdout %q (want the two answers alone); stderr %q", code, out, errs)
+	}
+
+	code, out, errs = c.run("hello\n/call save_note {\"text\":\"x\"}\n", "chat")
+	if code != 1 || !strings.Contains(errs, "input ended with an approval pending") {
+		t.Fatalf("ending with an approval pending: exit %d, stderr %q", code, errs)
+	}
+	if strings.Contains(out, "allow save_note") {
+		t.Fatalf("the question went to stdout: %q", out)
+	}
+
+	c.model = echo.New(echo.WithError(errors.New("the provider is down")))
+	code, _, errs = c.run("hello\n", "chat")
+	if code != 1 || !strings.Contains(errs, "the provider is down") || !strings.Contains(errs, "1 turn(s) failed") {
+		t.Fatalf("a failed turn: exit %d, stderr %q", code, errs)
+	}
+}
+
+// /help names every chat command.
+func TestChatHelpListsEveryCommand(t *testing.T) {
+	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
+	code, out, errs := c.run("/help\n", "chat")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, cmd := range []string{"/sessions", "/open", "/new", "/history", "/mode", "/call", "/help", "/quit"} {
+		if !strings.Contains(out, "\n  "+cmd+" ") {
+			t.Errorf("/help leaves out %s:\n%s", cmd, out)
+		}
+	}
+}
+
+// A model that cannot work is refused before anything is opened: no
+// session, no store folder, and the error names the variable and the flag.
+func TestChatModelWithoutKey(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "")
+	t.Setenv("ANTHROPIC_BASE_URL", "")
+	for spec, variable := range map[string]string{"openai:gpt-4o-mini": "OPENAI_API_KEY", "anthropic:claude-sonnet-4-5": "ANTHROPIC_API_KEY"} {
+		dir := filepath.Join(t.TempDir(), "store")
+		code, out, errs := newCLI(t, nil).run("hello\n", "chat", "--model", spec, "--store", "file:"+dir)
+		if code != 2 || !strings.Contains(errs, variable) || !strings.Contains(errs, "--model-key") || strings.Count(errs, "spool:") != 1 {
+			t.Errorf("%s without a key: exit %d, stderr %q; want 2 and one line naming %s and --model-key", spec, code, errs, variable)
+		}
+		if out != "" {
+			t.Errorf("%s: stdout %q", spec, out)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the store was created (%v)", spec, err)
+		}
 	}
 }

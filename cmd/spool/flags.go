@@ -56,13 +56,23 @@ func (c *common) open(ctx context.Context, env *environ) (store.Store, error) {
 	return openStore(ctx, env, c.storeURL, c.encrypt)
 }
 
-// openNamespace checks the namespace the flags name, then opens the store.
+// openExisting opens the store for a command that only reads: a local
+// store that does not exist is an error (errNoStore), and is not created.
+func (c *common) openExisting(ctx context.Context, env *environ) (store.Store, error) {
+	if err := requireStore(c.storeURL); err != nil {
+		return nil, err
+	}
+	return c.open(ctx, env)
+}
+
+// openNamespace checks the namespace the flags name, then opens the
+// store, which must exist (openExisting).
 func (c *common) openNamespace(ctx context.Context, env *environ) (store.Namespace, store.Store, error) {
 	ns, err := c.namespace()
 	if err != nil {
 		return ns, nil, err
 	}
-	st, err := c.open(ctx, env)
+	st, err := c.openExisting(ctx, env)
 	return ns, st, err
 }
 

@@ -310,3 +310,31 @@ func TestChatTerminalColourAndMarkdown(t *testing.T) {
 		}
 	}
 }
+
+// In a terminal, ls shows relative times and rm asks before it deletes.
+func TestSessionsInTerminal(t *testing.T) {
+	data := t.TempDir()
+	url := "file:" + filepath.Join(data, "sessions")
+	chatSessions(t, newCLI(t, nil), url, chatScript{"keep", []string{"one"}}, chatScript{"drop", []string{"two"}})
+	env := ptyEnv(t, data, "SPOOL_STORE="+url)
+
+	term := startTerminal(t, env, "sessions", "ls")
+	term.expect("just now")
+	term.wait()
+
+	term = startTerminal(t, env, "sessions", "rm", "drop")
+	term.expect("delete 1 session(s): drop? [y/N] ")
+	term.send("n" + keyEnter)
+	term.expect("nothing deleted")
+	term.wait()
+	term = startTerminal(t, env, "sessions", "rm", "drop")
+	term.expect("[y/N] ")
+	term.send("y" + keyEnter)
+	term.expect("deleted drop")
+	term.wait()
+	term = startTerminal(t, env, "sessions", "rm", "keep", "--yes")
+	term.expect("deleted keep")
+	if code := term.wait(); code != 0 {
+		t.Fatalf("rm --yes: exit %d", code)
+	}
+}

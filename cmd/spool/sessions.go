@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,16 +58,18 @@ func sessionsLs(ctx context.Context, env *environ, args []string) error {
 		}
 		return printJSON(env, out)
 	}
-	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTITLE\tSTARTED\tLAST ACTIVITY\tMESSAGES\tPENDING")
-	for _, s := range page.Sessions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", s.ID, clip(s.Title, 40), stamp(s.Started), stamp(s.LastActivity), s.MessageCount, s.PendingApprovals)
+	if len(page.Sessions) == 0 {
+		if *cursor != "" {
+			fmt.Fprintln(env.stderr, "no more sessions")
+		} else {
+			fmt.Fprintf(env.stderr, "no sessions (agent %q%s)\n", ns.Agent, userNote(ns.Owner))
+		}
+		return nil
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	sessionTable(env.stdout, page.Sessions, isTerminal(env.stdout))
 	if page.NextCursor != "" {
-		fmt.Fprintf(env.stdout, "\nnext page: spool sessions ls --cursor %s\n", page.NextCursor)
+		cmd := strings.TrimSpace("spool sessions ls " + again(fs.FlagSet, "cursor"))
+		fmt.Fprintf(env.stdout, "\nnext page: %s --cursor %s\n", cmd, page.NextCursor)
 	}
 	return nil
 }
@@ -81,19 +84,36 @@ func sessionArg(ctx context.Context, env *environ, c *common, pos []string, cmd 
 	if err != nil {
 		return nil, k, err
 	}
-	st, err := c.open(ctx, env)
+	st, err := c.openExisting(ctx, env)
 	if err != nil {
 		return nil, k, err
 	}
-	if _, err := store.Stat(ctx, st, k); err != nil {
+	if err := checkSession(ctx, st, k); err != nil {
 		store.Close(st)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, k, fmt.Errorf("session %q not found (agent %q%s)", k.ID, k.Agent, userNote(k.Owner))
-		}
 		return nil, k, err
 	}
 	return st, k, nil
 }
+
+// checkSession fails when the session does not exist, with the one
+// message every command gives for it.
+func checkSession(ctx context.Context, st store.Store, k store.Key) error {
+	_, err := store.Stat(ctx, st, k)
+	if errors.Is(err, store.ErrNotFound) {
+		return unknownSession{k}
+	}
+	return err
+}
+
+// unknownSession is a session id that names no session; it is
+// store.ErrNotFound for errors.Is.
+type unknownSession struct{ k store.Key }
+
+func (e unknownSession) Error() string {
+	return fmt.Sprintf("session %q not found (agent %q%s)", e.k.ID, e.k.Agent, userNote(e.k.Owner))
+}
+
+func (e unknownSession) Is(target error) bool { return target == store.ErrNotFound }
 
 func userNote(owner string) string {
 	if owner == "" {
@@ -185,39 +205,72 @@ func sessionsHistory(ctx context.Context, env *environ, args []string) error {
 
 func sessionsRm(ctx context.Context, env *environ, args []string) error {
 	var c common
-	fs := newFlagSet("rm", "spool sessions rm ID", env)
+	fs := newFlagSet("rm", "spool sessions rm ID… [--yes]", env)
 	c.register(fs, env)
+	yes := fs.Bool("yes", false, "delete without asking (in a terminal, rm asks first)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	st, k, err := sessionArg(ctx, env, &c, pos, "rm")
+	if len(pos) == 0 {
+		return usagef("sessions rm takes one or more session ids")
+	}
+	var keys []store.Key
+	for _, id := range pos {
+		k, err := c.key(id)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, k)
+	}
+	st, err := c.openExisting(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer store.Close(st)
+	// Every id first: a typo deletes nothing.
+	for _, k := range keys {
+		if err := checkSession(ctx, st, k); err != nil {
+			return err
+		}
+	}
+	if !*yes && isTerminal(env.stdin) {
+		fmt.Fprintf(env.stderr, "delete %d session(s): %s? [y/N] ", len(keys), strings.Join(pos, ", "))
+		answer, _ := bufio.NewReader(env.stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			fmt.Fprintln(env.stderr, "nothing deleted")
+			return nil
+		}
+	}
+	for i, k := range keys {
+		if err := deleteSession(ctx, st, k); err != nil {
+			return fmt.Errorf("after deleting %d of %d sessions: %w", i, len(keys), err)
+		}
+		fmt.Fprintf(env.stdout, "deleted %s\n", k.ID)
+	}
+	return nil
+}
+
+// deleteSession deletes one session, waiting for a turn another process
+// is running on it rather than cutting into it.
+func deleteSession(ctx context.Context, st store.Store, k store.Key) error {
 	if l, ok := st.(store.Locker); ok {
-		// Wait for a turn another process is running on the session,
-		// rather than cutting into it.
 		unlock, err := l.Lock(ctx, k)
 		if err != nil {
 			return err
 		}
 		defer unlock()
 	}
-	if err := st.Delete(ctx, k); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.stdout, "deleted %s\n", k.ID)
-	return nil
+	return st.Delete(ctx, k)
 }
 
 func sessionsPrune(ctx context.Context, env *environ, args []string) error {
 	var c common
-	fs := newFlagSet("prune", "spool sessions prune [--max-sessions N] [--max-age DAYS]", env)
+	fs := newFlagSet("prune", "spool sessions prune [--max-sessions N] [--max-age DAYS] [--dry-run]", env)
 	c.register(fs, env)
 	maxSessions := fs.Int("max-sessions", 0, "keep the newest N sessions (0: no limit)")
 	maxAge := fs.Float64("max-age", 0, "delete sessions idle longer than DAYS (0: no limit)")
+	dryRun := fs.Bool("dry-run", false, "list the sessions that would be deleted, and delete nothing")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -238,6 +291,19 @@ func sessionsPrune(ctx context.Context, env *environ, args []string) error {
 	}
 	defer store.Close(st)
 	now := time.Now()
+	if *dryRun {
+		victims, err := store.Victims(ctx, st, ns, r, now)
+		if err != nil {
+			return err
+		}
+		if len(victims) == 0 {
+			fmt.Fprintln(env.stderr, "nothing to prune")
+			return nil
+		}
+		sessionTable(env.stdout, victims, isTerminal(env.stdout))
+		fmt.Fprintf(env.stderr, "would delete %d sessions (nothing deleted: --dry-run)\n", len(victims))
+		return nil
+	}
 	if p, ok := st.(store.Pruner); ok {
 		n, err := p.Prune(ctx, ns, r, now)
 		if err != nil {

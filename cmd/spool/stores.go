@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/spool-go/spool/seal"
 	"github.com/spool-go/spool/store"
@@ -16,6 +20,72 @@ import (
 	"github.com/spool-go/spool/store/sqlitestore"
 )
 
+func init() {
+	// go-redis logs every failed dial itself; the command reports the
+	// error once, in its own words.
+	redis.SetLogger(quietLogger{})
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// errNoStore is a read-only command's store that does not exist.
+var errNoStore = errors.New("no store at")
+
+// requireStore fails, without creating anything, when rawURL names a
+// store on this machine (file:, sqlite:) that does not exist: read-only
+// commands report a mistyped --store instead of creating an empty store
+// there. Servers (postgres:, redis:) and memory: are taken as they are.
+func requireStore(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil // opening it says what is wrong
+	}
+	path := u.Opaque
+	if path == "" {
+		path = u.Path
+	} else if p, err := url.PathUnescape(path); err == nil {
+		path = p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return nil
+		}
+		if path == "" {
+			if path, err = filestore.DefaultRoot(); err != nil {
+				return err
+			}
+		}
+	case "sqlite":
+		if path == "" || u.Host != "" {
+			return nil
+		}
+	default:
+		return nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w %s (nothing has been saved there; check --store or SPOOL_STORE)", errNoStore, path)
+	}
+	return nil
+}
+
+// checkScheme refuses a store URL of a kind no store opens, naming the
+// kinds there are.
+func checkScheme(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme == "" {
+		return nil // opening it says what is wrong
+	}
+	for _, s := range store.Schemes() {
+		if strings.EqualFold(s, u.Scheme) {
+			return nil
+		}
+	}
+	return usagef("--store: no kind of store is called %q; use file:, file:PATH, memory:, sqlite:PATH, postgres://… or redis://…", u.Scheme+":")
+}
+
 // openStore opens the store a URL names, encrypted at rest when
 // SPOOL_ENCRYPTION_KEY is set or encrypt (--encrypt) asks for the key file
 // (see encrypt.go). Encryption at rest is for the stores that keep data at
@@ -24,6 +94,9 @@ import (
 // than a silent plain store. An encrypted store opened without its key, or
 // with another key, is refused before anything is written.
 func openStore(ctx context.Context, env *environ, rawURL string, encrypt bool) (store.Store, error) {
+	if err := checkScheme(rawURL); err != nil {
+		return nil, err
+	}
 	enc, err := loadEncryption(env, encrypt)
 	if err != nil {
 		return nil, err
@@ -65,13 +138,28 @@ func openWith(ctx context.Context, rawURL string, p seal.Protector) (store.Store
 func explainOpen(err error, rawURL string, enc encryption) error {
 	switch {
 	case enc.p == nil && (errors.Is(err, filestore.ErrEncrypted) || errors.Is(err, sqlitestore.ErrProtectorMismatch)):
-		return fmt.Errorf("the store %s is encrypted: set %s to its key, or pass --encrypt if its key is in your key file\n  (%w)", rawURL, seal.EnvKey, err)
+		return explained(err, "the store %s is encrypted: set %s to its key, or pass --encrypt if its key is in your key file", rawURL, seal.EnvKey)
 	case enc.p != nil && (errors.Is(err, filestore.ErrUnencrypted) || errors.Is(err, sqlitestore.ErrProtectorMismatch)):
-		return fmt.Errorf("the store %s is not encrypted, and %s asks for encryption; a store cannot be encrypted in place: export it without the key (spool sessions export --all) and import it into a new store with the key\n  (%w)", rawURL, describeKey(enc), err)
+		return explained(err, "the store %s is not encrypted, and %s asks for encryption; a store cannot be encrypted in place: export it without the key (spool sessions export --all) and import it into a new store with the key", rawURL, describeKey(enc))
 	case enc.p != nil && errors.Is(err, seal.ErrWrongKey):
-		return fmt.Errorf("the store %s is encrypted with another key than %s (key id %s): wrong key\n  (%w)", rawURL, describeKey(enc), enc.keyID, err)
+		return explained(err, "the store %s is encrypted with another key than %s (key id %s): wrong key", rawURL, describeKey(enc), enc.keyID)
 	}
 	return err
+}
+
+// explainedError says what to do at the command line instead of what the
+// library said (which names Go options); it still wraps the library's
+// error for errors.Is.
+type explainedError struct {
+	msg string
+	err error
+}
+
+func (e *explainedError) Error() string { return e.msg }
+func (e *explainedError) Unwrap() error { return e.err }
+
+func explained(err error, format string, args ...any) error {
+	return &explainedError{msg: fmt.Sprintf(format, args...), err: err}
 }
 
 func describeKey(enc encryption) string {

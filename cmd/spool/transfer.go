@@ -31,16 +31,22 @@ func sessionsSearch(ctx context.Context, env *environ, args []string) error {
 	if err != nil {
 		return err
 	}
+	var sk store.Key
 	if *session != "" {
-		if _, err := c.key(*session); err != nil {
+		if sk, err = c.key(*session); err != nil {
 			return err
 		}
 	}
-	st, err := c.open(ctx, env)
+	st, err := c.openExisting(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer store.Close(st)
+	if *session != "" {
+		if err := checkSession(ctx, st, sk); err != nil {
+			return err
+		}
+	}
 	query := joinArgs(pos)
 	hits, err := store.Search(ctx, st, ns, store.SearchQuery{Text: query, Session: *session, Limit: *limit})
 	if err != nil {
@@ -87,7 +93,7 @@ func sessionsExport(ctx context.Context, env *environ, args []string) error {
 	if *all == (len(pos) > 0) {
 		return usagef("give session ids or --all (not both)")
 	}
-	st, err := c.open(ctx, env)
+	st, err := c.openExisting(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -111,8 +117,8 @@ func sessionsExport(ctx context.Context, env *environ, args []string) error {
 			if err != nil {
 				return err
 			}
-			if _, err := store.Stat(ctx, st, k); err != nil {
-				return fmt.Errorf("session %q: %w", id, err)
+			if err := checkSession(ctx, st, k); err != nil {
+				return err
 			}
 			keys = append(keys, k)
 		}
@@ -209,6 +215,9 @@ func runMigrate(ctx context.Context, env *environ, args []string) error {
 	}
 	if *from == *to {
 		return usagef("--from and --to name the same store")
+	}
+	if err := requireStore(*from); err != nil {
+		return fmt.Errorf("--from: %w", err)
 	}
 	src, err := openStore(ctx, env, *from, *encrypt)
 	if err != nil {
