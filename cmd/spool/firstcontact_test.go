@@ -20,7 +20,7 @@ import (
 func TestReadOnlyCommandsNeedAStore(t *testing.T) {
 	dir := t.TempDir()
 	missing := map[string]string{
-		"file:" + filepath.Join(dir, "typo"):                       filepath.Join(dir, "typo"),
+		"file:" + filepath.Join(dir, "typo"):                         filepath.Join(dir, "typo"),
 		"sqlite:" + filepath.Join(dir, "nonexistent", "dir", "x.db"): filepath.Join(dir, "nonexistent"),
 	}
 	for url, path := range missing {
