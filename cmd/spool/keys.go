@@ -15,6 +15,7 @@ import (
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/filestore"
 	"github.com/spool-go/spool/store/sqlitestore"
+	"github.com/spool-go/spool/store/transfer"
 )
 
 // resealer is the capability of the stores that can re-encrypt themselves.
@@ -149,7 +150,13 @@ func keysRotate(ctx context.Context, env *environ, args []string) error {
 	if !ok {
 		return fmt.Errorf("store %s cannot re-encrypt itself", *storeURL)
 	}
-	prog := newProgress(env, "re-encrypting sessions", 0)
+	// Counted first (listing reads no transcript), for the progress's
+	// total; a store that cannot list its scopes gets a counter.
+	total := 0
+	if err := transfer.Sessions(ctx, st, nil, func(store.Key) error { total++; return nil }); err != nil {
+		total = -1
+	}
+	prog := newProgress(env, "re-encrypting", total)
 	rewritten, already := 0, 0
 	err = rs.Reseal(ctx, to, func(_ store.Key, done bool) {
 		if done {
@@ -157,7 +164,7 @@ func keysRotate(ctx context.Context, env *environ, args []string) error {
 		} else {
 			already++
 		}
-		prog.step()
+		prog.set(int64(rewritten + already))
 	})
 	prog.done()
 	if err != nil {

@@ -5,12 +5,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,7 +53,24 @@ func startTerminal(t *testing.T, env []string, args ...string) *terminal {
 	t.Helper()
 	cmd := exec.Command(spooltest.Binary(t), args...)
 	cmd.Env = env
-	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	return startCommand(t, cmd)
+}
+
+// startCommand starts cmd on a new terminal, for whichever of its stdin,
+// stdout and stderr it has not set.
+func startCommand(t *testing.T, cmd *exec.Cmd) *terminal {
+	t.Helper()
+	// The terminal is the controlling one of the child's first standard
+	// file that is on it.
+	ctty := 0
+	switch {
+	case cmd.Stdin == nil:
+	case cmd.Stdout == nil:
+		ctty = 1
+	default:
+		ctty = 2
+	}
+	f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Rows: 40, Cols: 120}, &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: ctty})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,5 +355,57 @@ func TestSessionsInTerminal(t *testing.T) {
 	term.expect("deleted keep")
 	if code := term.wait(); code != 0 {
 		t.Fatalf("rm --yes: exit %d", code)
+	}
+}
+
+// Long work shows a bar with its total on stderr in a terminal, and
+// ends it at the exact count.
+func TestProgressInTerminal(t *testing.T) {
+	const n = 400
+	data := t.TempDir()
+	url := "file:" + filepath.Join(data, "sessions")
+	export := exportFile(t, n)
+	env := ptyEnv(t, data, "SPOOL_STORE="+url)
+
+	run := func(stdin, stdout string, args ...string) *terminal {
+		t.Helper()
+		cmd := exec.Command(spooltest.Binary(t), args...)
+		cmd.Env = env
+		if stdin != "" {
+			f, err := os.Open(stdin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			cmd.Stdin = f
+		}
+		if stdout != "" {
+			f, err := os.Create(stdout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			cmd.Stdout = f
+		}
+		return startCommand(t, cmd)
+	}
+	term := run(export, "", "sessions", "import")
+	term.expect("importing")
+	term.expect(fmt.Sprintf("imported %d sessions", n))
+	if code := term.wait(); code != 0 {
+		t.Fatalf("import: exit %d", code)
+	}
+	if !strings.Contains(term.text(), "100%") {
+		t.Errorf("import showed no bar at 100%%:\n%s", term.text())
+	}
+
+	term = run("", filepath.Join(data, "out.jsonl"), "sessions", "export", "--all")
+	term.expect(fmt.Sprintf("%d/%d", n, n))
+	term.expect(fmt.Sprintf("exported %d sessions", n))
+	if code := term.wait(); code != 0 {
+		t.Fatalf("export: exit %d", code)
+	}
+	if !strings.Contains(term.text(), "sessions/s") {
+		t.Errorf("export showed no rate:\n%s", term.text())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -301,5 +302,66 @@ func TestBench(t *testing.T) {
 	code, _, stderr := newCLI(t, nil).run("", "bench", "invoke", "--url", p.URL, "--duration", "200ms")
 	if code != 1 || !strings.Contains(stderr, "401") {
 		t.Fatalf("bench without the key: exit %d %s", code, stderr)
+	}
+}
+
+// bench never touches sessions it did not make: on its own server its
+// sessions are another agent's, and it deletes them when done; a server
+// that holds other sessions is refused.
+func TestBenchLeavesOtherSessions(t *testing.T) {
+	url := "file:" + t.TempDir()
+	c := newCLI(t, nil)
+	chatSessions(t, c, url, chatScript{"mine", []string{"keep me"}})
+	code, out, errs := c.run("", "bench", "invoke", "--store", url, "--sessions", "60", "--concurrency", "8", "--duration", "500ms")
+	if code != 0 || !strings.Contains(out, " 0 errors") {
+		t.Fatalf("bench on its own server: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, _ := c.run("", "sessions", "show", "mine", "--store", url); code != 0 || !strings.Contains(out, "keep me") {
+		t.Fatalf("bench deleted a session it did not make: %d %s", code, out)
+	}
+	if code, out, errs := c.run("", "sessions", "ls", "--store", url, "--agent", benchAgent); code != 0 || out != "" {
+		t.Fatalf("bench left its sessions behind: %d %q %q", code, out, errs)
+	}
+
+	p := startServe(t, "--store", url, "--api-key", e2eKey)
+	code, _, errs = c.run("", "bench", "invoke", "--url", p.URL, "--key", e2eKey, "--duration", "200ms")
+	if code != 1 || !strings.Contains(errs, "holds sessions bench did not make") || !strings.Contains(errs, "--allow-existing") {
+		t.Fatalf("bench against a server with other sessions: exit %d %q", code, errs)
+	}
+}
+
+// Every answer the server gives is counted, those that arrive after the
+// time is up included: 5xx answers are errors in the report.
+func TestBenchCountsServerErrors(t *testing.T) {
+	var mu sync.Mutex
+	served := map[int]int{}
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/sessions" {
+			io.WriteString(w, `{"sessions":[]}`)
+			return
+		}
+		time.Sleep(30 * time.Millisecond) // answers arrive across the deadline
+		mu.Lock()
+		n := served[http.StatusOK] + served[http.StatusServiceUnavailable]
+		code := http.StatusOK
+		if n%4 == 3 {
+			code = http.StatusServiceUnavailable
+		}
+		served[code]++
+		mu.Unlock()
+		w.WriteHeader(code)
+		io.WriteString(w, `{"text":"ok"}`)
+	}))
+	defer fake.Close()
+	code, out, _ := newCLI(t, nil).run("", "bench", "invoke", "--url", fake.URL, "--duration", "300ms", "--concurrency", "4")
+	mu.Lock()
+	want := served[http.StatusServiceUnavailable]
+	total := served[http.StatusOK] + want
+	mu.Unlock()
+	if want == 0 {
+		t.Fatal("the fake server answered no 503")
+	}
+	if code != 1 || !strings.Contains(out, fmt.Sprintf("%d requests in", total)) || !strings.Contains(out, fmt.Sprintf("%d errors (503 ×%d)", want, want)) {
+		t.Fatalf("the server answered %d requests, %d of them 503; bench said (exit %d):\n%s", total, want, code, out)
 	}
 }

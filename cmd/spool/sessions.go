@@ -321,7 +321,7 @@ func sessionsPrune(ctx context.Context, env *environ, args []string) error {
 		if err := st.Delete(ctx, v.Key()); err != nil {
 			return fmt.Errorf("after pruning %d sessions: %w", i, err)
 		}
-		prog.step()
+		prog.set(int64(i + 1))
 	}
 	prog.done()
 	fmt.Fprintf(env.stdout, "pruned %d sessions\n", len(victims))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"text/tabwriter"
 
 	"github.com/spool-go/spool/store"
@@ -123,16 +124,16 @@ func sessionsExport(ctx context.Context, env *environ, args []string) error {
 			keys = append(keys, k)
 		}
 	}
-	prog := newProgress(env, "exporting sessions", len(keys))
+	prog := newProgress(env, "exporting", len(keys))
 	var total transfer.Stats
-	for _, k := range keys {
+	for i, k := range keys {
 		s, err := transfer.Export(ctx, env.stdout, st, []store.Key{k})
 		if err != nil {
 			return err
 		}
 		total.Sessions += s.Sessions
 		total.Entries += s.Entries
-		prog.step()
+		prog.set(int64(i + 1))
 	}
 	prog.done()
 	fmt.Fprintf(env.stderr, "exported %d sessions, %d entries\n", total.Sessions, total.Entries)
@@ -191,8 +192,25 @@ func sessionsImport(ctx context.Context, env *environ, args []string) error {
 		return err
 	}
 	defer store.Close(st)
-	prog := newProgress(env, "importing sessions", 0)
-	stats, err := transfer.Import(ctx, st, env.stdin, func(int, int) { prog.step() })
+	// The bar follows the bytes of the input when its size is known (a
+	// file), and counts sessions when it is not (a pipe).
+	in := env.stdin
+	var prog *progress
+	if f, ok := env.stdin.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			prog = newByteProgress(env, "importing", fi.Size())
+			in = &countingReader{r: env.stdin, p: prog}
+		}
+	}
+	if prog == nil {
+		prog = newProgress(env, "importing", -1)
+	}
+	stats, err := transfer.Import(ctx, st, in, func(sessions, _ int) {
+		prog.describe(fmt.Sprintf("importing (%d sessions)", sessions))
+		if _, bytes := in.(*countingReader); !bytes {
+			prog.set(int64(sessions))
+		}
+	})
 	prog.done()
 	if err != nil {
 		return err
@@ -229,8 +247,17 @@ func runMigrate(ctx context.Context, env *environ, args []string) error {
 		return fmt.Errorf("--to: %w", err)
 	}
 	defer store.Close(dst)
-	prog := newProgress(env, "migrating sessions", 0)
-	stats, err := transfer.Copy(ctx, dst, src, nil, func(int, int) { prog.step() })
+	// The sessions are listed first (no transcript is read for it), so
+	// that the progress has its total.
+	var keys []store.Key
+	if err := transfer.Sessions(ctx, src, nil, func(k store.Key) error {
+		keys = append(keys, k)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	prog := newProgress(env, "migrating", len(keys))
+	stats, err := transfer.Copy(ctx, dst, src, keys, func(sessions, _ int) { prog.set(int64(sessions)) })
 	prog.done()
 	if err != nil {
 		return err
