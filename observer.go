@@ -44,6 +44,11 @@ const (
 	ObserveToolStart  ObservationKind = "tool.start"  // Tool, CallID
 	ObserveToolEnd    ObservationKind = "tool.end"    // Tool, CallID, Duration, Outcome
 	ObserveApproval   ObservationKind = "approval"    // Tool, CallID, Verdict, ApprovalScope
+
+	// A channel driver's posts to a chat platform (see Agent.Observe):
+	// one sent or failed for every message posted or edited.
+	ObserveMessageSent   ObservationKind = "message.sent"   // Channel, Duration
+	ObserveMessageFailed ObservationKind = "message.failed" // Channel, Duration, ErrorCode
 )
 
 // Outcome is how a tool call ended, as ObserveToolEnd reports it.
@@ -74,6 +79,7 @@ type Observation struct {
 	Outcome       Outcome                  // tool.end
 	Verdict       transcript.Verdict       // approval
 	ApprovalScope transcript.ApprovalScope // approval
+	Channel       string                   // message.*: the channel's name (slack, telegram, discord)
 }
 
 type observers []Observer
@@ -82,4 +88,17 @@ func (os observers) emit(ctx context.Context, o Observation) {
 	for _, ob := range os {
 		ob.Observe(ctx, o)
 	}
+}
+
+// Observe hands o to the agent's observers, with the agent's name and,
+// when o has none, the time: the way code that acts for the agent outside
+// a turn reports what it did (a channel driver posting an answer to a chat
+// platform sends ObserveMessageSent and ObserveMessageFailed). Like every
+// Observation, o must not hold content.
+func (a *Agent) Observe(ctx context.Context, o Observation) {
+	o.Agent = a.cfg.Name
+	if o.Time.IsZero() {
+		o.Time = a.now()
+	}
+	a.obs.emit(ctx, o)
 }

@@ -15,6 +15,7 @@
 //	POST   /v1/sessions/{id}/approvals/{approval}  {"decision":"allow"|"deny","scope"?:"once"|"session","reason"?} → resumes the turn: SSE or JSON
 //	POST   /api/chat                               the AI SDK UI message stream protocol (useChat)
 //	POST   /mcp                                    the agent as a stateless MCP server (streamable HTTP), tool "send_message"
+//	POST   /channels/<name>/…                      the webhooks of Options.Channels (server/channel/slack, telegram, discord)
 //
 // A turn's JSON answer is a spool.Result: {"sessionId","turnId","status",
 // "text","usage",…}; status "awaiting_approval" lists "pendingApprovals".
@@ -39,6 +40,17 @@
 // /chat requests in the order they take their place in the session's
 // queue (Options.OnAccept reports that order), the other routes in the
 // runtime's order. Different sessions run concurrently.
+//
+// # Chat platforms
+//
+// Options.Channels connects more channel drivers to the agent. A driver
+// that is an http.Handler (the chat platforms) is mounted at
+// /channels/<Name>/; its routes authenticate the platform's own way
+// (Slack's signing secret, Telegram's secret token, Discord's Ed25519
+// signature) before anything is touched, need no bearer key, and are not
+// held to the Host check of a keyless server. Close closes them with the
+// HTTP channel; a turn a platform started that still runs then is stopped
+// and recorded cancelled.
 //
 // # Identity
 //

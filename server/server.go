@@ -52,6 +52,15 @@ type Options struct {
 	// (X-Request-Id). Requests of one session are answered in exactly the
 	// order of these calls. For tests and metrics; it must return quickly.
 	OnAccept func(requestID, sessionID string)
+	// Channels are more channel drivers to connect to the agent, such as
+	// the chat platforms of server/channel/slack, telegram and discord.
+	// A driver that is an http.Handler is mounted at /channels/<Name>/:
+	// those routes are the platform's webhooks, which authenticate the
+	// platform's own way (a signature, a secret token) instead of with
+	// Keys, and are not held to the Host check of a keyless server (a
+	// platform reaches the server through a public name, and a forged
+	// request fails the platform's check). Close closes them.
+	Channels []channel.Driver
 }
 
 // DefaultMaxBodyBytes is the default cap on request bodies.
@@ -69,6 +78,14 @@ type Server struct {
 	chat       *HTTPChannel
 	dispatch   *channel.AgentDispatcher
 	log        *slog.Logger
+	channels   []connected
+}
+
+// connected is a driver of Options.Channels and its dispatcher.
+type connected struct {
+	driver   channel.Driver
+	dispatch *channel.AgentDispatcher
+	prefix   string // its webhook's routes; "" when it has none
 }
 
 // New returns the server of agent.
@@ -95,6 +112,17 @@ func New(agent *spool.Agent, opts Options) *Server {
 	s.chat = newHTTPChannel(s)
 	// Listen only records the dispatcher; it cannot fail.
 	s.dispatch, _ = channel.Connect(context.Background(), agent, s.chat)
+	for _, d := range opts.Channels {
+		c := connected{driver: d, dispatch: channel.NewDispatcher(agent, d)}
+		if err := d.Listen(context.Background(), c.dispatch); err != nil {
+			s.log.Error("channel did not start", "channel", d.Name(), "error", err)
+			continue
+		}
+		if _, ok := d.(http.Handler); ok {
+			c.prefix = "/channels/" + d.Name() + "/"
+		}
+		s.channels = append(s.channels, c)
+	}
 	s.routes()
 	s.handler = s.middleware(s.mux)
 	return s
@@ -113,7 +141,15 @@ func (s *Server) Channel() *HTTPChannel { return s.chat }
 // Other routes keep working.
 func (s *Server) Close() error {
 	err := s.chat.Close()
+	for _, c := range s.channels {
+		if cerr := c.driver.Close(); err == nil {
+			err = cerr
+		}
+	}
 	s.dispatch.Wait()
+	for _, c := range s.channels {
+		c.dispatch.Wait()
+	}
 	return err
 }
 
@@ -142,6 +178,11 @@ func (s *Server) routes() {
 	// Stateless MCP: every request is a POST; there is no session to
 	// resume (GET) or end (DELETE).
 	handle("POST", "/mcp", s.mcpHandler().ServeHTTP)
+	for _, c := range s.channels {
+		if c.prefix != "" {
+			s.mux.Handle(c.prefix, c.driver.(http.Handler))
+		}
+	}
 	for path, methods := range allow {
 		list := strings.Join(slices.Compact(methods), ", ")
 		s.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
@@ -191,6 +232,13 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				slog.Int("status", rw.status()), slog.Int64("bytes", rw.n),
 				slog.Duration("duration", time.Since(start)), slog.String("key", ident.Name))
 		}()
+		if s.isWebhook(r.URL.Path) {
+			// The platform's own authentication, in the driver, comes
+			// before anything is touched.
+			r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+			next.ServeHTTP(rw, r)
+			return
+		}
 		if s.opts.Keys.Len() == 0 && !s.hostAllowed(r.Host) {
 			writeAPIError(rw, errf(http.StatusForbidden, CodeForbidden, "this server answers to loopback names only (Host "+r.Host+" is not allowed)"), errorBody{})
 			return
@@ -223,6 +271,16 @@ func (s *Server) isAPIPath(path string) bool {
 	case path == "/invoke", path == "/chat", path == "/api/chat", path == "/mcp",
 		path == "/v1", strings.HasPrefix(path, "/v1/"):
 		return true
+	}
+	return s.isWebhook(path)
+}
+
+// isWebhook reports whether path belongs to a mounted channel's webhook.
+func (s *Server) isWebhook(path string) bool {
+	for _, c := range s.channels {
+		if c.prefix != "" && strings.HasPrefix(path, c.prefix) {
+			return true
+		}
 	}
 	return false
 }

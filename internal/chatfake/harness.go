@@ -1,0 +1,132 @@
+package chatfake
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/model/echo"
+	"github.com/spool-go/spool/server"
+	"github.com/spool-go/spool/server/channel"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/memstore"
+	"github.com/spool-go/spool/tool"
+	"github.com/spool-go/spool/transcript"
+)
+
+// Harness is an agent served by server.New with one channel driver, as a
+// driver's tests need it: the echo model, the tool save_note that needs
+// approval, and the observations the agent received.
+type Harness struct {
+	Agent *spool.Agent
+	URL   string // the server's base URL
+
+	mu    sync.Mutex
+	obs   []spool.Observation
+	close func()
+}
+
+// HarnessOptions adjust a Harness; the zero value is a project-scoped
+// agent on a memstore with the plain echo model.
+type HarnessOptions struct {
+	Store store.Store
+	Model model.Model
+	Scope spool.Scope
+}
+
+// NoteTool is save_note: it needs approval and returns "saved <text>".
+func NoteTool() *tool.Tool {
+	type args struct {
+		Text string `json:"text"`
+	}
+	return tool.New("save_note", "Save a note.", func(ctx context.Context, a args) (string, error) {
+		return "saved " + a.Text, nil
+	}, tool.RequireApproval())
+}
+
+// Client is an HTTP client for a driver whose retries wait milliseconds,
+// not seconds (a 429's Retry-After is still waited in full).
+func Client() *http.Client {
+	return &http.Client{Transport: &channel.Transport{Backoff: 10 * time.Millisecond}}
+}
+
+// NewHarness serves drv for a new agent; the test's end closes both.
+func NewHarness(t testing.TB, o HarnessOptions, drv channel.Driver) *Harness {
+	t.Helper()
+	if o.Store == nil {
+		o.Store = memstore.New()
+	}
+	if o.Model == nil {
+		o.Model = echo.New()
+	}
+	h := &Harness{}
+	agent, err := spool.New(spool.Config{
+		Model: o.Model, Store: o.Store, Scope: o.Scope, Tools: []*tool.Tool{NoteTool()},
+		Observers: []spool.Observer{spool.ObserverFunc(func(ctx context.Context, ob spool.Observation) {
+			h.mu.Lock()
+			h.obs = append(h.obs, ob)
+			h.mu.Unlock()
+		})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := server.New(agent, server.Options{Channels: []channel.Driver{drv}, Logger: slog.New(slog.DiscardHandler)})
+	srv := httptest.NewServer(s)
+	h.Agent, h.URL = agent, srv.URL
+	var once sync.Once
+	h.close = func() { once.Do(func() { s.Close(); srv.Close() }) }
+	t.Cleanup(h.close)
+	return h
+}
+
+// Close stops the server and the driver, as a process that exits would.
+func (h *Harness) Close() { h.close() }
+
+// Observed reports whether the agent received an observation of kind from
+// channel with the error code.
+func (h *Harness) Observed(kind spool.ObservationKind, channel, code string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, o := range h.obs {
+		if o.Kind == kind && o.Channel == channel && string(o.ErrorCode) == code {
+			return true
+		}
+	}
+	return false
+}
+
+// Turns counts the user messages of session id (of owner, for user
+// scope).
+func (h *Harness) Turns(t testing.TB, id, owner string) int {
+	t.Helper()
+	entries, err := h.Agent.Store().Read(context.Background(), store.Key{Agent: h.Agent.Name(), Owner: owner, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Type == transcript.TypeUserMessage {
+			n++
+		}
+	}
+	return n
+}
+
+// Untouched fails t if the agent's store holds any session or delivery:
+// what a refused request must leave.
+func (h *Harness) Untouched(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	page, _ := h.Agent.Store().List(ctx, store.Namespace{Agent: h.Agent.Name()}, store.ListOptions{})
+	dl, _ := h.Agent.Store().List(ctx, store.Namespace{Agent: channel.LedgerAgent, Owner: h.Agent.Name()}, store.ListOptions{})
+	if len(page.Sessions) != 0 || len(dl.Sessions) != 0 {
+		t.Fatalf("a refused request touched the store: %v %v", page.Sessions, dl.Sessions)
+	}
+}

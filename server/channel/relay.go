@@ -1,0 +1,507 @@
+package channel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+// Conversation is where one reply goes on a chat platform: the thread,
+// chat or interaction a message came from. A driver makes one for each
+// message (or button press) it receives and the Relay calls it, one call
+// at a time, as the turn goes. Text is already rendered for the platform
+// and within its length limit.
+type Conversation interface {
+	// Post posts a new message and returns its id, for Edit.
+	Post(ctx context.Context, text string) (id string, err error)
+	// Edit replaces the text of the message id that Post returned.
+	Edit(ctx context.Context, id, text string) error
+	// Ask posts an approval request with the platform's buttons.
+	Ask(ctx context.Context, q Question) error
+	// Decided shows that a button press took effect: the approval
+	// message says who decided what, and its buttons go.
+	Decided(ctx context.Context, d Decided) error
+	// Tell tells the person who pressed a button something only they need
+	// to see, when the platform can ("already decided").
+	Tell(ctx context.Context, text string) error
+}
+
+// Question is an approval to show as buttons. Each button carries its
+// value back in the press (see Relay.Press).
+type Question struct {
+	Approval spool.Approval
+	// Button values: allow once, allow for the rest of the session
+	// ("Always allow"), deny.
+	Allow, Always, Deny string
+}
+
+// Arguments returns the call's arguments as text for the approval
+// message, cut to at most n bytes (between two characters, with "…").
+func (q Question) Arguments(n int) string {
+	args := string(q.Approval.Arguments)
+	if len(args) <= n {
+		return args
+	}
+	for n > 0 && !utf8.RuneStart(args[n]) {
+		n--
+	}
+	return args[:n] + "…"
+}
+
+// Decided is a button press that took effect.
+type Decided struct {
+	By       string // the platform user who pressed
+	Decision string // "allowed", "always allowed" or "denied"
+}
+
+// Verdict is the decision as the start of a sentence: "Allowed".
+func (d Decided) Verdict() string {
+	if d.Decision == "" {
+		return ""
+	}
+	return strings.ToUpper(d.Decision[:1]) + d.Decision[1:]
+}
+
+// Platform describes a chat platform to its Relay.
+type Platform struct {
+	// Name names the channel ("slack"), in logs and observations.
+	Name string
+	// Limit is the longest message the platform takes, as Measure counts
+	// (default runes).
+	Limit   int
+	Measure func(string) int
+	// Format renders Markdown, the models' output, for the platform.
+	Format func(markdown string) string
+	// EditInterval is the least time between two edits of one streamed
+	// message; default one second.
+	EditInterval time.Duration
+	// TurnTimeout bounds a turn started from the platform; default ten
+	// minutes. A turn is not bound to the webhook request that started it.
+	TurnTimeout time.Duration
+	// Approvers are platform user ids that may answer any approval,
+	// besides the person whose message asked for the tool.
+	Approvers []string
+	// Secret signs the values of approval buttons (a driver passes its
+	// bot token), so a press names an approval of its own conversation
+	// and the person who may decide it.
+	Secret []byte
+	// Logger gets a content-free line for each post that failed.
+	Logger *slog.Logger
+}
+
+// Relay is what every chat-platform driver shares: it dispatches the
+// messages and button presses a driver received, and turns the payloads
+// of each reply into platform posts. Its methods Name, Listen, Send and
+// Close are a channel.Driver's; a driver adds the webhook.
+//
+// A reply is streamed: the answer is posted as it starts, then the post
+// is edited as text arrives, at most once per EditInterval, and split
+// into further posts at the platform's length limit. A post that fails
+// (after Transport's retries) is reported as an ObserveMessageFailed
+// observation and a log line with the channel, session and error code,
+// and never fails the turn, which is already stored.
+type Relay struct {
+	p Platform
+
+	mu         sync.Mutex
+	d          Dispatcher
+	observe    func(context.Context, spool.Observation)
+	agent      *spool.Agent
+	userScoped bool
+	base       context.Context
+	stop       context.CancelFunc
+}
+
+// NewRelay returns the relay of platform p.
+func NewRelay(p Platform) *Relay {
+	if p.Limit <= 0 {
+		p.Limit = 2000
+	}
+	if p.EditInterval <= 0 {
+		p.EditInterval = time.Second
+	}
+	if p.TurnTimeout <= 0 {
+		p.TurnTimeout = 10 * time.Minute
+	}
+	if p.Logger == nil {
+		p.Logger = slog.Default()
+	}
+	base, stop := context.WithCancel(context.Background())
+	return &Relay{p: p, base: base, stop: stop}
+}
+
+// Name implements Driver.
+func (r *Relay) Name() string { return r.p.Name }
+
+// Listen implements Driver. A dispatcher that can say (AgentDispatcher
+// can) tells the relay whether sessions are user-scoped and takes its
+// observations.
+func (r *Relay) Listen(ctx context.Context, d Dispatcher) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.d = d
+	if a, ok := d.(interface{ Agent() *spool.Agent }); ok {
+		r.agent = a.Agent()
+		r.userScoped = r.agent.Scope() == spool.ScopeUser
+	}
+	if o, ok := d.(interface {
+		Observe(context.Context, spool.Observation)
+	}); ok {
+		r.observe = o.Observe
+	}
+	return nil
+}
+
+// Close implements Driver: turns still running stop (recorded cancelled)
+// and new messages are refused with ErrClosed.
+func (r *Relay) Close() error {
+	r.stop()
+	return nil
+}
+
+// Message is a message a person sent on the platform.
+type Message struct {
+	// Conversation is the session id of the conversation it belongs to.
+	Conversation string
+	// User is the sender's platform id; Realm and User make the spool
+	// user of a user-scoped agent, Realm + "." + User
+	// ("slack.T123" + "." + "U456").
+	User, Realm string
+	Text        string
+	Delivery    *Delivery
+}
+
+// Receive dispatches m; its reply goes to conv. It returns once the
+// message is queued (ErrDuplicate for a delivery seen before, ErrClosed
+// after Close), so a webhook can answer at once; the turn runs on,
+// bounded by TurnTimeout.
+func (r *Relay) Receive(m Message, conv Conversation) error {
+	return r.dispatch(Inbound{
+		Target:   r.target(m.Conversation, m.Realm, m.User),
+		Text:     m.Text,
+		Delivery: m.Delivery,
+	}, &reply{conv: conv, starter: m.User})
+}
+
+// Known reports whether conversation has a session already (for a
+// user-scoped agent, user's session): a driver answers messages that do
+// not address the bot only in conversations it is part of. Without an
+// AgentDispatcher it reports false.
+func (r *Relay) Known(ctx context.Context, conversation, realm, user string) bool {
+	r.mu.Lock()
+	a := r.agent
+	r.mu.Unlock()
+	if a == nil {
+		return false
+	}
+	if t := r.target(conversation, realm, user); t.User != "" {
+		ctx = spool.ContextWithUser(ctx, t.User)
+	}
+	_, err := a.SessionInfo(ctx, conversation)
+	return err == nil
+}
+
+// Press is a person pressing an approval button.
+type Press struct {
+	Conversation string // the session id of the conversation pressed in
+	User, Realm  string // the presser, as in Message
+	Value        string // the button's value
+	Delivery     *Delivery
+}
+
+// Press dispatches the decision of a button press; what comes of it goes
+// to conv (Decided, then the resumed answer; or Tell, "already
+// decided"). It returns a refusal for the presser when the press cannot
+// be taken: a value this relay did not sign for this conversation, or a
+// presser who is neither the person whose message asked for the tool nor
+// an approver. Then nothing was dispatched.
+func (r *Relay) Press(p Press, conv Conversation) (refusal string, err error) {
+	b, ok := r.openButton(p.Conversation, p.Value)
+	if !ok {
+		return "This button is not valid here.", nil
+	}
+	if p.User != b.starter && !slices.Contains(r.p.Approvers, p.User) {
+		return "Only the person who asked, or an approver, can decide this.", nil
+	}
+	return "", r.dispatch(Inbound{
+		Target:   r.target(p.Conversation, p.Realm, b.starter),
+		Decision: &Decision{ApprovalID: b.approval, Decision: b.decision},
+		Delivery: p.Delivery,
+	}, &reply{conv: conv, starter: b.starter, decided: &Decided{By: p.User, Decision: b.label()}})
+}
+
+func (r *Relay) target(conversation, realm, user string) Target {
+	t := Target{SessionID: conversation}
+	r.mu.Lock()
+	scoped := r.userScoped
+	r.mu.Unlock()
+	if scoped {
+		t.User = realm + "." + user
+	}
+	return t
+}
+
+// UserID returns the spool user of platform user user in realm, as a
+// user-scoped agent keys sessions by, or an error naming the id when it
+// is not a valid store id.
+func UserID(realm, user string) (string, error) {
+	u := realm + "." + user
+	if err := store.ValidateNamespace(store.Namespace{Agent: "a", Owner: u}); err != nil {
+		return "", fmt.Errorf("channel: user %q: %w", u, err)
+	}
+	return u, nil
+}
+
+func (r *Relay) dispatch(in Inbound, rp *reply) error {
+	if err := r.base.Err(); err != nil {
+		return ErrClosed
+	}
+	r.mu.Lock()
+	d := r.d
+	r.mu.Unlock()
+	if d == nil {
+		return fmt.Errorf("channel %s: not listening (use channel.Connect or server.Options.Channels)", r.p.Name)
+	}
+	ctx, cancel := context.WithTimeout(r.base, r.p.TurnTimeout)
+	rp.cancel, rp.target = cancel, in.Target
+	in.Origin = rp
+	if err := d.Dispatch(ctx, in); err != nil {
+		cancel()
+		return err
+	}
+	return nil
+}
+
+// reply is the state of one reply: the Origin of its Inbound.
+type reply struct {
+	conv    Conversation
+	cancel  context.CancelFunc
+	target  Target
+	starter string
+	decided *Decided // a press: shown once the resumed turn starts
+
+	text   string   // the answer so far, Markdown
+	posted []posted // the parts posted so far
+	last   time.Time
+}
+
+type posted struct{ id, text string }
+
+// Send implements Driver. It never fails a turn: what the platform
+// refuses is observed and logged.
+func (r *Relay) Send(ctx context.Context, t Target, p Payload) error {
+	rp, ok := p.Origin.(*reply)
+	if !ok {
+		return fmt.Errorf("channel %s: a payload for a message this relay did not dispatch", r.p.Name)
+	}
+	if p.Final {
+		r.finish(ctx, rp, p)
+		rp.cancel()
+		return nil
+	}
+	switch ev := p.Event; ev.Kind {
+	case spool.EventTurnStart:
+		if rp.decided != nil {
+			r.call(ctx, rp, "decided", func(ctx context.Context) error { return rp.conv.Decided(ctx, *rp.decided) })
+		}
+	case spool.EventText:
+		rp.text += ev.Text
+		r.flush(ctx, rp, false)
+	case spool.EventApprovalRequest:
+		r.flush(ctx, rp, true)
+		q := Question{
+			Approval: *ev.Approval,
+			Allow:    r.button(rp.target.SessionID, ev.Approval.ID, 'a', rp.starter),
+			Always:   r.button(rp.target.SessionID, ev.Approval.ID, 's', rp.starter),
+			Deny:     r.button(rp.target.SessionID, ev.Approval.ID, 'd', rp.starter),
+		}
+		r.call(ctx, rp, "ask", func(ctx context.Context) error { return rp.conv.Ask(ctx, q) })
+		// What the model says after this goes below the buttons.
+		rp.text, rp.posted = "", nil
+	case spool.EventStepEnd, spool.EventToolCall:
+		r.flush(ctx, rp, false)
+	}
+	return nil
+}
+
+// flush brings the posts up to the answer so far: edits the parts that
+// changed and posts new ones. Unless force, at most once per
+// EditInterval.
+func (r *Relay) flush(ctx context.Context, rp *reply, force bool) {
+	if !force && time.Since(rp.last) < r.p.EditInterval {
+		return
+	}
+	parts := Split(rp.text, r.p.Limit, r.p.Measure, r.p.Format)
+	if len(parts) == 0 {
+		return
+	}
+	rp.last = time.Now()
+	for i, part := range parts {
+		if i < len(rp.posted) {
+			if rp.posted[i].text == part || rp.posted[i].id == "" {
+				continue
+			}
+			id := rp.posted[i].id
+			if r.call(ctx, rp, "edit", func(ctx context.Context) error { return rp.conv.Edit(ctx, id, part) }) {
+				rp.posted[i].text = part
+			}
+			continue
+		}
+		var id string
+		ok := r.call(ctx, rp, "post", func(ctx context.Context) (err error) {
+			id, err = rp.conv.Post(ctx, part)
+			return err
+		})
+		if !ok {
+			return // the next flush posts it again
+		}
+		rp.posted = append(rp.posted, posted{id: id, text: part})
+	}
+}
+
+// finish sends what is left of a reply and says how its turn ended when
+// that is not an answer.
+func (r *Relay) finish(ctx context.Context, rp *reply, p Payload) {
+	r.flush(ctx, rp, true)
+	say := func(text string) {
+		r.call(ctx, rp, "post", func(ctx context.Context) error {
+			_, err := rp.conv.Post(ctx, r.render(text))
+			return err
+		})
+	}
+	tell := func(text string) {
+		r.call(ctx, rp, "tell", func(ctx context.Context) error { return rp.conv.Tell(ctx, text) })
+	}
+	switch err := p.Err; {
+	case err == nil:
+	case errors.Is(err, spool.ErrNoApproval):
+		tell("This approval was already decided.")
+		return
+	case errors.Is(err, store.ErrSessionExpired):
+		tell("This approval expired with its session.")
+		return
+	case errors.Is(err, spool.ErrApprovalPending):
+		say("A tool call above is waiting for approval: answer it first.")
+		return
+	case errors.Is(err, spool.ErrBusy):
+		say("Another answer is being written in this conversation; try again in a moment.")
+		return
+	case errors.Is(err, ErrClosed), errors.Is(err, spool.ErrClosed), errors.Is(err, context.Canceled):
+		say("The server is shutting down; this was not answered.")
+		return
+	default:
+		r.p.Logger.Warn("channel turn failed", "channel", r.p.Name, "session", rp.target.SessionID, "code", errorCode(err))
+		say("Sorry, this could not be answered right now.")
+		return
+	}
+	res := p.Result
+	if res == nil {
+		return
+	}
+	switch res.Status {
+	case transcript.StatusError:
+		code := "error"
+		if res.Error != nil && res.Error.Code != "" {
+			code = string(res.Error.Code)
+		}
+		say("The answer failed (" + code + ").")
+	case transcript.StatusCancelled:
+		say("The answer was stopped.")
+	case transcript.StatusPromptBlocked, transcript.StatusResponseBlocked:
+		if res.Notice != "" {
+			say(res.Notice)
+		} else {
+			say("This was not answered.")
+		}
+	case transcript.StatusOK:
+		if len(rp.posted) == 0 && rp.decided == nil {
+			say("(no answer)")
+		}
+	}
+}
+
+func (r *Relay) render(text string) string {
+	if r.p.Format != nil {
+		return r.p.Format(text)
+	}
+	return text
+}
+
+// call runs one platform call with the reply's context (never the turn's
+// cancellation: a reply still goes out when the turn was stopped) and
+// observes it.
+func (r *Relay) call(ctx context.Context, rp *reply, op string, fn func(context.Context) error) bool {
+	limit := 2 * time.Minute
+	if r.base.Err() != nil {
+		// Closing: the last words of a stopped turn may not hold up a
+		// shutdown for long.
+		limit = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	defer cancel()
+	start := time.Now()
+	err := fn(ctx)
+	o := spool.Observation{
+		Kind:      spool.ObserveMessageSent,
+		SessionID: rp.target.SessionID,
+		Duration:  time.Since(start),
+		Channel:   r.p.Name,
+	}
+	if err != nil {
+		o.Kind, o.ErrorCode = spool.ObserveMessageFailed, transcript.ErrorCode(errorCode(err))
+		r.p.Logger.Warn("channel post failed", "channel", r.p.Name, "op", op, "session", rp.target.SessionID, "code", o.ErrorCode)
+	}
+	r.mu.Lock()
+	obs := r.observe
+	r.mu.Unlock()
+	if obs != nil {
+		obs(ctx, o)
+	}
+	return err == nil
+}
+
+// PlatformError is a platform's refusal of a call, as a driver reports
+// it: content-free, so it can be logged.
+type PlatformError struct {
+	Status int    // the HTTP status; 0 when there was none
+	Code   string // the platform's error code ("channel_not_found"), when it gives one
+}
+
+func (e *PlatformError) Error() string {
+	if e.Code != "" {
+		return fmt.Sprintf("platform refused the call: %s (HTTP %d)", e.Code, e.Status)
+	}
+	return fmt.Sprintf("platform refused the call: HTTP %d", e.Status)
+}
+
+// errorCode names what went wrong, without content: a platform's error
+// code, an HTTP status, "unreachable" or "timeout".
+func errorCode(err error) string {
+	var pe *PlatformError
+	var ue *url.Error
+	var ne net.Error
+	switch {
+	case errors.As(err, &pe):
+		if pe.Code != "" {
+			return pe.Code
+		}
+		return fmt.Sprintf("http_%d", pe.Status)
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &ue), errors.As(err, &ne):
+		return "unreachable"
+	}
+	return "error"
+}
