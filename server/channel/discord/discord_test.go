@@ -1,0 +1,327 @@
+package discord_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/chatfake"
+	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/model/echo"
+	"github.com/spool-go/spool/server/channel/discord"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/filestore"
+)
+
+const (
+	app      = "1100000000000000001"
+	botToken = "MTEw.bot-token.for-tests"
+	channel1 = "2200000000000000002"
+)
+
+var pub, priv, _ = ed25519.GenerateKey(nil)
+
+type env struct {
+	*chatfake.Harness
+	t    *testing.T
+	fake *chatfake.Discord
+	drv  *discord.Driver
+}
+
+type options struct {
+	store    store.Store
+	fake     *chatfake.Discord
+	model    *echo.Model
+	interval time.Duration
+}
+
+func setup(t *testing.T, o options) *env {
+	t.Helper()
+	if o.fake == nil {
+		o.fake = chatfake.NewDiscord(t, app, botToken)
+	}
+	if o.interval == 0 {
+		o.interval = 10 * time.Millisecond
+	}
+	drv, err := discord.New(discord.Config{
+		PublicKey: hex.EncodeToString(pub), ApplicationID: app, BotToken: botToken, APIURL: o.fake.URL,
+		EditInterval: o.interval, HTTPClient: chatfake.Client(), Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m model.Model
+	if o.model != nil {
+		m = o.model
+	}
+	h := chatfake.NewHarness(t, chatfake.HarnessOptions{Store: o.store, Model: m}, drv)
+	return &env{Harness: h, t: t, fake: o.fake, drv: drv}
+}
+
+var seq atomic.Int64
+
+// snowflake makes a Discord id for now.
+func snowflake() string {
+	return strconv.FormatInt((time.Now().UnixMilli()-1420070400000)<<22|seq.Add(1)&0xfff, 10)
+}
+
+func member(user string) map[string]any {
+	return map[string]any{"user": map[string]any{"id": user, "username": "u" + user}, "roles": []string{}}
+}
+
+func command(id, token, user, prompt string) map[string]any {
+	return map[string]any{"id": id, "application_id": app, "type": 2, "token": token, "version": 1,
+		"channel_id": channel1, "guild_id": "3300000000000000003", "member": member(user),
+		"data": map[string]any{"id": "4400000000000000004", "name": "ask", "type": 1,
+			"options": []map[string]any{{"name": "prompt", "type": 3, "value": prompt}}}}
+}
+
+// interact posts an interaction signed at the given time and returns the
+// status and the interaction response.
+func (e *env) interact(in any, at time.Time, key ed25519.PrivateKey) (int, map[string]any) {
+	e.t.Helper()
+	b, _ := json.Marshal(in)
+	req, _ := http.NewRequest("POST", e.URL+"/channels/discord/interactions", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	if key != nil {
+		chatfake.SignDiscord(req.Header, key, at, b)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	var out map[string]any
+	json.Unmarshal(body, &out)
+	return res.StatusCode, out
+}
+
+// ask runs /ask as user and tells the fake about the deferred response.
+func (e *env) ask(user, prompt string) string {
+	e.t.Helper()
+	tok := "itoken-" + snowflake()
+	// Discord makes the interaction, and so its original response,
+	// before it calls the endpoint.
+	e.fake.Deferred(tok)
+	s, res := e.interact(command(snowflake(), tok, user, prompt), time.Now(), priv)
+	if s != 200 || res["type"] != float64(5) {
+		e.t.Fatalf("/ask: %d %v", s, res)
+	}
+	return tok
+}
+
+func (e *env) wait(what string, cond func([]chatfake.DiscordMessage) bool) []chatfake.DiscordMessage {
+	e.t.Helper()
+	var msgs []chatfake.DiscordMessage
+	chatfake.Eventually(e.t, 10*time.Second, what, func() bool {
+		msgs = e.fake.Messages()
+		return cond(msgs)
+	})
+	return msgs
+}
+
+func TestPing(t *testing.T) {
+	e := setup(t, options{})
+	s, res := e.interact(map[string]any{"id": snowflake(), "application_id": app, "type": 1, "token": "t", "version": 1}, time.Now(), priv)
+	if s != 200 || res["type"] != float64(1) {
+		t.Fatalf("%d %v", s, res)
+	}
+}
+
+func TestAskAnswered(t *testing.T) {
+	e := setup(t, options{})
+	tok := e.ask("5500000000000000005", "hello @everyone")
+	msgs := e.wait("the answer", func(m []chatfake.DiscordMessage) bool {
+		return len(m) == 1 && m[0].Content == "echo: hello @everyone"
+	})
+	if msgs[0].Token != tok {
+		t.Fatalf("answer %+v", msgs[0])
+	}
+	if e.Turns(t, "discord."+channel1, "") != 1 {
+		t.Fatal("no session for the channel")
+	}
+	calls := strings.Join(e.fake.Calls(), "\n")
+	if !strings.Contains(calls, "PATCH /webhooks/"+app+"/"+tok+"/messages/@original") {
+		t.Fatalf("calls %s", calls)
+	}
+}
+
+func TestSignatureRefused(t *testing.T) {
+	e := setup(t, options{})
+	_, other, _ := ed25519.GenerateKey(nil)
+	in := command(snowflake(), "tok", "5500000000000000005", "hi")
+	for name, c := range map[string]struct {
+		at  time.Time
+		key ed25519.PrivateKey
+	}{
+		"unsigned": {time.Now(), nil},
+		"forged":   {time.Now(), other},
+		"stale":    {time.Now().Add(-10 * time.Minute), priv},
+	} {
+		if s, _ := e.interact(in, c.at, c.key); s != 401 {
+			t.Errorf("%s: status %d", name, s)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	e.Untouched(t)
+	if len(e.fake.Calls()) != 0 {
+		t.Fatal("a refused interaction called Discord")
+	}
+}
+
+func TestInteractionOnceAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	fake := chatfake.NewDiscord(t, app, botToken)
+	st, _ := filestore.New(dir)
+	e := setup(t, options{store: st, fake: fake})
+	in := command(snowflake(), "tok-once", "5500000000000000005", "once")
+	fake.Deferred("tok-once")
+	e.interact(in, time.Now(), priv)
+	e.interact(in, time.Now(), priv)
+	e.wait("the answer", func(m []chatfake.DiscordMessage) bool { return m[0].Content == "echo: once" })
+	e.Close()
+	st.Close()
+	st2, _ := filestore.New(dir)
+	e2 := setup(t, options{store: st2, fake: fake})
+	e2.interact(in, time.Now(), priv)
+	time.Sleep(200 * time.Millisecond)
+	if n := e2.Turns(t, "discord."+channel1, ""); n != 1 {
+		t.Fatalf("%d turns", n)
+	}
+}
+
+func TestBotsIgnored(t *testing.T) {
+	e := setup(t, options{})
+	in := command(snowflake(), "tok-bot", "5500000000000000005", "hi")
+	in["member"].(map[string]any)["user"].(map[string]any)["bot"] = true
+	s, res := e.interact(in, time.Now(), priv)
+	if s != 200 || res["type"] != float64(4) {
+		t.Fatalf("%d %v", s, res)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if e.Turns(t, "discord."+channel1, "") != 0 || len(e.fake.Calls()) != 0 {
+		t.Fatal("answered a bot")
+	}
+}
+
+func TestStreamedAndSplit(t *testing.T) {
+	e := setup(t, options{model: echo.New(echo.WithDelay(2 * time.Millisecond)), interval: 50 * time.Millisecond})
+	long := strings.Repeat("word ", 900) // 4500 characters: three messages
+	e.ask("5500000000000000005", long)
+	msgs := e.wait("three parts", func(m []chatfake.DiscordMessage) bool {
+		total := 0
+		for _, x := range m {
+			total += strings.Count(x.Content, "word")
+		}
+		return len(m) == 3 && total == 900
+	})
+	edits := 0
+	for _, m := range msgs {
+		if utf8.RuneCountInString(m.Content) > discord.Limit {
+			t.Fatalf("a part of %d characters", utf8.RuneCountInString(m.Content))
+		}
+		edits += m.Edits
+	}
+	if edits < 3 {
+		t.Fatalf("%d edits: not streamed", edits)
+	}
+}
+
+// press presses button (0 allow, 1 always, 2 deny) of message m as user.
+func (e *env) press(m chatfake.DiscordMessage, button int, user string) (int, map[string]any) {
+	e.t.Helper()
+	var rows []struct {
+		Components []struct {
+			CustomID string `json:"custom_id"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal([]byte(m.Components), &rows); err != nil || len(rows) != 1 || len(rows[0].Components) != 3 {
+		e.t.Fatalf("components %s", m.Components)
+	}
+	tok := "ptoken-" + snowflake()
+	e.fake.Pressed(tok, m.ID)
+	return e.interact(map[string]any{"id": snowflake(), "application_id": app, "type": 3, "token": tok, "version": 1,
+		"channel_id": channel1, "member": member(user),
+		"message": map[string]any{"id": m.ID, "channel_id": channel1, "content": m.Content},
+		"data":    map[string]any{"custom_id": rows[0].Components[button].CustomID, "component_type": 2}}, time.Now(), priv)
+}
+
+func TestApprovalButtons(t *testing.T) {
+	e := setup(t, options{})
+	e.ask("5500000000000000005", `/call save_note {"text":"milk"}`)
+	msgs := e.wait("the buttons", func(m []chatfake.DiscordMessage) bool { return len(m) == 1 && m[0].Components != "" })
+	ask := msgs[0]
+	if !strings.Contains(ask.Content, "save_note") {
+		t.Fatalf("approval %+v", ask)
+	}
+	s, res := e.press(ask, 0, "6600000000000000006")
+	if s != 200 || res["type"] != float64(4) || !strings.Contains(res["data"].(map[string]any)["content"].(string), "Only the person") {
+		t.Fatalf("stranger: %d %v", s, res)
+	}
+	if s, res = e.press(ask, 0, "5500000000000000005"); s != 200 || res["type"] != float64(6) {
+		t.Fatalf("asker: %d %v", s, res)
+	}
+	msgs = e.wait("the resumed answer", func(m []chatfake.DiscordMessage) bool {
+		return len(m) == 2 && strings.Contains(m[1].Content, "tool save_note returned: saved milk")
+	})
+	if !strings.Contains(msgs[0].Content, "**Allowed** by <@5500000000000000005>") || msgs[0].Components != "[]" {
+		t.Fatalf("buttons' message after the press %+v", msgs[0])
+	}
+	e.press(ask, 2, "5500000000000000005")
+	e.wait("already decided", func(m []chatfake.DiscordMessage) bool {
+		last := m[len(m)-1]
+		return last.Ephemeral && strings.Contains(last.Content, "already decided")
+	})
+}
+
+func TestRateLimitAndOutage(t *testing.T) {
+	e := setup(t, options{})
+	e.fake.FailNext(http.StatusTooManyRequests, 1)
+	e.fake.FailNext(http.StatusInternalServerError, 1)
+	start := time.Now()
+	e.ask("5500000000000000005", "patience")
+	e.wait("the answer", func(m []chatfake.DiscordMessage) bool { return m[0].Content == "echo: patience" })
+	if time.Since(start) < time.Second {
+		t.Fatal("Retry-After was not waited")
+	}
+	e.fake.FailNext(http.StatusBadGateway, 1000)
+	e.ask("5500000000000000005", "down?")
+	chatfake.Eventually(t, 10*time.Second, "the failure observed", func() bool {
+		return e.Observed(spool.ObserveMessageFailed, "discord", "http_502")
+	})
+	chatfake.Eventually(t, 10*time.Second, "the stored turn", func() bool {
+		return e.Turns(t, "discord."+channel1, "") == 2
+	})
+}
+
+func TestRegisterCommands(t *testing.T) {
+	e := setup(t, options{})
+	if err := e.drv.RegisterCommands(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var cmds []struct {
+		Name    string `json:"name"`
+		Options []struct {
+			Name     string `json:"name"`
+			Type     int    `json:"type"`
+			Required bool   `json:"required"`
+		} `json:"options"`
+	}
+	if err := json.Unmarshal(e.fake.Commands(), &cmds); err != nil || len(cmds) != 1 || cmds[0].Name != "ask" ||
+		cmds[0].Options[0].Name != "prompt" || cmds[0].Options[0].Type != 3 || !cmds[0].Options[0].Required {
+		t.Fatalf("commands %s (%v)", e.fake.Commands(), err)
+	}
+}
