@@ -21,7 +21,8 @@ import (
 )
 
 const serveSynopsis = `spool serve [--addr 127.0.0.1:8080] [--store URL] [--model SPEC] [--keys FILE] [--api-key KEY]
-                   [--agent NAME] [--scope project|user] [--instructions TEXT] [--mode ask|auto|off]`
+                   [--agent NAME] [--scope project|user] [--instructions TEXT] [--mode ask|auto|off]
+                   [--channels slack,telegram,discord]`
 
 // serveFlags are the flags of spool serve.
 type serveFlags struct {
@@ -58,6 +59,8 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 	fs.Int64Var(&f.maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.DurationVar(&f.keepAlive, "keep-alive", 15*time.Second, "interval of keep-alive comments in event streams")
 	fs.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGINT/SIGTERM, how long running turns get to finish before they are cancelled")
+	var chf channelFlags // channels.go
+	chf.register(fs.FlagSet)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -96,6 +99,11 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 		log.Warn("listening on a non-loopback address without keys (--insecure-no-auth)", "addr", f.addr)
 	}
 
+	channels, err := chf.drivers(env, log)
+	if err != nil {
+		return err
+	}
+
 	mf := modelFlags{spec: f.modelSpec, baseURL: f.baseURL, apiKey: f.modelKey}
 	m, err := mf.open(env)
 	if err != nil {
@@ -127,8 +135,10 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 		AllowedHosts:   append(splitList(f.allowHosts), boundHost(f.addr)...),
 		AllowedOrigins: splitList(f.allowOrigins),
 		UI:             web.Handler(), // the chat page at /
+		Channels:       channels,
 	})
 	defer h.Close()
+	startChannels(ctx, env, log, channels)
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
