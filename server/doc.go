@@ -69,14 +69,18 @@
 // # Errors
 //
 // Every error is JSON {"error":{"code","message"}} with an honest status:
-// 400 (malformed JSON, a body that is not application/json, a blank
-// prompt, a bad limit, order or cursor, a session id in a body that no
-// session can have), 401, 403, 404 (an unknown route; a session that does
+// 400 (bad_request: malformed JSON, a body that is not application/json;
+// invalid_request: JSON with a field the route does not take, naming the
+// fields it does, or a field of the wrong type; a blank prompt, a bad
+// limit, order or cursor, a session id in a body that no session can
+// have), 401, 403, 404 (an unknown route; a session that does
 // not exist or is not the caller's, including an id in a URL that no
 // session can have; an approval not pending), 405 with Allow, 409 (an
 // approval is pending; another process is running a turn on the session,
-// with Retry-After), 410 (the session expired with an approval pending),
-// 413 (a body over Options.MaxBodyBytes, 1 MiB by default), 429 (the
+// with Retry-After), 408 (request_timeout: the body did not arrive within
+// Options.ReadTimeout, 30 seconds by default), 410 (the session expired
+// with an approval pending), 413 (a body over Options.MaxBodyBytes, 1 MiB
+// by default), 429 (the
 // model provider is rate limiting; the session or agent used its token
 // budget), 500, 502 (the turn ended with an error of the model; the body
 // names the session and turn), 503 (shutting down, the channel closed,

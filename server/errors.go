@@ -16,7 +16,8 @@ import (
 // Error codes of the JSON errors, {"error":{"code","message"}}. Clients
 // branch on the code; the message is for people.
 const (
-	CodeBadRequest       = "bad_request"        // 400: malformed JSON, a missing or wrong field
+	CodeBadRequest       = "bad_request"        // 400: malformed JSON, a body that cannot be read
+	CodeInvalidRequest   = "invalid_request"    // 400: well-formed JSON with an unknown field or a field of the wrong type
 	CodeUnsupportedType  = "unsupported_media"  // 400: not Content-Type application/json
 	CodeEmptyPrompt      = "empty_prompt"       // 400: blank or missing prompt
 	CodeInvalidSessionID = "invalid_session_id" // 400: a session id in a body that no session can have
@@ -30,6 +31,7 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed" // 405, with Allow
 	CodeApprovalPending  = "approval_pending"   // 409: answer the pending approval first
 	CodeSessionBusy      = "session_busy"       // 409: another process is running a turn; retry
+	CodeRequestTimeout   = "request_timeout"    // 408: the body did not arrive within Options.ReadTimeout
 	CodeSessionExpired   = "session_expired"    // 410: expired with an approval pending
 	CodeBodyTooLarge     = "body_too_large"     // 413
 	CodeRateLimited      = "rate_limited"       // 429: the model provider is rate limiting

@@ -9,6 +9,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
+	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/spool-go/spool"
@@ -91,7 +94,10 @@ func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, res *spool.
 // decodeJSON reads a JSON object body into v. It requires Content-Type
 // application/json, refuses trailing data and, when strict, unknown
 // fields. Errors are 400 (415-worthy content types are 400 too, as the
-// API promises one status for a malformed request) or 413.
+// API promises one status for a malformed request): bad_request for what
+// is not JSON, invalid_request for JSON with an unknown field (naming the
+// fields the route takes) or a field of the wrong type; 408 for a body
+// that did not arrive within the read timeout; 413 for one too large.
 func decodeJSON(r *http.Request, v any, strict bool) error {
 	ct := r.Header.Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
@@ -101,8 +107,11 @@ func decodeJSON(r *http.Request, v any, strict bool) error {
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			return err
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return errf(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive in time")
 		}
 		return errf(http.StatusBadRequest, CodeBadRequest, "cannot read the request body")
 	}
@@ -111,12 +120,49 @@ func decodeJSON(r *http.Request, v any, strict bool) error {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return errf(http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("unknown field %s; this route takes %s", name, fieldList(v)))
+		}
+		if errors.As(err, &te) && te.Field != "" {
+			return errf(http.StatusBadRequest, CodeInvalidRequest, jsonProblem(err))
+		}
 		return errf(http.StatusBadRequest, CodeBadRequest, "malformed JSON: "+jsonProblem(err))
 	}
 	if dec.More() {
 		return errf(http.StatusBadRequest, CodeBadRequest, "malformed JSON: data after the object")
 	}
 	return nil
+}
+
+// fieldList names the JSON fields of the struct v points to: `"prompt"
+// and "sessionId"`.
+func fieldList(v any) string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return "no such field"
+	}
+	var names []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		names = append(names, strconv.Quote(name))
+	}
+	switch len(names) {
+	case 0:
+		return "no fields"
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // jsonProblem describes a decoding error by position and field, never by

@@ -25,6 +25,16 @@ type Options struct {
 	// MaxBodyBytes caps request bodies; larger ones are refused with 413.
 	// Default 1 MiB.
 	MaxBodyBytes int64
+	// ReadTimeout bounds the time to read a request's body, counted from
+	// when its handler starts (the headers are bounded by the
+	// http.Server's ReadHeaderTimeout): a body still arriving then is cut
+	// and the request answered 408 request_timeout, so that a client
+	// sending a byte now and then cannot hold a connection. It is a
+	// deadline per request, set with http.ResponseController and lifted
+	// once the body is read, not http.Server.ReadTimeout: an event stream
+	// that lasts longer is not cut by it. Default 30 seconds
+	// (DefaultReadTimeout); negative for none.
+	ReadTimeout time.Duration
 	// KeepAlive is the interval of the comment lines (": ping") that keep
 	// an idle event stream open through proxies. Default 15 seconds.
 	KeepAlive time.Duration
@@ -66,6 +76,9 @@ type Options struct {
 // DefaultMaxBodyBytes is the default cap on request bodies.
 const DefaultMaxBodyBytes = 1 << 20
 
+// DefaultReadTimeout is the default of Options.ReadTimeout.
+const DefaultReadTimeout = 30 * time.Second
+
 // Server is the HTTP face of one agent: an http.Handler with no listener of
 // its own, to be mounted in any mux (see the package example). Its routes
 // are described in the package documentation.
@@ -92,6 +105,9 @@ type connected struct {
 func New(agent *spool.Agent, opts Options) *Server {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.ReadTimeout == 0 {
+		opts.ReadTimeout = DefaultReadTimeout
 	}
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = 15 * time.Second
@@ -259,6 +275,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		// The underlying writer, so that an oversized body also closes
 		// the connection.
 		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+		r.Body = bodyDeadline(w, r, s.opts.ReadTimeout)
 		r = r.WithContext(ctx)
 		next.ServeHTTP(rw, r)
 	})

@@ -22,7 +22,7 @@ import (
 
 const serveSynopsis = `spool serve [--addr 127.0.0.1:8080] [--store URL] [--model SPEC] [--keys FILE] [--api-key KEY]
                    [--agent NAME] [--scope project|user] [--instructions TEXT] [--mode ask|auto|off]
-                   [--channels slack,telegram,discord]`
+                   [--channels slack,telegram,discord] [--read-timeout 30s]`
 
 // serveFlags are the flags of spool serve.
 type serveFlags struct {
@@ -33,7 +33,7 @@ type serveFlags struct {
 	allowHosts, allowOrigins     string
 	insecure                     bool
 	maxBody                      int64
-	keepAlive, grace             time.Duration
+	keepAlive, grace, readBody   time.Duration
 }
 
 // runServe runs the HTTP server until SIGINT or SIGTERM (or ctx ends),
@@ -58,6 +58,7 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 	fs.BoolVar(&f.insecure, "insecure-no-auth", false, "allow listening on a non-loopback address without keys (anyone who reaches it has project access)")
 	fs.Int64Var(&f.maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.DurationVar(&f.keepAlive, "keep-alive", 15*time.Second, "interval of keep-alive comments in event streams")
+	fs.DurationVar(&f.readBody, "read-timeout", server.DefaultReadTimeout, "how long a request's body may take to arrive (event streams are not bounded by it)")
 	fs.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGINT/SIGTERM, how long running turns get to finish before they are cancelled")
 	var chf channelFlags // channels.go
 	chf.register(fs.FlagSet)
@@ -77,8 +78,8 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 	if f.scope != string(spool.ScopeProject) && f.scope != string(spool.ScopeUser) {
 		return usagef("--scope must be project or user")
 	}
-	if f.maxBody <= 0 || f.keepAlive <= 0 || f.grace < 0 {
-		return usagef("--max-body and --keep-alive must be positive, --grace not negative")
+	if f.maxBody <= 0 || f.keepAlive <= 0 || f.readBody <= 0 || f.grace < 0 {
+		return usagef("--max-body, --keep-alive and --read-timeout must be positive, --grace not negative")
 	}
 	if _, err := f.common.namespace(); err != nil {
 		return err
@@ -130,6 +131,7 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 	h := server.New(agent, server.Options{
 		Keys:           keys,
 		MaxBodyBytes:   f.maxBody,
+		ReadTimeout:    f.readBody,
 		KeepAlive:      f.keepAlive,
 		Logger:         log,
 		AllowedHosts:   append(splitList(f.allowHosts), boundHost(f.addr)...),

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -363,5 +364,34 @@ func TestBenchCountsServerErrors(t *testing.T) {
 	}
 	if code != 1 || !strings.Contains(out, fmt.Sprintf("%d requests in", total)) || !strings.Contains(out, fmt.Sprintf("%d errors (503 ×%d)", want, want)) {
 		t.Fatalf("the server answered %d requests, %d of them 503; bench said (exit %d):\n%s", total, want, code, out)
+	}
+}
+
+// spool serve --read-timeout cuts a body that trickles in, and the
+// connection is not held.
+func TestServeReadTimeout(t *testing.T) {
+	p := startServe(t, "--store", "memory:", "--read-timeout", "300ms")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(p.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+	go func() {
+		for range 100 {
+			time.Sleep(50 * time.Millisecond)
+			if _, err := io.WriteString(conn, " "); err != nil {
+				return
+			}
+		}
+	}()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	if res.StatusCode != http.StatusRequestTimeout || time.Since(start) > 3*time.Second {
+		t.Fatalf("status %d after %s; want 408 soon after 300ms", res.StatusCode, time.Since(start))
 	}
 }
