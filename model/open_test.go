@@ -6,6 +6,7 @@ import (
 	"errors"
 	"iter"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/spool-go/spool/model"
@@ -21,12 +22,21 @@ func (f *fake) Stream(context.Context, *model.Request) iter.Seq2[model.Event, er
 	return func(func(model.Event, error) bool) {}
 }
 
+// The registry is the process's: the test providers are registered once,
+// so that the tests pass again in the same process (go test -count=2).
+var (
+	registerOpen sync.Once
+	registerDup  sync.Once
+)
+
 func TestOpen(t *testing.T) {
-	model.Register("fake-open", func(name string, cfg model.Config) (model.Model, error) {
-		if name == "broken" {
-			return nil, errors.New("no such model")
-		}
-		return &fake{name: name, cfg: cfg}, nil
+	registerOpen.Do(func() {
+		model.Register("fake-open", func(name string, cfg model.Config) (model.Model, error) {
+			if name == "broken" {
+				return nil, errors.New("no such model")
+			}
+			return &fake{name: name, cfg: cfg}, nil
+		})
 	})
 
 	m, err := model.Open(" Fake-Open:some:model ", model.Config{BaseURL: "http://x", APIKey: "k"})
@@ -73,7 +83,7 @@ func contains(list []string, s string) bool {
 
 func TestRegisterPanics(t *testing.T) {
 	open := func(string, model.Config) (model.Model, error) { return &fake{}, nil }
-	model.Register("fake-dup", open)
+	registerDup.Do(func() { model.Register("fake-dup", open) })
 	for name, f := range map[string]func(){
 		"duplicate": func() { model.Register("fake-dup", open) },
 		"nil":       func() { model.Register("fake-nil", nil) },

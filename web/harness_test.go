@@ -304,13 +304,16 @@ func (tb *tab) shot(name string) string {
 	return path
 }
 
-var artifactDirs sync.Map // test name → directory
+var artifactDirs sync.Map // *testing.T → directory, while the test runs
 
 // artifactDir is where a test's screenshots go: $SPOOL_ARTIFACTS/<test>
 // when that is set, else the test's ArtifactDir (kept with go test
-// -artifacts, removed after the test otherwise).
+// -artifacts, removed after the test otherwise). It is remembered per
+// test run, not per test name: a second run of the test (go test
+// -count=2) gets a directory of its own, not the first run's, which is
+// gone.
 func artifactDir(t *testing.T) string {
-	if d, ok := artifactDirs.Load(t.Name()); ok {
+	if d, ok := artifactDirs.Load(t); ok {
 		return d.(string)
 	}
 	var dir string
@@ -322,7 +325,8 @@ func artifactDir(t *testing.T) string {
 	} else {
 		dir = t.ArtifactDir()
 	}
-	artifactDirs.Store(t.Name(), dir)
+	artifactDirs.Store(t, dir)
+	t.Cleanup(func() { artifactDirs.Delete(t) })
 	return dir
 }
 
