@@ -48,9 +48,9 @@
 // /channels/<Name>/; its routes authenticate the platform's own way
 // (Slack's signing secret, Telegram's secret token, Discord's Ed25519
 // signature) before anything is touched, need no bearer key, and are not
-// held to the Host check of a keyless server. Close closes them with the
-// HTTP channel; a turn a platform started that still runs then is stopped
-// and recorded cancelled.
+// held to the Host check of a keyless server. Shutdown stops them taking
+// messages and gives the turns they run until its context ends; Close
+// stops those turns at once (recorded cancelled).
 //
 // # Identity
 //

@@ -169,6 +169,33 @@ func (s *Server) Close() error {
 	return err
 }
 
+// Shutdown closes the server with a grace period for the turns of
+// Options.Channels: their drivers stop taking messages at once (a driver
+// with a Drain method, as the chat platforms have; their webhooks answer
+// 503 and the platforms deliver again later), the turns they run get until
+// ctx ends to finish, and then Close stops what still runs. A chat
+// platform's turn belongs to no HTTP request, so an http.Server's own
+// Shutdown does not wait for it.
+func (s *Server) Shutdown(ctx context.Context) error {
+	for _, c := range s.channels {
+		if d, ok := c.driver.(interface{ Drain() }); ok {
+			d.Drain()
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		for _, c := range s.channels {
+			c.dispatch.Wait()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return s.Close()
+}
+
 // routes registers every route, and for each path a catch-all that
 // answers other methods 405 with Allow.
 func (s *Server) routes() {

@@ -139,7 +139,13 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 		UI:             web.Handler(), // the chat page at /
 		Channels:       channels,
 	})
-	defer h.Close()
+	defer func() {
+		// Chat turns belong to no HTTP request: they get a grace period
+		// of their own.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.grace)
+		defer cancel()
+		h.Shutdown(ctx)
+	}()
 	startChannels(ctx, env, log, channels)
 
 	ln, err := net.Listen("tcp", f.addr)

@@ -24,8 +24,9 @@ import (
 // driver's tests need it: the echo model, the tool save_note that needs
 // approval, and the observations the agent received.
 type Harness struct {
-	Agent *spool.Agent
-	URL   string // the server's base URL
+	Agent  *spool.Agent
+	Server *server.Server
+	URL    string // the server's base URL
 
 	mu    sync.Mutex
 	obs   []spool.Observation
@@ -79,7 +80,7 @@ func NewHarness(t testing.TB, o HarnessOptions, drv channel.Driver) *Harness {
 	}
 	s := server.New(agent, server.Options{Channels: []channel.Driver{drv}, Logger: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewServer(s)
-	h.Agent, h.URL = agent, srv.URL
+	h.Agent, h.Server, h.URL = agent, s, srv.URL
 	var once sync.Once
 	h.close = func() { once.Do(func() { s.Close(); srv.Close() }) }
 	t.Cleanup(h.close)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -122,6 +123,7 @@ type Relay struct {
 	userScoped bool
 	base       context.Context
 	stop       context.CancelFunc
+	draining   atomic.Bool
 }
 
 // NewRelay returns the relay of platform p.
@@ -170,6 +172,12 @@ func (r *Relay) Close() error {
 	r.stop()
 	return nil
 }
+
+// Drain refuses new messages with ErrClosed (a webhook answers them 503,
+// so the platform delivers them again later, to this server or another)
+// and lets the turns already running go on to their end; Close stops
+// them. server.Server.Shutdown drains before it closes.
+func (r *Relay) Drain() { r.draining.Store(true) }
 
 // Message is a message a person sent on the platform.
 type Message struct {
@@ -265,7 +273,7 @@ func UserID(realm, user string) (string, error) {
 }
 
 func (r *Relay) dispatch(in Inbound, rp *reply) error {
-	if err := r.base.Err(); err != nil {
+	if r.base.Err() != nil || r.draining.Load() {
 		return ErrClosed
 	}
 	r.mu.Lock()

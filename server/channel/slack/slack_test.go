@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -33,6 +34,7 @@ type env struct {
 	*chatfake.Harness
 	t    *testing.T
 	fake *chatfake.Slack
+	drv  *slack.Driver
 }
 
 type options struct {
@@ -64,7 +66,7 @@ func setup(t *testing.T, o options) *env {
 		m = o.model
 	}
 	h := chatfake.NewHarness(t, chatfake.HarnessOptions{Store: o.store, Model: m, Scope: o.scope}, drv)
-	return &env{Harness: h, t: t, fake: o.fake}
+	return &env{Harness: h, t: t, fake: o.fake, drv: drv}
 }
 
 // post sends body to path signed at the time given (zero: unsigned).
@@ -440,4 +442,61 @@ func TestRateLimitAndOutage(t *testing.T) {
 		s, _ := e.Agent.SessionInfo(context.Background(), "slack.T123.C1.1700000900.000100")
 		return s.MessageCount == 2
 	})
+}
+
+// Shutdown lets a running turn finish and post its answer, while new
+// events are answered 503 for Slack to deliver again.
+func TestShutdownDrains(t *testing.T) {
+	e := setup(t, options{model: echo.New(echo.WithDelay(20 * time.Millisecond))})
+	e.event(chatfake.SlackEvent(team, "EvD1", mention("C1", "1700001000.000100", "", "U456", "one two three four five six seven eight")))
+	e.wait("the answer to start", func(m []chatfake.SlackMessage) bool { return len(m) == 1 })
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done <- e.Server.Shutdown(ctx)
+	}()
+	e.drv.Drain() // what Shutdown does first; here before the next event for sure
+	if s := e.event(chatfake.SlackEvent(team, "EvD2", mention("C1", "1700001001.000100", "", "U456", "late"))); s != 503 {
+		t.Fatalf("an event while draining: %d", s)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	msgs := e.fake.Messages()
+	if len(msgs) != 1 || msgs[0].Text != "echo: one two three four five six seven eight" {
+		t.Fatalf("the running turn did not finish: %+v", msgs)
+	}
+	// The refused event was not recorded as taken: its redelivery, to a
+	// server that runs, is answered.
+	e2 := setup(t, options{store: e.Agent.Store(), fake: e.fake})
+	e2.event(chatfake.SlackEvent(team, "EvD2", mention("C1", "1700001001.000100", "", "U456", "late")))
+	e2.wait("the redelivered event's answer", func(m []chatfake.SlackMessage) bool { return len(m) == 2 && m[1].Text == "echo: late" })
+}
+
+// How long Slack waits for the events endpoint's answer (it wants one
+// within 3 seconds): signature, parse, the durable delivery record and
+// the queue, on the file store, which syncs the record to disk.
+func BenchmarkEventAnswer(b *testing.B) {
+	st, err := filestore.New(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	fake := chatfake.NewSlack(b, token)
+	drv, _ := slack.New(slack.Config{SigningSecret: secret, BotToken: token, APIURL: fake.URL,
+		HTTPClient: chatfake.Client(), Logger: slog.New(slog.DiscardHandler)})
+	h := chatfake.NewHarness(b, chatfake.HarnessOptions{Store: st}, drv)
+	b.ResetTimer()
+	for i := range b.N {
+		body := chatfake.SlackEvent(team, fmt.Sprintf("EvB%d", i), mention("C1", fmt.Sprintf("1700002000.%06d", i), "", "U456", "hi"))
+		req, _ := http.NewRequest("POST", h.URL+"/channels/slack/events", bytes.NewReader(body))
+		chatfake.SignSlack(req.Header, secret, time.Now(), body)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != 200 {
+			b.Fatalf("%v %v", res, err)
+		}
+		res.Body.Close()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/answer")
 }

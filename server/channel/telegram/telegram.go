@@ -191,6 +191,10 @@ func (d *Driver) Send(ctx context.Context, t channel.Target, p channel.Payload) 
 // Close implements channel.Driver.
 func (d *Driver) Close() error { return d.relay.Close() }
 
+// Drain stops taking messages and lets running turns finish (see
+// channel.Relay.Drain).
+func (d *Driver) Drain() { d.relay.Drain() }
+
 // ServeHTTP serves the webhook route.
 func (d *Driver) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.mux.ServeHTTP(w, r) }
 
