@@ -17,10 +17,9 @@
 //
 // Every text message that reaches the bot: in a private chat all of them,
 // in a group what Telegram's privacy mode lets through (commands,
-// mentions, replies to the bot). A leading /ask or /start command and a
-// mention of the bot are taken out of the text. Messages from bots, the
-// bot's own included, edited messages and messages without text are
-// ignored.
+// mentions, replies to the bot). A leading /ask or /start command (also
+// as /ask@YourBot) is taken out of the text. Messages from bots, the bot's
+// own included, edited messages and messages without text are ignored.
 //
 // # Conversations and sessions
 //
