@@ -337,33 +337,32 @@ func (r *run) checkAnswer(ctx context.Context, text string) error {
 	return nil
 }
 
-// history builds the request history from the newest entries, reading
-// more of the transcript only while older entries could still change it.
+// history returns the request history: the session state's, which
+// follows every entry this process appended or read. Only when the state
+// has forgotten entries the history now reaches (history.Builder.Forget)
+// is the transcript read again.
 func (r *run) history(ctx context.Context) ([]model.Message, error) {
-	a := r.s.a
-	opt := a.historyOptions()
-	// A message is one entry or a little more (turn ends, approvals), so
-	// twice the cap usually holds the whole window at the first read.
-	n := 2*max(a.cfg.MaxMessages, 0) + 16
-	for {
-		var entries []transcript.Entry
-		var total int
-		var err error
-		if a.cfg.MaxMessages < 0 && a.cfg.HistoryBudget <= 0 {
-			entries, err = a.cfg.Store.Read(ctx, r.s.key)
-			total = len(entries)
-		} else {
-			entries, total, err = store.ReadTail(ctx, a.cfg.Store, r.s.key, n)
-		}
+	st := r.sl.st
+	msgs, full := st.hist.Window()
+	if !full && st.hist.Base() > 0 {
+		entries, err := r.s.a.cfg.Store.Read(ctx, r.s.key)
 		if err != nil {
 			return nil, err
 		}
-		msgs, full := history.Window(entries, opt)
-		if full || len(entries) >= total {
-			return msgs, nil
+		if len(entries) != st.count || entries[len(entries)-1].ID != st.head {
+			// Another writer appended since the state was current: the
+			// turn cannot go on with a history it cannot build.
+			return nil, fmt.Errorf("spool: session %s changed during the turn: %w", r.s.key, store.ErrConflict)
 		}
-		n *= 4
+		b := history.NewBuilder(st.hist.Options())
+		for _, e := range entries {
+			b.Add(e)
+		}
+		st.hist = b
+		msgs, _ = b.Window()
 	}
+	st.hist.Forget()
+	return msgs, nil
 }
 
 // handleCalls runs the calls of a step, or asks for approval of those that

@@ -155,7 +155,7 @@ func (s *Session) sync(ctx context.Context, sl *slot) error {
 			}
 			if len(newer) > 0 && newer[0].ID == sl.st.head {
 				for _, e := range newer[1:] {
-					sl.st.apply(e)
+					sl.st.apply(e, nil)
 				}
 				return nil
 			}
@@ -165,7 +165,7 @@ func (s *Session) sync(ctx context.Context, sl *slot) error {
 	if err != nil {
 		return err
 	}
-	sl.st = loadState(entries)
+	sl.st = loadState(entries, s.a.historyOptions())
 	return nil
 }
 
@@ -185,7 +185,7 @@ func (s *Session) expire(ctx context.Context, sl *slot, mode access) error {
 			return fmt.Errorf("spool: session %s: deleting the expired session: %w", s.key, err)
 		}
 	}
-	sl.st = newState()
+	sl.st = newState(s.a.historyOptions())
 	return nil
 }
 
@@ -286,6 +286,6 @@ func (w writer) append(ctx context.Context, typ transcript.Type, turnID string, 
 		}
 		return e, fmt.Errorf("spool: session %s: %w", w.s.key, err)
 	}
-	w.sl.st.apply(e)
+	w.sl.st.apply(e, data)
 	return e, nil
 }

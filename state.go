@@ -3,13 +3,16 @@ package spool
 import (
 	"time"
 
+	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/transcript"
 )
 
 // state is what the runtime knows of a session between calls, derived
 // from its transcript: the head for conditional appends, the tool mode, the
 // tools approved for the session, the approvals pending, and the turn that
-// is open (started and not ended).
+// is open (started and not ended); and the history the next model request
+// carries, kept up to date entry by entry (history.Builder), so that a turn
+// costs the entries it adds rather than a rebuilt window.
 type state struct {
 	head         string
 	count        int
@@ -20,6 +23,7 @@ type state struct {
 	requests     map[string]Approval // every approval request by id, for decisions
 	used         int64               // tokens of the session's ended turns
 	open         *openTurn
+	hist         *history.Builder // the history of what st has seen
 }
 
 // openTurn is a turn that has started and not ended: running, paused on
@@ -33,23 +37,35 @@ type openTurn struct {
 	usage   transcript.Usage      // what its recorded steps used
 }
 
-func newState() *state {
-	return &state{approved: map[string]bool{}, requests: map[string]Approval{}}
+func newState(opt history.Options) *state {
+	return &state{approved: map[string]bool{}, requests: map[string]Approval{}, hist: history.NewBuilder(opt)}
 }
 
+// forgetAbove is the transcript length above which a state drops at once
+// the entries its history cannot need (history.Builder.Forget), rather
+// than at its first model request: a read-only call on a long session then
+// caches about a window, not the transcript.
+const forgetAbove = 2048
+
 // loadState derives the state of a whole transcript.
-func loadState(entries []transcript.Entry) *state {
-	st := newState()
+func loadState(entries []transcript.Entry, opt history.Options) *state {
+	st := newState(opt)
 	for _, e := range entries {
-		st.apply(e)
+		st.apply(e, nil)
+	}
+	if len(entries) > forgetAbove {
+		st.hist.Window()
+		st.hist.Forget()
 	}
 	return st
 }
 
-// apply updates st for e, appended after everything st has seen. Entries
-// whose data does not decode are counted but otherwise ignored here; Read
-// already refused anything corrupt.
-func (st *state) apply(e transcript.Entry) {
+// apply updates st for e, appended after everything st has seen. data,
+// when not nil, is the value e's data was made from, which spares decoding
+// it. Entries whose data does not decode are counted but otherwise ignored
+// here; Read already refused anything corrupt.
+func (st *state) apply(e transcript.Entry, data any) {
+	st.hist.AddDecoded(e, data)
 	st.head = e.ID
 	st.count++
 	if e.Timestamp.After(st.lastActivity) {
@@ -61,8 +77,8 @@ func (st *state) apply(e transcript.Entry) {
 			st.open = &openTurn{id: e.TurnID, started: e.Timestamp, results: map[string]bool{}}
 		}
 	case transcript.TypeAssistantMessage:
-		var m transcript.AssistantMessage
-		if e.DecodeData(&m) != nil {
+		m, ok := data.(transcript.AssistantMessage)
+		if !ok && e.DecodeData(&m) != nil {
 			return
 		}
 		if t := st.turn(e); t != nil {
@@ -74,13 +90,15 @@ func (st *state) apply(e transcript.Entry) {
 			}
 		}
 	case transcript.TypeToolResult:
-		var r transcript.ToolResult
-		if e.DecodeData(&r) == nil {
+		r, ok := data.(transcript.ToolResult)
+		if ok || e.DecodeData(&r) == nil {
 			if t := st.turn(e); t != nil {
 				t.results[r.CallID] = true
 			}
 		}
 	case transcript.TypeApprovalRequest:
+		// Decoded, not taken from data: the arguments as stored are
+		// compacted, and an approval reads the same in every process.
 		var r transcript.ApprovalRequest
 		if e.DecodeData(&r) == nil {
 			a := Approval{ID: r.ApprovalID, CallID: r.CallID, Tool: r.Tool, Arguments: r.Arguments, TurnID: e.TurnID, Requested: e.Timestamp}
@@ -88,8 +106,8 @@ func (st *state) apply(e transcript.Entry) {
 			st.pending = append(st.pending, a)
 		}
 	case transcript.TypeApprovalDecision:
-		var d transcript.ApprovalDecision
-		if e.DecodeData(&d) != nil {
+		d, ok := data.(transcript.ApprovalDecision)
+		if !ok && e.DecodeData(&d) != nil {
 			return
 		}
 		for i, p := range st.pending {
@@ -102,13 +120,13 @@ func (st *state) apply(e transcript.Entry) {
 			st.approved[req.Tool] = true
 		}
 	case transcript.TypeSessionMode:
-		var m transcript.SessionMode
-		if e.DecodeData(&m) == nil && m.ToolMode.Valid() {
+		m, ok := data.(transcript.SessionMode)
+		if (ok || e.DecodeData(&m) == nil) && m.ToolMode.Valid() {
 			st.mode = m.ToolMode
 		}
 	case transcript.TypeTurnEnd:
-		var end transcript.TurnEnd
-		if e.DecodeData(&end) == nil {
+		end, ok := data.(transcript.TurnEnd)
+		if ok || e.DecodeData(&end) == nil {
 			st.used += end.Usage.InputTokens + end.Usage.OutputTokens
 		}
 		if st.open != nil && st.open.id == e.TurnID {

@@ -48,3 +48,37 @@ func PendingApprovals(entries []transcript.Entry) []transcript.ApprovalRequest {
 	}
 	return pending
 }
+
+// approvalID returns the approvalId of an approval entry's data, and false
+// when there is none: such an entry answers or asks nothing Build or
+// PendingApprovals can match.
+func approvalID(data json.RawMessage) (string, bool) {
+	var a approvalData
+	if json.Unmarshal(data, &a) != nil || a.ApprovalID == "" {
+		return "", false
+	}
+	return a.ApprovalID, true
+}
+
+// decidedSet returns a membership test for ids: a scan for the few
+// decisions of a usual session, a map when there are many.
+func decidedSet(ids []string) func(string) bool {
+	if len(ids) <= 16 {
+		return func(id string) bool {
+			for _, d := range ids {
+				if d == id {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	m := make(map[string]struct{}, len(ids))
+	for _, d := range ids {
+		m[d] = struct{}{}
+	}
+	return func(id string) bool {
+		_, ok := m[id]
+		return ok
+	}
+}

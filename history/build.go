@@ -12,6 +12,9 @@ import (
 // before the current turn's user.message), by the rules in the package
 // documentation. It never fails: entries it cannot use are left out. The
 // result is empty, not nil, when there is nothing to send.
+//
+// Build is a Builder given every entry: a caller that builds the history
+// of a growing transcript again and again keeps a Builder instead.
 func Build(entries []transcript.Entry, opt Options) []model.Message {
 	msgs, _ := Window(entries, opt)
 	return msgs
@@ -23,7 +26,29 @@ func Build(entries []transcript.Entry, opt Options) []model.Message {
 // result. When full is false and entries is only a suffix, the caller
 // needs more of the transcript for an exact history.
 func Window(entries []transcript.Entry, opt Options) (msgs []model.Message, full bool) {
-	s := scan(entries)
+	b := NewBuilder(opt)
+	b.addAll(entries)
+	return b.Window()
+}
+
+// addAll gives the Builder entries, the whole transcript, sharing their
+// array: the Builder never writes to it, and an Add after it copies it
+// first (the slice is capped at its length).
+func (b *Builder) addAll(entries []transcript.Entry) {
+	n := len(entries)
+	b.entries = entries[:n:n]
+	b.parts = make([]*part, 0, n)
+	b.turns = make([]turn, 0, n/3+1)
+	for i := range entries {
+		b.take(i, nil)
+	}
+}
+
+// Window is Messages with Window's report: full says that the cap or the
+// budget left out an older turn.
+func (b *Builder) Window() (msgs []model.Message, full bool) {
+	b.refresh()
+	opt := &b.opt
 	capN := opt.maxMessages()
 	var system []model.Message
 	var used window
@@ -33,63 +58,68 @@ func Window(entries []transcript.Entry, opt Options) (msgs []model.Message, full
 			used.tokens = opt.count(system[0])
 		}
 	}
-	if s.newest < 0 {
+	if b.newest < 0 {
 		if system == nil {
 			return []model.Message{}, false
 		}
 		return system, false
 	}
 
-	// Room for the window, which is all the messages when nothing limits
-	// it; a budget stops at an unknown point, so start modestly then.
-	size := s.messages + 1
-	switch {
-	case capN >= 0:
-		size = min(size, capN+8)
-	case opt.Budget > 0:
-		size = min(size, 64)
-	}
-	b := builder{s: &s, acc: make([]model.Message, 0, size)}
-	var stack [16]chunk
-	chunks := stack[:0]
-
+	chunks := b.chunks[:0]
+	b.needFrom = len(b.entries)
 	// The units always sent come first, so that older units are added only
 	// into the room they leave: the newest, and any waiting on an approval.
-	for k := s.newest; k >= 0; {
-		prev, waiting := s.unit(k)
-		if k == s.newest || waiting {
-			chunks = append(chunks, used.add(&b, &opt, k, prev))
+	for k := b.newest; k >= 0; {
+		prev, waiting := b.unitOf(k)
+		if k == b.newest || waiting {
+			b.need(prev, k)
+			u := b.render(k, prev)
+			used.messages += len(u.msgs)
+			used.tokens += u.tokens
+			chunks = append(chunks, chunk{anchor: k, u: u})
 		}
-		if s.waiting == 0 {
+		if b.waiting == 0 {
 			break // only the newest is always sent
 		}
 		k = prev
 	}
-	for k := s.newest; k >= 0; {
-		prev, waiting := s.unit(k)
-		if k != s.newest && !waiting {
+	for k := b.newest; k >= 0; {
+		prev, waiting := b.unitOf(k)
+		if k != b.newest && !waiting {
 			if capN >= 0 && used.messages >= capN {
+				b.need(k, k)
 				full = true
 				break // a unit is at least one message
 			}
-			start := len(b.acc)
-			n := b.render(k, prev)
-			tokens := 0
-			if opt.Budget > 0 {
-				tokens = countAll(&opt, b.acc[start:])
-			}
-			if (capN >= 0 && used.messages+n > capN) || (opt.Budget > 0 && used.tokens+tokens > opt.Budget) {
-				b.acc = b.acc[:start]
+			b.need(prev, k)
+			u := b.render(k, prev)
+			n := len(u.msgs)
+			if (capN >= 0 && used.messages+n > capN) || (opt.Budget > 0 && used.tokens+u.tokens > opt.Budget) {
 				full = true
 				break // the window ends at the first turn that does not fit
 			}
 			used.messages += n
-			used.tokens += tokens
-			chunks = append(chunks, chunk{anchor: k, start: start, n: n})
+			used.tokens += u.tokens
+			chunks = append(chunks, chunk{anchor: k, u: u})
 		}
 		k = prev
 	}
-	return assemble(b.acc, chunks, system), full
+	b.chunks = chunks[:0]
+	b.full = full
+	if b.lost {
+		full = false
+	}
+	return assemble(chunks, system, used.messages), full
+}
+
+// need notes that the window looked at the unit anchored at k whose
+// previous anchor is prev.
+func (b *Builder) need(prev, k int) {
+	from := 0 // a unit with no anchor before it holds every turn before it
+	if prev >= 0 {
+		from = int(b.turns[prev].first)
+	}
+	b.needFrom = min(b.needFrom, from)
 }
 
 // window is what the units taken so far use.
@@ -97,63 +127,30 @@ type window struct {
 	messages, tokens int
 }
 
-// add renders the unit anchored at k into b and counts it.
-func (w *window) add(b *builder, opt *Options, k, prev int) chunk {
-	start := len(b.acc)
-	n := b.render(k, prev)
-	w.messages += n
-	if opt.Budget > 0 {
-		w.tokens += countAll(opt, b.acc[start:])
-	}
-	return chunk{anchor: k, start: start, n: n}
-}
-
-func countAll(opt *Options, ms []model.Message) int {
-	n := 0
-	for i := range ms {
-		n += opt.count(ms[i])
-	}
-	return n
-}
-
-// chunk is where a unit's messages are in the builder's buffer.
+// chunk is a unit taken into the window.
 type chunk struct {
-	anchor   int // the unit's anchor turn, which orders units in time
-	start, n int
+	anchor int // the unit's anchor turn, which orders units in time
+	u      *unit
 }
 
-// assemble puts the system message and the chunks of acc in time order.
-func assemble(acc []model.Message, chunks []chunk, system []model.Message) []model.Message {
-	newestFirst := true
+// assemble puts the system message and the chunks' messages in time order,
+// in a slice of the caller's.
+func assemble(chunks []chunk, system []model.Message, n int) []model.Message {
+	inOrder := true
 	for i := 1; i < len(chunks); i++ {
 		if chunks[i].anchor > chunks[i-1].anchor {
-			newestFirst = false
+			inOrder = false
 			break
 		}
 	}
-	if newestFirst && (len(chunks) == 0 || chunks[len(chunks)-1].start+chunks[len(chunks)-1].n == len(acc)) {
-		// The usual case: units were rendered newest first, one after the
-		// other. Reversing the buffer and then each unit within it puts
-		// them in time order without a second buffer.
-		acc = append(acc, system...)
-		slices.Reverse(acc)
-		for _, c := range chunks {
-			end := len(acc) - c.start
-			slices.Reverse(acc[end-c.n : end])
-		}
-		return acc
+	if !inOrder {
+		// A unit waiting on an approval older than others taken after it.
+		slices.SortFunc(chunks, func(a, b chunk) int { return b.anchor - a.anchor })
 	}
-	// A unit waiting on an approval older than others that were rendered
-	// after it: copy in time order.
-	slices.SortFunc(chunks, func(a, b chunk) int { return a.anchor - b.anchor })
-	total := len(system)
-	for _, c := range chunks {
-		total += c.n
-	}
-	out := make([]model.Message, 0, total)
+	out := make([]model.Message, 0, len(system)+n)
 	out = append(out, system...)
-	for _, c := range chunks {
-		out = append(out, acc[c.start:c.start+c.n]...)
+	for i := len(chunks) - 1; i >= 0; i-- {
+		out = append(out, chunks[i].u.msgs...)
 	}
 	return out
 }

@@ -17,7 +17,7 @@ func FuzzBuild(f *testing.F) {
 	f.Add([]byte("\x03\x01\x02" + "\x00\x00\x02\x21\x00\x03\x04\x11\x06\x11\x08\x01\x0b\x00\x09\x00"))
 	f.Add([]byte("\x02\x00\x00" + "\x00\x00\x06\x31\x00\x00\x02\x51\x05\x11\x00\x00\x02\x01\x07\x01"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		entries, opt := fuzzTranscript(in)
+		entries, _, opt := fuzzTranscript(in)
 		got := Build(entries, opt)
 		if err := checkInvariants(entries, opt, got); err != nil {
 			t.Fatalf("%v\nopt %+v\ntranscript:\n%s\nhistory:\n%s", err, opt, dumpEntries(entries), dumpMessages(got))
@@ -29,9 +29,9 @@ func FuzzBuild(f *testing.F) {
 // bytes each: an operation and its argument). Turn ids, call ids and
 // approval ids are drawn from small sets so that calls, results and
 // decisions meet; turns may interleave, data may be malformed, and statuses
-// may be anything.
-func fuzzTranscript(in []byte) ([]transcript.Entry, Options) {
-	var opt Options
+// may be anything. values holds the value each entry's data was made from
+// (nil for data that is not JSON of a value).
+func fuzzTranscript(in []byte) (entries []transcript.Entry, values []any, opt Options) {
 	if len(in) >= 3 {
 		opt.MaxMessages = []int{0, 1, 2, 3, 5, 8, NoLimit}[int(in[0])%7]
 		opt.Budget = []int{0, 0, 12, 30, 60, 200}[int(in[1])%6]
@@ -50,7 +50,6 @@ func fuzzTranscript(in []byte) ([]transcript.Entry, Options) {
 		}
 		return fmt.Sprintf("t%02d", k)
 	}
-	var entries []transcript.Entry
 	turns, cur := 1, 0
 	for i := 0; i+1 < len(in) && len(entries) < 200; i += 2 {
 		op, arg := in[i]%12, int(in[i+1])
@@ -101,8 +100,12 @@ func fuzzTranscript(in []byte) ([]transcript.Entry, Options) {
 			typ, data = transcript.TypeAssistantMessage, transcript.AssistantMessage{ToolCalls: []transcript.ToolCall{{ID: call(0)}, {ID: call(0)}}}
 		}
 		entries = append(entries, fuzzEntry(len(entries), tid, typ, status, data))
+		if _, raw := data.(json.RawMessage); raw {
+			data = nil
+		}
+		values = append(values, data)
 	}
-	return entries, opt
+	return entries, values, opt
 }
 
 func fuzzEntry(n int, turn string, typ transcript.Type, status transcript.Status, data any) transcript.Entry {

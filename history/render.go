@@ -1,8 +1,6 @@
 package history
 
 import (
-	"encoding/json"
-
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/transcript"
 )
@@ -16,46 +14,86 @@ import (
 //
 // The newest kept turn is always an anchor; any other kept turn is one
 // unless it sends only user messages.
+//
+// A unit's messages depend on its anchor, the anchor before it, the turns
+// in between, and on whether it is the newest; the anchor keeps them with
+// what they were made from, and they are made again only when one of those
+// changed (turn.changed) since.
+type unit struct {
+	ok     bool
+	prev   int    // the anchor before it when rendered
+	newest bool   // whether it was the newest when rendered
+	stamp  uint64 // the tick it was rendered at
+	msgs   []model.Message
+	tokens int // of msgs, when the options have a budget
+}
 
-// unit returns, for the anchor k, the anchor of the unit before it (or -1)
-// and whether the unit holds a turn waiting on an approval.
-func (s *turnSet) unit(k int) (prev int, waiting bool) {
-	waiting = s.turns[k].waiting
-	prev = s.prevKept(k)
-	for prev >= 0 && s.turns[prev].onlyUser(s.entries) {
-		waiting = waiting || s.turns[prev].waiting
-		prev = s.prevKept(prev)
+// unitOf returns, for the anchor k, the anchor of the unit before it (or
+// -1) and whether the unit holds a turn waiting on an approval.
+func (b *Builder) unitOf(k int) (prev int, waiting bool) {
+	waiting = b.turns[k].waiting
+	prev = b.prevKept(k)
+	for prev >= 0 && b.onlyUser(&b.turns[prev]) {
+		waiting = waiting || b.turns[prev].waiting
+		prev = b.prevKept(prev)
 	}
 	return prev, waiting
 }
 
-// builder renders units into acc, one after another.
-type builder struct {
-	s       *turnSet
-	acc     []model.Message
-	start   int // where the unit being rendered begins in acc
-	results []toolResult
-	denials []denial
+// render returns the unit anchored at k, whose previous anchor is prev,
+// rendering it unless what it holds is unchanged.
+func (b *Builder) render(k, prev int) *unit {
+	u := b.turns[k].unit
+	if u == nil {
+		u = &unit{}
+		b.turns[k].unit = u
+	}
+	newest := k == b.newest
+	if u.ok && u.prev == prev && u.newest == newest && !b.changedSince(max(prev, 0), k, u.stamp) {
+		return u
+	}
+	r := renderer{b: b, acc: u.msgs[:0]}
+	if prev >= 0 && b.endsWithUser(&b.turns[prev]) {
+		r.users(prev, b.turns[prev].lastAsst)
+	}
+	for m := prev + 1; m < k; m++ {
+		if b.turns[m].kept {
+			r.users(m, -1)
+		}
+	}
+	t := &b.turns[k]
+	switch {
+	case b.onlyUser(t):
+		r.users(k, -1)
+	case newest:
+		r.turn(k, int32(len(b.entries)))
+	default:
+		r.turn(k, t.lastAsst) // its trailing questions open the next unit
+	}
+	*u = unit{ok: true, prev: prev, newest: newest, stamp: b.tick, msgs: r.acc}
+	if b.opt.Budget > 0 {
+		for i := range u.msgs {
+			u.tokens += b.opt.count(u.msgs[i])
+		}
+	}
+	return u
 }
 
-// The parts of entry data that messages show; decoding only these spares
-// the strings of the fields they leave out (model, tool, durations).
-type (
-	assistantData struct {
-		Text      string                `json:"text"`
-		ToolCalls []transcript.ToolCall `json:"toolCalls"`
+// changedSince reports whether a turn in [from, to] changed after tick.
+func (b *Builder) changedSince(from, to int, tick uint64) bool {
+	for m := from; m <= to; m++ {
+		if b.turns[m].changed > tick {
+			return true
+		}
 	}
-	toolResultData struct {
-		CallID  string `json:"callId"`
-		Result  string `json:"result"`
-		IsError bool   `json:"isError"`
-	}
-	decisionData struct {
-		CallID   string             `json:"callId"`
-		Decision transcript.Verdict `json:"decision"`
-		Reason   string             `json:"reason"`
-	}
-)
+	return false
+}
+
+// renderer appends the messages of one unit to acc.
+type renderer struct {
+	b   *Builder
+	acc []model.Message
+}
 
 type toolResult struct {
 	callID, content string
@@ -66,106 +104,72 @@ type denial struct {
 	callID, reason string
 }
 
-// render appends the messages of the unit anchored at k, whose previous
-// anchor is prev, and returns how many it appended.
-func (b *builder) render(k, prev int) int {
-	s := b.s
-	b.start = len(b.acc)
-	if prev >= 0 && s.turns[prev].endsWithUser(s.entries) {
-		b.users(prev, s.turns[prev].lastAsst)
-	}
-	for m := prev + 1; m < k; m++ {
-		if s.turns[m].kept {
-			b.users(m, -1)
-		}
-	}
-	t := &s.turns[k]
-	switch {
-	case t.onlyUser(s.entries):
-		b.users(k, -1)
-	case k == s.newest:
-		b.turn(k, int32(len(s.entries)))
-	default:
-		b.turn(k, t.lastAsst) // its trailing questions open the next unit
-	}
-	return len(b.acc) - b.start
-}
-
 // users appends the user messages of turn k that come after position from.
-func (b *builder) users(k int, from int32) {
-	for i := range b.s.positions(k) {
-		if e := &b.s.entries[i]; i > int(from) && e.Type == transcript.TypeUserMessage {
-			b.user(e.Data)
+func (r *renderer) users(k int, from int32) {
+	b := r.b
+	for i := range b.positions(k) {
+		if i > int(from) && b.entries[i].Type == transcript.TypeUserMessage {
+			r.user(b.part(i).text)
 		}
 	}
 }
 
 // user appends a user message, merged into the previous one when that is a
 // user message of the same unit (rule 5).
-func (b *builder) user(data json.RawMessage) {
-	var u transcript.UserMessage
-	_ = json.Unmarshal(data, &u) // what does not decode stays empty
-	if n := len(b.acc); n > b.start && b.acc[n-1].Role == model.RoleUser {
-		b.acc[n-1].Content += "\n\n" + u.Text
+func (r *renderer) user(text string) {
+	if n := len(r.acc); n > 0 && r.acc[n-1].Role == model.RoleUser {
+		r.acc[n-1].Content += "\n\n" + text
 		return
 	}
-	b.acc = append(b.acc, model.Message{Role: model.RoleUser, Content: u.Text})
+	r.acc = append(r.acc, model.Message{Role: model.RoleUser, Content: text})
 }
 
 // turn appends the messages of an ok or open turn (rule 4), leaving out its
 // user messages after position until.
-func (b *builder) turn(k int, until int32) {
-	s := b.s
-	b.results, b.denials = b.results[:0], b.denials[:0]
-	for i := range s.positions(k) {
-		e := &s.entries[i]
-		switch e.Type {
+func (r *renderer) turn(k int, until int32) {
+	b := r.b
+	results, denials := b.results[:0], b.denials[:0]
+	for i := range b.positions(k) {
+		switch b.entries[i].Type {
 		case transcript.TypeToolResult:
-			var r toolResultData
-			_ = json.Unmarshal(e.Data, &r)
-			content := r.Result
-			if r.IsError {
-				content = "error: " + r.Result
-			}
-			b.results = append(b.results, toolResult{callID: r.CallID, content: content})
+			p := b.part(i)
+			results = append(results, toolResult{callID: p.callID, content: p.text})
 		case transcript.TypeApprovalDecision:
-			var d decisionData
-			if json.Unmarshal(e.Data, &d) == nil && d.Decision == transcript.VerdictDeny {
-				b.denials = append(b.denials, denial{callID: d.CallID, reason: d.Reason})
+			if p := b.part(i); p.deny {
+				denials = append(denials, denial{callID: p.callID, reason: p.reason})
 			}
 		}
 	}
-	ended := s.turns[k].ended()
-	for i := range s.positions(k) {
-		e := &s.entries[i]
-		switch e.Type {
+	ended := b.turns[k].ended()
+	for i := range b.positions(k) {
+		switch b.entries[i].Type {
 		case transcript.TypeUserMessage:
 			if i <= int(until) {
-				b.user(e.Data)
+				r.user(b.part(i).text)
 			}
 		case transcript.TypeAssistantMessage:
-			var a assistantData
-			_ = json.Unmarshal(e.Data, &a)
-			b.acc = append(b.acc, model.Message{Role: model.RoleAssistant, Content: a.Text, ToolCalls: a.ToolCalls})
-			for _, c := range a.ToolCalls {
-				if content, ok := b.resultOf(c.ID, ended); ok {
-					b.acc = append(b.acc, model.Message{Role: model.RoleTool, Content: content, ToolCallID: c.ID})
+			p := b.part(i)
+			r.acc = append(r.acc, model.Message{Role: model.RoleAssistant, Content: p.text, ToolCalls: p.calls})
+			for _, c := range p.calls {
+				if content, ok := resultOf(results, denials, c.ID, ended); ok {
+					r.acc = append(r.acc, model.Message{Role: model.RoleTool, Content: content, ToolCallID: c.ID})
 				}
 			}
 		}
 	}
+	b.results, b.denials = results[:0], denials[:0]
 }
 
 // resultOf returns what the tool message answering call id says, and false
 // when the call has no answer yet (it runs, or waits on a person).
-func (b *builder) resultOf(id string, ended bool) (string, bool) {
-	for i := range b.results {
-		if r := &b.results[i]; !r.used && r.callID == id {
+func resultOf(results []toolResult, denials []denial, id string, ended bool) (string, bool) {
+	for i := range results {
+		if r := &results[i]; !r.used && r.callID == id {
 			r.used = true
 			return r.content, true
 		}
 	}
-	for _, d := range b.denials {
+	for _, d := range denials {
 		if d.callID == id {
 			if d.reason == "" {
 				return "error: the user denied this call", true

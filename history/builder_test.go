@@ -1,0 +1,217 @@
+package history
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/transcript"
+)
+
+// checkIncremental feeds entries to a Builder one at a time and, after
+// every one (or, where skip says so, after a run of them, so that the
+// Builder also catches up on several), checks that it gives what Build
+// gives for the transcript so far, and Window's report too. With decoded,
+// entries whose data came from a value are given with it (AddDecoded).
+func checkIncremental(entries []transcript.Entry, values []any, opt Options, decoded bool, skip func(i int) bool) error {
+	b := NewBuilder(opt)
+	for i, e := range entries {
+		if decoded && values[i] != nil {
+			b.AddDecoded(e, values[i])
+		} else {
+			b.Add(e)
+		}
+		if skip != nil && skip(i) && i != len(entries)-1 {
+			continue
+		}
+		got, gotFull := b.Window()
+		want, wantFull := Window(entries[:i+1], opt)
+		if !reflect.DeepEqual(got, want) || gotFull != wantFull {
+			return fmt.Errorf("after entry %d: incremental (full %v)\n%s\nBuild (full %v)\n%s", i, gotFull, dumpMessages(got), wantFull, dumpMessages(want))
+		}
+	}
+	return nil
+}
+
+// TestBuilderMatchesBuild is the property the runtime relies on: a Builder
+// fed a transcript entry by entry gives, after every append, exactly what
+// Build gives over the whole transcript. The transcripts are random: tool
+// calls and results, approvals and decisions, every turn status, merged
+// questions, interleaved turns, malformed data, with caps and budgets down
+// to one message.
+func TestBuilderMatchesBuild(t *testing.T) {
+	n := 3000
+	if testing.Short() {
+		n = 300
+	}
+	for seed := range n {
+		r := rand.New(rand.NewPCG(uint64(seed), 12))
+		in := make([]byte, 3+2*(1+r.IntN(90)))
+		for i := range in {
+			in[i] = byte(r.UintN(256))
+		}
+		entries, values, opt := fuzzTranscript(in)
+		every := 1 + r.IntN(4)
+		skip := func(i int) bool { return i%every != 0 }
+		if err := checkIncremental(entries, values, opt, seed%2 == 0, skip); err != nil {
+			t.Fatalf("seed %d, opt %+v: %v\ntranscript:\n%s", seed, opt, err, dumpEntries(entries))
+		}
+	}
+}
+
+// FuzzBuilder holds the Builder to Build on the fuzzer's transcripts.
+func FuzzBuilder(f *testing.F) {
+	f.Add([]byte("\x00\x00\x00"+"\x00\x00\x02\x01\x06\x01"+"\x00\x00\x02\x11\x04\x01\x02\x01\x06\x01"), true)
+	f.Add([]byte("\x01\x02\x01"+"\x00\x00\x02\x11\x07\x01"+"\x00\x00\x06\x21"+"\x01\x01\x06\x01"), false)
+	f.Add([]byte("\x03\x01\x02"+"\x00\x00\x02\x21\x00\x03\x04\x11\x06\x11\x08\x01\x0b\x00\x09\x00"), true)
+	f.Add([]byte("\x02\x00\x00"+"\x00\x00\x06\x31\x00\x00\x02\x51\x05\x11\x00\x00\x02\x01\x07\x01"), false)
+	f.Fuzz(func(t *testing.T, in []byte, decoded bool) {
+		entries, values, opt := fuzzTranscript(in)
+		if err := checkIncremental(entries, values, opt, decoded, nil); err != nil {
+			t.Fatalf("opt %+v: %v\ntranscript:\n%s", opt, err, dumpEntries(entries))
+		}
+	})
+}
+
+// TestBuilderGolden runs the golden transcripts through a Builder, entry
+// by entry.
+func TestBuilderGolden(t *testing.T) {
+	for _, tc := range goldenCases {
+		entries := readTranscript(t, tc.transcript)
+		if err := checkIncremental(entries, make([]any, len(entries)), tc.opt, false, nil); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
+
+// TestBuilderDecodesOnce: a long session's old turns are never decoded,
+// and an entry decoded once is not decoded again as the window moves on.
+func TestBuilderDecodesOnce(t *testing.T) {
+	entries := benchSession(t, 3000)
+	b := NewBuilder(Options{})
+	for _, e := range entries[:2000] {
+		b.Add(e)
+	}
+	window := len(b.Messages())
+	decoded := map[int]*part{}
+	for i, p := range b.parts {
+		if p != nil {
+			decoded[i] = p
+		}
+	}
+	if len(decoded) > 2*window {
+		t.Fatalf("%d of 2,000 entries decoded for a window of %d messages", len(decoded), window)
+	}
+	for _, e := range entries[2000:2100] {
+		b.Add(e)
+		b.Messages()
+	}
+	for i, p := range decoded {
+		if b.parts[i] != p {
+			t.Fatalf("entry %d was decoded again", i)
+		}
+	}
+	if got, want := b.Messages(), Build(entries[:2100], Options{}); !reflect.DeepEqual(got, want) {
+		t.Fatal("Builder and Build differ")
+	}
+}
+
+// TestBuilderSharesNoResult: changing a result does not change the next.
+func TestBuilderSharesNoResult(t *testing.T) {
+	entries := readTranscript(t, "plain")
+	b := NewBuilder(Options{})
+	for _, e := range entries {
+		b.Add(e)
+	}
+	got := b.Messages()
+	got[0] = model.Message{Role: model.RoleUser, Content: "changed"}
+	if again := b.Messages(); again[0].Content == "changed" {
+		t.Fatal("Messages returned the Builder's own slice")
+	}
+}
+
+// TestBuilderForget: a Builder that forgets what its window no longer
+// needs, rebuilt from the whole transcript whenever it says it cannot
+// tell (full=false with Base() > 0), as the runtime does, gives Build's
+// history after every append, and holds far less than the transcript.
+func TestBuilderForget(t *testing.T) {
+	long := benchSession(t, 4000)
+	for _, opt := range []Options{{MaxMessages: 5}, {}, {MaxMessages: NoLimit, Budget: 3000}, {MaxMessages: 40, Budget: 5000, Counter: perMessage}} {
+		b := NewBuilder(opt)
+		rebuilt, most := 0, 0
+		for i, e := range long {
+			b.Add(e)
+			got, full := b.Window()
+			if !full && b.Base() > 0 {
+				rebuilt++
+				b = NewBuilder(opt)
+				for _, e := range long[:i+1] {
+					b.Add(e)
+				}
+				got, full = b.Window()
+			}
+			b.Forget()
+			most = max(most, b.Len())
+			if i%37 == 0 || i == len(long)-1 {
+				want, wantFull := Window(long[:i+1], opt)
+				if !reflect.DeepEqual(got, want) || full != wantFull {
+					t.Fatalf("%+v: after entry %d (base %d): incremental (full %v)\n%s\nBuild (full %v)\n%s", opt, i, b.Base(), full, dumpMessages(got), wantFull, dumpMessages(want))
+				}
+			}
+		}
+		if opt.MaxMessages == 5 && (b.Base() == 0 || most > 1000) {
+			t.Errorf("%+v: base %d, held up to %d of %d entries", opt, b.Base(), most, len(long))
+		}
+		t.Logf("%+v: base %d, held up to %d entries, rebuilt %d times", opt, b.Base(), most, rebuilt)
+	}
+	// Random transcripts, forgetting at every step, a few entries at a time.
+	defer func(n int) { forgetMin = n }(forgetMin)
+	forgetMin = 4
+	forgot := 0
+	for seed := range 1000 {
+		r := rand.New(rand.NewPCG(uint64(seed), 13))
+		in := make([]byte, 3+2*(1+r.IntN(400)))
+		for i := range in {
+			in[i] = byte(r.UintN(256))
+		}
+		if seed%4 != 0 {
+			// Turns in order, as spool writes them: what Forget can shorten.
+			in[3] &= 0x7f
+			for i := 4; i < len(in); i += 2 {
+				if in[i]&3 == 3 {
+					in[i] &^= 1
+				}
+				if seed%2 == 0 && in[i-1]%12 == 7 {
+					in[i-1]-- // no approval requests, which hold turns open
+				}
+			}
+		}
+		entries, _, opt := fuzzTranscript(in)
+		b := NewBuilder(opt)
+		for i, e := range entries {
+			b.Add(e)
+			got, full := b.Window()
+			if !full && b.Base() > 0 {
+				b = NewBuilder(opt)
+				for _, e := range entries[:i+1] {
+					b.Add(e)
+				}
+				got, full = b.Window()
+			}
+			base := b.Base()
+			b.Forget()
+			if b.Base() != base {
+				forgot++
+			}
+			if want, wantFull := Window(entries[:i+1], opt); !reflect.DeepEqual(got, want) || full != wantFull {
+				t.Fatalf("seed %d, %+v: after entry %d (base %d): differs from Build\n%s\nwant\n%s", seed, opt, i, b.Base(), dumpMessages(got), dumpMessages(want))
+			}
+		}
+	}
+	if forgot == 0 {
+		t.Error("no random transcript was ever forgotten in part")
+	}
+	t.Logf("forgot %d times", forgot)
+}

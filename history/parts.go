@@ -1,0 +1,138 @@
+package history
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/spool-go/spool/transcript"
+)
+
+// part is what messages show of one entry's data, decoded once: the parts
+// of the data the rules use, which spares the strings of the fields they
+// leave out (model, tool, durations).
+type part struct {
+	text        string                // a user or assistant message's text; a tool result's content
+	calls       []transcript.ToolCall // an assistant message's calls
+	callID      string                // a tool result's or a decision's call
+	deny        bool                  // a decision that denies its call (and decodes)
+	reason      string                // a denial's reason
+	approvalID  string                // an approval request's or decision's id
+	hasApproval bool                  // approvalID was found: a string, not empty
+}
+
+// The shapes the parts are decoded from.
+type (
+	assistantData struct {
+		Text      string                `json:"text"`
+		ToolCalls []transcript.ToolCall `json:"toolCalls"`
+	}
+	toolResultData struct {
+		CallID  string `json:"callId"`
+		Result  string `json:"result"`
+		IsError bool   `json:"isError"`
+	}
+	decisionData struct {
+		CallID   string             `json:"callId"`
+		Decision transcript.Verdict `json:"decision"`
+		Reason   string             `json:"reason"`
+	}
+	approvalData struct {
+		ApprovalID string `json:"approvalId"`
+	}
+)
+
+// part returns the decoded data of entry i. What does not decode stays
+// empty: a user message whose text is not a string is an empty message.
+func (b *Builder) part(i int) *part {
+	if p := b.parts[i]; p != nil {
+		return p
+	}
+	e := &b.entries[i]
+	p := &part{}
+	switch e.Type {
+	case transcript.TypeUserMessage:
+		var u transcript.UserMessage
+		_ = json.Unmarshal(e.Data, &u)
+		p.text = u.Text
+	case transcript.TypeAssistantMessage:
+		var a assistantData
+		_ = json.Unmarshal(e.Data, &a)
+		p.text, p.calls = a.Text, a.ToolCalls
+	case transcript.TypeToolResult:
+		var r toolResultData
+		_ = json.Unmarshal(e.Data, &r)
+		p.callID, p.text = r.CallID, resultContent(r.Result, r.IsError)
+	case transcript.TypeApprovalDecision:
+		var d decisionData
+		if json.Unmarshal(e.Data, &d) == nil && d.Decision == transcript.VerdictDeny {
+			p.deny, p.callID, p.reason = true, d.CallID, d.Reason
+		}
+		p.approvalID, p.hasApproval = approvalID(e.Data)
+	case transcript.TypeApprovalRequest:
+		p.approvalID, p.hasApproval = approvalID(e.Data)
+	}
+	b.parts[i] = p
+	return p
+}
+
+// approvalID returns the approval id of entry i (decoded once), and false
+// when there is none.
+func (b *Builder) approvalID(i int) (string, bool) {
+	p := b.part(i)
+	return p.approvalID, p.hasApproval
+}
+
+// resultContent is what the tool message of a result says: a failed call's
+// result is marked, so the model knows the call failed.
+func resultContent(result string, isError bool) string {
+	if isError {
+		return "error: " + result
+	}
+	return result
+}
+
+// partFromData returns the part of an entry of type typ made from data,
+// the value its data was encoded from, or nil when data cannot stand in
+// for decoding: another type, or a value whose JSON would read back
+// differently (text that is not valid UTF-8, tool calls whose arguments
+// encoding compacts).
+func partFromData(typ transcript.Type, data any) *part {
+	switch d := data.(type) {
+	case *transcript.UserMessage:
+		return partFromData(typ, *d)
+	case *transcript.AssistantMessage:
+		return partFromData(typ, *d)
+	case *transcript.ToolResult:
+		return partFromData(typ, *d)
+	case *transcript.ApprovalDecision:
+		return partFromData(typ, *d)
+	case *transcript.ApprovalRequest:
+		return partFromData(typ, *d)
+	case transcript.UserMessage:
+		if typ == transcript.TypeUserMessage && utf8.ValidString(d.Text) {
+			return &part{text: d.Text}
+		}
+	case transcript.AssistantMessage:
+		if typ == transcript.TypeAssistantMessage && len(d.ToolCalls) == 0 && utf8.ValidString(d.Text) {
+			return &part{text: d.Text}
+		}
+	case transcript.ToolResult:
+		if typ == transcript.TypeToolResult && utf8.ValidString(d.CallID) && utf8.ValidString(d.Result) {
+			return &part{callID: d.CallID, text: resultContent(d.Result, d.IsError)}
+		}
+	case transcript.ApprovalDecision:
+		if typ == transcript.TypeApprovalDecision && utf8.ValidString(d.ApprovalID) && utf8.ValidString(d.CallID) &&
+			utf8.ValidString(string(d.Decision)) && utf8.ValidString(d.Reason) {
+			p := &part{approvalID: d.ApprovalID, hasApproval: d.ApprovalID != ""}
+			if d.Decision == transcript.VerdictDeny {
+				p.deny, p.callID, p.reason = true, d.CallID, d.Reason
+			}
+			return p
+		}
+	case transcript.ApprovalRequest:
+		if typ == transcript.TypeApprovalRequest && utf8.ValidString(d.ApprovalID) {
+			return &part{approvalID: d.ApprovalID, hasApproval: d.ApprovalID != ""}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package spool_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/history"
+	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/store/memstore"
+	"github.com/spool-go/spool/transcript"
+)
+
+// TestRequestHistoryIsBuild checks the runtime's incremental history
+// against its definition: every model request carries exactly
+// history.Build over the transcript as stored at that moment. The session
+// is long enough for the state to forget old entries, and has every kind
+// of turn: tool steps, approvals allowed and denied, refused prompts,
+// stopped answers, stopped streams, and turns another process appends
+// between this one's.
+func TestRequestHistoryIsBuild(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  spool.Config
+	}{
+		{"cap 6", spool.Config{MaxMessages: 6}},
+		{"default", spool.Config{Instructions: "Be brief."}},
+		{"budget", spool.Config{MaxMessages: -1, HistoryBudget: 400, Instructions: "Be brief."}},
+		{"cap and budget", spool.Config{MaxMessages: 9, HistoryBudget: 150}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := memstore.New()
+			cfg := c.cfg
+			cfg.Store = st
+			cfg.Tools = approvalTools(nil)
+			opt := history.Options{Instructions: cfg.Instructions, MaxMessages: cfg.MaxMessages, Budget: cfg.HistoryBudget}
+			requests := 0
+			var s *spool.Session
+			cfg.Model = echoScript(func(req *model.Request) []model.Event {
+				requests++
+				entries, err := st.Read(ctx, s.Key())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := history.Build(entries, opt); !reflect.DeepEqual(req.Messages, want) {
+					t.Fatalf("request %d (%d entries): history\n%v\nwant\n%v", requests, len(entries), req.Messages, want)
+				}
+				last := req.Messages[len(req.Messages)-1]
+				switch {
+				case last.Role == model.RoleTool:
+					return []model.Event{text("done: " + last.Content)}
+				case strings.HasPrefix(last.Content, "tool"):
+					return []model.Event{call(fmt.Sprint("c", requests), "lookup_order", `{"order": 7}`), call(fmt.Sprint("d", requests), "lookup_order", `{"order":8}`)}
+				case strings.HasPrefix(last.Content, "ask"):
+					return []model.Event{call(fmt.Sprint("c", requests), "delete_order", `{"order":9}`)}
+				}
+				return []model.Event{text("an answer to " + last.Content), text(" in two parts")}
+			})
+			cfg.PromptGuards = []spool.PromptGuard{func(ctx context.Context, p string) error {
+				if strings.HasPrefix(p, "refuse") {
+					return errors.New("no")
+				}
+				return nil
+			}}
+			cfg.AnswerGuards = []spool.AnswerGuard{func(ctx context.Context, a string) error {
+				if strings.Contains(a, "stop me") {
+					return errors.New("stopped")
+				}
+				return nil
+			}}
+			a := newAgent(t, cfg)
+			other := newAgent(t, spool.Config{Store: st})
+			s, _ = a.Session(ctx, "long")
+			o, _ := other.Session(ctx, "long")
+			r := rand.New(rand.NewPCG(7, 7))
+			for i := range 260 {
+				p := fmt.Sprint("prompt ", i)
+				switch k := r.IntN(20); {
+				case k < 3:
+					p = "tool " + p
+				case k < 5:
+					p = "ask " + p
+				case k < 6:
+					p = "refuse " + p
+				case k < 7:
+					p = "stop me " + p
+				case k < 8:
+					// Another process's turn: this one catches up.
+					if _, err := o.Send(ctx, "from elsewhere "+p); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				case k < 9:
+					// A consumer that stops after the first event.
+					for _, err := range s.Stream(ctx, p) {
+						if err != nil {
+							t.Fatal(err)
+						}
+						break
+					}
+					continue
+				}
+				res, err := s.Send(ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for len(res.Pending) > 0 {
+					ap := res.Pending[0]
+					if r.IntN(2) == 0 {
+						res, err = s.Approve(ctx, ap.ID, transcript.ApprovalScopeOnce)
+					} else {
+						res, err = s.Deny(ctx, ap.ID, "not today")
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			entries, _ := s.Transcript(ctx)
+			if requests < 200 || len(entries) < 800 {
+				t.Fatalf("only %d requests over %d entries", requests, len(entries))
+			}
+			got, err := s.History(ctx)
+			if err != nil || !reflect.DeepEqual(got, history.Build(entries, opt)) {
+				t.Fatalf("History: %v", err)
+			}
+		})
+	}
+}
