@@ -21,9 +21,11 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	// Validate the entry alone first (the parent is checked under the
-	// lock), so that an entry that cannot be stored creates nothing.
-	if err := store.CheckAppend(key, e.ParentID, e); err != nil {
+	// Validate and encode the entry alone first (the parent is checked
+	// under the lock), so that an entry that cannot be stored creates
+	// nothing.
+	plain, err := store.CheckEntry(key, e)
+	if err != nil {
 		return err
 	}
 	create := e.ParentID == ""
@@ -48,7 +50,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	if err := ix.checkCase(key.ID); err != nil {
 		return err
 	}
-	created, err := s.appendLocked(ctx, ix, key, e, create)
+	created, err := s.appendLocked(ctx, ix, key, e, plain, create)
 	if err != nil {
 		return err
 	}
@@ -95,9 +97,10 @@ func (s *Store) retain(ctx context.Context, ix *index, id string) {
 // its victims and before it deletes them.
 var retentionHook func(victims []rec)
 
-// appendLocked does the append under the session's locks. It reports
-// whether the append created the session.
-func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, e transcript.Entry, create bool) (bool, error) {
+// appendLocked does the append under the session's locks; plain is e's
+// wire encoding (store.CheckEntry). It reports whether the append created
+// the session.
+func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, e transcript.Entry, plain []byte, create bool) (bool, error) {
 	release, err := s.lockStripe(ctx, key)
 	if err != nil {
 		return false, err
@@ -133,12 +136,12 @@ func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, e tr
 		}
 		head, pos = cur.head, cur.info.Entries
 	}
-	if err := store.CheckAppend(key, head, e); err != nil {
+	if err := store.CheckParent(key, head, e); err != nil {
 		return false, err
 	}
 	// Everything that can fail goes before the write: once the line is
 	// written and synced, the append has happened and must report so.
-	line, err := s.encodeLine(nil, key, pos, e)
+	line, err := s.lineOf(plain, key, pos)
 	if err != nil {
 		return false, err
 	}

@@ -89,6 +89,22 @@ func (s *Store) encodeLine(dst []byte, key store.Key, pos int, e transcript.Entr
 	if err != nil {
 		return dst, err
 	}
+	return s.appendSealed(dst, plain, key, pos)
+}
+
+// lineOf returns the stored line of an entry whose wire encoding is plain,
+// at position pos of session key: plain itself and a newline, or sealed.
+// It may append to plain.
+func (s *Store) lineOf(plain []byte, key store.Key, pos int) ([]byte, error) {
+	if s.cfg.protector == nil {
+		return append(plain, '\n'), nil
+	}
+	return s.appendSealed(nil, plain, key, pos)
+}
+
+// appendSealed appends plain sealed for position pos of session key, and a
+// newline.
+func (s *Store) appendSealed(dst, plain []byte, key store.Key, pos int) ([]byte, error) {
 	sealed, err := seal.SealLine(s.cfg.protector, plain, seal.AssociatedData(key.Agent, key.Owner, key.ID, pos))
 	if err != nil {
 		return dst, fmt.Errorf("filestore: sealing entry %d of session %s: %w", pos, key, err)

@@ -33,12 +33,9 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		return err
 	}
 	// Everything but the parent can be checked before the transaction.
-	if err := store.CheckAppend(key, e.ParentID, e); err != nil {
-		return err
-	}
-	line, err := transcript.AppendJSON(nil, e)
+	line, err := store.CheckEntry(key, e)
 	if err != nil {
-		return fmt.Errorf("%w: session %s: %v", store.ErrInvalidEntry, key, err)
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err

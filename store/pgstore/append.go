@@ -24,8 +24,9 @@ type row struct {
 	search   *string
 }
 
+// newRow checks e (store.CheckEntry) and returns its row.
 func newRow(key store.Key, e transcript.Entry) (row, error) {
-	line, err := transcript.AppendJSON(nil, e)
+	line, err := store.CheckEntry(key, e)
 	if err != nil {
 		return row{}, err
 	}
@@ -94,9 +95,6 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	}
 	// The parent is checked against the database below; here only the
 	// entry itself.
-	if err := store.CheckAppend(key, e.ParentID, e); err != nil {
-		return err
-	}
 	r, err := newRow(key, e)
 	if err != nil {
 		return err

@@ -90,9 +90,10 @@ func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, 
 	if err := store.ValidateKey(key); err != nil {
 		return nil, nil, err
 	}
-	// Checked against its own parent, CheckAppend only validates e; the
-	// script compares the parent with the real head.
-	if err := store.CheckAppend(key, e.ParentID, e); err != nil {
+	// The script compares the parent with the real head; here only the
+	// entry itself is checked, and encoded.
+	line, err := store.CheckEntry(key, e)
+	if err != nil {
 		return nil, nil, err
 	}
 	// Activity is kept, indexed and put in cursors as unix nanoseconds,
@@ -100,10 +101,6 @@ func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, 
 	if y := e.Timestamp.Year(); y < 1678 || y > 2261 {
 		return nil, nil, fmt.Errorf("%w: session %s: entry %q: timestamp %s is outside the years 1678-2261 that the store can index",
 			store.ErrInvalidEntry, key, e.ID, e.Timestamp.Format(time.RFC3339))
-	}
-	line, err := transcript.AppendJSON(nil, e)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: session %s: %v", store.ErrInvalidEntry, key, err)
 	}
 	var one store.SessionInfo
 	one.Apply(key, e)

@@ -47,16 +47,13 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	if err := store.ValidateKey(key); err != nil {
 		return err
 	}
-	// Validate the entry before taking the write lock: with its own parent
-	// as the head, CheckAppend can only fail on the entry itself.
-	if err := store.CheckAppend(key, e.ParentID, e); err != nil {
+	// Validate and encode the entry before taking the write lock; its
+	// parent is checked in the transaction.
+	body, err := store.CheckEntry(key, e)
+	if err != nil {
 		return err
 	}
-	ts := e.Timestamp.UnixNano() // CheckAppend keeps it within what nanoseconds hold
-	body, err := transcript.AppendJSON(nil, e)
-	if err != nil {
-		return fmt.Errorf("%w: session %s: %v", store.ErrInvalidEntry, key, err)
-	}
+	ts := e.Timestamp.UnixNano() // CheckEntry keeps it within what nanoseconds hold
 	text, searchable := store.SearchText(e)
 	searchable = searchable && s.cfg.protector == nil
 	// The index holds the text as store.MatchText compares it, lowered by
