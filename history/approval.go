@@ -53,8 +53,12 @@ func PendingApprovals(entries []transcript.Entry) []transcript.ApprovalRequest {
 // when there is none: such an entry answers or asks nothing Build or
 // PendingApprovals can match.
 func approvalID(data json.RawMessage) (string, bool) {
-	var a approvalData
-	if json.Unmarshal(data, &a) != nil || a.ApprovalID == "" {
+	a, ok := fastApproval(data)
+	if !ok {
+		a = approvalData{}
+		ok = json.Unmarshal(data, &a) == nil
+	}
+	if !ok || a.ApprovalID == "" {
 		return "", false
 	}
 	return a.ApprovalID, true

@@ -11,11 +11,21 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
-// BenchmarkBuild builds the history of a 10,000-entry session, as the
-// runtime does before every model request: with the default cap, with no
-// cap (the whole conversation decoded), and with a token budget.
+// BenchmarkBuild builds the history of a 10,000-entry session from
+// scratch, as a reader of a whole transcript does (spool sessions history,
+// Session.History): with the default cap, with no cap (the whole
+// conversation decoded), and with a token budget; and of a 1,000-entry
+// session with the default cap (issue 12's figure).
 func BenchmarkBuild(b *testing.B) {
 	entries := benchSession(b, 10_000)
+	b.Run("entries=1000/cap=200", func(b *testing.B) {
+		short := benchSession(b, 1000)
+		b.ReportAllocs()
+		for b.Loop() {
+			Build(short, Options{Instructions: "You are a support agent."})
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(short)), "ns/entry")
+	})
 	for _, bc := range []struct {
 		name string
 		opt  Options

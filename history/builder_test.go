@@ -137,7 +137,7 @@ func TestBuilderSharesNoResult(t *testing.T) {
 // tell (full=false with Base() > 0), as the runtime does, gives Build's
 // history after every append, and holds far less than the transcript.
 func TestBuilderForget(t *testing.T) {
-	long := benchSession(t, 4000)
+	long := benchSession(t, 2500)
 	for _, opt := range []Options{{MaxMessages: 5}, {}, {MaxMessages: NoLimit, Budget: 3000}, {MaxMessages: 40, Budget: 5000, Counter: perMessage}} {
 		b := NewBuilder(opt)
 		rebuilt, most := 0, 0
@@ -154,7 +154,7 @@ func TestBuilderForget(t *testing.T) {
 			}
 			b.Forget()
 			most = max(most, b.Len())
-			if i%37 == 0 || i == len(long)-1 {
+			if i%53 == 0 || i == len(long)-1 {
 				want, wantFull := Window(long[:i+1], opt)
 				if !reflect.DeepEqual(got, want) || full != wantFull {
 					t.Fatalf("%+v: after entry %d (base %d): incremental (full %v)\n%s\nBuild (full %v)\n%s", opt, i, b.Base(), full, dumpMessages(got), wantFull, dumpMessages(want))
@@ -170,7 +170,7 @@ func TestBuilderForget(t *testing.T) {
 	defer func(n int) { forgetMin = n }(forgetMin)
 	forgetMin = 4
 	forgot := 0
-	for seed := range 1000 {
+	for seed := range 600 {
 		r := rand.New(rand.NewPCG(uint64(seed), 13))
 		in := make([]byte, 3+2*(1+r.IntN(400)))
 		for i := range in {

@@ -51,20 +51,33 @@ func (b *Builder) part(i int) *part {
 	p := &part{}
 	switch e.Type {
 	case transcript.TypeUserMessage:
-		var u transcript.UserMessage
-		_ = json.Unmarshal(e.Data, &u)
+		u, ok := fastUser(e.Data)
+		if !ok {
+			u = transcript.UserMessage{}
+			_ = json.Unmarshal(e.Data, &u)
+		}
 		p.text = u.Text
 	case transcript.TypeAssistantMessage:
-		var a assistantData
-		_ = json.Unmarshal(e.Data, &a)
+		a, ok := fastAssistant(e.Data)
+		if !ok {
+			a = assistantData{}
+			_ = json.Unmarshal(e.Data, &a)
+		}
 		p.text, p.calls = a.Text, a.ToolCalls
 	case transcript.TypeToolResult:
-		var r toolResultData
-		_ = json.Unmarshal(e.Data, &r)
+		r, ok := fastToolResult(e.Data)
+		if !ok {
+			r = toolResultData{}
+			_ = json.Unmarshal(e.Data, &r)
+		}
 		p.callID, p.text = r.CallID, resultContent(r.Result, r.IsError)
 	case transcript.TypeApprovalDecision:
-		var d decisionData
-		if json.Unmarshal(e.Data, &d) == nil && d.Decision == transcript.VerdictDeny {
+		d, ok := fastDecision(e.Data)
+		if !ok {
+			d = decisionData{}
+			ok = json.Unmarshal(e.Data, &d) == nil
+		}
+		if ok && d.Decision == transcript.VerdictDeny {
 			p.deny, p.callID, p.reason = true, d.CallID, d.Reason
 		}
 		p.approvalID, p.hasApproval = approvalID(e.Data)
