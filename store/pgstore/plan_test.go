@@ -43,10 +43,53 @@ func TestPlans(t *testing.T) {
 			t.Errorf("next page: the cursor must bound the index scan:\n%s", plan)
 		}
 	}
-	plan := explain(t, s, "", readSQL, "agent0", "", "big", 0, 50, math.MaxInt32, int64(math.MinInt64))
-	// An index scan or a bitmap scan of the key, bounded by seq either way.
-	if !strings.Contains(plan, "Scan using entries_pkey") && !strings.Contains(plan, "Index Scan on entries_pkey") ||
-		!strings.Contains(plan, "(seq >= GREATEST(") || strings.Contains(plan, "Seq Scan") {
-		t.Errorf("tail read: want a range scan of entries_pkey bounded by seq:\n%s", plan)
+	checkReadPlans(t, s, "")
+}
+
+// TestPlansWithoutStatistics: on tables never analyzed (a new deployment,
+// or autovacuum not yet round), the newest 50 entries of a 100,000-entry
+// session and a page of its range are still read by walking the entries'
+// primary key, in custom and in generic plans, never by a sequential scan.
+func TestPlansWithoutStatistics(t *testing.T) {
+	s := newStore(t)
+	_, err := admin(t).Exec(bg, s.sql(`ALTER TABLE {s}.entries SET (autovacuum_enabled = false);
+		ALTER TABLE {s}.sessions SET (autovacuum_enabled = false);
+		INSERT INTO {s}.entries (agent, owner, session, seq, entry_id, ts_ns, entry)
+		SELECT 'agent0', '', 'big', i, 'e' || i, i, '{}'::bytea FROM generate_series(0, 99999) i;
+		INSERT INTO {s}.entries (agent, owner, session, seq, entry_id, ts_ns, entry)
+		SELECT 'agent0', '', 's' || (i / 10), i % 10, 'f' || i, i, '{}'::bytea FROM generate_series(0, 99999) i;
+		INSERT INTO {s}.sessions (agent, owner, id, started_ns, last_ns, title, message_count, pending, entries, head)
+		SELECT 'agent0', '', 's' || i, i, i, '', 0, 0, 10, 'h' FROM generate_series(0, 9999) i;
+		INSERT INTO {s}.sessions (agent, owner, id, started_ns, last_ns, title, message_count, pending, entries, head)
+		VALUES ('agent0', '', 'big', 0, 0, '', 0, 0, 100000, 'e99999')`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var analyzed int
+	if err := admin(t).QueryRow(bg, s.sql(`SELECT count(*) FROM pg_stat_user_tables
+		WHERE schemaname = $1 AND (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL)`), s.schema).Scan(&analyzed); err != nil {
+		t.Fatal(err)
+	}
+	if analyzed != 0 {
+		t.Fatalf("%d tables were analyzed; the test needs them never analyzed", analyzed)
+	}
+	checkReadPlans(t, s, "")
+	checkReadPlans(t, s, "SET LOCAL plan_cache_mode = force_generic_plan")
+}
+
+// checkReadPlans checks the plans of a tail read and of a range read of
+// session agent0/big.
+func checkReadPlans(t *testing.T, s *Store, set string) {
+	t.Helper()
+	for name, plan := range map[string]string{
+		"tail":  explain(t, s, set, tailSQL, "agent0", "", "big", 50, int64(math.MinInt64)),
+		"range": explain(t, s, set, readSQL, "agent0", "", "big", 1000, 1050, int64(math.MinInt64)),
+	} {
+		if !strings.Contains(plan, "Index Scan") || !strings.Contains(plan, "entries_pkey") || strings.Contains(plan, "Seq Scan") {
+			t.Errorf("%s read (%s): want a scan of entries_pkey bounded by seq, no sequential scan:\n%s", name, set, plan)
+		}
+		if name == "tail" && !strings.Contains(plan, "Backward") {
+			t.Errorf("tail read (%s): want the primary key walked backwards from the end:\n%s", set, plan)
+		}
 	}
 }

@@ -12,19 +12,39 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
-// readSQL reads the session row and the entries at positions
-// [max($4, entries-$5), $6) of a session that TTL has not hidden ($7 is
-// the cutoff) in one statement, so that the count and the
-// entries come from one snapshot, walking the primary key: a page costs
-// the page, whatever the transcript's length. The LEFT JOIN keeps the
-// session row when no entry falls in the range.
-const readSQL = `WITH s AS (
+// The reads take the session row and the entries in one statement, so
+// that the count and the entries come from one snapshot, and bound the
+// entries by the session's count through a subquery the planner evaluates
+// once (an InitPlan), never by a joined column: the plan is then a scan
+// of the entries' primary key between literal bounds whatever the table's
+// statistics say, even on a table never analyzed (TestPlansWithoutStatistics).
+// A page costs the page, whatever the transcript's length. The LEFT JOIN
+// keeps the session row when no entry falls in the range; $7 is the TTL
+// cutoff.
+
+// readSQL reads the entries at positions [$4, min($5, entries)).
+const readSQL = `WITH s AS MATERIALIZED (
 	SELECT entries, head FROM {s}.sessions s
-	WHERE agent = $1 AND owner = $2 AND id = $3 AND (last_ns >= $7 OR pending > 0)
+	WHERE agent = $1 AND owner = $2 AND id = $3 AND (last_ns >= $6 OR pending > 0)
+), e AS (
+	SELECT seq, entry FROM {s}.entries
+	WHERE agent = $1 AND owner = $2 AND session = $3
+		AND seq >= $4::bigint AND seq < LEAST($5::bigint, (SELECT entries FROM s))
 )
-SELECT s.entries, s.head, e.seq, e.entry FROM s
-LEFT JOIN {s}.entries e ON e.agent = $1 AND e.owner = $2 AND e.session = $3
-	AND e.seq >= GREATEST($4::bigint, s.entries::bigint - $5::bigint) AND e.seq < LEAST($6::bigint, s.entries::bigint)
+SELECT s.entries, s.head, e.seq, e.entry FROM s LEFT JOIN e ON true
+ORDER BY e.seq`
+
+// tailSQL reads the newest $4 entries, walking the primary key backwards
+// from the end.
+const tailSQL = `WITH s AS MATERIALIZED (
+	SELECT entries, head FROM {s}.sessions s
+	WHERE agent = $1 AND owner = $2 AND id = $3 AND (last_ns >= $5 OR pending > 0)
+), e AS (
+	SELECT seq, entry FROM {s}.entries
+	WHERE agent = $1 AND owner = $2 AND session = $3 AND seq < (SELECT entries FROM s)
+	ORDER BY seq DESC LIMIT $4
+)
+SELECT s.entries, s.head, e.seq, e.entry FROM s LEFT JOIN e ON true
 ORDER BY e.seq`
 
 // Read returns every entry of the session in append order, exactly as
@@ -54,7 +74,13 @@ func (s *Store) read(ctx context.Context, key store.Key, start, last, end int) (
 	if err := store.ValidateKey(key); err != nil {
 		return nil, 0, err
 	}
-	rows, err := s.pool.Query(ctx, s.sql(readSQL), key.Agent, key.Owner, key.ID, start, last, end, s.cutoff())
+	var rows pgx.Rows
+	var err error
+	if last < math.MaxInt32 {
+		rows, err = s.pool.Query(ctx, s.sql(tailSQL), key.Agent, key.Owner, key.ID, last, s.cutoff())
+	} else {
+		rows, err = s.pool.Query(ctx, s.sql(readSQL), key.Agent, key.Owner, key.ID, start, end, s.cutoff())
+	}
 	if err != nil {
 		return nil, 0, dbError("read", key, err)
 	}
