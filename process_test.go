@@ -1,17 +1,22 @@
 package spool_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/filestore"
+	"github.com/spool-go/spool/store/sqlitestore"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -20,6 +25,9 @@ import (
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("SPOOL_TEST_CHILD_DIR"); dir != "" {
 		os.Exit(child(dir, os.Getenv("SPOOL_TEST_CHILD_NAME")))
+	}
+	if path := os.Getenv("SPOOL_TEST_CHILD_SQLITE"); path != "" {
+		os.Exit(childHangs(path))
 	}
 	os.Exit(m.Run())
 }
@@ -45,6 +53,78 @@ func child(dir, name string) int {
 		}
 	}
 	return 0
+}
+
+// childHangs starts a turn on an SQLite store whose model never answers,
+// says so on stdout, and waits to be killed.
+func childHangs(path string) int {
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	a, err := spool.New(spool.Config{Store: st, Model: echoScript(func(*model.Request) []model.Event {
+		fmt.Println("asking the model")
+		select {}
+	})})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	s, _ := a.Session(ctx, "crashed")
+	s.Send(ctx, "a question the process dies on")
+	return 1
+}
+
+// TestSQLiteTurnKilledMidway: a process killed in the middle of a turn on
+// an SQLite store (its question recorded, its answer never) leaves the
+// session usable at once: the store's turn lock died with the process, so
+// the next turn, holding it, knows the open turn is dead and closes it as
+// cancelled, instead of waiting out the stale-turn limit and answering
+// ErrBusy.
+func TestSQLiteTurnKilledMidway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	path := filepath.Join(t.TempDir(), "spool.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SPOOL_TEST_CHILD_SQLITE="+path)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "asking the model\n" {
+		cmd.Process.Kill()
+		t.Fatalf("child: %q %v", line, err)
+	}
+	cmd.Process.Kill() // kill -9, mid-turn
+	cmd.Wait()
+
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a := newAgent(t, spool.Config{Store: st})
+	s, _ := a.Session(ctx, "crashed")
+	start := time.Now()
+	res, err := s.Send(ctx, "are you there?")
+	if err != nil || res.Status != transcript.StatusOK {
+		t.Fatalf("the next turn: %+v %v", res, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the next turn took %v, want under 2s", d)
+	}
+	entries, _ := s.Transcript(ctx)
+	if e := entries[1]; e.Type != transcript.TypeTurnEnd || e.Status != transcript.StatusCancelled {
+		t.Fatalf("the dead turn was not closed as cancelled: %+v", e)
+	}
 }
 
 // TestTwoProcessesOnOneFileStore runs turns on one session from two

@@ -35,7 +35,16 @@
 // queue for its one write connection; between Stores, for SQLite's lock, up
 // to the busy timeout (WithBusyTimeout, 10 seconds). Reads never wait for
 // writes, see committed data only, and are each one statement, so a count
-// and the entries it counts come from one snapshot.
+// and the entries it counts come from one snapshot. Several processes may
+// open a new database file at the same moment: switching it to write-ahead
+// logging, which SQLite refuses at once while another opens it, is retried
+// up to the busy timeout.
+//
+// Lock (store.Locker) holds a session's turn lock across the processes of
+// one machine: an OS file lock in the folder <database>.locks beside the
+// database, which the OS releases when its process dies. The runtime takes
+// it for every turn, so a session whose process was killed mid-turn is
+// continued at once, its dead turn closed as cancelled.
 //
 // # Layout
 //

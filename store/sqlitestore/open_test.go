@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -219,5 +220,35 @@ func TestCloseTwice(t *testing.T) {
 	}
 	if _, err := s.Read(t.Context(), store.Key{Agent: "a", ID: "s"}); err == nil {
 		t.Fatal("Read after Close succeeded")
+	}
+}
+
+// TestNewDatabaseOpenedAtOnce: three Stores opening a new database file at
+// the same moment (as three processes starting together do; SQLite's locks
+// are the same between connections of one process) all succeed, round
+// after round.
+func TestNewDatabaseOpenedAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	rounds := 100
+	if testing.Short() {
+		rounds = 10
+	}
+	for round := range rounds {
+		path := filepath.Join(dir, fmt.Sprint(round, ".db"))
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() {
+				s, err := Open(t.Context(), path)
+				if err == nil {
+					err = s.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range 3 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
 	}
 }

@@ -88,8 +88,8 @@ func open(ctx context.Context, path string, drv sqlDriver, opts ...Option) (*Sto
 }
 
 func (s *Store) init(ctx context.Context) error {
-	var mode string
-	if err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode); err != nil {
+	mode, err := s.walMode(ctx)
+	if err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", s.path, err)
 	}
 	if !strings.EqualFold(mode, "wal") {
@@ -113,6 +113,33 @@ func (s *Store) init(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// walMode switches the database to write-ahead logging and returns the
+// journal mode it has. Switching a new database takes its exclusive lock,
+// and SQLite answers SQLITE_BUSY at once, without waiting, when another
+// connection is opening it at the same moment (several processes starting
+// on a new file): that is retried until the busy timeout.
+func (s *Store) walMode(ctx context.Context) (string, error) {
+	deadline := time.Now().Add(s.cfg.busyTimeout)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		var mode string
+		err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return mode, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// isBusy reports whether err is SQLITE_BUSY (any of its extended codes).
+func isBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 5
 }
 
 // prepareFile creates path's folder (0700) and the file itself (0600) when
