@@ -1,11 +1,14 @@
 // Package history builds what the next model request carries from a
 // session's transcript: Build turns entries into model.Messages by the history
-// rules of the design, and PendingApprovals lists the approval requests that
-// still wait on a person.
+// rules of the design, a Builder does the same for a transcript that grows
+// (given each entry as it is appended, it answers at any point exactly what
+// Build answers for the whole), and PendingApprovals lists the approval
+// requests that still wait on a person.
 //
 // History is derived, never stored: Build reads its entries and nothing
 // else, keeps no state between calls, and never changes the transcript. It
-// is safe to call from several goroutines at once.
+// is safe to call from several goroutines at once. Build is a Builder given
+// every entry, so each rule is written once, in the Builder.
 //
 // # The rules
 //
@@ -82,4 +85,18 @@
 // turn more, the first that does not fit), and approval entries only while
 // an open turn holds an approval request. Its cost for a long session is
 // one cheap pass over the entries plus the decoding of the window.
+//
+// # Incremental history
+//
+// A Builder keeps, between calls, the turns it has grouped, the data it has
+// decoded (never decoding an entry twice) and each window unit's messages
+// and tokens, and redoes a unit only when an entry changed one of the turns
+// it is made of: a turn's end, a decision on its approval, an entry of a
+// turn resumed after another began. A model request on a long session
+// then costs the entries added since the last one, plus copying the window
+// out. Builder.Forget drops the entries its window can no longer need, so a
+// Builder kept for a long session holds about a window; it then reports,
+// through Window's full, when it cannot tell without the entries it
+// dropped. TestBuilderMatchesBuild and FuzzBuilder hold a Builder fed one
+// entry at a time to Build after every append.
 package history
