@@ -13,20 +13,33 @@ import (
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/server"
+	"github.com/spool-go/spool/server/channel"
+	"github.com/spool-go/spool/server/channel/slack"
 )
 
 // A client that sends its headers and then a body a byte now and then is
 // cut once the read timeout is up, and its connection closed.
+// The same holds for a chat platform's webhook, the most exposed route.
 func TestSlowBodyIsCut(t *testing.T) {
+	for _, path := range []string{"/invoke", "/channels/slack/events"} {
+		t.Run(path, func(t *testing.T) { slowBody(t, path) })
+	}
+}
+
+func slowBody(t *testing.T, path string) {
 	const timeout = 300 * time.Millisecond
-	e := newEnv(t, spool.Config{}, server.Options{ReadTimeout: timeout})
+	drv, err := slack.New(slack.Config{SigningSecret: "s", BotToken: "xoxb-t", APIURL: "http://127.0.0.1:1/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, spool.Config{}, server.Options{ReadTimeout: timeout, Channels: []channel.Driver{drv}})
 	conn, err := net.Dial("tcp", e.http.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	start := time.Now()
-	io.WriteString(conn, "POST /invoke HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	io.WriteString(conn, "POST "+path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {

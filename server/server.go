@@ -279,6 +279,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			// The platform's own authentication, in the driver, comes
 			// before anything is touched.
 			r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+			r.Body = bodyDeadline(w, r, s.opts.ReadTimeout)
 			next.ServeHTTP(rw, r)
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 )
 
 // MaxWebhookBody caps the body a driver reads from a webhook: platform
@@ -17,9 +18,12 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			WriteError(w, http.StatusRequestEntityTooLarge, "body_too_large", "the request body is too large")
-		} else {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			WriteError(w, http.StatusRequestTimeout, "request_timeout", "the request body did not arrive in time")
+		default:
 			WriteError(w, http.StatusBadRequest, "bad_request", "the request body could not be read")
 		}
 		return nil, false
