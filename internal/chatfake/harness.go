@@ -87,8 +87,21 @@ func NewHarness(t testing.TB, o HarnessOptions, drv channel.Driver) *Harness {
 	return h
 }
 
-// Close stops the server and the driver, as a process that exits would.
+// Close stops the server and the driver at once: turns still running
+// stop, as in a process killed.
 func (h *Harness) Close() { h.close() }
+
+// Stop stops the server as spool serve does on SIGTERM: the driver takes
+// no more messages, running turns finish, then it closes.
+func (h *Harness) Stop(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.Server.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.close()
+}
 
 // Observed reports whether the agent received an observation of kind from
 // channel with the error code.

@@ -192,7 +192,7 @@ func TestInteractionOnceAcrossRestart(t *testing.T) {
 	e.interact(in, time.Now(), priv)
 	e.interact(in, time.Now(), priv)
 	e.wait("the answer", func(m []chatfake.DiscordMessage) bool { return m[0].Content == "echo: once" })
-	e.Close()
+	e.Stop(t)
 	st.Close()
 	st2, _ := filestore.New(dir)
 	e2 := setup(t, options{store: st2, fake: fake})

@@ -223,7 +223,7 @@ func TestRetryAnsweredOnceAcrossRestart(t *testing.T) {
 	// The same message as a message.im-style event, a different event id:
 	// still one message.
 	e.wait("the answer", func(m []chatfake.SlackMessage) bool { return len(m) == 1 && m[0].Text == "echo: once" })
-	e.Close()
+	e.Stop(t)
 	if c, ok := st.(interface{ Close() error }); ok {
 		c.Close()
 	}
@@ -265,6 +265,7 @@ func TestBotMessagesIgnored(t *testing.T) {
 func TestStreamedByEditing(t *testing.T) {
 	e := setup(t, options{model: echo.New(echo.WithDelay(15 * time.Millisecond)), interval: 100 * time.Millisecond})
 	words := strings.Repeat("word ", 40)
+	start := time.Now()
 	e.event(chatfake.SlackEvent(team, "EvS", mention("C1", "1700000300.000100", "", "U456", words)))
 	msgs := e.wait("the whole answer", func(m []chatfake.SlackMessage) bool {
 		return len(m) == 1 && m[0].Text == "echo: "+strings.TrimSpace(words)
@@ -272,9 +273,10 @@ func TestStreamedByEditing(t *testing.T) {
 	if msgs[0].Edits < 2 {
 		t.Fatalf("%d edits: not streamed", msgs[0].Edits)
 	}
-	// Edits are bounded: far fewer than the 41 pieces of text.
-	if msgs[0].Edits > 15 {
-		t.Fatalf("%d edits for 41 pieces: not rate-bounded", msgs[0].Edits)
+	// Edits are bounded: at most one per EditInterval (100ms) of the
+	// turn, however many pieces of text came (41).
+	if bound := int(time.Since(start)/(100*time.Millisecond)) + 2; msgs[0].Edits > bound || msgs[0].Edits > 40 {
+		t.Fatalf("%d edits for 41 pieces in %v: not rate-bounded", msgs[0].Edits, time.Since(start))
 	}
 }
 

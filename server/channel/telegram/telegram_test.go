@@ -152,7 +152,7 @@ func TestRedeliveryAnsweredOnceAcrossRestart(t *testing.T) {
 	e.send(up, secret)
 	e.send(up, secret)
 	e.wait("the answer", func(m []chatfake.TelegramMessage) bool { return len(m) == 1 })
-	e.Close()
+	e.Stop(t)
 	st.Close()
 	st2, _ := filestore.New(dir)
 	e2 := setup(t, options{store: st2, fake: fake})
