@@ -1,0 +1,25 @@
+package telegram_test
+
+import (
+	"testing"
+
+	"github.com/spool-go/spool/server/channel/telegram"
+)
+
+func TestFormat(t *testing.T) {
+	for _, c := range []struct{ md, want string }{
+		{"**bold** and *it* and ~~gone~~", "<b>bold</b> and <i>it</i> and <s>gone</s>"},
+		{"`a < b`", "<code>a &lt; b</code>"},
+		{`[docs](https://x.test/?a=1&b="2")`, `<a href="https://x.test/?a=1&amp;b=&quot;2&quot;">docs</a>`},
+		{"# Title\n\ntext", "<b>Title</b>\n\ntext"},
+		{"- one\n- two", "• one\n• two"},
+		{"> quoted", "<blockquote>quoted</blockquote>"},
+		{"```go\nif a < b {}\n```", `<pre><code class="language-go">if a &lt; b {}</code></pre>`},
+		{"```\nplain\n```", "<pre>plain</pre>"},
+		{"<script>x</script> & co", "&lt;script&gt;x&lt;/script&gt; &amp; co"},
+	} {
+		if got := telegram.Format(c.md); got != c.want {
+			t.Errorf("%q: %q, want %q", c.md, got, c.want)
+		}
+	}
+}
