@@ -42,7 +42,7 @@ func checkIncremental(entries []transcript.Entry, values []any, opt Options, dec
 // questions, interleaved turns, malformed data, with caps and budgets down
 // to one message.
 func TestBuilderMatchesBuild(t *testing.T) {
-	n := 3000
+	n := 1500
 	if testing.Short() {
 		n = 300
 	}
@@ -137,7 +137,7 @@ func TestBuilderSharesNoResult(t *testing.T) {
 // tell (full=false with Base() > 0), as the runtime does, gives Build's
 // history after every append, and holds far less than the transcript.
 func TestBuilderForget(t *testing.T) {
-	long := benchSession(t, 2500)
+	long := benchSession(t, 1500)
 	for _, opt := range []Options{{MaxMessages: 5}, {}, {MaxMessages: NoLimit, Budget: 3000}, {MaxMessages: 40, Budget: 5000, Counter: perMessage}} {
 		b := NewBuilder(opt)
 		rebuilt, most := 0, 0
@@ -170,7 +170,7 @@ func TestBuilderForget(t *testing.T) {
 	defer func(n int) { forgetMin = n }(forgetMin)
 	forgetMin = 4
 	forgot := 0
-	for seed := range 600 {
+	for seed := range 300 {
 		r := rand.New(rand.NewPCG(uint64(seed), 13))
 		in := make([]byte, 3+2*(1+r.IntN(400)))
 		for i := range in {

@@ -150,23 +150,6 @@ func parseSlow(b []byte) (Entry, error) {
 	return e, nil
 }
 
-// compactObject returns raw without insignificant space, failing unless it
-// is one JSON object. A nil or empty raw is the empty object.
-func compactObject(raw json.RawMessage) (json.RawMessage, error) {
-	if len(raw) == 0 {
-		return emptyObject, nil
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return nil, err
-	}
-	b := buf.Bytes()
-	if b[0] != '{' {
-		return nil, errors.New("not a JSON object")
-	}
-	return b, nil
-}
-
 // An Encoder writes entries as JSON lines.
 type Encoder struct {
 	w   io.Writer
