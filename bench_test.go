@@ -3,13 +3,17 @@ package spool_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/benchdata"
 	"github.com/spool-go/spool/internal/teststores"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/filestore"
 	"github.com/spool-go/spool/store/memstore"
 	"github.com/spool-go/spool/transcript"
 )
@@ -94,4 +98,66 @@ func BenchmarkSendLongSession(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkTurnVsRaw times one turn on the file store (a Send with the
+// echo model: the prompt, the answer and the turn's end appended, each
+// durable) against its floor, three raw write+fdatasync of the same three
+// lines to a file in the same folder, in interleaved blocks of 10, and
+// reports the median ratio (issue 12's third row).
+func BenchmarkTurnVsRaw(b *testing.B) {
+	ctx := context.Background()
+	root := b.TempDir()
+	st, err := filestore.New(root, filestore.WithRetention(store.Retention{}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	a, _ := spool.New(spool.Config{Model: echo.New(), Store: st})
+	s, _ := a.Session(ctx, "bench")
+	if _, err := s.Send(ctx, "warm up"); err != nil {
+		b.Fatal(err)
+	}
+	entries, _ := st.Read(ctx, s.Key())
+	var lines [][]byte
+	for _, e := range entries {
+		line, _ := transcript.AppendLine(nil, e)
+		lines = append(lines, line)
+	}
+	raw, err := os.OpenFile(filepath.Join(root, "default", "raw.bin"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	const block = 10
+	var turns, raws []benchdata.Phase
+	for b.Loop() {
+		t, r := benchdata.AB(1, func() benchdata.Phase {
+			return benchdata.Measure(func() int {
+				for range block {
+					if _, err := s.Send(ctx, "hello there, how are you today?"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return block
+			})
+		}, func() benchdata.Phase {
+			return benchdata.Measure(func() int {
+				for range block {
+					for _, line := range lines {
+						raw.Write(line)
+						if err := benchdata.SyncData(raw); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				return block
+			})
+		})
+		turns, raws = append(turns, t...), append(raws, r...)
+	}
+	perOp := func(p benchdata.Phase) float64 { return float64(p.Wall.Nanoseconds()) / float64(p.Ops) }
+	b.ReportMetric(benchdata.Medians(turns, perOp), "turn-ns")
+	b.ReportMetric(benchdata.Medians(raws, perOp), "raw3-ns")
+	b.ReportMetric(benchdata.Median(benchdata.Ratios(turns, raws, perOp)), "turn/raw")
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/benchdata"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store"
@@ -169,4 +170,42 @@ func TestTwoProcessesOnOneFileStore(t *testing.T) {
 	if ok != 50 {
 		t.Fatalf("%d turns ended ok, want 50", ok)
 	}
+}
+
+// BenchmarkSQLiteKilledMidTurn measures how long after a process is
+// killed mid-turn on an SQLite store its session takes another turn (issue
+// 12's twelfth row): the median of 3 kills, in seconds. Run it with
+// -benchtime 1x.
+func BenchmarkSQLiteKilledMidTurn(b *testing.B) {
+	var waits []float64
+	for b.Loop() {
+		for range 3 {
+			path := filepath.Join(b.TempDir(), "spool.db")
+			cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+			cmd.Env = append(os.Environ(), "SPOOL_TEST_CHILD_SQLITE="+path)
+			out, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+				b.Fatal(err)
+			}
+			cmd.Process.Kill()
+			cmd.Wait()
+			start := time.Now()
+			ctx := context.Background()
+			st, err := sqlitestore.Open(ctx, path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			a, _ := spool.New(spool.Config{Store: st, Model: echo.New()})
+			s, _ := a.Session(ctx, "crashed")
+			if _, err := s.Send(ctx, "are you there?"); err != nil {
+				b.Fatal(err)
+			}
+			waits = append(waits, time.Since(start).Seconds())
+			st.Close()
+		}
+	}
+	b.ReportMetric(benchdata.Median(waits), "usable-after-s")
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-go/spool/internal/benchdata"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -21,10 +22,12 @@ func BenchmarkBuild(b *testing.B) {
 	b.Run("entries=1000/cap=200", func(b *testing.B) {
 		short := benchSession(b, 1000)
 		b.ReportAllocs()
+		cpu := benchdata.CPU()
 		for b.Loop() {
 			Build(short, Options{Instructions: "You are a support agent."})
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(short)), "ns/entry")
+		b.ReportMetric(float64((benchdata.CPU()-cpu).Nanoseconds())/float64(b.N)/float64(len(short)), "cpu-ns/entry")
 	})
 	for _, bc := range []struct {
 		name string

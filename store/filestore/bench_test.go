@@ -140,9 +140,11 @@ func BenchmarkAppendParallel(b *testing.B) {
 	benchdata.AppendParallel(b, open(b, b.TempDir()), "bench")
 }
 
-// BenchmarkAppendVsRaw times a durable Append and, in the same loop, a raw
-// write+fdatasync of the same line to a file in the same folder, so that
-// the machine's mood is the same for both.
+// BenchmarkAppendVsRaw times a durable Append and a raw write+fdatasync of
+// the same line to a file in the same folder (its floor), in blocks of 20
+// interleaved, so that the machine's mood is the same for both: wall time
+// and this process's CPU time per operation, and their ratios (issue 12's
+// fifth row; the medians of the blocks).
 func BenchmarkAppendVsRaw(b *testing.B) {
 	root := b.TempDir()
 	s := open(b, root)
@@ -157,29 +159,156 @@ func BenchmarkAppendVsRaw(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer raw.Close()
-	var inStore, inRaw time.Duration
+	const block = 20
 	i := 1
+	var stores, raws []benchdata.Phase
 	for b.Loop() {
-		e := g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)
-		line, _ := transcript.AppendLine(nil, e)
-		start := time.Now()
-		if err := s.Append(b.Context(), key, e); err != nil {
-			b.Fatal(err)
+		entries := make([]transcript.Entry, block)
+		lines := make([][]byte, block)
+		for k := range entries {
+			entries[k] = g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)
+			lines[k], _ = transcript.AppendLine(nil, entries[k])
+			i++
 		}
-		mid := time.Now()
-		if _, err := raw.Write(line); err != nil {
-			b.Fatal(err)
+		appendBlock := func() benchdata.Phase {
+			return benchdata.Measure(func() int {
+				for _, e := range entries {
+					if err := s.Append(b.Context(), key, e); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return block
+			})
 		}
-		if err := syncData(raw); err != nil {
-			b.Fatal(err)
+		rawBlock := func() benchdata.Phase {
+			return benchdata.Measure(func() int {
+				for _, line := range lines {
+					if _, err := raw.Write(line); err != nil {
+						b.Fatal(err)
+					}
+					if err := syncData(raw); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return block
+			})
 		}
-		inStore += mid.Sub(start)
-		inRaw += time.Since(mid)
-		i++
+		st, rw := benchdata.AB(1, appendBlock, rawBlock)
+		stores, raws = append(stores, st...), append(raws, rw...)
 	}
-	b.ReportMetric(float64(inStore.Nanoseconds())/float64(b.N), "append-ns/op")
-	b.ReportMetric(float64(inRaw.Nanoseconds())/float64(b.N), "raw-ns/op")
-	b.ReportMetric(float64(inStore)/float64(inRaw), "append/raw")
+	perOp := func(p benchdata.Phase) float64 { return float64(p.Wall.Nanoseconds()) / float64(p.Ops) }
+	cpuOp := func(p benchdata.Phase) float64 { return float64(p.CPUPerOp().Nanoseconds()) }
+	b.ReportMetric(benchdata.Medians(stores, perOp), "append-ns/op")
+	b.ReportMetric(benchdata.Medians(raws, perOp), "raw-ns/op")
+	b.ReportMetric(benchdata.Medians(stores, cpuOp), "append-cpu-ns/op")
+	b.ReportMetric(benchdata.Medians(raws, cpuOp), "raw-cpu-ns/op")
+	b.ReportMetric(benchdata.Median(benchdata.Ratios(stores, raws, perOp)), "append/raw")
+	b.ReportMetric(benchdata.Median(benchdata.Ratios(stores, raws, cpuOp)), "cpu-append/raw")
+}
+
+// BenchmarkWritersVsRaw runs 8 writers appending to 8 sessions, and 8 raw
+// write+fdatasync loops on 8 files in the same folder, in interleaved
+// rounds of half a second, and reports the ratio of their rates (issue
+// 12's sixth row). Run it with -benchtime 1x.
+func BenchmarkWritersVsRaw(b *testing.B) {
+	root := b.TempDir()
+	s := open(b, root)
+	const writers = 8
+	heads := make([]string, writers)
+	g := make([]*benchdata.Gen, writers)
+	files := make([]*os.File, writers)
+	for w := range writers {
+		g[w] = benchdata.NewGen(uint64(10 + w))
+		f, err := os.OpenFile(filepath.Join(root, fmt.Sprint("raw", w, ".bin")), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		files[w] = f
+	}
+	var n [writers]int
+	round := func(op func(w int)) benchdata.Phase {
+		return benchdata.Measure(func() int {
+			deadline := time.Now().Add(500 * time.Millisecond)
+			done := make(chan int, writers)
+			for w := range writers {
+				go func() {
+					k := 0
+					for ; time.Now().Before(deadline); k++ {
+						op(w)
+					}
+					done <- k
+				}()
+			}
+			total := 0
+			for range writers {
+				total += <-done
+			}
+			return total
+		})
+	}
+	appendOne := func(w int) {
+		e := g[w].Next(benchdata.Base.Add(time.Duration(n[w])*time.Millisecond), false)
+		e.ParentID = heads[w]
+		if err := s.Append(b.Context(), store.Key{Agent: "bench", ID: fmt.Sprint("w", w)}, e); err != nil {
+			b.Error(err)
+		}
+		heads[w] = e.ID
+		n[w]++
+	}
+	rawOne := func(w int) {
+		line, _ := transcript.AppendLine(nil, g[w].Next(benchdata.Base, false))
+		if _, err := files[w].Write(line); err != nil {
+			b.Error(err)
+		}
+		if err := syncData(files[w]); err != nil {
+			b.Error(err)
+		}
+	}
+	var stores, raws []benchdata.Phase
+	for b.Loop() {
+		stores, raws = benchdata.AB(6, func() benchdata.Phase { return round(appendOne) }, func() benchdata.Phase { return round(rawOne) })
+	}
+	b.ReportMetric(benchdata.Medians(stores, benchdata.Phase.Rate), "appends/s")
+	b.ReportMetric(benchdata.Medians(raws, benchdata.Phase.Rate), "raw/s")
+	b.ReportMetric(benchdata.Median(benchdata.Ratios(stores, raws, benchdata.Phase.Rate)), "writers/raw")
+}
+
+// BenchmarkListColdVsNaive lists the first page of 10,000 sessions of 2
+// entries with a new Store each time (a command-line run), and the naive
+// way (read every transcript), in interleaved rounds, and reports how many
+// times faster the store is (issue 12's eighth row). Run it with
+// -benchtime 1x.
+func BenchmarkListColdVsNaive(b *testing.B) {
+	root := listRoot(b, benchdata.List.PerSession)
+	ns := benchdata.List.Namespace
+	cold := func() benchdata.Phase {
+		return benchdata.Measure(func() int {
+			s, err := New(root, WithRetention(store.Retention{}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			firstPage(b, s, ns)
+			s.Close()
+			return 1
+		})
+	}
+	naive := func() benchdata.Phase {
+		return benchdata.Measure(func() int {
+			naiveList(b, (&Store{root: root}).namespaceDir(ns), ns, benchdata.PageSize, 1)
+			return 1
+		})
+	}
+	cold()
+	naive()
+	var c, n []benchdata.Phase
+	for b.Loop() {
+		c, n = benchdata.AB(7, cold, naive)
+	}
+	ms := func(p benchdata.Phase) float64 { return float64(p.Wall.Microseconds()) / 1e3 }
+	b.ReportMetric(benchdata.Medians(c, ms), "cold-ms")
+	b.ReportMetric(benchdata.Medians(n, ms), "naive-ms")
+	b.ReportMetric(benchdata.Median(benchdata.Ratios(n, c, ms)), "naive/cold")
 }
 
 // listRoot returns a root whose namespace benchdata.List.Namespace holds 10,000

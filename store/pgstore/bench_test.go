@@ -288,3 +288,35 @@ func BenchmarkPostgres(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTailUnanalyzed reads the newest 50 entries of a 100,000-entry
+// session loaded with COPY into tables that were never analyzed (and that
+// autovacuum is kept off), as on a new deployment, and reports the median
+// of 21 reads in milliseconds (issue 12's eleventh row). Run it with
+// -benchtime 1x.
+func BenchmarkTailUnanalyzed(b *testing.B) {
+	ctx := b.Context()
+	s := newStore(b)
+	if _, err := admin(b).Exec(ctx, s.sql(`ALTER TABLE {s}.entries SET (autovacuum_enabled = false);
+		ALTER TABLE {s}.sessions SET (autovacuum_enabled = false)`)); err != nil {
+		b.Fatal(err)
+	}
+	set := benchdata.TailLong
+	if err := copyLoad(ctx, s, set.Keys(), set.All()); err != nil {
+		b.Fatal(err)
+	}
+	key := set.Key(0)
+	var reads []benchdata.Phase
+	for b.Loop() {
+		for range 21 {
+			reads = append(reads, benchdata.Measure(func() int {
+				entries, total, err := s.ReadTail(ctx, key, benchdata.TailN)
+				if err != nil || len(entries) != benchdata.TailN || total != set.PerSession {
+					b.Fatalf("ReadTail: %d of %d, %v", len(entries), total, err)
+				}
+				return 1
+			}))
+		}
+	}
+	b.ReportMetric(benchdata.Medians(reads, func(p benchdata.Phase) float64 { return float64(p.Wall.Microseconds()) / 1e3 }), "tail-ms")
+}
