@@ -9,8 +9,25 @@ import (
 
 // Optional capabilities. The runtime discovers them by type assertion and
 // falls back to the required methods without them; the package functions
-// of the same names (ReadRange, ReadTail, Stat, Prune, Search) do exactly
-// that, so callers never need to check.
+// of the same names (AppendBatch, ReadRange, ReadTail, Stat, Prune, Search)
+// do exactly that, so callers never need to check.
+
+// BatchAppender appends several entries to one session in one durable
+// write: one sync, one transaction. The runtime gives it the entries that
+// are ready together (a step's answer and the turn's end; a step's tool
+// results), and imports and migrations a session's entries a chunk at a
+// time.
+type BatchAppender interface {
+	// AppendBatch adds entries, in order, at the end of the session: the
+	// first one's ParentID must be the session's last entry id (empty for
+	// a session that has none), and each next one's the id of the entry
+	// before it. It fails with ErrConflict or ErrInvalidEntry (see
+	// CheckBatch) before appending anything, and returns once every entry
+	// is durable. Any other failure (a disk, a connection) may leave a
+	// prefix of the entries appended, as appending them one by one would;
+	// the session tells which. An empty batch appends nothing.
+	AppendBatch(ctx context.Context, key Key, entries []transcript.Entry) error
+}
 
 // RangeReader reads part of a transcript without reading all of it.
 type RangeReader interface {

@@ -10,6 +10,31 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
+// AppendBatch appends entries to key, in order, with s's BatchAppender
+// when it has one and one Append at a time when not (a failure then leaves
+// the entries before it appended). It checks the batch (CheckBatch) first
+// either way, so a batch that cannot be stored appends nothing.
+func AppendBatch(ctx context.Context, s Store, key Key, entries []transcript.Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	if b, ok := s.(BatchAppender); ok {
+		return b.AppendBatch(ctx, key, entries)
+	}
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if _, err := CheckBatch(key, entries); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := s.Append(ctx, key, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ReadRange returns the entries of key at positions [start, end) and the
 // transcript's length, with s's RangeReader when it has one and by reading
 // the whole transcript when not.

@@ -141,6 +141,29 @@ func CheckEntry(key Key, e transcript.Entry) ([]byte, error) {
 	return line, nil
 }
 
+// CheckBatch checks entries, to be appended together in this order to
+// session key (store.BatchAppender): each alone as CheckEntry does, and
+// each one's parent the entry before it (ErrConflict otherwise, as
+// appending them one by one would fail there). The first one's parent is
+// the store's to check against the session's head. It returns their wire
+// encodings.
+func CheckBatch(key Key, entries []transcript.Entry) ([][]byte, error) {
+	lines := make([][]byte, len(entries))
+	for i, e := range entries {
+		line, err := CheckEntry(key, e)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			if err := CheckParent(key, entries[i-1].ID, e); err != nil {
+				return nil, err
+			}
+		}
+		lines[i] = line
+	}
+	return lines, nil
+}
+
 // CheckParent returns ErrConflict (see ConflictError) unless e's parent is
 // head, the id of the session's last entry (empty for a new session).
 func CheckParent(key Key, head string, e transcript.Entry) error {

@@ -5,7 +5,7 @@
 //
 // The contract is small on purpose, in the manner of database/sql/driver: a
 // store appends, reads, lists and deletes. A store that can do more says so
-// by implementing an optional interface (RangeReader, TailReader, Stater,
+// by implementing an optional interface (BatchAppender, RangeReader, TailReader, Stater,
 // Pruner, Searcher, Locker, NamespaceLister); the functions of this package with
 // the same names use the capability when it is there and fall back to the
 // four required methods when it is not.

@@ -50,6 +50,7 @@ type session struct {
 
 var (
 	_ store.Store           = (*Store)(nil)
+	_ store.BatchAppender   = (*Store)(nil)
 	_ store.RangeReader     = (*Store)(nil)
 	_ store.TailReader      = (*Store)(nil)
 	_ store.Stater          = (*Store)(nil)
@@ -93,8 +94,21 @@ func (s *Store) get(key store.Key) *session {
 // Append adds e to the session if its ParentID is the session's last entry
 // id, and fails with store.ErrConflict otherwise.
 func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) error {
+	return s.AppendBatch(ctx, key, []transcript.Entry{e})
+}
+
+// AppendBatch adds entries at the end of the session at once
+// (store.BatchAppender): all of them, or, when the batch is refused,
+// none.
+func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transcript.Entry) error {
 	if err := begin(ctx, key); err != nil {
 		return err
+	}
+	if _, err := store.CheckBatch(key, entries); err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -103,7 +117,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	if sess != nil {
 		head = sess.entries[len(sess.entries)-1].ID
 	}
-	if err := store.CheckAppend(key, head, e); err != nil {
+	if err := store.CheckParent(key, head, entries[0]); err != nil {
 		return err
 	}
 	if sess == nil {
@@ -115,8 +129,10 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		}
 		sessions[key.ID] = sess
 	}
-	sess.entries = append(sess.entries, clone(e))
-	sess.info.Apply(key, e)
+	for _, e := range entries {
+		sess.entries = append(sess.entries, clone(e))
+		sess.info.Apply(key, e)
+	}
 	return nil
 }
 

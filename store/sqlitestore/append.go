@@ -44,23 +44,22 @@ const sweepBatch = 16
 // the head, inserts the entry and updates the session's row. It returns
 // once the transaction is committed and the write-ahead log synced to disk.
 func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) error {
+	return s.AppendBatch(ctx, key, []transcript.Entry{e})
+}
+
+// AppendBatch adds entries at the end of the session in one transaction,
+// as Append adds one (store.BatchAppender): one commit and one sync of the
+// log for all of them, and none of them stored when it fails.
+func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transcript.Entry) error {
 	if err := store.ValidateKey(key); err != nil {
 		return err
 	}
-	// Validate and encode the entry before taking the write lock; its
-	// parent is checked in the transaction.
-	body, err := store.CheckEntry(key, e)
-	if err != nil {
+	// Validate and encode the entries before taking the write lock; the
+	// first one's parent is checked in the transaction.
+	bodies, err := store.CheckBatch(key, entries)
+	if err != nil || len(entries) == 0 {
 		return err
 	}
-	ts := e.Timestamp.UnixNano() // CheckEntry keeps it within what nanoseconds hold
-	text, searchable := store.SearchText(e)
-	searchable = searchable && s.cfg.protector == nil
-	// The index holds the text as store.MatchText compares it, lowered by
-	// Go's rules; the tokenizer's own case folding then acts on the query
-	// and the text alike, so that a match for MatchText is always a match
-	// for the index too.
-	text = strings.ToLower(text)
 
 	tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see dataSource
 	if err != nil {
@@ -80,32 +79,28 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		}
 		row = sessionRow{}
 	}
-	if e.ParentID != row.head {
-		return store.ConflictError(key, e.ParentID, row.head)
+	if err := store.CheckParent(key, row.head, entries[0]); err != nil {
+		return err
 	}
 
-	seq := row.info.Entries
-	if s.cfg.protector != nil {
-		if body, err = s.cfg.protector.Seal(body, seal.AssociatedData(key.Agent, key.Owner, key.ID, seq)); err != nil {
-			return fmt.Errorf("sqlitestore: session %s: sealing entry %d: %w", key, seq, err)
-		}
-	}
 	info := row.info
 	hadTitle := row.hasTitle
 	if hadTitle {
 		info.Title = "-" // Apply must not replace it; the stored one stays
 	}
-	info.Apply(key, e)
+	for _, e := range entries {
+		info.Apply(key, e)
+	}
 	var title any
 	if !hadTitle && info.Title != "" {
 		if title, err = s.sealTitle(key, info.Title); err != nil {
 			return fmt.Errorf("sqlitestore: session %s: sealing title: %w", key, err)
 		}
 	}
-
+	last := entries[len(entries)-1].ID
 	if row.found {
 		_, err = s.txStmt(ctx, tx, updateSessionSQL).ExecContext(ctx,
-			info.LastActivity.UnixNano(), title, info.MessageCount, info.PendingApprovals, info.Entries, e.ID, row.sid)
+			info.LastActivity.UnixNano(), title, info.MessageCount, info.PendingApprovals, info.Entries, last, row.sid)
 	} else {
 		if err := s.sweepNamespace(ctx, tx, key.Namespace()); err != nil {
 			return s.fail("append to", key, err)
@@ -113,7 +108,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		var res sql.Result
 		res, err = s.txStmt(ctx, tx, insertSessionSQL).ExecContext(ctx,
 			key.Agent, key.Owner, key.ID, info.Started.UnixNano(), info.LastActivity.UnixNano(), title,
-			info.MessageCount, info.PendingApprovals, info.Entries, e.ID)
+			info.MessageCount, info.PendingApprovals, info.Entries, last)
 		if err == nil {
 			row.sid, err = res.LastInsertId()
 		}
@@ -121,17 +116,42 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	if err != nil {
 		return s.fail("append to", key, err)
 	}
+	for i, e := range entries {
+		if err := s.insertEntry(ctx, tx, key, row.sid, row.info.Entries+i, e, bodies[i]); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return s.fail("append to", key, err)
+	}
+	return nil
+}
+
+// insertEntry inserts entry e, encoded as body, at position seq of the
+// session whose row is sid, with its text for search.
+func (s *Store) insertEntry(ctx context.Context, tx *sql.Tx, key store.Key, sid int64, seq int, e transcript.Entry, body []byte) error {
+	ts := e.Timestamp.UnixNano() // CheckEntry keeps it within what nanoseconds hold
+	text, searchable := store.SearchText(e)
+	searchable = searchable && s.cfg.protector == nil
+	// The index holds the text as store.MatchText compares it, lowered by
+	// Go's rules; the tokenizer's own case folding then acts on the query
+	// and the text alike, so that a match for MatchText is always a match
+	// for the index too.
+	text = strings.ToLower(text)
+	var err error
+	if s.cfg.protector != nil {
+		if body, err = s.cfg.protector.Seal(body, seal.AssociatedData(key.Agent, key.Owner, key.ID, seq)); err != nil {
+			return fmt.Errorf("sqlitestore: session %s: sealing entry %d: %w", key, seq, err)
+		}
+	}
 	eid, err := s.newRowID(ctx, tx, ts)
 	if err == nil {
-		_, err = s.txStmt(ctx, tx, insertEntrySQL).ExecContext(ctx, eid, row.sid, seq, ts, searchable, body)
+		_, err = s.txStmt(ctx, tx, insertEntrySQL).ExecContext(ctx, eid, sid, seq, ts, searchable, body)
 	}
 	if err == nil && searchable {
 		_, err = s.txStmt(ctx, tx, insertTextSQL).ExecContext(ctx, eid, text)
 	}
 	if err != nil {
-		return s.fail("append to", key, err)
-	}
-	if err := tx.Commit(); err != nil {
 		return s.fail("append to", key, err)
 	}
 	return nil

@@ -40,6 +40,7 @@ type Store struct {
 // Interface checks: the capabilities this store offers.
 var (
 	_ store.Store           = (*Store)(nil)
+	_ store.BatchAppender   = (*Store)(nil)
 	_ store.RangeReader     = (*Store)(nil)
 	_ store.TailReader      = (*Store)(nil)
 	_ store.Stater          = (*Store)(nil)

@@ -14,6 +14,10 @@ import (
 )
 
 var capabilityChecks = []check{
+	{"BatchAppender/AppendsInOrder", testBatchOrder},
+	{"BatchAppender/ConflictAppendsNothing", testBatchConflict},
+	{"BatchAppender/InvalidAppendsNothing", testBatchInvalid},
+	{"BatchAppender/Fallback", testBatchFallback},
 	{"RangeReader", testRangeReader},
 	{"TailReader", testTailReader},
 	{"Stater", testStater},

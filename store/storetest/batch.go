@@ -1,0 +1,89 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool/store"
+)
+
+// testBatchOrder: batches append in order, a new session's too, and read
+// back as the same entries appended one by one; an empty batch is nothing.
+func testBatchOrder(t *testing.T, s store.Store) {
+	b := skipUnless[store.BatchAppender](t, s)
+	key := newNamespace().Key(name("sess"))
+	first := Chain("", base(), 3)
+	if err := b.AppendBatch(t.Context(), key, first); err != nil {
+		t.Fatalf("AppendBatch of a new session's first 3 entries: %v", err)
+	}
+	if err := b.AppendBatch(t.Context(), key, nil); err != nil {
+		t.Fatalf("AppendBatch of nothing: %v", err)
+	}
+	single := Chain(Head(first), base().Add(time.Second), 1)
+	appendAll(t, s, key, single...)
+	more := Chain(Head(single), base().Add(2*time.Second), 40)
+	if err := b.AppendBatch(t.Context(), key, more); err != nil {
+		t.Fatalf("AppendBatch of 40 entries after 4: %v", err)
+	}
+	all := append(append(first, single...), more...)
+	checkRead(t, s, key, all, "a session written in batches reads back as its entries in order")
+	if info, err := store.Stat(t.Context(), s, key); err != nil || info.Entries != len(all) {
+		t.Fatalf("Stat after batches: %+v %v, want %d entries", info, err, len(all))
+	}
+	next := Chain(Head(all), base().Add(3*time.Second), 1)
+	appendAll(t, s, key, next...)
+}
+
+// testBatchConflict: a batch whose first parent is not the head, or whose
+// entries do not chain, fails with ErrConflict and appends nothing.
+func testBatchConflict(t *testing.T, s store.Store) {
+	b := skipUnless[store.BatchAppender](t, s)
+	key := newNamespace().Key(name("sess"))
+	have := seed(t, s, key, base(), 2)
+	stale := Chain(have[0].ID, base().Add(time.Second), 3)
+	if err := b.AppendBatch(t.Context(), key, stale); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("AppendBatch after a stale parent: %v, want ErrConflict", err)
+	}
+	broken := Chain(Head(have), base().Add(time.Second), 3)
+	broken[2].ParentID = broken[0].ID
+	if err := b.AppendBatch(t.Context(), key, broken); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("AppendBatch whose entries do not chain: %v, want ErrConflict", err)
+	}
+	fresh := newNamespace().Key(name("sess"))
+	if err := b.AppendBatch(t.Context(), fresh, Chain("nope", base(), 2)); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("AppendBatch with a parent on a new session: %v, want ErrConflict", err)
+	}
+	checkRead(t, s, key, have, "a refused batch appends nothing")
+	checkRead(t, s, fresh, nil, "a refused batch creates no session")
+}
+
+// testBatchInvalid: a batch with an entry that cannot be stored fails with
+// ErrInvalidEntry and appends nothing, not even the entries before it.
+func testBatchInvalid(t *testing.T, s store.Store) {
+	b := skipUnless[store.BatchAppender](t, s)
+	key := newNamespace().Key(name("sess"))
+	have := seed(t, s, key, base(), 1)
+	batch := Chain(Head(have), base().Add(time.Second), 3)
+	batch[2].Status = "bogus"
+	if err := b.AppendBatch(t.Context(), key, batch); !errors.Is(err, store.ErrInvalidEntry) {
+		t.Fatalf("AppendBatch with an unknown status: %v, want ErrInvalidEntry", err)
+	}
+	checkRead(t, s, key, have, "a refused batch appends nothing")
+}
+
+// testBatchFallback: store.AppendBatch works on every store, with the
+// capability or without.
+func testBatchFallback(t *testing.T, s store.Store) {
+	key := newNamespace().Key(name("sess"))
+	entries := Chain("", base(), 5)
+	if err := store.AppendBatch(t.Context(), s, key, entries); err != nil {
+		t.Fatalf("store.AppendBatch: %v", err)
+	}
+	bad := Chain(Head(entries), base().Add(time.Second), 2)
+	bad[1].Type = ""
+	if err := store.AppendBatch(t.Context(), s, key, bad); !errors.Is(err, store.ErrInvalidEntry) {
+		t.Fatalf("store.AppendBatch with an entry without type: %v, want ErrInvalidEntry", err)
+	}
+	checkRead(t, s, key, entries, "store.AppendBatch appends in order, and nothing of a refused batch")
+}
