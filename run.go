@@ -34,6 +34,10 @@ type run struct {
 	stopped bool             // the consumer stopped taking events
 	wrote   bool             // something of this call is in the transcript
 	ended   bool             // the turn's end, or its pause, is recorded
+	// held is the last step's answer when the turn ends with it: it is
+	// appended with the turn's end, in one durable write, rather than
+	// synced on its own just before it.
+	held []item
 }
 
 func (s *Session) newRun(sl *slot, yield func(Event, error) bool, cancel context.CancelFunc, turnID string) *run {
@@ -278,7 +282,11 @@ func (r *run) step(ctx context.Context) (calls []transcript.ToolCall, blocked er
 		if usage != (transcript.Usage{}) {
 			msg.Usage = &usage
 		}
-		if _, err := r.w.append(ctx, transcript.TypeAssistantMessage, r.turnID, "", msg); err != nil {
+		if len(calls) == 0 {
+			// The turn ends with this step (answered, stopped, or failed):
+			// the answer goes with the end (see end).
+			r.held = append(r.held, item{transcript.TypeAssistantMessage, r.turnID, "", msg})
+		} else if _, err := r.w.append(ctx, transcript.TypeAssistantMessage, r.turnID, "", msg); err != nil {
 			return nil, nil, &storeError{err}
 		}
 		if text.Len() > 0 && blocked == nil {
@@ -477,13 +485,13 @@ func (r *run) result(status transcript.Status) *Result {
 // one) and emits it. cause is what ended a turn with error or cancelled.
 func (r *run) end(ctx context.Context, status transcript.Status, noticeKind, noticeMsg string, cause error) error {
 	a := r.s.a
+	items := r.held
+	r.held = nil
 	if noticeKind != "" {
 		if noticeMsg == "" && cause != nil {
 			noticeMsg = cause.Error()
 		}
-		if _, err := r.w.append(ctx, transcript.TypeGovernanceNotice, r.turnID, "", transcript.GovernanceNotice{Kind: noticeKind, Message: noticeMsg}); err != nil {
-			return err
-		}
+		items = append(items, item{transcript.TypeGovernanceNotice, r.turnID, "", transcript.GovernanceNotice{Kind: noticeKind, Message: noticeMsg}})
 	}
 	end := transcript.TurnEnd{Usage: r.turnUsage(), DurationMs: time.Since(r.started).Milliseconds()}
 	if status == transcript.StatusError || status == transcript.StatusCancelled {
@@ -492,7 +500,10 @@ func (r *run) end(ctx context.Context, status transcript.Status, noticeKind, not
 		}
 		end.Error = &transcript.ErrorInfo{Code: errorCode(cause), Message: errorMessage(cause)}
 	}
-	if _, err := r.w.append(ctx, transcript.TypeTurnEnd, r.turnID, status, end); err != nil {
+	// The step's answer, the notice and the end are ready together: one
+	// durable write (store.AppendBatch) records the turn's end.
+	items = append(items, item{transcript.TypeTurnEnd, r.turnID, status, end})
+	if _, err := r.w.appendAll(ctx, items); err != nil {
 		return err
 	}
 	r.ended = true

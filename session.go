@@ -270,22 +270,53 @@ const appendTimeout = 30 * time.Second
 // another writer appended meanwhile: the cached state is dropped and the
 // error wraps ErrBusy and store.ErrConflict.
 func (w writer) append(ctx context.Context, typ transcript.Type, turnID string, status transcript.Status, data any) (transcript.Entry, error) {
-	a := w.s.a
-	e, err := transcript.New(a.now(), typ, turnID, data)
-	if err != nil {
-		return e, err
+	entries, err := w.appendAll(ctx, []item{{typ, turnID, status, data}})
+	if len(entries) == 0 {
+		return transcript.Entry{}, err
 	}
-	e.ParentID = w.sl.st.head
-	e.Status = status
+	return entries[0], err
+}
+
+// item is an entry to be made and appended.
+type item struct {
+	typ    transcript.Type
+	turnID string
+	status transcript.Status
+	data   any
+}
+
+// appendAll writes entries made of items after the session's head, in one
+// durable write when the store can (store.AppendBatch): what is ready
+// together is synced together. Errors are append's.
+func (w writer) appendAll(ctx context.Context, items []item) ([]transcript.Entry, error) {
+	a := w.s.a
+	entries := make([]transcript.Entry, len(items))
+	head := w.sl.st.head
+	for i, it := range items {
+		e, err := transcript.New(a.now(), it.typ, it.turnID, it.data)
+		if err != nil {
+			return nil, err
+		}
+		e.ParentID, e.Status = head, it.status
+		entries[i], head = e, e.ID
+	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 	defer cancel()
-	if err := a.cfg.Store.Append(actx, w.s.key, e); err != nil {
+	var err error
+	if len(entries) == 1 {
+		err = a.cfg.Store.Append(actx, w.s.key, entries[0])
+	} else {
+		err = store.AppendBatch(actx, a.cfg.Store, w.s.key, entries)
+	}
+	if err != nil {
 		w.sl.st = nil
 		if errors.Is(err, store.ErrConflict) {
-			return e, fmt.Errorf("%w: %w", ErrBusy, err)
+			return entries, fmt.Errorf("%w: %w", ErrBusy, err)
 		}
-		return e, fmt.Errorf("spool: session %s: %w", w.s.key, err)
+		return entries, fmt.Errorf("spool: session %s: %w", w.s.key, err)
 	}
-	w.sl.st.apply(e, data)
-	return e, nil
+	for i, e := range entries {
+		w.sl.st.apply(e, items[i].data)
+	}
+	return entries, nil
 }

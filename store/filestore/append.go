@@ -28,7 +28,29 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	if err != nil {
 		return err
 	}
-	create := e.ParentID == ""
+	return s.appendAll(ctx, key, []transcript.Entry{e}, [][]byte{plain})
+}
+
+// AppendBatch adds entries at the end of the session as Append adds one
+// (store.BatchAppender), with one write and one sync for all their lines:
+// when it returns nil every line is on disk. A failure of the write or the
+// sync cuts the file back to where it was, so nothing of the batch is
+// acknowledged; a crash in the middle of it may keep the batch's first
+// lines, complete, and sets a torn one aside, as for Append.
+func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transcript.Entry) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	plains, err := store.CheckBatch(key, entries)
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	return s.appendAll(ctx, key, entries, plains)
+}
+
+// appendAll appends entries, encoded as plains, to the session.
+func (s *Store) appendAll(ctx context.Context, key store.Key, entries []transcript.Entry, plains [][]byte) error {
+	create := entries[0].ParentID == ""
 	// An encrypted store is marked before its first sealed line; a plain
 	// one never creates a session in a store marked since New.
 	if s.cfg.protector != nil {
@@ -45,12 +67,12 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		return err
 	}
 	if ix == nil {
-		return store.ConflictError(key, e.ParentID, "")
+		return store.ConflictError(key, entries[0].ParentID, "")
 	}
 	if err := ix.checkCase(key.ID); err != nil {
 		return err
 	}
-	created, err := s.appendLocked(ctx, ix, key, e, plain, create)
+	created, err := s.appendLocked(ctx, ix, key, entries, plains, create)
 	if err != nil {
 		return err
 	}
@@ -97,10 +119,11 @@ func (s *Store) retain(ctx context.Context, ix *index, id string) {
 // its victims and before it deletes them.
 var retentionHook func(victims []rec)
 
-// appendLocked does the append under the session's locks; plain is e's
-// wire encoding (store.CheckEntry). It reports whether the append created
-// the session.
-func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, e transcript.Entry, plain []byte, create bool) (bool, error) {
+// appendLocked does the append under the session's locks; plains are the
+// entries' wire encodings (store.CheckEntry), their lines written and
+// synced at once. It reports whether the append created the session.
+func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, entries []transcript.Entry, plains [][]byte, create bool) (bool, error) {
+	e := entries[0]
 	release, err := s.lockStripe(ctx, key)
 	if err != nil {
 		return false, err
@@ -139,24 +162,34 @@ func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, e tr
 	if err := store.CheckParent(key, head, e); err != nil {
 		return false, err
 	}
-	// Everything that can fail goes before the write: once the line is
+	// Everything that can fail goes before the write: once the lines are
 	// written and synced, the append has happened and must report so.
-	line, err := s.lineOf(plain, key, pos)
-	if err != nil {
-		return false, err
-	}
-	if len(line) > transcript.MaxLineSize {
-		// No reader would take the line back.
-		return false, fmt.Errorf("%w: session %s: entry %q is %d bytes stored, more than the %d a line may hold", store.ErrInvalidEntry, key, e.ID, len(line), transcript.MaxLineSize)
-	}
 	next := rec{titleOK: true}
 	if cur != nil {
 		next = *cur
 	}
-	if err := s.applyEntry(&next, key, e); err != nil {
-		return false, err
+	var lines []byte
+	starts := make([]int64, len(entries)) // of each line, from the end of the file
+	for i, e := range entries {
+		line, err := s.lineOf(plains[i], key, pos+i)
+		if err != nil {
+			return false, err
+		}
+		if len(line) > transcript.MaxLineSize {
+			// No reader would take the line back.
+			return false, fmt.Errorf("%w: session %s: entry %q is %d bytes stored, more than the %d a line may hold", store.ErrInvalidEntry, key, e.ID, len(line), transcript.MaxLineSize)
+		}
+		if err := s.applyEntry(&next, key, e); err != nil {
+			return false, err
+		}
+		starts[i] = int64(len(lines))
+		if len(entries) == 1 {
+			lines = line
+		} else {
+			lines = append(lines, line...)
+		}
 	}
-	next.head = e.ID
+	next.head = entries[len(entries)-1].ID
 	if sf.size == 0 {
 		// A new file: its name must survive a crash too. The file is
 		// empty until the line below, so a failure here stores nothing.
@@ -164,10 +197,12 @@ func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, e tr
 			return false, fmt.Errorf("filestore: session %s: %w", key, err)
 		}
 	}
-	if err := s.writeLine(sf, line); err != nil {
+	if err := s.writeLine(sf, lines); err != nil {
 		return false, fmt.Errorf("filestore: session %s: %w", key, err)
 	}
-	s.noteOffset(sf, pos, sf.size)
+	for i := range entries {
+		s.noteOffset(sf, pos+i, sf.size+starts[i])
+	}
 	if err := sf.stat(); err != nil {
 		next.size = -1 // unknown: the next use reads it again
 	} else {
