@@ -177,3 +177,90 @@ func (s *Store) conflict(ctx context.Context, key store.Key, e transcript.Entry)
 	}
 	return store.ConflictError(key, e.ParentID, head)
 }
+
+// AppendBatch adds entries at the end of the session in one transaction
+// (store.BatchAppender): its statements are sent together, one round trip
+// for the batch, and one commit makes them durable. A batch whose first
+// parent is not the head appends nothing and fails with store.ErrConflict.
+func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transcript.Entry) error {
+	if err := store.ValidateKey(key); err != nil {
+		return err
+	}
+	if _, err := store.CheckBatch(key, entries); err != nil || len(entries) == 0 {
+		return err
+	}
+	if len(entries) == 1 {
+		return s.Append(ctx, key, entries[0])
+	}
+	rows := make([]row, len(entries))
+	for i, e := range entries {
+		var err error
+		if rows[i], err = newRow(key, e); err != nil {
+			return err
+		}
+	}
+	first := entries[0].ParentID == ""
+	if first && s.ttl > 0 {
+		if _, err := s.sweep(ctx, key.Namespace(), sweepBatch); err != nil {
+			return err
+		}
+	}
+	var landed bool
+	err := retry(ctx, func() error {
+		var err error
+		landed, err = s.appendBatchTx(ctx, key, entries, rows)
+		return err
+	})
+	if err != nil {
+		return s.appendError(ctx, key, entries[0], err)
+	}
+	if landed {
+		return nil
+	}
+	if first && s.ttl > 0 {
+		// The session exists: if TTL hid it, Append ends it and starts
+		// it afresh, and the rest follow.
+		if err := s.Append(ctx, key, entries[0]); err != nil {
+			return err
+		}
+		return s.AppendBatch(ctx, key, entries[1:])
+	}
+	return s.conflict(ctx, key, entries[0])
+}
+
+// appendBatchTx runs the batch's statements in one transaction, and
+// reports false, having committed nothing, when the first one found the
+// session's head elsewhere.
+func (s *Store) appendBatchTx(ctx context.Context, key store.Key, entries []transcript.Entry, rows []row) (bool, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(ctx)
+	var b pgx.Batch
+	for i, e := range entries {
+		r := rows[i]
+		if i == 0 && e.ParentID == "" {
+			b.Queue(s.sql(appendFirstSQL), key.Agent, key.Owner, key.ID, e.ID, r.tsNs, r.messages, r.title, r.pending, r.line, r.search)
+			continue
+		}
+		b.Queue(s.sql(appendNextSQL), key.Agent, key.Owner, key.ID, e.ID, r.tsNs, r.messages, r.title, r.pending,
+			e.ParentID, s.cutoff(), r.line, r.search)
+	}
+	res := tx.SendBatch(ctx, &b)
+	for range entries {
+		tag, err := res.Exec()
+		if err != nil {
+			res.Close()
+			return false, err
+		}
+		if tag.RowsAffected() != 1 {
+			res.Close()
+			return false, nil
+		}
+	}
+	if err := res.Close(); err != nil {
+		return false, err
+	}
+	return true, tx.Commit(ctx)
+}

@@ -315,6 +315,7 @@ func dbError(op string, key fmt.Stringer, err error) error {
 // instead of silently losing the capability.
 var (
 	_ store.Store           = (*Store)(nil)
+	_ store.BatchAppender   = (*Store)(nil)
 	_ store.RangeReader     = (*Store)(nil)
 	_ store.TailReader      = (*Store)(nil)
 	_ store.Stater          = (*Store)(nil)

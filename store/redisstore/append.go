@@ -214,3 +214,77 @@ func nonce() string {
 	}
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
+
+// AppendBatch adds entries at the end of the session (store.BatchAppender)
+// in one round trip: the append script, once for each entry, pipelined,
+// each checking its parent against the head as Append does, so a batch
+// whose first parent is not the head appends nothing. What is durable when
+// it returns is what is durable after Append (see the package
+// documentation); a store that waits for copies (WAIT or WAITAOF) appends
+// one entry at a time. When a reply is lost, each unanswered entry is
+// settled as Append settles one, in order, and the first that was not
+// appended ends the batch with Append's error.
+func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transcript.Entry) error {
+	if err := store.ValidateKey(key); err != nil {
+		return err
+	}
+	if _, err := store.CheckBatch(key, entries); err != nil || len(entries) == 0 {
+		return err
+	}
+	if len(entries) == 1 || s.wait != nil {
+		for _, e := range entries {
+			if err := s.Append(ctx, key, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	keys := make([][]string, len(entries))
+	args := make([][]any, len(entries))
+	for i, e := range entries {
+		var err error
+		if keys[i], args[i], err = s.appendArgs(key, e); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("append to session %s: %w", key, err)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
+	defer cancel()
+	for done := 0; done < len(entries); {
+		pipe := s.c.Pipeline()
+		for i := done; i < len(entries); i++ {
+			appendScript.EvalSha(ctx, pipe, keys[i], args[i]...)
+		}
+		cmds, _ := pipe.Exec(ctx)
+		for _, c := range cmds {
+			i := done
+			res, err := c.(*redis.Cmd).Result()
+			if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+				// The server lost its scripts (a restart): load it, send the
+				// rest again.
+				if err := appendScript.Load(ctx, s.c).Err(); err != nil {
+					return fmt.Errorf("append to session %s: %w", key, err)
+				}
+				break
+			}
+			if err != nil && res == nil {
+				if err := s.settle(ctx, key, keys[i], args[i], err); err != nil {
+					return err
+				}
+				done++
+				continue
+			}
+			if r, ok := res.([]any); ok && len(r) == 2 && r[0] == int64(0) {
+				head, _ := r[1].(string)
+				return store.ConflictError(key, entries[i].ParentID, head)
+			}
+			if r, ok := res.([]any); !ok || len(r) == 0 || r[0] != int64(1) {
+				return fmt.Errorf("append to session %s: unexpected script reply %v", key, res)
+			}
+			done++
+		}
+	}
+	return nil
+}

@@ -334,6 +334,7 @@ func (s *Store) keys(ns store.Namespace) nsKeys { return keysFor(s.prefix, ns) }
 // Interface checks.
 var (
 	_ store.Store           = (*Store)(nil)
+	_ store.BatchAppender   = (*Store)(nil)
 	_ store.RangeReader     = (*Store)(nil)
 	_ store.TailReader      = (*Store)(nil)
 	_ store.Stater          = (*Store)(nil)
