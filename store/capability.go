@@ -9,7 +9,8 @@ import (
 
 // Optional capabilities. The runtime discovers them by type assertion and
 // falls back to the required methods without them; the package functions
-// of the same names (AppendBatch, ReadRange, ReadTail, Stat, Prune, Search)
+// of the same names (AppendBatch, AppendBulk, ReadRange, ReadTail, Stat,
+// Prune, Search)
 // do exactly that, so callers never need to check.
 
 // BatchAppender appends several entries to one session in one durable
@@ -27,6 +28,24 @@ type BatchAppender interface {
 	// prefix of the entries appended, as appending them one by one would;
 	// the session tells which. An empty batch appends nothing.
 	AppendBatch(ctx context.Context, key Key, entries []transcript.Entry) error
+}
+
+// Batch is entries to append to one session, in order (see AppendBatch).
+type Batch struct {
+	Key     Key
+	Entries []transcript.Entry
+}
+
+// BulkAppender appends to many sessions at once, for imports and
+// migrations: the batches of one call in one transaction (SQL stores), or
+// their syncs overlapping (files).
+type BulkAppender interface {
+	// AppendBulk appends each batch as AppendBatch would, and returns once
+	// all of them are durable. Batches of the same session follow each
+	// other in order. A failure may leave some batches, or a prefix of
+	// one, appended, and others not; the error names a session that
+	// failed. A transfer run again finds what is there and goes on from it.
+	AppendBulk(ctx context.Context, batches []Batch) error
 }
 
 // RangeReader reads part of a transcript without reading all of it.

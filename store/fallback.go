@@ -35,6 +35,20 @@ func AppendBatch(ctx context.Context, s Store, key Key, entries []transcript.Ent
 	return nil
 }
 
+// AppendBulk appends batches to their sessions with s's BulkAppender when
+// it has one, and one AppendBatch at a time when not.
+func AppendBulk(ctx context.Context, s Store, batches []Batch) error {
+	if b, ok := s.(BulkAppender); ok {
+		return b.AppendBulk(ctx, batches)
+	}
+	for _, b := range batches {
+		if err := AppendBatch(ctx, s, b.Key, b.Entries); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ReadRange returns the entries of key at positions [start, end) and the
 // transcript's length, with s's RangeReader when it has one and by reading
 // the whole transcript when not.

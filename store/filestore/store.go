@@ -293,6 +293,7 @@ func (s *Store) checkNamespaceCase(ns store.Namespace) error {
 var (
 	_ store.Store           = (*Store)(nil)
 	_ store.BatchAppender   = (*Store)(nil)
+	_ store.BulkAppender    = (*Store)(nil)
 	_ store.RangeReader     = (*Store)(nil)
 	_ store.TailReader      = (*Store)(nil)
 	_ store.Stater          = (*Store)(nil)

@@ -183,84 +183,143 @@ func (s *Store) conflict(ctx context.Context, key store.Key, e transcript.Entry)
 // for the batch, and one commit makes them durable. A batch whose first
 // parent is not the head appends nothing and fails with store.ErrConflict.
 func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transcript.Entry) error {
-	if err := store.ValidateKey(key); err != nil {
-		return err
-	}
-	if _, err := store.CheckBatch(key, entries); err != nil || len(entries) == 0 {
-		return err
-	}
 	if len(entries) == 1 {
+		if err := store.ValidateKey(key); err != nil {
+			return err
+		}
 		return s.Append(ctx, key, entries[0])
 	}
-	rows := make([]row, len(entries))
-	for i, e := range entries {
-		var err error
-		if rows[i], err = newRow(key, e); err != nil {
+	return s.AppendBulk(ctx, []store.Batch{{Key: key, Entries: entries}})
+}
+
+// AppendBulk appends every batch in one transaction (store.BulkAppender),
+// its statements sent together: one round trip and one commit for all of
+// them, and nothing of any stored when one is refused. With a TTL, whose
+// expired sessions a first entry may have to end first, each batch is
+// appended on its own.
+func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
+	rows := make([][]row, len(batches))
+	n := 0
+	for i, b := range batches {
+		if err := store.ValidateKey(b.Key); err != nil {
 			return err
 		}
-	}
-	first := entries[0].ParentID == ""
-	if first && s.ttl > 0 {
-		if _, err := s.sweep(ctx, key.Namespace(), sweepBatch); err != nil {
+		if _, err := store.CheckBatch(b.Key, b.Entries); err != nil {
 			return err
 		}
+		rows[i] = make([]row, len(b.Entries))
+		for j, e := range b.Entries {
+			var err error
+			if rows[i][j], err = newRow(b.Key, e); err != nil {
+				return err
+			}
+		}
+		n += len(b.Entries)
 	}
-	var landed bool
+	if n == 0 {
+		return nil
+	}
+	if s.ttl > 0 {
+		for _, b := range batches {
+			if err := s.appendOneBatch(ctx, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var refused int
 	err := retry(ctx, func() error {
 		var err error
-		landed, err = s.appendBatchTx(ctx, key, entries, rows)
+		refused, err = s.appendBulkTx(ctx, batches, rows)
 		return err
 	})
 	if err != nil {
-		return s.appendError(ctx, key, entries[0], err)
+		return s.appendError(ctx, batches[0].Key, batches[0].Entries[0], err)
 	}
-	if landed {
-		return nil
+	if refused >= 0 {
+		b := batches[refused]
+		return s.conflict(ctx, b.Key, b.Entries[0])
 	}
-	if first && s.ttl > 0 {
-		// The session exists: if TTL hid it, Append ends it and starts
-		// it afresh, and the rest follow.
-		if err := s.Append(ctx, key, entries[0]); err != nil {
-			return err
-		}
-		return s.AppendBatch(ctx, key, entries[1:])
-	}
-	return s.conflict(ctx, key, entries[0])
+	return nil
 }
 
-// appendBatchTx runs the batch's statements in one transaction, and
-// reports false, having committed nothing, when the first one found the
-// session's head elsewhere.
-func (s *Store) appendBatchTx(ctx context.Context, key store.Key, entries []transcript.Entry, rows []row) (bool, error) {
+// appendOneBatch appends b with a TTL: a first entry through Append, which
+// ends an expired session, the rest in one transaction.
+func (s *Store) appendOneBatch(ctx context.Context, b store.Batch) error {
+	entries := b.Entries
+	if len(entries) == 0 {
+		return nil
+	}
+	if entries[0].ParentID == "" || len(entries) == 1 {
+		if err := s.Append(ctx, b.Key, entries[0]); err != nil {
+			return err
+		}
+		entries = entries[1:]
+		if len(entries) == 0 {
+			return nil
+		}
+	}
+	rows := make([]row, len(entries))
+	for j, e := range entries {
+		var err error
+		if rows[j], err = newRow(b.Key, e); err != nil {
+			return err
+		}
+	}
+	one := []store.Batch{{Key: b.Key, Entries: entries}}
+	var refused int
+	err := retry(ctx, func() error {
+		var err error
+		refused, err = s.appendBulkTx(ctx, one, [][]row{rows})
+		return err
+	})
+	if err != nil {
+		return s.appendError(ctx, b.Key, entries[0], err)
+	}
+	if refused >= 0 {
+		return s.conflict(ctx, b.Key, entries[0])
+	}
+	return nil
+}
+
+// appendBulkTx runs the batches' statements in one transaction, and
+// returns the index of the first batch whose first statement found the
+// session's head elsewhere (having committed nothing), or -1.
+func (s *Store) appendBulkTx(ctx context.Context, batches []store.Batch, rows [][]row) (int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return false, err
+		return -1, err
 	}
 	defer tx.Rollback(ctx)
-	var b pgx.Batch
-	for i, e := range entries {
-		r := rows[i]
-		if i == 0 && e.ParentID == "" {
-			b.Queue(s.sql(appendFirstSQL), key.Agent, key.Owner, key.ID, e.ID, r.tsNs, r.messages, r.title, r.pending, r.line, r.search)
-			continue
+	var q pgx.Batch
+	for i, b := range batches {
+		k := b.Key
+		for j, e := range b.Entries {
+			r := rows[i][j]
+			if j == 0 && e.ParentID == "" {
+				q.Queue(s.sql(appendFirstSQL), k.Agent, k.Owner, k.ID, e.ID, r.tsNs, r.messages, r.title, r.pending, r.line, r.search)
+				continue
+			}
+			q.Queue(s.sql(appendNextSQL), k.Agent, k.Owner, k.ID, e.ID, r.tsNs, r.messages, r.title, r.pending,
+				e.ParentID, s.cutoff(), r.line, r.search)
 		}
-		b.Queue(s.sql(appendNextSQL), key.Agent, key.Owner, key.ID, e.ID, r.tsNs, r.messages, r.title, r.pending,
-			e.ParentID, s.cutoff(), r.line, r.search)
 	}
-	res := tx.SendBatch(ctx, &b)
-	for range entries {
-		tag, err := res.Exec()
-		if err != nil {
-			res.Close()
-			return false, err
-		}
-		if tag.RowsAffected() != 1 {
-			res.Close()
-			return false, nil
+	res := tx.SendBatch(ctx, &q)
+	for i, b := range batches {
+		for range b.Entries {
+			tag, err := res.Exec()
+			if err != nil {
+				res.Close()
+				return -1, err
+			}
+			if tag.RowsAffected() != 1 {
+				res.Close()
+				return i, nil
+			}
 		}
 	}
 	if err := res.Close(); err != nil {
-		return false, err
+		return -1, err
 	}
-	return true, tx.Commit(ctx)
+	return -1, tx.Commit(ctx)
 }

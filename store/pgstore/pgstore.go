@@ -316,6 +316,7 @@ func dbError(op string, key fmt.Stringer, err error) error {
 var (
 	_ store.Store           = (*Store)(nil)
 	_ store.BatchAppender   = (*Store)(nil)
+	_ store.BulkAppender    = (*Store)(nil)
 	_ store.RangeReader     = (*Store)(nil)
 	_ store.TailReader      = (*Store)(nil)
 	_ store.Stater          = (*Store)(nil)

@@ -51,22 +51,53 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 // as Append adds one (store.BatchAppender): one commit and one sync of the
 // log for all of them, and none of them stored when it fails.
 func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transcript.Entry) error {
-	if err := store.ValidateKey(key); err != nil {
-		return err
-	}
-	// Validate and encode the entries before taking the write lock; the
-	// first one's parent is checked in the transaction.
-	bodies, err := store.CheckBatch(key, entries)
-	if err != nil || len(entries) == 0 {
-		return err
-	}
+	return s.AppendBulk(ctx, []store.Batch{{Key: key, Entries: entries}})
+}
 
+// AppendBulk appends every batch in one transaction (store.BulkAppender):
+// one commit and one sync of the log for all of them, and nothing of any
+// stored when one fails.
+func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
+	// Validate and encode the entries before taking the write lock; each
+	// batch's first parent is checked in the transaction.
+	bodies := make([][][]byte, len(batches))
+	n := 0
+	for i, b := range batches {
+		if err := store.ValidateKey(b.Key); err != nil {
+			return err
+		}
+		var err error
+		if bodies[i], err = store.CheckBatch(b.Key, b.Entries); err != nil {
+			return err
+		}
+		n += len(b.Entries)
+	}
+	if n == 0 {
+		return nil
+	}
 	tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see dataSource
 	if err != nil {
-		return s.fail("append to", key, err)
+		return s.fail("append to", batches[0].Key, err)
 	}
 	defer tx.Rollback()
+	for i, b := range batches {
+		if len(b.Entries) == 0 {
+			continue
+		}
+		if err := s.appendTx(ctx, tx, b.Key, b.Entries, bodies[i]); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return s.fail("append to", batches[0].Key, err)
+	}
+	return nil
+}
 
+// appendTx appends entries, encoded as bodies, to the session in tx:
+// checks the head, updates or makes the session's row and inserts the
+// entries.
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries []transcript.Entry, bodies [][]byte) error {
 	row, err := s.sessionRow(ctx, tx, key)
 	if err != nil {
 		return s.fail("append to", key, err)
@@ -120,9 +151,6 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 		if err := s.insertEntry(ctx, tx, key, row.sid, row.info.Entries+i, e, bodies[i]); err != nil {
 			return err
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return s.fail("append to", key, err)
 	}
 	return nil
 }

@@ -41,6 +41,7 @@ type Store struct {
 var (
 	_ store.Store           = (*Store)(nil)
 	_ store.BatchAppender   = (*Store)(nil)
+	_ store.BulkAppender    = (*Store)(nil)
 	_ store.RangeReader     = (*Store)(nil)
 	_ store.TailReader      = (*Store)(nil)
 	_ store.Stater          = (*Store)(nil)

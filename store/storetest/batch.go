@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
 )
 
 // testBatchOrder: batches append in order, a new session's too, and read
@@ -86,4 +87,34 @@ func testBatchFallback(t *testing.T, s store.Store) {
 		t.Fatalf("store.AppendBatch with an entry without type: %v, want ErrInvalidEntry", err)
 	}
 	checkRead(t, s, key, entries, "store.AppendBatch appends in order, and nothing of a refused batch")
+}
+
+// testBulk: AppendBulk appends many sessions' batches, two of one session
+// in order, and reads back as the same entries appended one by one; a
+// bulk with a refused batch names its session.
+func testBulk(t *testing.T, s store.Store) {
+	ns := newNamespace()
+	var batches []store.Batch
+	want := map[store.Key][]transcript.Entry{}
+	for i := range 5 {
+		key := ns.Key(name("sess"))
+		entries := Chain("", base().Add(time.Duration(i)*time.Second), 3+i)
+		batches = append(batches, store.Batch{Key: key, Entries: entries})
+		want[key] = entries
+	}
+	again := batches[0].Key
+	more := Chain(Head(want[again]), base().Add(time.Minute), 4)
+	batches = append(batches, store.Batch{Key: again, Entries: more})
+	want[again] = append(want[again], more...)
+	if err := store.AppendBulk(t.Context(), s, batches); err != nil {
+		t.Fatalf("AppendBulk: %v", err)
+	}
+	for key, entries := range want {
+		checkRead(t, s, key, entries, "AppendBulk appends every batch in order")
+	}
+	stale := []store.Batch{{Key: again, Entries: Chain(want[again][0].ID, base().Add(2*time.Minute), 2)}}
+	if err := store.AppendBulk(t.Context(), s, stale); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("AppendBulk with a stale parent: %v, want ErrConflict", err)
+	}
+	checkRead(t, s, again, want[again], "a refused batch appends nothing")
 }

@@ -18,6 +18,7 @@ var capabilityChecks = []check{
 	{"BatchAppender/ConflictAppendsNothing", testBatchConflict},
 	{"BatchAppender/InvalidAppendsNothing", testBatchInvalid},
 	{"BatchAppender/Fallback", testBatchFallback},
+	{"BulkAppender", testBulk},
 	{"RangeReader", testRangeReader},
 	{"TailReader", testTailReader},
 	{"Stater", testStater},

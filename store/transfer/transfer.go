@@ -47,8 +47,8 @@ func (r Record) Key() store.Key { return store.Key{Agent: r.Agent, Owner: r.Owne
 // so tests can make it small).
 var chunk = 1000
 
-// Progress is told after each session with the running totals; nil for
-// none.
+// Progress is told after each session with the running totals (entries
+// placed, some of them written in the next batch); nil for none.
 type Progress func(sessions, entries int)
 
 // Stats counts what a transfer did.
@@ -158,7 +158,7 @@ func Import(ctx context.Context, dst store.Store, r io.Reader, progress Progress
 		}
 		k := rec.Key()
 		if k != prev && progress != nil && prev.ID != "" {
-			progress(s.stats.Sessions, s.stats.Entries)
+			progress(s.stats.Sessions, s.placed())
 		}
 		prev = k
 		if err := s.put(ctx, k, rec.Entry); err != nil {
@@ -167,6 +167,9 @@ func Import(ctx context.Context, dst store.Store, r io.Reader, progress Progress
 	}
 	if err := sc.Err(); err != nil {
 		return s.stats, fmt.Errorf("transfer: after line %d: %w", line, err)
+	}
+	if err := s.flush(ctx); err != nil {
+		return s.stats, fmt.Errorf("transfer: %w", err)
 	}
 	return s.stats, nil
 }
@@ -181,29 +184,41 @@ func Copy(ctx context.Context, dst, src store.Store, keys []store.Key, progress 
 			return fmt.Errorf("transfer: copying %s: %w", k, err)
 		}
 		if progress != nil {
-			progress(s.stats.Sessions, s.stats.Entries)
+			progress(s.stats.Sessions, s.placed())
 		}
 		return nil
 	}
+	var err error
 	if keys == nil {
-		return s.stats, Sessions(ctx, src, nil, one)
-	}
-	for _, k := range keys {
-		if err := one(k); err != nil {
-			return s.stats, err
+		err = Sessions(ctx, src, nil, one)
+	} else {
+		for _, k := range keys {
+			if err = one(k); err != nil {
+				break
+			}
 		}
 	}
-	return s.stats, nil
+	if err == nil {
+		if err = s.flush(ctx); err != nil {
+			err = fmt.Errorf("transfer: %w", err)
+		}
+	}
+	return s.stats, err
 }
 
 // sink appends entries to a store session by session, skipping those the
 // store already has. It keeps the position reached in each session it has
-// seen, and a window of the target's ids being compared.
+// seen, and a window of the target's ids being compared. Entries to append
+// are held, a batch per session, and written chunk entries at a time
+// (store.AppendBulk: one transaction, or overlapping syncs, for many
+// sessions; store.AppendBatch's one sync for a long session's chunk).
 type sink struct {
 	dst   store.Store
 	stats Stats
 	cur   map[store.Key]*target
 	last  *target
+	held  []store.Batch // to append, in order
+	count int           // entries held
 }
 
 type target struct {
@@ -219,6 +234,11 @@ func newSink(dst store.Store) *sink { return &sink{dst: dst, cur: map[store.Key]
 func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 	if err := store.ValidateKey(k); err != nil {
 		return err
+	}
+	if s.count >= chunk {
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
 	}
 	t := s.cur[k]
 	if t == nil {
@@ -251,12 +271,37 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 		s.stats.Skipped++
 		return nil
 	}
-	if err := s.dst.Append(ctx, k, e); err != nil {
-		return fmt.Errorf("session %s: entry %d: %w", k, t.pos, err)
+	if n := len(s.held); n > 0 && s.held[n-1].Key == k {
+		s.held[n-1].Entries = append(s.held[n-1].Entries, e)
+	} else {
+		s.held = append(s.held, store.Batch{Key: k, Entries: []transcript.Entry{e}})
 	}
+	s.count++
 	t.pos++
 	t.total++
-	s.stats.Entries++
+	return nil
+}
+
+// placed is how many entries were appended or are held to be.
+func (s *sink) placed() int { return s.stats.Entries + s.count }
+
+// flush appends the held entries. A failure may leave some of them in the
+// store, as the appends one by one would: a run again skips what is there.
+func (s *sink) flush(ctx context.Context) error {
+	if s.count == 0 {
+		return nil
+	}
+	err := store.AppendBulk(ctx, s.dst, s.held)
+	n := s.count
+	s.held, s.count = s.held[:0], 0
+	if err != nil {
+		// Where the store stands is unknown now: the next put of a
+		// session reads it again.
+		clear(s.cur)
+		s.last = nil
+		return err
+	}
+	s.stats.Entries += n
 	return nil
 }
 
