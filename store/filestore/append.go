@@ -72,6 +72,8 @@ func (s *Store) appendAll(ctx context.Context, key store.Key, entries []transcri
 	if err := ix.checkCase(key.ID); err != nil {
 		return err
 	}
+	release := s.markWriter(ix)
+	defer release()
 	created, err := s.appendLocked(ctx, ix, key, entries, plains, create)
 	if err != nil {
 		return err
@@ -202,6 +204,12 @@ func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, entr
 	}
 	for i := range entries {
 		s.noteOffset(sf, pos+i, sf.size+starts[i])
+		if pos+i == offsetEvery {
+			// The offsets file was made: the folder changed.
+			ix.mu.Lock()
+			ix.touchDir()
+			ix.mu.Unlock()
+		}
 	}
 	if err := sf.stat(); err != nil {
 		next.size = -1 // unknown: the next use reads it again
@@ -330,6 +338,11 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 	if err := ix.checkCase(key.ID); err != nil {
 		return false, err
 	}
+	if seen == nil {
+		// Retention and Prune hold the mark already.
+		unmark := s.markWriter(ix)
+		defer unmark()
+	}
 	release, err := s.lockStripe(ctx, key)
 	if err != nil {
 		return false, err
@@ -403,6 +416,8 @@ func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention
 	if err := s.ready(ctx, ix); err != nil {
 		return 0, err
 	}
+	unmark := s.markWriter(ix)
+	defer unmark()
 	ix.mu.Lock()
 	victims := ix.victims(r, now, "")
 	ix.mu.Unlock()

@@ -90,29 +90,40 @@
 //
 // Each folder of sessions has an index, ".index", with every session's
 // SessionInfo and its transcript's size and mtime, so List reads no
-// transcript: the first List of a namespace in a process costs one stat per
-// session, later ones two stat calls and the page. Appends and deletes add
-// a record to the index (not synced: it is derived data); a process
-// rewrites it when superseded records pile up. Read needs no index, and an
-// append reads the index's records but does not compare the folder.
+// transcript. Appends and deletes add a record to the index (not synced: it
+// is derived data); a process rewrites it when superseded records pile up.
+// Read needs no index, and an append reads the index's records but does
+// not compare the folder.
+//
+// The index also says who may have left it behind (marks.go): a Store that
+// writes holds a lock on <root>/+writer.<nonce> for its life, names it in
+// each namespace's index before its first change there (synced), and says
+// when it is done at Close; and every change this package makes to a
+// folder (a transcript made or removed) records the folder's mtime after
+// it. So the first List of a namespace in a process proves the index
+// current with a stat of the folder and a lock attempt per live writer,
+// whatever the number of sessions, and compares every session with its
+// transcript only when that fails.
 //
 // What another writer's changes look like:
 //
 //   - Another process using this package: its appends and deletes are in
 //     the index when they return, and every List, Stat and append first
 //     applies the records added since (one stat when there are none).
-//   - Another program adding or removing a transcript: List notices that
-//     the folder changed, compares every session's size and mtime with the
-//     index and reads the transcripts that differ. (On a file system whose
-//     timestamps are coarse, a change in the same clock tick as one by this
-//     process can go unnoticed until a Store next opens the folder.)
+//   - A process using this package killed, or a power loss: the writer it
+//     named in the index no longer holds its lock, so the next Store to
+//     open the namespace compares every session's size and mtime with the
+//     index and finds the appends whose record was lost; a missing or
+//     damaged index is rebuilt from the transcripts.
+//   - Another program adding or removing a transcript: the folder's mtime
+//     is not the one the index recorded, so List compares every session
+//     with the index and reads the transcripts that differ. (On a file
+//     system whose timestamps are coarse, a change in the same clock tick
+//     as one by this package can go unnoticed until the folder next
+//     changes.)
 //   - Another program appending to an existing transcript: Read, ReadTail,
-//     ReadRange and Append see it at once; List and Stat see it when the
-//     folder next changes or a Store first lists the folder.
-//   - A crash: the first List (or Stat, Prune or retention) of a namespace in a
-//     process compares every session's size and mtime with the index, so
-//     appends whose index record was lost are found; a missing or damaged
-//     index is rebuilt from the transcripts.
+//     ReadRange and Append see it at once and record it; List and Stat see
+//     it then, or when the folder is next compared.
 //
 // ReadTail reads backwards from the end of the file, so its cost follows
 // the number of entries asked for, not the transcript's length. ReadRange

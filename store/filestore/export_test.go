@@ -8,3 +8,21 @@ func SetFaultHook(f func(path string) error) (restore func()) {
 	faultHook = f
 	return func() { faultHook = nil }
 }
+
+// SetCompareHook makes every comparison of a folder with its index, session
+// by session, call f with the folder. It returns the func that removes f.
+func SetCompareHook(f func(dir string)) (restore func()) {
+	compareHook = f
+	return func() { compareHook = nil }
+}
+
+// Die makes s act as if its process had been killed: its writer lock goes,
+// with nothing more written. s must not be used after.
+func Die(s *Store) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writer != nil {
+		closeLocked(s.writer.lock)
+		s.writer = nil
+	}
+}

@@ -35,9 +35,11 @@ type index struct {
 	folded       map[string]string // fold(id) → id, when the file system folds case
 	sorted       []*rec            // listing order (store.Less); nil until needed
 	j            journal
-	needValidate bool      // compare with the folder at the next chance
-	validating   bool      // a validation is under way
-	dirMod       time.Time // the folder's mtime when last compared
+	needValidate bool            // compare with the folder at the next chance
+	validating   bool            // a validation is under way
+	dirMod       time.Time       // the folder's mtime when last compared
+	writers      map[string]bool // writers whose marks are open (marks.go)
+	folder       int64           // the folder's mtime by the last F mark, or 0
 }
 
 // rec is what the index knows of one session without reading it.

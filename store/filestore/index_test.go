@@ -91,7 +91,9 @@ func TestStaleIndexAfterCrash(t *testing.T) {
 	// or power lost before the record reached the disk).
 	root := t.TempDir()
 	ns := store.Namespace{Agent: "a"}
-	want := fill(t, open(t, root), ns, 4)
+	first := open(t, root)
+	want := fill(t, first, ns, 4)
+	Die(first) // killed: its lock goes, nothing more is written
 	more := storetest.Chain(storetest.Head(want["s01"]), t0.Add(time.Hour), 3)
 	writeRaw(t, filepath.Join(root, "a", "s01.jsonl"), lines(t, more...), os.O_APPEND)
 	want["s01"] = append(want["s01"], more...)
@@ -221,5 +223,66 @@ func TestManyNamespaces(t *testing.T) {
 	}
 	if fds, err := os.ReadDir("/proc/self/fd"); err == nil && len(fds) > maxIndexes+64 {
 		t.Fatalf("%d open file descriptors", len(fds))
+	}
+}
+
+// TestColdListProvesTheIndex: a Store opening a namespace compares its
+// folder with the index session by session only when the index cannot be
+// proved current: after a writer closed cleanly, or while one is alive,
+// it does not; after a writer died, it does (and finds its lost record),
+// once, and closes the dead writer's mark.
+func TestColdListProvesTheIndex(t *testing.T) {
+	root := t.TempDir()
+	ns := store.Namespace{Agent: "a"}
+	compared := 0
+	defer SetCompareHook(func(string) { compared++ })()
+	coldList := func(want map[string][]transcript.Entry) int {
+		t.Helper()
+		before := compared
+		s, err := New(root, WithRetention(store.Retention{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkListing(t, s, ns, want)
+		s.Close()
+		return compared - before
+	}
+
+	w := open(t, root)
+	want := fill(t, w, ns, 5)
+	if n := coldList(want); n != 0 {
+		t.Errorf("a live writer's index: compared %d times, want 0", n)
+	}
+	w.Close()
+	if n := coldList(want); n != 0 {
+		t.Errorf("after a clean close: compared %d times, want 0", n)
+	}
+
+	w = open(t, root)
+	want["s02"] = append(want["s02"], seed(t, w, ns.Key("s02"), storetest.Head(want["s02"]), t0.Add(time.Hour), 1)...)
+	Die(w)
+	// Killed between an append and its record: the line is there, the
+	// record is not.
+	more := storetest.Chain(storetest.Head(want["s02"]), t0.Add(2*time.Hour), 2)
+	writeRaw(t, filepath.Join(root, "a", "s02.jsonl"), lines(t, more...), os.O_APPEND)
+	want["s02"] = append(want["s02"], more...)
+	if n := coldList(want); n != 1 {
+		t.Errorf("after a writer died: compared %d times, want 1", n)
+	}
+	if n := coldList(want); n != 0 {
+		t.Errorf("once the dead writer's changes were found: compared %d times, want 0", n)
+	}
+	if marks, _ := filepath.Glob(filepath.Join(root, writerPrefix+"*")); len(marks) != 0 {
+		t.Errorf("writer lock files left: %v", marks)
+	}
+
+	// Another program adds a transcript: the folder changed without a
+	// mark saying so.
+	time.Sleep(10 * time.Millisecond)
+	hand := storetest.Chain("", t0.Add(3*time.Hour), 2)
+	writeRaw(t, filepath.Join(root, "a", "byhand.jsonl"), lines(t, hand...), 0)
+	want["byhand"] = hand
+	if n := coldList(want); n != 1 {
+		t.Errorf("after a transcript was added by hand: compared %d times, want 1", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // The index file on disk (the format is in record.go): loading it,
@@ -51,6 +52,9 @@ func (ix *index) applyRecords(b []byte) int {
 			continue
 		}
 		ix.j.records++
+		if ix.applyMark(line) {
+			continue
+		}
 		id, r, err := ix.parseRecord(string(line))
 		switch {
 		case err != nil:
@@ -102,6 +106,7 @@ func (ix *index) load(f *os.File) (bool, error) {
 		return false, nil
 	}
 	ix.replaceAll(make(map[string]*rec, len(b)/160))
+	ix.writers, ix.folder = nil, 0
 	ix.j.read = int64(len(header) + ix.applyRecords(b[len(header):]))
 	return true, nil
 }
@@ -236,7 +241,7 @@ func (ix *index) rewrite() error {
 		return fmt.Errorf("filestore: %w", err)
 	}
 	fixMode(f)
-	buf := []byte(ix.s.indexHeader())
+	buf := ix.appendMarks([]byte(ix.s.indexHeader()))
 	sealed := ix.s.cfg.protector != nil
 	for _, r := range ix.recs {
 		buf = appendRecord(buf, r, sealed)
@@ -291,5 +296,10 @@ func (ix *index) install(tmpPath string, first bool) error {
 func (ix *index) touchDir() {
 	if st, err := os.Stat(ix.dir); err == nil {
 		ix.dirMod = st.ModTime()
+		// And for other processes, in the index (see marks.go).
+		if mtime := st.ModTime().UnixNano(); mtime != ix.folder {
+			ix.folder = mtime
+			ix.write(appendMark(nil, 'F', strconv.FormatInt(mtime, 10)))
+		}
 	}
 }

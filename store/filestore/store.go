@@ -38,6 +38,13 @@ type Store struct {
 	seed    maphash.Seed
 	stripes [64]chan struct{}
 
+	// writer is this Store's writer mark, made at its first write, and
+	// markedNS the namespaces whose indexes name it (marks.go); every
+	// append and delete holds wmu to read, and Close to write.
+	writer   *writerMark
+	markedNS map[store.Namespace]bool
+	wmu      sync.RWMutex
+
 	// marked is set once the encryption marker is known to be there for
 	// the protector's key (see marker.go); markMu serializes writing it.
 	marked atomic.Bool
@@ -113,11 +120,12 @@ func New(root string, opts ...Option) (*Store, error) {
 		o(&cfg)
 	}
 	s := &Store{
-		root:    abs,
-		cfg:     cfg,
-		fold:    foldsCase(abs),
-		indexes: map[store.Namespace]*index{},
-		seed:    maphash.MakeSeed(),
+		root:     abs,
+		cfg:      cfg,
+		fold:     foldsCase(abs),
+		indexes:  map[store.Namespace]*index{},
+		markedNS: map[store.Namespace]bool{},
+		seed:     maphash.MakeSeed(),
 	}
 	for i := range s.stripes {
 		s.stripes[i] = make(chan struct{}, 1)
@@ -143,10 +151,18 @@ func (s *Store) Root() string { return s.root }
 // Close closes the index files. The sessions' files are closed after every
 // call already. Calls after Close fail with ErrClosed.
 func (s *Store) Close() error {
+	s.wmu.Lock() // after the writes under way
+	defer s.wmu.Unlock()
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
 	s.closed = true
 	indexes := s.indexes
 	s.indexes = map[store.Namespace]*index{}
+	writer, marked := s.writer, s.markedNS
+	s.writer, s.markedNS = nil, map[store.Namespace]bool{}
 	s.mu.Unlock()
 	var first error
 	for _, ix := range indexes {
@@ -156,6 +172,7 @@ func (s *Store) Close() error {
 		}
 		ix.mu.Unlock()
 	}
+	s.unmarkWriter(writer, marked)
 	return first
 }
 
