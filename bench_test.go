@@ -108,7 +108,7 @@ func BenchmarkSendLongSession(b *testing.B) {
 func BenchmarkTurnVsRaw(b *testing.B) {
 	ctx := context.Background()
 	root := b.TempDir()
-	st, err := filestore.New(root, filestore.WithRetention(store.Retention{}))
+	st, err := filestore.New(b.Context(), root, filestore.WithRetention(store.Retention{}))
 	if err != nil {
 		b.Fatal(err)
 	}

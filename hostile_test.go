@@ -51,7 +51,7 @@ func unchanged(t *testing.T, what, root string, before map[string]string) {
 func hostileWorld(t *testing.T) (root string, user, project *spool.Agent, alice context.Context) {
 	t.Helper()
 	root = t.TempDir()
-	st, err := filestore.New(root, filestore.WithRetention(store.Retention{}))
+	st, err := filestore.New(t.Context(), root, filestore.WithRetention(store.Retention{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestHugePrompt(t *testing.T) {
 // turn works.
 func TestDeepToolArguments(t *testing.T) {
 	root := t.TempDir()
-	st, err := filestore.New(root, filestore.WithRetention(store.Retention{}))
+	st, err := filestore.New(t.Context(), root, filestore.WithRetention(store.Retention{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 
 func child(dir, name string) int {
 	ctx := context.Background()
-	st, err := filestore.New(dir, filestore.WithRetention(store.Retention{}))
+	st, err := filestore.New(ctx, dir, filestore.WithRetention(store.Retention{}))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -60,7 +60,7 @@ func child(dir, name string) int {
 // says so on stdout, and waits to be killed.
 func childHangs(path string) int {
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, path)
+	st, err := sqlitestore.New(ctx, path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -107,7 +107,7 @@ func TestSQLiteTurnKilledMidway(t *testing.T) {
 	cmd.Wait()
 
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, path)
+	st, err := sqlitestore.New(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestTwoProcessesOnOneFileStore(t *testing.T) {
 			t.Fatalf("child: %v", err)
 		}
 	}
-	st, err := filestore.New(dir, filestore.WithRetention(store.Retention{}))
+	st, err := filestore.New(t.Context(), dir, filestore.WithRetention(store.Retention{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func BenchmarkSQLiteKilledMidTurn(b *testing.B) {
 			cmd.Wait()
 			start := time.Now()
 			ctx := context.Background()
-			st, err := sqlitestore.Open(ctx, path)
+			st, err := sqlitestore.New(ctx, path)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -370,7 +370,7 @@ func TestStoreTTLIsAdopted(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	clock := func() time.Time { return now }
-	st, err := sqlitestore.Open(ctx, t.TempDir()+"/ttl.db", sqlitestore.WithTTL(time.Hour), sqlitestore.WithClock(clock))
+	st, err := sqlitestore.New(ctx, t.TempDir()+"/ttl.db", sqlitestore.WithTTL(time.Hour), sqlitestore.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}

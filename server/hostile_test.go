@@ -35,7 +35,7 @@ var hostileIDs = map[string]string{
 func hostileEnv(t *testing.T) (*env, string) {
 	t.Helper()
 	root := t.TempDir()
-	st, err := filestore.New(root, filestore.WithRetention(store.Retention{}))
+	st, err := filestore.New(t.Context(), root, filestore.WithRetention(store.Retention{}))
 	if err != nil {
 		t.Fatal(err)
 	}

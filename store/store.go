@@ -24,6 +24,27 @@
 //   - Delete removes everything of a session; the same id then starts empty.
 //   - Keys are validated (ValidateKey); an invalid key is ErrInvalidKey, and
 //     no key ever reaches another key's data.
+//
+// # The shape of a store package
+//
+// Every store of this module is built the same way, and a new one should
+// be too:
+//
+//	func New(ctx context.Context, handle H, opts ...Option) (*Store, error)
+//	func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error)
+//	type Option func(*config) error
+//
+// New builds the store on what it keeps sessions in: a folder (filestore),
+// a database file (sqlitestore), a connection pool (pgstore), a client
+// (redisstore), an IndexedDB database name (idbstore); what the caller
+// passes in stays the caller's to close. Open does the same from a URL of
+// the store's scheme, whose query parameters set options as the package
+// documents, with opts applied after them, and the store it opens owns
+// what it opened; the package's init registers it with Register, so
+// store.Open reaches it. Each Option checks its own
+// argument and New fails with the first refusal. memstore, which keeps
+// sessions in the process, has nothing to open and nothing that can fail:
+// New() *Store.
 package store
 
 import (

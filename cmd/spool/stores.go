@@ -115,16 +115,10 @@ func openWith(ctx context.Context, rawURL string, p seal.Protector) (store.Store
 		return store.Open(ctx, rawURL) // which says what is wrong with it
 	}
 	switch strings.ToLower(u.Scheme) {
-	case "file":
-		if p == nil {
-			return filestore.Open(u)
-		}
-		return filestore.Open(u, filestore.WithProtector(p))
+	case "file": // a nil p is no protector
+		return filestore.Open(ctx, rawURL, filestore.WithProtector(p))
 	case "sqlite":
-		if p == nil {
-			return sqlitestore.OpenURL(ctx, u)
-		}
-		return sqlitestore.OpenURL(ctx, u, sqlitestore.WithProtector(p))
+		return sqlitestore.Open(ctx, rawURL, sqlitestore.WithProtector(p))
 	case "memory":
 		return store.Open(ctx, rawURL)
 	}

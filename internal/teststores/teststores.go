@@ -43,7 +43,7 @@ func All() map[string]Maker {
 
 // File returns a file store in a temporary folder, with no retention.
 func File(t testing.TB) store.Store {
-	s, err := filestore.New(t.TempDir(), filestore.WithRetention(store.Retention{}))
+	s, err := filestore.New(t.Context(), t.TempDir(), filestore.WithRetention(store.Retention{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func File(t testing.TB) store.Store {
 
 // SQLite returns a SQLite store in a temporary file.
 func SQLite(t testing.TB) store.Store {
-	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "spool.db"))
+	s, err := sqlitestore.New(context.Background(), filepath.Join(t.TempDir(), "spool.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

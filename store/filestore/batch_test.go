@@ -16,7 +16,7 @@ import (
 // part of a line left), and the next batch appends after the old head.
 func TestBatchFailsWhole(t *testing.T) {
 	root := t.TempDir()
-	s, err := filestore.New(root, filestore.WithRetention(store.Retention{}))
+	s, err := filestore.New(t.Context(), root, filestore.WithRetention(store.Retention{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -284,7 +284,7 @@ func BenchmarkListColdVsNaive(b *testing.B) {
 	ns := benchdata.List.Namespace
 	cold := func() benchdata.Phase {
 		return benchdata.Measure(func() int {
-			s, err := New(root, WithRetention(store.Retention{}))
+			s, err := New(b.Context(), root, WithRetention(store.Retention{}))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -422,7 +422,7 @@ func BenchmarkList(b *testing.B) {
 			b.Run("cold", func(b *testing.B) {
 				done := benchdata.CPUMetric(b)
 				for b.Loop() {
-					s, err := New(root, WithRetention(store.Retention{}))
+					s, err := New(b.Context(), root, WithRetention(store.Retention{}))
 					if err != nil {
 						b.Fatal(err)
 					}

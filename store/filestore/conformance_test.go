@@ -9,7 +9,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := New(t.TempDir(), WithRetention(store.Retention{}))
+		s, err := New(t.Context(), t.TempDir(), WithRetention(store.Retention{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,7 +25,7 @@ func TestConformanceSealedFolding(t *testing.T) {
 		t.Skip("the suite again")
 	}
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := New(t.TempDir(), WithRetention(store.Retention{}), WithProtector(newTestProtector(7)))
+		s, err := New(t.Context(), t.TempDir(), WithRetention(store.Retention{}), WithProtector(newTestProtector(7)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func TestCrashRuntimeChild(t *testing.T) {
 		t.Skip("the turn-taking process of TestCrashRuntime")
 	}
 	ctx := context.Background()
-	st, err := filestore.New(root, filestore.WithRetention(store.Retention{}))
+	st, err := filestore.New(ctx, root, filestore.WithRetention(store.Retention{}))
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(1)
@@ -103,7 +103,7 @@ func TestCrashRuntime(t *testing.T) {
 	}
 	t.Logf("%d turns acknowledged over 20 rounds", n)
 
-	st, err := filestore.New(root, filestore.WithRetention(store.Retention{}))
+	st, err := filestore.New(t.Context(), root, filestore.WithRetention(store.Retention{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestCrashAppender(t *testing.T) {
 		t.Skip("the appender process of TestCrashRounds")
 	}
 	root, sealed, _ := strings.Cut(spec, "|")
-	s, err := New(root, crashOptions(sealed == "1")...)
+	s, err := New(t.Context(), root, crashOptions(sealed == "1")...)
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(1)
@@ -98,7 +98,7 @@ func TestCrashRounds(t *testing.T) {
 					acked[k] = append(acked[k], id)
 					total++
 				}
-				s, err := New(root, crashOptions(sealed)...)
+				s, err := New(t.Context(), root, crashOptions(sealed)...)
 				if err != nil {
 					t.Fatal(err)
 				}

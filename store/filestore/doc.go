@@ -1,7 +1,7 @@
 // Package filestore is spool's default store: one JSON-lines file per
 // session, on the device, that any program can read.
 //
-// Open it with New(root), or with store.Open and a "file:" URL (see Open):
+// Open it with New(ctx, root), or with store.Open and a "file:" URL (see Open):
 // "file:" is DefaultRoot, spool/sessions in the user's data folder
 // ($XDG_DATA_HOME or ~/.local/share on Linux and the BSDs, ~/Library/Application
 // Support on macOS, %LOCALAPPDATA% on Windows).

@@ -14,6 +14,7 @@ import (
 )
 
 func Example() {
+	ctx := context.Background()
 	root, err := os.MkdirTemp("", "spool-example")
 	if err != nil {
 		log.Fatal(err)
@@ -21,13 +22,12 @@ func Example() {
 	defer os.RemoveAll(root)
 
 	// The same as store.Open(ctx, "file:"+root+"?maxSessions=20").
-	s, err := filestore.New(root, filestore.WithRetention(store.Retention{MaxSessions: 20}))
+	s, err := filestore.New(ctx, root, filestore.WithRetention(store.Retention{MaxSessions: 20}))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer s.Close()
 
-	ctx := context.Background()
 	key := store.Key{Agent: "support", Owner: "alice", ID: "order-1042"}
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	question, _ := transcript.New(now, transcript.TypeUserMessage, "t1", transcript.UserMessage{Text: "Where is order 1042?"})

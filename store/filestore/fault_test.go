@@ -28,7 +28,7 @@ type faultCase struct {
 
 func newFaultAgent(t *testing.T, root string) *spool.Agent {
 	t.Helper()
-	st, err := filestore.New(root, filestore.WithRetention(store.Retention{}))
+	st, err := filestore.New(t.Context(), root, filestore.WithRetention(store.Retention{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func fuzzLines(t testing.TB) ([]transcript.Entry, []byte) {
 // readAll runs every read a session file can meet and reports the error of
 // Read; none may panic, and an error must be one a caller can test.
 func readAll(t *testing.T, root string) ([]transcript.Entry, error) {
-	s, err := New(root, WithRetention(store.Retention{}))
+	s, err := New(t.Context(), root, WithRetention(store.Retention{}))
 	if err != nil {
 		t.Fatal(err)
 	}

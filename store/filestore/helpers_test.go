@@ -14,7 +14,7 @@ import (
 // open returns a store on root with no retention unless opts say otherwise.
 func open(t testing.TB, root string, opts ...Option) *Store {
 	t.Helper()
-	s, err := New(root, append([]Option{WithRetention(store.Retention{})}, opts...)...)
+	s, err := New(t.Context(), root, append([]Option{WithRetention(store.Retention{})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

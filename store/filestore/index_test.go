@@ -239,7 +239,7 @@ func TestColdListProvesTheIndex(t *testing.T) {
 	coldList := func(want map[string][]transcript.Entry) int {
 		t.Helper()
 		before := compared
-		s, err := New(root, WithRetention(store.Retention{}))
+		s, err := New(t.Context(), root, WithRetention(store.Retention{}))
 		if err != nil {
 			t.Fatal(err)
 		}

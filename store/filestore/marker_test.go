@@ -69,11 +69,11 @@ func TestMarkerRefusesOpen(t *testing.T) {
 	before := spooltest.FileTree(t, root)
 	opts := []Option{WithRetention(store.Retention{MaxSessions: 1, MaxAge: time.Hour})}
 
-	_, err := New(root, opts...)
+	_, err := New(t.Context(), root, opts...)
 	if !errors.Is(err, ErrEncrypted) || !strings.Contains(err.Error(), "is encrypted") {
 		t.Fatalf("New without a protector: %v", err)
 	}
-	_, err = New(root, append(opts, WithProtector(newTestProtector(2)))...)
+	_, err = New(t.Context(), root, append(opts, WithProtector(newTestProtector(2)))...)
 	if !errors.Is(err, seal.ErrWrongKey) || !strings.Contains(err.Error(), "encrypted with another key") {
 		t.Fatalf("New with another key: %v", err)
 	}
@@ -91,10 +91,10 @@ func TestMarkerDamaged(t *testing.T) {
 	root := t.TempDir()
 	sealedSession(t, root)
 	writeRaw(t, filepath.Join(root, markerName), []byte("garbage\n"), os.O_TRUNC)
-	if _, err := New(root); !errors.Is(err, ErrEncrypted) {
+	if _, err := New(t.Context(), root); !errors.Is(err, ErrEncrypted) {
 		t.Fatalf("New without a protector on a damaged marker: %v", err)
 	}
-	if _, err := New(root, WithProtector(newTestProtector(1))); !errors.Is(err, seal.ErrTampered) || !strings.Contains(err.Error(), "damaged") {
+	if _, err := New(t.Context(), root, WithProtector(newTestProtector(1))); !errors.Is(err, seal.ErrTampered) || !strings.Contains(err.Error(), "damaged") {
 		t.Fatalf("New with the key on a damaged marker: %v", err)
 	}
 }
@@ -125,7 +125,7 @@ func TestMarkerRefusesMixing(t *testing.T) {
 		plain := open(t, root)
 		seed(t, plain, store.Key{Agent: "a", ID: "plain"}, "", t0, 2)
 		before := spooltest.FileTree(t, root)
-		if _, err := New(root, WithProtector(newTestProtector(1))); !errors.Is(err, ErrUnencrypted) || !strings.Contains(err.Error(), "a/plain") {
+		if _, err := New(t.Context(), root, WithProtector(newTestProtector(1))); !errors.Is(err, ErrUnencrypted) || !strings.Contains(err.Error(), "a/plain") {
 			t.Fatalf("New with a protector on a plain store: %v", err)
 		}
 		sameTree(t, before, spooltest.FileTree(t, root))
@@ -147,14 +147,14 @@ func TestMarkerRefusesMixing(t *testing.T) {
 		key, want := sealedSession(t, root)
 		os.Remove(filepath.Join(root, markerName))
 		before := spooltest.FileTree(t, root)
-		if _, err := New(root, WithProtector(newTestProtector(2))); !errors.Is(err, seal.ErrWrongKey) {
+		if _, err := New(t.Context(), root, WithProtector(newTestProtector(2))); !errors.Is(err, seal.ErrWrongKey) {
 			t.Fatalf("New with another key on an unmarked sealed store: %v", err)
 		}
 		sameTree(t, before, spooltest.FileTree(t, root))
 		// Its own key marks it again at the first append.
 		s := open(t, root, WithProtector(newTestProtector(1)))
 		seed(t, s, key, storetest.Head(want), t0.Add(time.Hour), 1)
-		if _, err := New(root); !errors.Is(err, ErrEncrypted) {
+		if _, err := New(t.Context(), root); !errors.Is(err, ErrEncrypted) {
 			t.Fatalf("the store was not marked again: %v", err)
 		}
 	})

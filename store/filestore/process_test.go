@@ -31,7 +31,7 @@ func runChild(t *testing.T, spec string) {
 	parts := strings.Split(spec, "|")
 	root, name := parts[0], parts[1]
 	count, _ := strconv.Atoi(parts[2])
-	s, err := New(root, WithRetention(store.Retention{}))
+	s, err := New(t.Context(), root, WithRetention(store.Retention{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func TestReseal(t *testing.T) {
 	checkAll(t, s, want)
 
 	// Only the new key opens it now, and it reads everything.
-	if _, err := New(root, WithProtector(newTestProtector(1))); !errors.Is(err, seal.ErrWrongKey) {
+	if _, err := New(t.Context(), root, WithProtector(newTestProtector(1))); !errors.Is(err, seal.ErrWrongKey) {
 		t.Fatalf("the old key still opens the store: %v", err)
 	}
 	fresh := open(t, root, WithProtector(newTestProtector(2)))
@@ -143,7 +143,7 @@ func TestResealResumes(t *testing.T) {
 	// A temporary file left by a crash just before the rename.
 	writeRaw(t, filepath.Join(root, "a", "two.jsonl.0123456789ab.tmp"), []byte("!half"), os.O_TRUNC)
 
-	if _, err := New(root, WithProtector(newTestProtector(2))); !errors.Is(err, seal.ErrWrongKey) {
+	if _, err := New(t.Context(), root, WithProtector(newTestProtector(2))); !errors.Is(err, seal.ErrWrongKey) {
 		t.Fatalf("the new key alone opened a store still partly under the old one: %v", err)
 	}
 	checkAll(t, open(t, root, WithProtector(kr)), want)

@@ -67,7 +67,7 @@ func TestRetentionAge(t *testing.T) {
 
 func TestRetentionDefaultAndNone(t *testing.T) {
 	now := t0.Add(time.Hour)
-	def, err := New(t.TempDir(), WithClock(func() time.Time { return now }))
+	def, err := New(t.Context(), t.TempDir(), WithClock(func() time.Time { return now }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,23 +57,28 @@ type config struct {
 	protector seal.Protector
 }
 
-// An Option configures a Store.
-type Option func(*config)
+// An Option configures a Store. New fails with the error of the first
+// option that refuses its argument.
+type Option func(*config) error
 
 // WithRetention sets which sessions of each namespace the store keeps; it is
 // enforced when a session is created. store.Retention{} keeps everything.
 // The default is store.DefaultRetention.
 func WithRetention(r store.Retention) Option {
-	return func(c *config) { c.retention = r }
+	return func(c *config) error {
+		c.retention = r
+		return nil
+	}
 }
 
 // WithClock sets the clock retention measures idleness against (time.Now by
 // default).
 func WithClock(now func() time.Time) Option {
-	return func(c *config) {
+	return func(c *config) error {
 		if now != nil {
 			c.now = now
 		}
+		return nil
 	}
 }
 
@@ -82,7 +87,10 @@ func WithClock(now func() time.Time) Option {
 // with the same protector, or a Keyring that holds its key: New refuses an
 // encrypted store opened without one, or with one that lacks its key.
 func WithProtector(p seal.Protector) Option {
-	return func(c *config) { c.protector = p }
+	return func(c *config) error {
+		c.protector = p
+		return nil
+	}
 }
 
 // Errors of this store, besides the store package's sentinels.
@@ -94,16 +102,20 @@ var (
 )
 
 // New returns the store of the sessions under root, which need not exist
-// yet: folders are made, 0700, when the first session is written.
+// yet: folders are made, 0700, when the first session is written. ctx
+// bounds the checks New makes (see below); the Store outlives it.
 //
 // An encrypted store (one with the marker a protector's first append
 // writes, see the package documentation) opened without a protector fails
 // with ErrEncrypted, and opened with a protector that lacks its key with an
 // error matching seal.ErrWrongKey; a store holding plain sessions opened
 // with a protector fails with ErrUnencrypted. New writes nothing.
-func New(root string, opts ...Option) (*Store, error) {
+func New(ctx context.Context, root string, opts ...Option) (*Store, error) {
 	if platformErr != nil {
 		return nil, platformErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if root == "" {
 		return nil, errors.New("filestore: empty root folder")
@@ -117,7 +129,9 @@ func New(root string, opts ...Option) (*Store, error) {
 	}
 	cfg := config{retention: store.DefaultRetention, now: time.Now}
 	for _, o := range opts {
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	s := &Store{
 		root:     abs,

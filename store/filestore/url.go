@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"runtime"
@@ -14,7 +15,7 @@ import (
 
 func init() {
 	store.Register("file", func(ctx context.Context, u *url.URL) (store.Store, error) {
-		return Open(u)
+		return openURL(ctx, u)
 	})
 }
 
@@ -32,8 +33,21 @@ func init() {
 //	retention=none  keep everything (the same as maxSessions=0&maxAge=0)
 //
 // An unknown parameter is an error, so that a misspelt one does not pass
-// unnoticed.
-func Open(u *url.URL, opts ...Option) (*Store, error) {
+// unnoticed. opts apply after the URL's. store.Open("file:…") is Open
+// without opts.
+func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("filestore: bad file URL: %w", err)
+	}
+	return openURL(ctx, u, opts...)
+}
+
+func openURL(ctx context.Context, u *url.URL, opts ...Option) (*Store, error) {
 	if !strings.EqualFold(u.Scheme, "file") {
 		return nil, fmt.Errorf("filestore: scheme %q is not file", u.Scheme)
 	}
@@ -45,7 +59,7 @@ func Open(u *url.URL, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(root, append([]Option{WithRetention(r)}, opts...)...)
+	return New(ctx, root, append([]Option{WithRetention(r)}, opts...)...)
 }
 
 func urlRoot(u *url.URL) (string, error) {

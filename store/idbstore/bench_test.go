@@ -90,7 +90,7 @@ func BenchmarkRead(b *testing.B) {
 
 func openBench(b *testing.B, opts ...Option) *Store {
 	name := dbName()
-	s, err := Open(b.Context(), append([]Option{WithName(name), WithRetention(store.Retention{})}, opts...)...)
+	s, err := New(b.Context(), name, append([]Option{WithRetention(store.Retention{})}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,18 +4,19 @@
 // reference SDKs' browser store does. On other platforms the package is
 // empty; its code builds only for js/wasm.
 //
-//	sessions, err := idbstore.Open(ctx) // the database "spool-sessions"
+//	sessions, err := idbstore.New(ctx, idbstore.DatabaseName) // "spool-sessions"
 //	if err != nil { … }
 //	agent, err := spool.New(spool.Config{Name: "support", Model: m, Store: sessions})
 //
-// Importing the package (in a js/wasm build) registers the URL scheme
-// "idb" with store.Open: "idb:" or "idb:NAME", with optional max_sessions
-// and max_age parameters for the retention (0 for no limit).
+// Open takes a URL instead, "idb:" or "idb:NAME", with optional
+// max_sessions and max_age parameters for the retention (0 for no limit);
+// importing the package (in a js/wasm build) registers the scheme "idb"
+// with store.Open.
 //
 // # Database
 //
-// One IndexedDB database per origin, named "spool-sessions" (WithName
-// changes it), at schema version 1, created and upgraded by the
+// One IndexedDB database per origin, named "spool-sessions" (the name
+// given to New), at schema version 1, created and upgraded by the
 // onupgradeneeded handler one version step at a time. It holds two object
 // stores:
 //

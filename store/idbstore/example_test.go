@@ -20,7 +20,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	newAgent := func() *spool.Agent {
-		sessions, err := idbstore.Open(ctx) // newest 50 sessions, none idle over 90 days
+		sessions, err := idbstore.New(ctx, idbstore.DatabaseName) // newest 50 sessions, none idle over 90 days
 		if err != nil {
 			log.Fatal(err) // no IndexedDB (some private modes), or a newer schema
 		}

@@ -27,7 +27,7 @@ func dbName() string {
 func openTest(t *testing.T, opts ...Option) *Store {
 	t.Helper()
 	name := dbName()
-	s, err := Open(t.Context(), append([]Option{WithName(name)}, opts...)...)
+	s, err := New(t.Context(), name, opts...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

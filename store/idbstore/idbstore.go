@@ -8,24 +8,44 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/spool-go/spool/store"
 )
 
-// DatabaseName is the IndexedDB database a Store uses unless WithName says
-// otherwise.
+// DatabaseName is the IndexedDB database of the URL "idb:", the name to
+// give New unless an application keeps stores apart.
 const DatabaseName = "spool-sessions"
 
 func init() {
-	store.Register("idb", openURL)
+	store.Register("idb", func(ctx context.Context, u *url.URL) (store.Store, error) {
+		return openURL(ctx, u)
+	})
 }
 
-// openURL opens "idb:" (the database DatabaseName) or "idb:NAME", with the
-// optional query parameters max_sessions (a number, 0 for no limit) and
-// max_age (a Go duration such as 720h, 0 for no limit) for the retention.
-func openURL(ctx context.Context, u *url.URL) (store.Store, error) {
+// Open opens the store a URL names: "idb:" (the database DatabaseName)
+// or "idb:NAME", with the optional query parameters max_sessions (a
+// number, 0 for no limit) and max_age (a Go duration such as 720h, 0 for
+// no limit) for the retention (see WithRetention). opts apply after the
+// URL's. An unknown parameter is an error.
+func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("idbstore: bad idb URL: %w", err)
+	}
+	if !strings.EqualFold(u.Scheme, "idb") {
+		return nil, fmt.Errorf("idbstore: scheme %q is not idb", u.Scheme)
+	}
+	return openURL(ctx, u, opts...)
+}
+
+func openURL(ctx context.Context, u *url.URL, opts ...Option) (*Store, error) {
 	if u.Host != "" || u.Path != "" {
 		return nil, errors.New("idbstore: use idb: or idb:NAME (no slashes)")
 	}
@@ -33,7 +53,6 @@ func openURL(ctx context.Context, u *url.URL) (store.Store, error) {
 	if name == "" {
 		name = DatabaseName
 	}
-	opts := []Option{WithName(name)}
 	r := store.DefaultRetention
 	q := u.Query()
 	for k := range q {
@@ -55,7 +74,7 @@ func openURL(ctx context.Context, u *url.URL) (store.Store, error) {
 		}
 		r.MaxAge = d
 	}
-	return Open(ctx, append(opts, WithRetention(r))...)
+	return New(ctx, name, append([]Option{WithRetention(r)}, opts...)...)
 }
 
 // Store keeps sessions in an IndexedDB database. It is safe for concurrent
@@ -88,30 +107,29 @@ type config struct {
 	webLocks   bool
 }
 
-// An Option configures a Store.
-type Option func(*config)
-
-// WithName sets the IndexedDB database's name (DatabaseName by default).
-// Stores of different names share nothing.
-func WithName(name string) Option {
-	return func(c *config) { c.name = name }
-}
+// An Option configures a Store. New and Open fail with the error of the
+// first option that refuses its argument.
+type Option func(*config) error
 
 // WithRetention sets which sessions of each agent and owner the store
 // keeps; it is applied when a new session is created. The default is
 // store.DefaultRetention (the newest 50, none idle over 90 days);
 // store.Retention{} keeps everything.
 func WithRetention(r store.Retention) Option {
-	return func(c *config) { c.retention = r }
+	return func(c *config) error {
+		c.retention = r
+		return nil
+	}
 }
 
 // WithClock sets the clock that retention measures idleness against
 // (time.Now by default).
 func WithClock(now func() time.Time) Option {
-	return func(c *config) {
+	return func(c *config) error {
 		if now != nil {
 			c.now = now
 		}
+		return nil
 	}
 }
 
@@ -121,29 +139,38 @@ func WithClock(now func() time.Time) Option {
 // a crashed browser) may lose the newest ones, never a part of one. By
 // default every write is flushed before Append returns.
 func WithRelaxedDurability() Option {
-	return func(c *config) { c.durability = "relaxed" }
+	return func(c *config) error {
+		c.durability = "relaxed"
+		return nil
+	}
 }
 
 // withoutWebLocks makes Lock use the in-page lock even where the Web
 // Locks API exists; tests use it to exercise that path.
 func withoutWebLocks() Option {
-	return func(c *config) { c.webLocks = false }
+	return func(c *config) error {
+		c.webLocks = false
+		return nil
+	}
 }
 
-// Open returns the store of the IndexedDB database DatabaseName (or the one
-// WithName names), creating or upgrading the database as needed. It fails
+// New returns the store of the IndexedDB database name (DatabaseName
+// unless an application keeps stores apart: stores of different names
+// share nothing), creating or upgrading the database as needed. It fails
 // when IndexedDB is missing or refused (some private modes), or when a
 // newer idbstore has upgraded the database.
-func Open(ctx context.Context, opts ...Option) (*Store, error) {
+func New(ctx context.Context, name string, opts ...Option) (*Store, error) {
 	cfg := config{
-		name:       DatabaseName,
+		name:       name,
 		retention:  store.DefaultRetention,
 		now:        time.Now,
 		durability: "strict",
 		webLocks:   true,
 	}
 	for _, o := range opts {
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.name == "" {
 		return nil, errors.New("idbstore: empty database name")

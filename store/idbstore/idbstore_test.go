@@ -117,7 +117,7 @@ func TestCloseAndReopen(t *testing.T) {
 		t.Fatalf("Read after Close must open the database again and see the session: %d entries, %v", len(got), err)
 	}
 	// Another Store on the same database sees it too (another page).
-	other, err := Open(t.Context(), WithName(s.Name()), WithRetention(store.Retention{}))
+	other, err := New(t.Context(), s.Name(), WithRetention(store.Retention{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestCloseAndReopen(t *testing.T) {
 // would, race on one session: for each parent exactly one append wins.
 func TestConflictAcrossStores(t *testing.T) {
 	a := openTest(t, WithRetention(store.Retention{}))
-	b, err := Open(t.Context(), WithName(a.Name()), WithRetention(store.Retention{}))
+	b, err := New(t.Context(), a.Name(), WithRetention(store.Retention{}))
 	if err != nil {
 		t.Fatal(err)
 	}

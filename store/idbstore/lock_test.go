@@ -16,7 +16,7 @@ import (
 // database's lock of the same key does not.
 func TestWebLockAcrossStores(t *testing.T) {
 	a := openTest(t)
-	b, err := Open(t.Context(), WithName(a.Name()))
+	b, err := New(t.Context(), a.Name())
 	if err != nil {
 		t.Fatal(err)
 	}

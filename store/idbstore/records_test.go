@@ -174,7 +174,7 @@ func TestNewerDatabase(t *testing.T) {
 	name := dbName()
 	rawOpen(t, name, schemaVersion+4, func(db js.Value) { db.Call("createObjectStore", "future") }).Call("close")
 	defer deleteDatabase(t, name)
-	_, err := Open(t.Context(), WithName(name))
+	_, err := New(t.Context(), name)
 	var de *DOMError
 	if !errors.As(err, &de) || de.Name != "VersionError" || !strings.Contains(err.Error(), "newer schema") {
 		t.Errorf("Open of a database a newer idbstore upgraded: %v; want a VersionError that says so", err)
@@ -185,7 +185,7 @@ func TestForeignDatabase(t *testing.T) {
 	name := dbName()
 	rawOpen(t, name, schemaVersion, func(db js.Value) { db.Call("createObjectStore", "notes") }).Call("close")
 	defer deleteDatabase(t, name)
-	if _, err := Open(t.Context(), WithName(name)); err == nil || !strings.Contains(err.Error(), "not made by idbstore") {
+	if _, err := New(t.Context(), name); err == nil || !strings.Contains(err.Error(), "not made by idbstore") {
 		t.Errorf("Open of another application's database of the same name: %v; want a refusal", err)
 	}
 }

@@ -43,10 +43,11 @@ type Store struct {
 	closed    bool
 }
 
-// Option configures a Store.
-type Option func(*options) error
+// An Option configures a Store. New and Open fail with the error of the
+// first option that refuses its argument.
+type Option func(*config) error
 
-type options struct {
+type config struct {
 	schema    string
 	ttl       time.Duration
 	now       func() time.Time
@@ -57,7 +58,7 @@ type options struct {
 // missing. Without it the store uses the first schema of the connection's
 // search_path (usually public). The URL parameter schema= does the same.
 func WithSchema(name string) Option {
-	return func(o *options) error {
+	return func(o *config) error {
 		if name == "" || len(name) > 63 || strings.ContainsRune(name, 0) {
 			return fmt.Errorf("pgstore: schema name %q: want 1 to 63 bytes, no NUL", name)
 		}
@@ -75,7 +76,7 @@ func WithSchema(name string) Option {
 // until they are deleted. The URL parameter ttl= (a Go duration, as "24h")
 // does the same.
 func WithTTL(d time.Duration) Option {
-	return func(o *options) error {
+	return func(o *config) error {
 		if d < 0 {
 			return fmt.Errorf("pgstore: negative TTL %v", d)
 		}
@@ -87,7 +88,7 @@ func WithTTL(d time.Duration) Option {
 // WithClock sets the clock TTL expiry is measured against; tests use it.
 // The default is time.Now.
 func WithClock(now func() time.Time) Option {
-	return func(o *options) error {
+	return func(o *config) error {
 		if now == nil {
 			return errors.New("pgstore: nil clock")
 		}
@@ -102,7 +103,7 @@ func WithClock(now func() time.Time) Option {
 // waits for a connection to write its entries; Lock waits when all are
 // held. The URL parameter lock_conns= does the same.
 func WithLockConns(n int) Option {
-	return func(o *options) error {
+	return func(o *config) error {
 		if n < 1 || n > math.MaxInt32 {
 			return fmt.Errorf("pgstore: lock connections %d: want at least 1", n)
 		}
@@ -181,7 +182,7 @@ func splitURL(rawURL string) (string, []Option, error) {
 // the package doc on migrations). Close leaves pool open: it is the
 // caller's.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
-	o := options{now: time.Now, lockConns: 16}
+	o := config{now: time.Now, lockConns: 16}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err

@@ -33,7 +33,7 @@ func newClusterStore(t *testing.T, opts ...redisstore.Option) *redisstore.Store 
 	}
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
 	prefix := randomPrefix()
-	s, err := redisstore.New(client, append([]redisstore.Option{redisstore.WithPrefix(prefix)}, opts...)...)
+	s, err := redisstore.New(t.Context(), client, append([]redisstore.Option{redisstore.WithPrefix(prefix)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

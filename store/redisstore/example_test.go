@@ -36,7 +36,7 @@ func ExampleNew() {
 		Addrs: []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
 	})
 	defer client.Close()
-	s, err := redisstore.New(client, redisstore.WithTTL(7*24*time.Hour), redisstore.WithLockLease(30*time.Second))
+	s, err := redisstore.New(context.Background(), client, redisstore.WithTTL(7*24*time.Hour), redisstore.WithLockLease(30*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func TestUnlockLeavesAnothersLock(t *testing.T) {
 
 func TestLockLeaseOption(t *testing.T) {
 	s := newStore(t)
-	if _, err := redisstore.New(s.Client(), redisstore.WithLockLease(time.Millisecond)); err == nil {
+	if _, err := redisstore.New(t.Context(), s.Client(), redisstore.WithLockLease(time.Millisecond)); err == nil {
 		t.Fatal("a 1ms lease was accepted")
 	}
 }

@@ -84,7 +84,7 @@ func TestOpenRejects(t *testing.T) {
 // New leaves the caller's client open.
 func TestNewDoesNotOwnClient(t *testing.T) {
 	s := newStore(t)
-	o, err := redisstore.New(s.Client(), redisstore.WithPrefix(s.Prefix()))
+	o, err := redisstore.New(t.Context(), s.Client(), redisstore.WithPrefix(s.Prefix()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestNewDoesNotOwnClient(t *testing.T) {
 	if err := s.Client().Ping(t.Context()).Err(); err != nil {
 		t.Fatalf("closing a store from New closed its client: %v", err)
 	}
-	if _, err := redisstore.New(nil); err == nil {
+	if _, err := redisstore.New(t.Context(), nil); err == nil {
 		t.Fatal("New(nil) succeeded")
 	}
 }
@@ -129,7 +129,7 @@ func TestWaitNotConfirmed(t *testing.T) {
 			t.Fatalf("stale append with WAIT: %v, want ErrConflict", err)
 		}
 	}
-	if _, err := redisstore.New(base.Client(), redisstore.WithWait(0, time.Second)); err == nil {
+	if _, err := redisstore.New(t.Context(), base.Client(), redisstore.WithWait(0, time.Second)); err == nil {
 		t.Fatal("WithWait(0, …) accepted")
 	}
 }

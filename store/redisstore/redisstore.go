@@ -55,14 +55,18 @@ var ErrOutcomeUnknown = errors.New("redisstore: append outcome unknown: the entr
 
 // Store keeps transcripts in Redis. It is safe for concurrent use.
 type Store struct {
-	c      redis.UniversalClient
-	owned  bool // Close closes c
-	prefix string
+	c     redis.UniversalClient
+	owned bool // Close closes c
+	config
+	gcSample int
+}
 
+// config is what the options set.
+type config struct {
+	prefix          string
 	ttl, pendingTTL time.Duration
 	lease           time.Duration
 	wait            *waitSpec
-	gcSample        int
 }
 
 // waitSpec is the WAIT or WAITAOF an append is followed by.
@@ -72,19 +76,20 @@ type waitSpec struct {
 	timeout         time.Duration
 }
 
-// An Option configures a Store.
-type Option func(*Store) error
+// An Option configures a Store. New and Open fail with the error of the
+// first option that refuses its argument.
+type Option func(*config) error
 
 // WithPrefix sets the first part of every key (default "spool"): stores
 // with different prefixes share a database without meeting. The prefix is
 // 1-128 of A-Z a-z 0-9 . _ @ - (store.ValidID), so it can never run into
 // the rest of a key. URL: ?prefix=P.
 func WithPrefix(p string) Option {
-	return func(s *Store) error {
+	return func(c *config) error {
 		if !store.ValidID(p) {
 			return fmt.Errorf("redisstore: key prefix %q: use 1-%d of A-Z a-z 0-9 . _ @ -", p, store.MaxIDLength)
 		}
-		s.prefix = p
+		c.prefix = p
 		return nil
 	}
 }
@@ -93,11 +98,11 @@ func WithPrefix(p string) Option {
 // package documentation); zero, the default, keeps them until deleted.
 // URL: ?ttl=24h.
 func WithTTL(d time.Duration) Option {
-	return func(s *Store) error {
+	return func(c *config) error {
 		if d < 0 || (d > 0 && d < time.Millisecond) {
 			return fmt.Errorf("redisstore: TTL %v: use 0 or at least 1ms", d)
 		}
-		s.ttl = d
+		c.ttl = d
 		return nil
 	}
 }
@@ -107,11 +112,11 @@ func WithTTL(d time.Duration) Option {
 // keep such a session until it is deleted. The default is the TTL plus
 // PendingGrace. URL: ?pendingttl=720h (or 0).
 func WithPendingTTL(d time.Duration) Option {
-	return func(s *Store) error {
+	return func(c *config) error {
 		if d < 0 || (d > 0 && d < time.Millisecond) {
 			return fmt.Errorf("redisstore: pending TTL %v: use 0 or at least 1ms", d)
 		}
-		s.pendingTTL = d
+		c.pendingTTL = d
 		return nil
 	}
 }
@@ -120,11 +125,11 @@ func WithPendingTTL(d time.Duration) Option {
 // holder renews it every third of that while it holds it. URL:
 // ?locklease=15s.
 func WithLockLease(d time.Duration) Option {
-	return func(s *Store) error {
+	return func(c *config) error {
 		if d < 100*time.Millisecond {
 			return fmt.Errorf("redisstore: lock lease %v is under 100ms", d)
 		}
-		s.lease = d
+		c.lease = d
 		return nil
 	}
 }
@@ -133,11 +138,11 @@ func WithLockLease(d time.Duration) Option {
 // acknowledged the write (WAIT) or timeout passes; when fewer did, Append
 // returns ErrNotDurable. URL: ?wait=1&waittimeout=1s.
 func WithWait(replicas int, timeout time.Duration) Option {
-	return func(s *Store) error {
+	return func(c *config) error {
 		if replicas < 1 || timeout <= 0 {
 			return fmt.Errorf("redisstore: WAIT needs at least 1 replica and a positive timeout")
 		}
-		s.wait = &waitSpec{replicas: replicas, timeout: timeout}
+		c.wait = &waitSpec{replicas: replicas, timeout: timeout}
 		return nil
 	}
 }
@@ -148,24 +153,29 @@ func WithWait(replicas int, timeout time.Duration) Option {
 // returns ErrNotDurable. The servers must run with appendonly yes. URL:
 // ?waitaof=1&wait=0&waittimeout=1s.
 func WithWaitAOF(local, replicas int, timeout time.Duration) Option {
-	return func(s *Store) error {
+	return func(c *config) error {
 		if local < 0 || local > 1 || replicas < 0 || local+replicas == 0 || timeout <= 0 {
 			return fmt.Errorf("redisstore: WAITAOF needs local 0 or 1, replicas 0 or more, not both 0, and a positive timeout")
 		}
-		s.wait = &waitSpec{aof: true, local: local, replicas: replicas, timeout: timeout}
+		c.wait = &waitSpec{aof: true, local: local, replicas: replicas, timeout: timeout}
 		return nil
 	}
 }
 
 // New returns a store on client, which may be a single server, a Sentinel
-// failover client or a Redis Cluster client. Close does not close client.
-func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
+// failover client or a Redis Cluster client. It sends nothing to the
+// server (Open checks its connection), and fails only on options it
+// refuses or a ctx already done. Close does not close client.
+func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if client == nil {
 		return nil, errors.New("redisstore: nil client")
 	}
-	s := &Store{c: client, prefix: DefaultPrefix, lease: DefaultLockLease, pendingTTL: -1, gcSample: 3}
+	s := &Store{c: client, config: config{prefix: DefaultPrefix, lease: DefaultLockLease, pendingTTL: -1}, gcSample: 3}
 	for _, o := range opts {
-		if err := o(s); err != nil {
+		if err := o(&s.config); err != nil {
 			return nil, err
 		}
 	}
@@ -212,7 +222,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("redisstore: %s", redactErr(err, u))
 	}
 	client := redis.NewClient(ropt)
-	s, err := New(client, append(urlOpts, opts...)...)
+	s, err := New(ctx, client, append(urlOpts, opts...)...)
 	if err != nil {
 		client.Close()
 		return nil, err

@@ -24,7 +24,7 @@ func pttl(t *testing.T, s *redisstore.Store, k string) time.Duration {
 // sameStore opens a second store on s's keys with other options.
 func sameStore(t *testing.T, s *redisstore.Store, opts ...redisstore.Option) *redisstore.Store {
 	t.Helper()
-	o, err := redisstore.New(s.Client(), append([]redisstore.Option{redisstore.WithPrefix(s.Prefix())}, opts...)...)
+	o, err := redisstore.New(t.Context(), s.Client(), append([]redisstore.Option{redisstore.WithPrefix(s.Prefix())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,11 +116,11 @@ func readAll(t *testing.T, s store.Store, key store.Key) []transcript.Entry {
 
 func TestTTLOptions(t *testing.T) {
 	s := newStore(t)
-	if _, err := redisstore.New(s.Client(), redisstore.WithTTL(time.Hour), redisstore.WithPendingTTL(time.Minute)); err == nil {
+	if _, err := redisstore.New(t.Context(), s.Client(), redisstore.WithTTL(time.Hour), redisstore.WithPendingTTL(time.Minute)); err == nil {
 		t.Fatal("a pending TTL shorter than the TTL was accepted")
 	}
 	for _, bad := range []redisstore.Option{redisstore.WithTTL(-1), redisstore.WithTTL(time.Microsecond), redisstore.WithPendingTTL(-time.Hour)} {
-		if _, err := redisstore.New(s.Client(), bad); err == nil {
+		if _, err := redisstore.New(t.Context(), s.Client(), bad); err == nil {
 			t.Fatal("a bad TTL was accepted")
 		}
 	}

@@ -43,7 +43,7 @@ func BenchmarkTurnVsMastra(b *testing.B) {
 	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
 		b.Fatalf("bench.mjs: %q %v", line, err)
 	}
-	s, err := Open(b.Context(), filepath.Join(dir, "spool.db"))
+	s, err := New(b.Context(), filepath.Join(dir, "spool.db"))
 	if err != nil {
 		b.Fatal(err)
 	}

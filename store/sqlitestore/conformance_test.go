@@ -10,7 +10,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := Open(t.Context(), filepath.Join(t.TempDir(), "spool.db"))
+		s, err := New(t.Context(), filepath.Join(t.TempDir(), "spool.db"))
 		if err != nil {
 			t.Fatal(err)
 		}

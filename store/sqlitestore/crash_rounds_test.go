@@ -31,7 +31,7 @@ func TestCrashRoundsAppender(t *testing.T) {
 		t.Skip("the appender process of TestCrashRounds")
 	}
 	ctx := context.Background()
-	s, err := Open(ctx, path, WithProtector(testProtector{key: 0x5a}))
+	s, err := New(ctx, path, WithProtector(testProtector{key: 0x5a}))
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(1)

@@ -73,7 +73,7 @@ func TestCrashWriter(t *testing.T) {
 	if path == "" {
 		t.Skip("runs as the writer process of TestCrashKeepsAcknowledgedAppends")
 	}
-	s, err := Open(t.Context(), path)
+	s, err := New(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func buildBenchDB(ctx context.Context, path string) error {
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		os.Remove(tmp + suffix)
 	}
-	s, err := Open(ctx, tmp)
+	s, err := New(ctx, tmp)
 	if err != nil {
 		return err
 	}

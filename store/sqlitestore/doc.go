@@ -1,14 +1,15 @@
 // Package sqlitestore keeps session transcripts in one SQLite database
 // file, through a pure-Go driver (no cgo): modernc.org/sqlite.
 //
-// Open a store with Open, or by URL with store.Open once this package is
-// imported (OpenURL takes the same URLs, and options besides):
+// Build a store with New(ctx, path, options…), or open one by URL with
+// Open, or with store.Open once this package is imported (Open takes the
+// same URLs, and options besides):
 //
 //	sqlite:/var/lib/spool/spool.db   an absolute path
 //	sqlite:spool.db                  relative to the working folder
 //	sqlite:spool.db?ttl=720h         with an idle TTL (see Expiry)
 //
-// Open creates a missing file with mode 0600 and a missing folder with mode
+// New creates a missing file with mode 0600 and a missing folder with mode
 // 0700; SQLite gives the -wal and -shm files beside it the file's own mode.
 // Existing files and folders keep theirs.
 //
@@ -112,9 +113,9 @@
 // store.Search's scan, which opens every transcript of the namespace. What
 // remains in the clear is the keys (agent, owner, session id), entry
 // timestamps and positions, the counts of store.SessionInfo and the head
-// entry id. A database is sealed or not for its whole life: Open refuses
+// entry id. A database is sealed or not for its whole life: New refuses
 // the other with ErrProtectorMismatch. A sealed database keeps a key check
-// (settings row keycheck: a fixed text sealed by its protector), and Open
+// (settings row keycheck: a fixed text sealed by its protector), and New
 // refuses a protector that cannot open it with an error wrapping
 // seal.ErrWrongKey; both refusals come before anything is written or swept.
 // Reseal re-encrypts every session under a new key, one transaction per

@@ -22,7 +22,7 @@ func Example() {
 	ctx := context.Background()
 
 	// Or store.Open(ctx, "sqlite:"+path) with this package imported.
-	s, err := sqlitestore.Open(ctx, filepath.Join(dir, "spool.db"), sqlitestore.WithTTL(30*24*time.Hour))
+	s, err := sqlitestore.New(ctx, filepath.Join(dir, "spool.db"), sqlitestore.WithTTL(30*24*time.Hour))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -22,9 +22,9 @@ func openTest(t *testing.T, opts ...Option) *Store {
 
 func openAt(t *testing.T, path string, opts ...Option) *Store {
 	t.Helper()
-	s, err := Open(t.Context(), path, opts...)
+	s, err := New(t.Context(), path, opts...)
 	if err != nil {
-		t.Fatalf("Open(%s): %v", path, err)
+		t.Fatalf("New(%s): %v", path, err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s

@@ -12,7 +12,7 @@ import (
 
 // The key check: a sealed database keeps, in settings row 'keycheck', a
 // fixed text sealed by its protector and bound to the associated data of no
-// session (empty agent, owner and id, position -1), so that Open tells a
+// session (empty agent, owner and id, position -1), so that New tells a
 // protector without the key apart before anything is read or written, and
 // a wrong key never seals new sessions beside the old ones. Reseal writes
 // it again under the new key once every session is under it.

@@ -143,9 +143,9 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	_, err = Open(t.Context(), path)
+	_, err = New(t.Context(), path)
 	if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), "99") || !strings.Contains(err.Error(), path) {
-		t.Fatalf("Open of a schema version 99 database: %v; want ErrSchemaTooNew naming the file and the version", err)
+		t.Fatalf("New of a schema version 99 database: %v; want ErrSchemaTooNew naming the file and the version", err)
 	}
 }
 
@@ -161,8 +161,8 @@ func TestMigrationStepsAreWhole(t *testing.T) {
 		`CREATE TABLE extra (x INTEGER)`,
 		`THIS IS NOT SQL`,
 	})
-	if _, err := Open(t.Context(), path); err == nil {
-		t.Fatal("a failing migration step did not fail Open")
+	if _, err := New(t.Context(), path); err == nil {
+		t.Fatal("a failing migration step did not fail New")
 	}
 	migrations = saved
 	s = openAt(t, path)
@@ -184,29 +184,29 @@ func TestRefusesOtherDatabases(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := Open(t.Context(), path); !errors.Is(err, ErrNotSpool) {
-		t.Fatalf("Open of another program's database: %v; want ErrNotSpool", err)
+	if _, err := New(t.Context(), path); !errors.Is(err, ErrNotSpool) {
+		t.Fatalf("New of another program's database: %v; want ErrNotSpool", err)
 	}
 }
 
 func TestProtectorMismatch(t *testing.T) {
 	plain := filepath.Join(t.TempDir(), "plain.db")
 	openAt(t, plain).Close()
-	if _, err := Open(t.Context(), plain, WithProtector(testProtector{key: 7})); !errors.Is(err, ErrProtectorMismatch) {
-		t.Errorf("Open with a protector of a database written without: %v; want ErrProtectorMismatch", err)
+	if _, err := New(t.Context(), plain, WithProtector(testProtector{key: 7})); !errors.Is(err, ErrProtectorMismatch) {
+		t.Errorf("New with a protector of a database written without: %v; want ErrProtectorMismatch", err)
 	}
 	sealed := filepath.Join(t.TempDir(), "sealed.db")
 	openAt(t, sealed, WithProtector(testProtector{key: 7})).Close()
-	if _, err := Open(t.Context(), sealed); !errors.Is(err, ErrProtectorMismatch) {
-		t.Errorf("Open without a protector of a sealed database: %v; want ErrProtectorMismatch", err)
+	if _, err := New(t.Context(), sealed); !errors.Is(err, ErrProtectorMismatch) {
+		t.Errorf("New without a protector of a sealed database: %v; want ErrProtectorMismatch", err)
 	}
 }
 
 func TestOpenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := Open(ctx, filepath.Join(t.TempDir(), "x.db")); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Open with a cancelled context: %v", err)
+	if _, err := New(ctx, filepath.Join(t.TempDir(), "x.db")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("New with a cancelled context: %v", err)
 	}
 }
 
@@ -238,7 +238,7 @@ func TestNewDatabaseOpenedAtOnce(t *testing.T) {
 		errs := make(chan error, 3)
 		for range 3 {
 			go func() {
-				s, err := Open(t.Context(), path)
+				s, err := New(t.Context(), path)
 				if err == nil {
 					err = s.Close()
 				}

@@ -6,8 +6,9 @@ import (
 	"github.com/spool-go/spool/seal"
 )
 
-// Option configures a Store.
-type Option func(*config)
+// An Option configures a Store. New and Open fail with the error of the
+// first option that refuses its argument.
+type Option func(*config) error
 
 type config struct {
 	ttl         time.Duration
@@ -26,34 +27,42 @@ func defaults() config {
 // unless an approval is pending. Zero or less keeps sessions until deleted,
 // which is the default.
 func WithTTL(d time.Duration) Option {
-	return func(c *config) { c.ttl = max(d, 0) }
+	return func(c *config) error {
+		c.ttl = max(d, 0)
+		return nil
+	}
 }
 
 // WithClock sets the clock that TTL expiry is measured against (time.Now by
 // default). Tests use it to move time.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) {
+	return func(c *config) error {
 		if now != nil {
 			c.now = now
 		}
+		return nil
 	}
 }
 
 // WithProtector seals every stored entry and title with p (see the package
 // doc, "Encryption at rest"). A database is written either with a protector
-// or without one for its whole life; Open refuses the other.
+// or without one for its whole life; New and Open refuse the other.
 func WithProtector(p seal.Protector) Option {
-	return func(c *config) { c.protector = p }
+	return func(c *config) error {
+		c.protector = p
+		return nil
+	}
 }
 
 // WithBusyTimeout sets how long a write waits for another connection or
 // process holding the database's write lock (10 seconds by default) before
 // failing with SQLITE_BUSY.
 func WithBusyTimeout(d time.Duration) Option {
-	return func(c *config) {
+	return func(c *config) error {
 		if d > 0 {
 			c.busyTimeout = d
 		}
+		return nil
 	}
 }
 
@@ -61,10 +70,11 @@ func WithBusyTimeout(d time.Duration) Option {
 // Writes always go through one connection per Store; SQLite admits one
 // writer at a time anyway.
 func WithReadConns(n int) Option {
-	return func(c *config) {
+	return func(c *config) error {
 		if n > 0 {
 			c.readConns = n
 		}
+		return nil
 	}
 }
 

@@ -80,12 +80,12 @@ func TestKeyCheckRefusesOpen(t *testing.T) {
 	path, want := sealedDB(t)
 	dir := filepath.Dir(path)
 	before := folderBytes(t, dir)
-	if _, err := Open(t.Context(), path); !errors.Is(err, ErrProtectorMismatch) {
-		t.Fatalf("Open without a protector: %v", err)
+	if _, err := New(t.Context(), path); !errors.Is(err, ErrProtectorMismatch) {
+		t.Fatalf("New without a protector: %v", err)
 	}
-	_, err := Open(t.Context(), path, WithProtector(newKey), WithTTL(time.Nanosecond))
+	_, err := New(t.Context(), path, WithProtector(newKey), WithTTL(time.Nanosecond))
 	if !errors.Is(err, seal.ErrWrongKey) || !strings.Contains(err.Error(), "encrypted with another key") {
-		t.Fatalf("Open with another key: %v", err)
+		t.Fatalf("New with another key: %v", err)
 	}
 	if after := folderBytes(t, dir); !maps.Equal(before, after) {
 		t.Fatalf("refused opens changed the files: %d files before, %d after", len(before), len(after))
@@ -99,8 +99,8 @@ func TestKeyCheckRefusesOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := Open(t.Context(), path, WithProtector(newKey)); !errors.Is(err, seal.ErrWrongKey) {
-		t.Fatalf("Open of a database without a key check, with another key: %v", err)
+	if _, err := New(t.Context(), path, WithProtector(newKey)); !errors.Is(err, seal.ErrWrongKey) {
+		t.Fatalf("New of a database without a key check, with another key: %v", err)
 	}
 	s = openAt(t, path, WithProtector(oldKey))
 	if n := rawCount(t, s, `SELECT count(*) FROM settings WHERE name = 'keycheck'`); n != 1 {
@@ -123,7 +123,7 @@ func TestReseal(t *testing.T) {
 		t.Fatalf("rewrote %d sessions, want %d", n, len(want))
 	}
 	s.Close()
-	if _, err := Open(t.Context(), path, WithProtector(oldKey)); !errors.Is(err, seal.ErrWrongKey) {
+	if _, err := New(t.Context(), path, WithProtector(oldKey)); !errors.Is(err, seal.ErrWrongKey) {
 		t.Fatalf("the old key still opens the database: %v", err)
 	}
 	s = openAt(t, path, WithProtector(newKey))
@@ -151,7 +151,7 @@ func TestResealResumes(t *testing.T) {
 	if done, err := s.resealSession(t.Context(), refs[0].sid, refs[0].key, newKey); err != nil || !done {
 		t.Fatal(done, err)
 	}
-	if _, err := Open(t.Context(), path, WithProtector(newKey)); !errors.Is(err, seal.ErrWrongKey) {
+	if _, err := New(t.Context(), path, WithProtector(newKey)); !errors.Is(err, seal.ErrWrongKey) {
 		t.Fatalf("the new key alone opened a database still partly under the old one: %v", err)
 	}
 	checkSessions(t, openAt(t, path, WithProtector(kr)), want)

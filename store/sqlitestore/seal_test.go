@@ -95,10 +95,10 @@ func TestSealedWrongKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(t.Context(), path, WithProtector(testProtector{key: 0x11})); !errors.Is(err, seal.ErrWrongKey) {
-		t.Fatalf("Open with another key: %v; want seal.ErrWrongKey", err)
+	if _, err := New(t.Context(), path, WithProtector(testProtector{key: 0x11})); !errors.Is(err, seal.ErrWrongKey) {
+		t.Fatalf("New with another key: %v; want seal.ErrWrongKey", err)
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
-		t.Fatal("Open with another key changed the database")
+		t.Fatal("New with another key changed the database")
 	}
 }

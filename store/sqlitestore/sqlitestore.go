@@ -18,7 +18,9 @@ import (
 )
 
 func init() {
-	store.Register("sqlite", openURL)
+	store.Register("sqlite", func(ctx context.Context, u *url.URL) (store.Store, error) {
+		return openURL(ctx, u)
+	})
 }
 
 // Store keeps transcripts in one SQLite database file. It is safe for
@@ -51,17 +53,19 @@ var (
 	_ store.Expiring        = (*Store)(nil)
 )
 
-// Open opens the database at path, creating it (mode 0600, and its folder
+// New opens the database at path, creating it (mode 0600, and its folder
 // 0700 when missing) and bringing its schema up to date. It deletes the
 // sessions expired by a TTL (WithTTL) before returning.
-func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+func New(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	return open(ctx, path, chosenDriver, opts...)
 }
 
 func open(ctx context.Context, path string, drv sqlDriver, opts ...Option) (*Store, error) {
 	cfg := defaults()
 	for _, o := range opts {
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -210,15 +214,24 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-func openURL(ctx context.Context, u *url.URL) (store.Store, error) {
-	return OpenURL(ctx, u)
-}
-
-// OpenURL opens the database a "sqlite:" URL names, "sqlite:/abs/path.db",
+// Open opens the database a "sqlite:" URL names, "sqlite:/abs/path.db",
 // "sqlite:relative.db" or "sqlite:///abs/path.db", with an optional
 // "?ttl=720h" (WithTTL), as store.Open does, and with opts besides (a
-// protector, say). An unknown URL parameter is an error.
-func OpenURL(ctx context.Context, u *url.URL, opts ...Option) (*Store, error) {
+// protector, say), applied after the URL's. An unknown URL parameter is an
+// error.
+func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("sqlitestore: bad sqlite URL: %w", err)
+	}
+	return openURL(ctx, u, opts...)
+}
+
+func openURL(ctx context.Context, u *url.URL, opts ...Option) (*Store, error) {
 	if !strings.EqualFold(u.Scheme, "sqlite") {
 		return nil, fmt.Errorf("sqlitestore: scheme %q is not sqlite", u.Scheme)
 	}
@@ -248,7 +261,7 @@ func OpenURL(ctx context.Context, u *url.URL, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("sqlitestore: unknown URL parameter %q (known: ttl)", k)
 		}
 	}
-	return Open(ctx, path, append(urlOpts, opts...)...)
+	return New(ctx, path, append(urlOpts, opts...)...)
 }
 
 // cutoff returns the unix-nanosecond instant before which a session with

@@ -185,7 +185,7 @@ func TestSignatureRefused(t *testing.T) {
 func TestInteractionOnceAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	fake := chatfake.NewDiscord(t, app, botToken)
-	st, _ := filestore.New(dir)
+	st, _ := filestore.New(t.Context(), dir)
 	e := setup(t, options{store: st, fake: fake})
 	in := command(snowflake(), "tok-once", "5500000000000000005", "once")
 	fake.Deferred("tok-once")
@@ -194,7 +194,7 @@ func TestInteractionOnceAcrossRestart(t *testing.T) {
 	e.wait("the answer", func(m []chatfake.DiscordMessage) bool { return m[0].Content == "echo: once" })
 	e.Stop(t)
 	st.Close()
-	st2, _ := filestore.New(dir)
+	st2, _ := filestore.New(t.Context(), dir)
 	e2 := setup(t, options{store: st2, fake: fake})
 	e2.interact(in, time.Now(), priv)
 	time.Sleep(200 * time.Millisecond)

@@ -208,7 +208,7 @@ func TestSignatureRefused(t *testing.T) {
 func TestRetryAnsweredOnceAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	open := func() store.Store {
-		st, err := filestore.New(dir)
+		st, err := filestore.New(t.Context(), dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -480,7 +480,7 @@ func TestShutdownDrains(t *testing.T) {
 // within 3 seconds): signature, parse, the durable delivery record and
 // the queue, on the file store, which syncs the record to disk.
 func BenchmarkEventAnswer(b *testing.B) {
-	st, err := filestore.New(b.TempDir())
+	st, err := filestore.New(b.Context(), b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func TestSecretRefused(t *testing.T) {
 func TestRedeliveryAnsweredOnceAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	fake := chatfake.NewTelegram(t, token)
-	st, _ := filestore.New(dir)
+	st, _ := filestore.New(t.Context(), dir)
 	e := setup(t, options{store: st, fake: fake})
 	up := message(9, 555, 30, 777, "once")
 	e.send(up, secret)
@@ -154,7 +154,7 @@ func TestRedeliveryAnsweredOnceAcrossRestart(t *testing.T) {
 	e.wait("the answer", func(m []chatfake.TelegramMessage) bool { return len(m) == 1 })
 	e.Stop(t)
 	st.Close()
-	st2, _ := filestore.New(dir)
+	st2, _ := filestore.New(t.Context(), dir)
 	e2 := setup(t, options{store: st2, fake: fake})
 	if s := e2.send(up, secret); s != 200 {
 		t.Fatalf("status %d", s)
