@@ -23,7 +23,7 @@ type BatchAppender interface {
 	// first one's ParentID must be the session's last entry id (empty for
 	// a session that has none), and each next one's the id of the entry
 	// before it. It fails with ErrConflict or ErrInvalidEntry (see
-	// CheckBatch) before appending anything, and returns once every entry
+	// storekit.CheckBatch) before appending anything, and returns once every entry
 	// is durable. Any other failure (a disk, a connection) may leave a
 	// prefix of the entries appended, as appending them one by one would;
 	// the session tells which. An empty batch appends nothing.

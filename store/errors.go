@@ -68,9 +68,3 @@ func (e *ExpiredError) Error() string {
 
 // Is makes errors.Is(err, ErrSessionExpired) true.
 func (e *ExpiredError) Is(target error) bool { return target == ErrSessionExpired }
-
-// ConflictError returns an error matching ErrConflict for an append to key
-// whose parent was parent while the session's last entry is head.
-func ConflictError(key Key, parent, head string) error {
-	return fmt.Errorf("session %s: %w (entry parent %q, last entry %q)", key, ErrConflict, parent, head)
-}

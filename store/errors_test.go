@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 )
 
 func TestErrors(t *testing.T) {
@@ -28,7 +29,7 @@ func TestErrors(t *testing.T) {
 	if !errors.Is(expired, store.ErrSessionExpired) || !strings.Contains(expired.Error(), "a/o/s") {
 		t.Errorf("ExpiredError must match ErrSessionExpired and name the session: %v", expired)
 	}
-	conflict := store.ConflictError(key, "p", "h")
+	conflict := storekit.ConflictError(key, "p", "h")
 	if !errors.Is(conflict, store.ErrConflict) || !strings.Contains(conflict.Error(), `"p"`) || !strings.Contains(conflict.Error(), `"h"`) {
 		t.Errorf("ConflictError must match ErrConflict and name both ids: %v", conflict)
 	}

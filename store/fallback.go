@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
+	"github.com/spool-go/spool/store/internal/rules"
 	"github.com/spool-go/spool/transcript"
 )
 
 // AppendBatch appends entries to key, in order, with s's BatchAppender
 // when it has one and one Append at a time when not (a failure then leaves
-// the entries before it appended). It checks the batch (CheckBatch) first
-// either way, so a batch that cannot be stored appends nothing.
+// the entries before it appended). It checks the batch first either way
+// (the checks of storekit.CheckBatch), so a batch that cannot be stored
+// appends nothing.
 func AppendBatch(ctx context.Context, s Store, key Key, entries []transcript.Entry) error {
 	if len(entries) == 0 {
 		return nil
@@ -24,7 +25,7 @@ func AppendBatch(ctx context.Context, s Store, key Key, entries []transcript.Ent
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
-	if _, err := CheckBatch(key, entries); err != nil {
+	if _, err := rules.CheckBatch(key, entries, ErrInvalidEntry, ErrConflict); err != nil {
 		return err
 	}
 	for _, e := range entries {
@@ -119,7 +120,11 @@ func Stat(ctx context.Context, s Store, key Key) (SessionInfo, error) {
 	if len(entries) == 0 {
 		return SessionInfo{}, fmt.Errorf("session %s: %w", key, ErrNotFound)
 	}
-	return Info(key, entries), nil
+	var info SessionInfo
+	for _, e := range entries {
+		info.Apply(key, e)
+	}
+	return info, nil
 }
 
 // Prune deletes the sessions of ns that r does not keep as of now, with
@@ -134,7 +139,11 @@ func Prune(ctx context.Context, s Store, ns Namespace, r Retention, now time.Tim
 	if err := ValidateNamespace(ns); err != nil {
 		return 0, err
 	}
-	victims, err := Victims(ctx, s, ns, r, now)
+	next := func(ctx context.Context, cursor string) ([]SessionInfo, string, error) {
+		page, err := s.List(ctx, ns, ListOptions{Limit: MaxListLimit, Cursor: cursor})
+		return page.Sessions, page.NextCursor, err
+	}
+	victims, err := rules.Victims(ctx, next, func(i SessionInfo) time.Time { return i.LastActivity }, r.MaxSessions, r.MaxAge, now)
 	if err != nil {
 		return 0, err
 	}
@@ -144,40 +153,4 @@ func Prune(ctx context.Context, s Store, ns Namespace, r Retention, now time.Tim
 		}
 	}
 	return len(victims), nil
-}
-
-// Victims lists the sessions of ns that r does not keep as of now,
-// walking the whole listing. Stores that enforce retention themselves can
-// use it.
-func Victims(ctx context.Context, s Store, ns Namespace, r Retention, now time.Time) ([]SessionInfo, error) {
-	var victims []SessionInfo
-	kept := 0
-	opt := ListOptions{Limit: MaxListLimit}
-	for {
-		page, err := s.List(ctx, ns, opt)
-		if err != nil {
-			return nil, err
-		}
-		for _, info := range page.Sessions {
-			if Expired(info, r, now) || (r.MaxSessions > 0 && kept >= r.MaxSessions) {
-				victims = append(victims, info)
-				continue
-			}
-			kept++
-		}
-		if page.NextCursor == "" {
-			return victims, nil
-		}
-		opt.Cursor = page.NextCursor
-	}
-}
-
-// Expired reports whether r's MaxAge has passed for info as of now.
-func Expired(info SessionInfo, r Retention, now time.Time) bool {
-	return r.MaxAge > 0 && now.Sub(info.LastActivity) > r.MaxAge
-}
-
-// SortSessions sorts sessions in listing order (see Less).
-func SortSessions(s []SessionInfo) {
-	sort.Slice(s, func(i, j int) bool { return Less(s[i], s[j]) })
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
+	"github.com/spool-go/spool/store/storekit"
+	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -52,7 +54,7 @@ func fill(t *testing.T, s store.Store, key store.Key, at time.Time, n int) []tra
 	var es []transcript.Entry
 	parent := ""
 	for i := range n {
-		e := entry(t, parent, at.Add(time.Duration(i)*time.Second), transcript.TypeUserMessage, transcript.UserMessage{Text: fmt.Sprintf("m%d", i)})
+		e := storetest.NewEntry(parent, at.Add(time.Duration(i)*time.Second), transcript.TypeUserMessage, transcript.UserMessage{Text: fmt.Sprintf("m%d", i)})
 		if err := s.Append(t.Context(), key, e); err != nil {
 			t.Fatal(err)
 		}
@@ -116,8 +118,8 @@ func TestStatFallback(t *testing.T) {
 	key := store.Key{Agent: "a", Owner: "o", ID: "s"}
 	all := fill(t, b, key, time.Now(), 3)
 	info, err := store.Stat(t.Context(), b, key)
-	if err != nil || info != store.Info(key, all) {
-		t.Errorf("Stat = %+v, %v; want %+v", info, err, store.Info(key, all))
+	if err != nil || info != storekit.Info(key, all) {
+		t.Errorf("Stat = %+v, %v; want %+v", info, err, storekit.Info(key, all))
 	}
 	if _, err := store.Stat(t.Context(), b, store.Key{Agent: "a", ID: "s"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Stat of an unknown session = %v, want ErrNotFound", err)
@@ -185,7 +187,7 @@ func TestSearchFallback(t *testing.T) {
 			if len(es) > 0 {
 				parent = es[len(es)-1].ID
 			}
-			e := entry(t, parent, at.Add(time.Duration(i)*time.Second), typ, data)
+			e := storetest.NewEntry(parent, at.Add(time.Duration(i)*time.Second), typ, data)
 			if err := b.Append(t.Context(), key, e); err != nil {
 				t.Fatal(err)
 			}

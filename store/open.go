@@ -79,7 +79,3 @@ func Close(s Store) error {
 	}
 	return nil
 }
-
-func errorf(sentinel error, format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)
-}

@@ -45,6 +45,11 @@
 // argument and New fails with the first refusal. memstore, which keeps
 // sessions in the process, has nothing to open and nothing that can fail:
 // New() *Store.
+//
+// Package storekit holds what a store's author needs to keep these rules:
+// the check every entry passes before it is appended, the listing order
+// and its cursors, retention, the rules of search, in-process locks.
+// Package storetest checks any store against them.
 package store
 
 import (

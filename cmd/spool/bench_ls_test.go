@@ -13,6 +13,7 @@ import (
 	"github.com/spool-go/spool/internal/benchdata"
 	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -104,7 +105,7 @@ func naiveList(dir string, stdout io.Writer) int {
 		f.Close()
 		infos = append(infos, info)
 	}
-	store.SortSessions(infos)
+	storekit.SortSessions(infos)
 	json.NewEncoder(stdout).Encode(store.SessionPage{Sessions: infos[:min(50, len(infos))]})
 	return 0
 }

@@ -151,7 +151,7 @@ func keysRotate(ctx context.Context, env *environ, args []string) error {
 		return fmt.Errorf("store %s cannot re-encrypt itself", *storeURL)
 	}
 	// Counted first (listing reads no transcript), for the progress's
-	// total; a store that cannot list its scopes gets a counter.
+	// total; a store that cannot list its namespaces gets a counter.
 	total := 0
 	if err := transfer.Sessions(ctx, st, nil, func(store.Key) error { total++; return nil }); err != nil {
 		total = -1

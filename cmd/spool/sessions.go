@@ -13,6 +13,7 @@ import (
 	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -292,7 +293,7 @@ func sessionsPrune(ctx context.Context, env *environ, args []string) error {
 	defer store.Close(st)
 	now := time.Now()
 	if *dryRun {
-		victims, err := store.Victims(ctx, st, ns, r, now)
+		victims, err := storekit.Victims(ctx, st, ns, r, now)
 		if err != nil {
 			return err
 		}
@@ -312,7 +313,7 @@ func sessionsPrune(ctx context.Context, env *environ, args []string) error {
 		fmt.Fprintf(env.stdout, "pruned %d sessions\n", n)
 		return nil
 	}
-	victims, err := store.Victims(ctx, st, ns, r, now)
+	victims, err := storekit.Victims(ctx, st, ns, r, now)
 	if err != nil {
 		return err
 	}

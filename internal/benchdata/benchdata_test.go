@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -61,7 +62,7 @@ func TestShape(t *testing.T) {
 				if e.Type != wantType || e.TurnID != wantTurn {
 					t.Fatalf("%s session %d entry %d: %s in turn %s, want %s in %s", s.Name, j, i, e.Type, e.TurnID, wantType, wantTurn)
 				}
-				text, ok := store.SearchText(e)
+				text, ok := storekit.SearchText(e)
 				if !ok || strings.HasPrefix(text, Marker+" ") != s.marked(j, i) {
 					t.Fatalf("%s session %d entry %d: text %q, marked %v", s.Name, j, i, text, s.marked(j, i))
 				}
@@ -155,12 +156,12 @@ func BenchmarkSearchSet(b *testing.B) {
 		matches := make([]int, len(Queries))
 		for j := range Search.Sessions {
 			for _, e := range Search.Entries(j) {
-				text, _ := store.SearchText(e)
+				text, _ := storekit.SearchText(e)
 				for k, q := range Queries {
 					if q.Session != "" && Search.Key(j).ID != q.Session {
 						continue
 					}
-					if _, ok := store.MatchText(text, store.SearchTerms(q.Text)); ok {
+					if _, ok := storekit.MatchText(text, storekit.SearchTerms(q.Text)); ok {
 						matches[k]++
 					}
 				}
@@ -203,7 +204,7 @@ func BenchmarkParse(b *testing.B) {
 func BenchmarkSearchText(b *testing.B) {
 	e := NewGen(1).Next(Base, false)
 	for b.Loop() {
-		if _, ok := store.SearchText(e); !ok {
+		if _, ok := storekit.SearchText(e); !ok {
 			b.Fatal("no text")
 		}
 	}

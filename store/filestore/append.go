@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -24,7 +25,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	// Validate and encode the entry alone first (the parent is checked
 	// under the lock), so that an entry that cannot be stored creates
 	// nothing.
-	plain, err := store.CheckEntry(key, e)
+	plain, err := storekit.CheckEntry(key, e)
 	if err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	plains, err := store.CheckBatch(key, entries)
+	plains, err := storekit.CheckBatch(key, entries)
 	if err != nil || len(entries) == 0 {
 		return err
 	}
@@ -67,7 +68,7 @@ func (s *Store) appendAll(ctx context.Context, key store.Key, entries []transcri
 		return err
 	}
 	if ix == nil {
-		return store.ConflictError(key, entries[0].ParentID, "")
+		return storekit.ConflictError(key, entries[0].ParentID, "")
 	}
 	if err := ix.checkCase(key.ID); err != nil {
 		return err
@@ -122,7 +123,7 @@ func (s *Store) retain(ctx context.Context, ix *index, id string) {
 var retentionHook func(victims []rec)
 
 // appendLocked does the append under the session's locks; plains are the
-// entries' wire encodings (store.CheckEntry), their lines written and
+// entries' wire encodings (storekit.CheckEntry), their lines written and
 // synced at once. It reports whether the append created the session.
 func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, entries []transcript.Entry, plains [][]byte, create bool) (bool, error) {
 	e := entries[0]
@@ -139,7 +140,7 @@ func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, entr
 		return false, err
 	}
 	if sf == nil {
-		return false, store.ConflictError(key, e.ParentID, "")
+		return false, storekit.ConflictError(key, e.ParentID, "")
 	}
 	defer sf.close()
 	if s.fold {
@@ -161,7 +162,7 @@ func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, entr
 		}
 		head, pos = cur.head, cur.info.Entries
 	}
-	if err := store.CheckParent(key, head, e); err != nil {
+	if err := storekit.CheckParent(key, head, e); err != nil {
 		return false, err
 	}
 	// Everything that can fail goes before the write: once the lines are

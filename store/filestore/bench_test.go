@@ -11,6 +11,7 @@ import (
 
 	"github.com/spool-go/spool/internal/benchdata"
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -345,7 +346,7 @@ func listRoot(b *testing.B, perSession int) string {
 		if err := os.Link(template, sessionPath(dir, id)); err != nil {
 			b.Fatal(err)
 		}
-		r := &rec{info: store.Info(ns.Key(id), entries), fileState: stateOf(st), head: entries[len(entries)-1].ID}
+		r := &rec{info: storekit.Info(ns.Key(id), entries), fileState: stateOf(st), head: entries[len(entries)-1].ID}
 		buf = appendRecord(buf, r, false)
 	}
 	writeRaw(b, filepath.Join(dir, indexName), buf, 0)
@@ -386,7 +387,7 @@ func naiveList(b *testing.B, dir string, ns store.Namespace, limit, every int) [
 		f.Close()
 		infos = append(infos, info)
 	}
-	store.SortSessions(infos)
+	storekit.SortSessions(infos)
 	return infos[:min(limit, len(infos))]
 }
 

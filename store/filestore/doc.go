@@ -53,7 +53,7 @@
 // a sealed line that does not open) fails Read with a *store.CorruptError
 // (store.ErrCorrupt) naming the file, the line and the entry's position. It
 // is never skipped; other sessions list and read as before. So does a
-// broken chain (store.CheckChain): an entry whose parentId is not the id of
+// broken chain (storekit.CheckChain): an entry whose parentId is not the id of
 // the entry before it, which is what a removed, moved or replaced line
 // leaves, or a first entry with a parent. ReadRange and ReadTail check the
 // links within what they return. A parentId left out, as other programs may

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spool-go/spool/seal"
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -33,7 +34,7 @@ type index struct {
 	loaded       bool
 	recs         map[string]*rec
 	folded       map[string]string // fold(id) → id, when the file system folds case
-	sorted       []*rec            // listing order (store.Less); nil until needed
+	sorted       []*rec            // listing order (storekit.Less); nil until needed
 	j            journal
 	needValidate bool            // compare with the folder at the next chance
 	validating   bool            // a validation is under way
@@ -244,9 +245,9 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 	if err := checkNamespace(ns); err != nil {
 		return page, err
 	}
-	var after *store.ListPosition
+	var after *storekit.ListPosition
 	if opt.Cursor != "" {
-		p, err := store.DecodeListCursor(ns, opt.Cursor)
+		p, err := storekit.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return page, err
 		}
@@ -278,7 +279,7 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 	}
 	if i < len(all) && len(page.Sessions) > 0 {
 		last := page.Sessions[len(page.Sessions)-1]
-		page.NextCursor = store.EncodeListCursor(ns, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+		page.NextCursor = storekit.EncodeListCursor(ns, storekit.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
 	}
 	return page, nil
 }
@@ -329,7 +330,7 @@ func (ix *index) victims(r store.Retention, now time.Time, keep string) []rec {
 		if x.info.LastActivity.IsZero() {
 			continue
 		}
-		if store.Expired(x.info, r, now) || (r.MaxSessions > 0 && kept >= r.MaxSessions) {
+		if storekit.Expired(x.info, r, now) || (r.MaxSessions > 0 && kept >= r.MaxSessions) {
 			out = append(out, *x)
 			continue
 		}

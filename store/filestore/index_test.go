@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/transcript"
 )
 
 // checkListing fails unless namespace lists exactly the sessions of want, each
-// with the info store.Info computes from its transcript.
+// with the info storekit.Info computes from its transcript.
 func checkListing(t *testing.T, s *Store, ns store.Namespace, want map[string][]transcript.Entry) {
 	t.Helper()
 	got := listAll(t, s, ns)
@@ -22,14 +23,14 @@ func checkListing(t *testing.T, s *Store, ns store.Namespace, want map[string][]
 		t.Fatalf("List: %d sessions, want %d", len(got), len(want))
 	}
 	for i, info := range got {
-		if i > 0 && store.Less(info, got[i-1]) {
+		if i > 0 && storekit.Less(info, got[i-1]) {
 			t.Fatalf("List out of order at %d", i)
 		}
 		entries, ok := want[info.ID]
 		if !ok {
 			t.Fatalf("List shows unknown session %s", info.ID)
 		}
-		if w := store.Info(ns.Key(info.ID), entries); info != w {
+		if w := storekit.Info(ns.Key(info.ID), entries); info != w {
 			t.Fatalf("List info of %s:\n got %+v\nwant %+v", info.ID, info, w)
 		}
 	}

@@ -9,13 +9,14 @@ import (
 	"strconv"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
 // Read returns every entry of the session, in append order, under a shared
 // lock (so never half of an append in progress). A line that does not
 // decode, or an entry whose ParentID is not the entry before it (a line
-// removed or moved; see store.CheckChain), fails the call with a
+// removed or moved; see storekit.CheckChain), fails the call with a
 // *store.CorruptError naming the file and line;
 // a sealed line in a store without a protector fails with ErrEncrypted, and
 // one sealed with another key with an error matching seal.ErrWrongKey.
@@ -122,11 +123,11 @@ func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcrip
 	return entries, total, nil
 }
 
-// checkChain is store.CheckChain on entries read from a transcript, the
+// checkChain is storekit.CheckChain on entries read from a transcript, the
 // first at position start, after prev (empty when unknown); where says
 // where they are for the error.
 func checkChain(key store.Key, start int, prev string, entries []transcript.Entry, where func() string) error {
-	err := store.CheckChain(key, start, prev, entries)
+	err := storekit.CheckChain(key, start, prev, entries)
 	var ce *store.CorruptError
 	if errors.As(err, &ce) && ce.Where == "" {
 		ce.Where = where()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -33,7 +34,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		return err
 	}
 	// Everything but the parent can be checked before the transaction.
-	line, err := store.CheckEntry(key, e)
+	line, err := storekit.CheckEntry(key, e)
 	if err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func (s *Store) appendIn(ctx context.Context, x *tx, key store.Key, e transcript
 			return err
 		}
 	}
-	if err := store.CheckAppend(key, rec.head, e); err != nil {
+	if err := storekit.CheckAppend(key, rec.head, e); err != nil {
 		return err
 	}
 	if rec.info.Entries == 0 && !s.cfg.retention.Unlimited() {
@@ -118,7 +119,7 @@ func retain(ctx context.Context, x *tx, ns store.Namespace, r store.Retention, n
 	index := x.store(sessionsStore).Call("index", activityIndex)
 	keep := -1 // no limit
 	if r.MaxAge > 0 {
-		// store.Expired: idle longer than MaxAge, that is, last active
+		// storekit.Expired: idle longer than MaxAge, that is, last active
 		// before now-MaxAge.
 		n, err := x.request(ctx, index, "count", activitySince(ns, now.Add(-r.MaxAge)))
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 )
 
 // DatabaseName is the IndexedDB database of the URL "idb:", the name to
@@ -86,7 +87,7 @@ type Store struct {
 	mu  sync.Mutex
 	cur *conn // the connection, nil after Close until the next call
 
-	locks store.LocalLocks
+	locks storekit.LocalLocks
 }
 
 var (

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 )
 
 // List returns one page of the sessions of namespace, newest activity first,
@@ -22,7 +23,7 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 	}
 	rng := namespaceRange(ns)
 	if opt.Cursor != "" {
-		p, err := store.DecodeListCursor(ns, opt.Cursor)
+		p, err := storekit.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
@@ -77,7 +78,7 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 	}
 	if n > limit {
 		last := page.Sessions[limit-1]
-		page.NextCursor = store.EncodeListCursor(ns, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+		page.NextCursor = storekit.EncodeListCursor(ns, storekit.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
 	}
 	return page, nil
 }
@@ -107,7 +108,7 @@ func (s *Store) Delete(ctx context.Context, key store.Key) error {
 }
 
 // Prune deletes the sessions of namespace that r does not keep as of now, in
-// one readwrite transaction: the same sessions store.Victims names, decided
+// one readwrite transaction: the same sessions storekit.Victims names, decided
 // and deleted with no append in between.
 func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention, now time.Time) (int, error) {
 	if err := store.ValidateNamespace(ns); err != nil {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -209,7 +210,7 @@ func namespaceRange(s store.Namespace) js.Value {
 
 // activityBefore is the sessions of namespace s that come after position p in
 // listing order: activity index keys below [agent, owner, p].
-func activityBefore(s store.Namespace, p store.ListPosition) js.Value {
+func activityBefore(s store.Namespace, p storekit.ListPosition) js.Value {
 	return bound([]any{s.Agent, s.Owner},
 		[]any{s.Agent, s.Owner, p.LastActivity.Unix(), p.LastActivity.Nanosecond(), p.ID}, true)
 }

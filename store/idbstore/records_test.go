@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/transcript"
 )
@@ -25,9 +26,9 @@ func TestListReadsNoTranscript(t *testing.T) {
 	var want []store.SessionInfo
 	for i, id := range []string{"a", "b", "c"} {
 		key := ns.Key(id)
-		want = append(want, store.Info(key, newSession(t, s, key, start.Add(time.Duration(i)*time.Minute), 4+i)))
+		want = append(want, storekit.Info(key, newSession(t, s, key, start.Add(time.Duration(i)*time.Minute), 4+i)))
 	}
-	store.SortSessions(want)
+	storekit.SortSessions(want)
 	rawWrite(t, s, entriesStore, func(os js.Value) { os.Call("clear") })
 
 	page, err := s.List(t.Context(), ns, store.ListOptions{})

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -40,7 +41,7 @@ func init() {
 type Store struct {
 	mu         sync.RWMutex
 	namespaces map[store.Namespace]map[string]*session
-	locks      store.LocalLocks
+	locks      storekit.LocalLocks
 }
 
 type session struct {
@@ -104,7 +105,7 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 	if err := begin(ctx, key); err != nil {
 		return err
 	}
-	if _, err := store.CheckBatch(key, entries); err != nil {
+	if _, err := storekit.CheckBatch(key, entries); err != nil {
 		return err
 	}
 	if len(entries) == 0 {
@@ -117,7 +118,7 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 	if sess != nil {
 		head = sess.entries[len(sess.entries)-1].ID
 	}
-	if err := store.CheckParent(key, head, entries[0]); err != nil {
+	if err := storekit.CheckParent(key, head, entries[0]); err != nil {
 		return err
 	}
 	if sess == nil {
@@ -197,9 +198,9 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 	if err := store.ValidateNamespace(ns); err != nil {
 		return store.SessionPage{}, err
 	}
-	var after *store.ListPosition
+	var after *storekit.ListPosition
 	if opt.Cursor != "" {
-		p, err := store.DecodeListCursor(ns, opt.Cursor)
+		p, err := storekit.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
@@ -216,12 +217,12 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 		}
 	}
 	s.mu.RUnlock()
-	store.SortSessions(infos)
+	storekit.SortSessions(infos)
 	var page store.SessionPage
 	if limit := opt.PageSize(); len(infos) > limit {
 		infos = infos[:limit]
 		last := infos[limit-1]
-		page.NextCursor = store.EncodeListCursor(ns, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+		page.NextCursor = storekit.EncodeListCursor(ns, storekit.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
 	}
 	page.Sessions = infos
 	return page, nil
@@ -250,7 +251,7 @@ func (s *Store) delete(key store.Key) {
 }
 
 // Prune deletes the sessions of namespace that r does not keep as of now: the
-// same sessions store.Victims names, decided and deleted under one lock so
+// same sessions storekit.Victims names, decided and deleted under one lock so
 // that no append slips in between.
 func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention, now time.Time) (int, error) {
 	if err := store.ValidateNamespace(ns); err != nil {
@@ -268,10 +269,10 @@ func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention
 	for _, sess := range s.namespaces[ns] {
 		infos = append(infos, sess.info)
 	}
-	store.SortSessions(infos)
+	storekit.SortSessions(infos)
 	kept, deleted := 0, 0
 	for _, info := range infos {
-		if store.Expired(info, r, now) || (r.MaxSessions > 0 && kept >= r.MaxSessions) {
+		if storekit.Expired(info, r, now) || (r.MaxSessions > 0 && kept >= r.MaxSessions) {
 			s.delete(info.Key())
 			deleted++
 			continue

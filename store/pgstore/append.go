@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -24,9 +25,9 @@ type row struct {
 	search   *string
 }
 
-// newRow checks e (store.CheckEntry) and returns its row.
+// newRow checks e (storekit.CheckEntry) and returns its row.
 func newRow(key store.Key, e transcript.Entry) (row, error) {
-	line, err := store.CheckEntry(key, e)
+	line, err := storekit.CheckEntry(key, e)
 	if err != nil {
 		return row{}, err
 	}
@@ -39,7 +40,7 @@ func newRow(key store.Key, e transcript.Entry) (row, error) {
 	case transcript.TypeApprovalDecision:
 		r.pending = -1
 	}
-	if text, ok := store.SearchText(e); ok {
+	if text, ok := storekit.SearchText(e); ok {
 		t := searchForm(text)
 		r.search = &t
 	}
@@ -47,7 +48,7 @@ func newRow(key store.Key, e transcript.Entry) (row, error) {
 }
 
 // searchForm is the text the search column holds and queries match: lower
-// case as store.MatchText sees it. Postgres text cannot hold NUL, so NUL
+// case as storekit.MatchText sees it. Postgres text cannot hold NUL, so NUL
 // becomes U+FFFD, in queries too (see Search).
 func searchForm(s string) string {
 	return strings.ReplaceAll(strings.ToLower(s), "\x00", "\uFFFD")
@@ -175,7 +176,7 @@ func (s *Store) conflict(ctx context.Context, key store.Key, e transcript.Entry)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return dbError("append to", key, err)
 	}
-	return store.ConflictError(key, e.ParentID, head)
+	return storekit.ConflictError(key, e.ParentID, head)
 }
 
 // AppendBatch adds entries at the end of the session in one transaction
@@ -204,7 +205,7 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 		if err := store.ValidateKey(b.Key); err != nil {
 			return err
 		}
-		if _, err := store.CheckBatch(b.Key, b.Entries); err != nil {
+		if _, err := storekit.CheckBatch(b.Key, b.Entries); err != nil {
 			return err
 		}
 		rows[i] = make([]row, len(b.Entries))

@@ -111,7 +111,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 }
 
 // Prune deletes the sessions of namespace that r does not keep as of now,
-// exactly those store.Victims would list: the ones idle longer than
+// exactly those storekit.Victims would list: the ones idle longer than
 // r.MaxAge, and those beyond the newest r.MaxSessions of the rest. It also
 // sweeps the sessions that TTL expired (which listings no longer show), and
 // counts them in what it returns. A session that an append in flight makes

@@ -67,7 +67,7 @@
 //
 // # Search
 //
-// Search matches like store.MatchText: every word of the query, as a
+// Search matches like storekit.MatchText: every word of the query, as a
 // substring, ignoring case. Each word is a LIKE pattern parameter. A
 // pg_trgm GIN index serves rare words when the extension is installed or
 // can be installed (pg_trgm is trusted: a role with CREATE on the database

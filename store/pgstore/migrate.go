@@ -27,7 +27,7 @@ type migration struct {
 var migrations = []migration{
 	{1, "sessions and entries", execAll(
 		// COLLATE "C" makes ids compare byte by byte, as Go strings do, so
-		// listing order and cursors agree with store.Less whatever the
+		// listing order and cursors agree with storekit.Less whatever the
 		// database's collation.
 		`CREATE TABLE {s}.sessions (
 			agent         text COLLATE "C" NOT NULL,
@@ -180,7 +180,7 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, m migration) error {
 }
 
 // searchIndexUp indexes the search text with pg_trgm, which serves the
-// substring matches of LIKE '%word%' (the same match as store.MatchText).
+// substring matches of LIKE '%word%' (the same match as storekit.MatchText).
 // Without the extension, and without the right to create it, search works
 // the same, scanning the entries of the namespace instead.
 func searchIndexUp(ctx context.Context, tx pgx.Tx, s *Store) error {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -39,7 +40,7 @@ func TestAppendReadExact(t *testing.T) {
 	if err := s.Append(bg, key, e); !errors.Is(err, store.ErrInvalidEntry) {
 		t.Fatalf("append at year 3000: %v, want ErrInvalidEntry", err)
 	}
-	e.Timestamp = store.MaxTimestamp
+	e.Timestamp = storekit.MaxTimestamp
 	c.put(e)
 
 	got, err := s.Read(bg, key)
@@ -55,7 +56,7 @@ func TestAppendReadExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := store.Info(key, c.all); info != want {
+	if want := storekit.Info(key, c.all); info != want {
 		t.Fatalf("Stat:\n got %+v\nwant %+v", info, want)
 	}
 }
@@ -79,7 +80,7 @@ func TestSessionInfo(t *testing.T) {
 	c.add(transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "p2", Decision: transcript.VerdictDeny})
 	c.add(transcript.TypeApprovalDecision, transcript.ApprovalDecision{ApprovalID: "p3", Decision: transcript.VerdictDeny})
 
-	want := store.Info(key, c.all)
+	want := storekit.Info(key, c.all)
 	got, err := s.Stat(bg, key)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -192,7 +193,7 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 		WHERE agent = $1 AND owner = $2 AND ` + visible("s", 3)
 	args := []any{ns.Agent, ns.Owner, s.cutoff(), limit + 1}
 	if opt.Cursor != "" {
-		p, err := store.DecodeListCursor(ns, opt.Cursor)
+		p, err := storekit.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
@@ -219,7 +220,7 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 	if len(page.Sessions) > limit {
 		page.Sessions = page.Sessions[:limit]
 		last := page.Sessions[limit-1]
-		page.NextCursor = store.EncodeListCursor(ns, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+		page.NextCursor = storekit.EncodeListCursor(ns, storekit.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
 	}
 	return page, nil
 }

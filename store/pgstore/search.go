@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -35,7 +36,7 @@ func (s *Store) Search(ctx context.Context, ns store.Namespace, q store.SearchQu
 			return nil, err
 		}
 	}
-	terms := store.SearchTerms(q.Text)
+	terms := storekit.SearchTerms(q.Text)
 	if len(terms) == 0 {
 		return nil, errors.New("pgstore: empty search query")
 	}
@@ -90,10 +91,10 @@ func (s *Store) Search(ctx context.Context, ns store.Namespace, q store.SearchQu
 		if err != nil {
 			return nil, s.corrupt(ns.Key(id), seq, err)
 		}
-		text, _ := store.SearchText(e)
+		text, _ := storekit.SearchText(e)
 		// The database found the row; the snippet, and the final word on
 		// a match, come from the same function as the scan's.
-		snip, ok := store.MatchText(text, terms)
+		snip, ok := storekit.MatchText(text, terms)
 		if !ok {
 			continue // only when NUL and U+FFFD met in searchForm
 		}
@@ -104,7 +105,7 @@ func (s *Store) Search(ctx context.Context, ns store.Namespace, q store.SearchQu
 	}
 	// The database ordered by the clamped ts_ns; the entries' exact
 	// timestamps decide, as in the scan.
-	store.SortHits(hits)
+	storekit.SortHits(hits)
 	return hits, nil
 }
 

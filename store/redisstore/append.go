@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -70,7 +71,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 			return nil
 		case r[0] == int64(0) && len(r) == 2:
 			head, _ := r[1].(string)
-			return store.ConflictError(key, e.ParentID, head)
+			return storekit.ConflictError(key, e.ParentID, head)
 		case r[0] == int64(2) && len(r) == 2:
 			return &store.CorruptError{Key: key, Position: -1, Where: "redis keys " + keys[0] + ", " + keys[1],
 				Err: fmt.Errorf("the entry list (%v entries) and the session hash disagree about whether the session exists", r[1])}
@@ -92,7 +93,7 @@ func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, 
 	}
 	// The script compares the parent with the real head; here only the
 	// entry itself is checked, and encoded.
-	line, err := store.CheckEntry(key, e)
+	line, err := storekit.CheckEntry(key, e)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -228,7 +229,7 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 	if err := store.ValidateKey(key); err != nil {
 		return err
 	}
-	if _, err := store.CheckBatch(key, entries); err != nil || len(entries) == 0 {
+	if _, err := storekit.CheckBatch(key, entries); err != nil || len(entries) == 0 {
 		return err
 	}
 	if len(entries) == 1 || s.wait != nil {
@@ -278,7 +279,7 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 			}
 			if r, ok := res.([]any); ok && len(r) == 2 && r[0] == int64(0) {
 				head, _ := r[1].(string)
-				return store.ConflictError(key, entries[i].ParentID, head)
+				return storekit.ConflictError(key, entries[i].ParentID, head)
 			}
 			if r, ok := res.([]any); !ok || len(r) == 0 || r[0] != int64(1) {
 				return fmt.Errorf("append to session %s: unexpected script reply %v", key, res)

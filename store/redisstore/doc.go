@@ -32,7 +32,7 @@
 //
 // The index has every member at score 0, and each member encodes the
 // session's last activity and id so that Redis's byte order of members is
-// exactly the listing order of store.Less: newest activity first, then id
+// exactly the listing order of storekit.Less: newest activity first, then id
 // descending, exact to the nanosecond (a float score is not). A page is one
 // ZRANGEBYLEX from the cursor's position, O(log n + page), and the
 // sessions' hashes are read in the same script, so a page is a consistent
@@ -138,7 +138,7 @@
 // changed behind the store's back (an element removed, or replaced, even
 // by a valid entry of another session) is reported rather than returned
 // as a transcript: an element that is not an entry, entries that are not
-// one chain (store.CheckChain; a range is checked within itself), a list
+// one chain (storekit.CheckChain; a range is checked within itself), a list
 // whose last entry is not the hash's head (checked when the read reaches
 // the end) or whose length is not the hash's count fail the read with a
 // *store.CorruptError (matching store.ErrCorrupt) naming the session and,

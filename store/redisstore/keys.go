@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 )
 
 // Key layout. Every key of a namespace shares the hash tag {P:agent:owner}, so
@@ -76,7 +77,7 @@ func namespaceOfIndex(prefix, k string) (store.Namespace, bool) {
 //
 //	16 hex digits of the inverted last activity ++ the inverted id ++ "~" ++ the id
 //
-// which sorts exactly as store.Less: newest activity first, then id
+// which sorts exactly as storekit.Less: newest activity first, then id
 // descending. A float score cannot do that: a double holds unix
 // nanoseconds only to about 256 ns, and ties would need a second key.
 //
@@ -109,24 +110,24 @@ func member(lastActivity time.Time, id string) string {
 }
 
 // parseMember returns the position that member m stands for.
-func parseMember(m string) (store.ListPosition, error) {
+func parseMember(m string) (storekit.ListPosition, error) {
 	bad := errors.New("malformed index member")
 	if len(m) < tsHexLen+3 {
-		return store.ListPosition{}, bad
+		return storekit.ListPosition{}, bad
 	}
 	var b [8]byte
 	if _, err := hex.Decode(b[:], []byte(m[:tsHexLen])); err != nil {
-		return store.ListPosition{}, bad
+		return storekit.ListPosition{}, bad
 	}
 	inv, id, ok := strings.Cut(m[tsHexLen:], string(memberSep))
 	if !ok || !store.ValidID(id) || len(inv) != len(id) {
-		return store.ListPosition{}, bad
+		return storekit.ListPosition{}, bad
 	}
 	for i := 0; i < len(id); i++ {
 		if inv[i] != invertSum-id[i] {
-			return store.ListPosition{}, bad
+			return storekit.ListPosition{}, bad
 		}
 	}
 	ns := int64(^binary.BigEndian.Uint64(b[:]) ^ 1<<63)
-	return store.ListPosition{LastActivity: time.Unix(0, ns).UTC(), ID: id}, nil
+	return storekit.ListPosition{LastActivity: time.Unix(0, ns).UTC(), ID: id}, nil
 }

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 )
 
-// The index's byte order of members must be exactly store.Less: that is
+// The index's byte order of members must be exactly storekit.Less: that is
 // what makes lexical paging agree with the cursors.
 func TestMemberOrderIsListingOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -50,8 +51,8 @@ func TestMemberOrderIsListingOrder(t *testing.T) {
 		if a.ID == b.ID && a.LastActivity.Equal(b.LastActivity) {
 			continue
 		}
-		if !store.Less(a, b) {
-			t.Fatalf("member order puts (%v, %q) before (%v, %q), store.Less does not",
+		if !storekit.Less(a, b) {
+			t.Fatalf("member order puts (%v, %q) before (%v, %q), storekit.Less does not",
 				a.LastActivity, a.ID, b.LastActivity, b.ID)
 		}
 	}

@@ -11,10 +11,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 )
 
 // List returns one page of the namespace's sessions, newest activity first and
-// then id descending (store.Less), from the namespace's index and the
+// then id descending (storekit.Less), from the namespace's index and the
 // sessions' hashes in one script: O(log n + page), no transcript read.
 func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOptions) (store.SessionPage, error) {
 	if err := store.ValidateNamespace(ns); err != nil {
@@ -22,7 +23,7 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 	}
 	bound := "-"
 	if opt.Cursor != "" {
-		p, err := store.DecodeListCursor(ns, opt.Cursor)
+		p, err := storekit.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
@@ -34,7 +35,7 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 	}
 	out := store.SessionPage{Sessions: page.sessions}
 	if page.more && len(page.members) > 0 {
-		out.NextCursor = store.EncodeListCursor(ns, page.last)
+		out.NextCursor = storekit.EncodeListCursor(ns, page.last)
 	}
 	return out, nil
 }
@@ -42,8 +43,8 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 type listed struct {
 	sessions []store.SessionInfo
 	members  []string
-	last     store.ListPosition // the position of the last session
-	more     bool               // members follow the page
+	last     storekit.ListPosition // the position of the last session
+	more     bool                  // members follow the page
 }
 
 // listPage runs listScript for up to limit sessions after bound.
@@ -123,7 +124,7 @@ func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention
 			return deleted, err
 		}
 		for i, info := range page.sessions {
-			if !store.Expired(info, r, now) && (r.MaxSessions <= 0 || kept < r.MaxSessions) {
+			if !storekit.Expired(info, r, now) && (r.MaxSessions <= 0 || kept < r.MaxSessions) {
 				kept++
 				continue
 			}

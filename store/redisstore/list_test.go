@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/transcript"
 )
 
-// Info kept by the append script must be what store.Info computes from the
+// Info kept by the append script must be what storekit.Info computes from the
 // transcript, for every kind of entry, timestamps that go back, titles
 // from a user message that is only white space, and nanoseconds.
 func TestInfoMatchesApply(t *testing.T) {
@@ -50,7 +51,7 @@ func TestInfoMatchesApply(t *testing.T) {
 			t.Fatalf("append %d (%s): %v", i, st.typ, err)
 		}
 		entries = append(entries, e)
-		want := store.Info(key, entries)
+		want := storekit.Info(key, entries)
 		got, err := s.Stat(ctx, key)
 		if err != nil {
 			t.Fatal(err)
@@ -73,7 +74,7 @@ func TestInfoMatchesApply(t *testing.T) {
 
 // Sessions whose activity ties to the nanosecond, or is a nanosecond
 // apart, and ids that are prefixes of one another, page in exactly
-// store.Less order at every page size.
+// storekit.Less order at every page size.
 func TestListTiesAndPrefixes(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
@@ -90,9 +91,9 @@ func TestListTiesAndPrefixes(t *testing.T) {
 		if err := s.Append(ctx, ns.Key(id), e); err != nil {
 			t.Fatal(err)
 		}
-		want = append(want, store.Info(ns.Key(id), []transcript.Entry{e}))
+		want = append(want, storekit.Info(ns.Key(id), []transcript.Entry{e}))
 	}
-	store.SortSessions(want)
+	storekit.SortSessions(want)
 	for _, limit := range []int{1, 2, 3, 5, 16, 17, 18, 1000} {
 		var got []store.SessionInfo
 		opt := store.ListOptions{Limit: limit}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -86,7 +87,7 @@ func (s *Store) read(ctx context.Context, key store.Key, r *span) ([]transcript.
 		if entries, err = parseLines(key, logKey, first, lines.Val()); err != nil {
 			return nil, total, err
 		}
-		if err := store.CheckChain(key, first, "", entries); err != nil {
+		if err := storekit.CheckChain(key, first, "", entries); err != nil {
 			var ce *store.CorruptError
 			if errors.As(err, &ce) && ce.Where == "" && ce.Position >= 0 {
 				ce.Where = fmt.Sprintf("redis list %s index %d", logKey, ce.Position)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spool-go/spool/seal"
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -67,7 +68,7 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 			return err
 		}
 		var err error
-		if bodies[i], err = store.CheckBatch(b.Key, b.Entries); err != nil {
+		if bodies[i], err = storekit.CheckBatch(b.Key, b.Entries); err != nil {
 			return err
 		}
 		n += len(b.Entries)
@@ -110,7 +111,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries
 		}
 		row = sessionRow{}
 	}
-	if err := store.CheckParent(key, row.head, entries[0]); err != nil {
+	if err := storekit.CheckParent(key, row.head, entries[0]); err != nil {
 		return err
 	}
 
@@ -159,9 +160,9 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries
 // session whose row is sid, with its text for search.
 func (s *Store) insertEntry(ctx context.Context, tx *sql.Tx, key store.Key, sid int64, seq int, e transcript.Entry, body []byte) error {
 	ts := e.Timestamp.UnixNano() // CheckEntry keeps it within what nanoseconds hold
-	text, searchable := store.SearchText(e)
+	text, searchable := storekit.SearchText(e)
 	searchable = searchable && s.cfg.protector == nil
-	// The index holds the text as store.MatchText compares it, lowered by
+	// The index holds the text as storekit.MatchText compares it, lowered by
 	// Go's rules; the tokenizer's own case folding then acts on the query
 	// and the text alike, so that a match for MatchText is always a match
 	// for the index too.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spool-go/spool/internal/benchdata"
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -138,7 +139,7 @@ func (l *bulkLoader) load(ctx context.Context, keys []store.Key, all iter.Seq2[i
 		if err != nil {
 			return err
 		}
-		text, searchable := store.SearchText(e)
+		text, searchable := storekit.SearchText(e)
 		ms := msOf(e.Timestamp.UnixNano())
 		eid := ms<<msShift + l.rowIDs[ms]
 		l.rowIDs[ms]++

@@ -72,10 +72,10 @@
 // # Search
 //
 // Store implements store.Searcher with an FTS5 index of the text
-// store.SearchText gives (what the user wrote and what the assistant
+// storekit.SearchText gives (what the user wrote and what the assistant
 // answered), contentless and tokenized in trigrams, so that a match is a
-// case-insensitive substring test as in store.MatchText; every candidate is
-// then checked with store.MatchText itself, so that the hits and snippets
+// case-insensitive substring test as in storekit.MatchText; every candidate is
+// then checked with storekit.MatchText itself, so that the hits and snippets
 // are exactly those of store.Search's scan. Query words are never SQL or
 // FTS5 syntax: each is one quoted FTS5 string inside a bound parameter.
 // Words of one or two characters cannot use the index; they are checked

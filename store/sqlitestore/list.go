@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 )
 
 // List returns one page of the namespace's sessions, newest activity first,
@@ -20,7 +21,7 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 		WHERE s.agent = ? AND s.owner = ? AND ` + visible
 	args := []any{ns.Agent, ns.Owner, s.cutoff()}
 	if opt.Cursor != "" {
-		pos, err := store.DecodeListCursor(ns, opt.Cursor)
+		pos, err := storekit.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
@@ -53,7 +54,7 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 	}
 	if more {
 		last := page.Sessions[len(page.Sessions)-1]
-		page.NextCursor = store.EncodeListCursor(ns, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+		page.NextCursor = storekit.EncodeListCursor(ns, storekit.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
 	}
 	return page, nil
 }
@@ -103,7 +104,7 @@ func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention
 		}
 	}
 	if r.MaxAge > 0 {
-		// store.Expired: idle strictly longer than MaxAge.
+		// storekit.Expired: idle strictly longer than MaxAge.
 		if err := del(`DELETE FROM sessions WHERE agent = ? AND owner = ? AND last_activity < ?`,
 			ns.Agent, ns.Owner, now.Add(-r.MaxAge).UnixNano()); err != nil {
 			return 0, err

@@ -57,7 +57,7 @@ var migrations = [][]string{
 		)`,
 		// Contentless: the text lives only in entries.body; the trigram
 		// tokenizer makes MATCH a case-insensitive substring test, which is
-		// what store.MatchText does.
+		// what storekit.MatchText does.
 		`CREATE VIRTUAL TABLE entries_fts USING fts5 (
 			text, content='', contentless_delete=1, tokenize='trigram'
 		)`,

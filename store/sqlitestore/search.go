@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 )
 
 // Search returns the newest entries of namespace (or of q.Session) whose text
@@ -36,7 +37,7 @@ func (s *Store) Search(ctx context.Context, ns store.Namespace, q store.SearchQu
 			return nil, err
 		}
 	}
-	terms := store.SearchTerms(q.Text)
+	terms := storekit.SearchTerms(q.Text)
 	if len(terms) == 0 {
 		return nil, errors.New("sqlitestore: empty search query")
 	}
@@ -99,11 +100,11 @@ func (s *Store) Search(ctx context.Context, ns store.Namespace, q store.SearchQu
 		if err != nil {
 			return nil, err
 		}
-		text, ok := store.SearchText(e)
+		text, ok := storekit.SearchText(e)
 		if !ok {
 			continue
 		}
-		if snip, ok := store.MatchText(text, terms); ok {
+		if snip, ok := storekit.MatchText(text, terms); ok {
 			hits = append(hits, store.SearchHit{SessionID: id, EntryID: e.ID, Snippet: snip, Time: e.Timestamp})
 			if len(hits) == limit {
 				bound = bucketOf(eid)
@@ -113,7 +114,7 @@ func (s *Store) Search(ctx context.Context, ns store.Namespace, q store.SearchQu
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %s: searching %s: %w", s.path, ns, err)
 	}
-	store.SortHits(hits)
+	storekit.SortHits(hits)
 	if len(hits) > limit {
 		hits = hits[:limit]
 	}

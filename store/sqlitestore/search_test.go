@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/transcript"
 )
@@ -75,7 +76,7 @@ func TestSearchMatchesScan(t *testing.T) {
 			if q.Limit == 1 {
 				sessionScanMax = saved
 			}
-			if len(store.SearchTerms(q.Text)) == 0 {
+			if len(storekit.SearchTerms(q.Text)) == 0 {
 				continue
 			}
 			got, err := s.Search(t.Context(), ns, q)

@@ -233,6 +233,10 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 
 func openURL(ctx context.Context, u *url.URL, opts ...Option) (*Store, error) {
 	if !strings.EqualFold(u.Scheme, "sqlite") {
+		if u.Scheme == "" {
+			// The mistake of calling Open with a path: say what to call.
+			return nil, errors.New("sqlitestore: Open takes a sqlite: URL (sqlite:/path/spool.db); New(ctx, path) opens a database file")
+		}
 		return nil, fmt.Errorf("sqlitestore: scheme %q is not sqlite", u.Scheme)
 	}
 	if u.Host != "" || u.User != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -122,7 +123,7 @@ func testConflictStale(t *testing.T, s store.Store) {
 	got := listAll(t, s, ns, 0)
 	if info, n := find(got, key.ID); n != 1 {
 		t.Errorf("List shows the session %d times, want once", n)
-	} else if d := diffInfo(info, store.Info(key, entries)); d != "" {
+	} else if d := diffInfo(info, storekit.Info(key, entries)); d != "" {
 		t.Errorf("a rejected entry must not change the session's info: %s", d)
 	}
 	next := NewEntry(Head(entries), at, transcript.TypeUserMessage, transcript.UserMessage{Text: "fresh"})

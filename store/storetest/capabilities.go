@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -113,8 +114,8 @@ func testStater(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("Stat %s: %v", key, err)
 	}
-	if d := diffInfo(info, store.Info(key, entries)); d != "" {
-		t.Errorf("Stat must agree with store.Info over the transcript: %s", d)
+	if d := diffInfo(info, storekit.Info(key, entries)); d != "" {
+		t.Errorf("Stat must agree with storekit.Info over the transcript: %s", d)
 	}
 	for _, k := range []store.Key{ns.Key(name("unknown")), {Agent: ns.Agent, ID: key.ID}, {Agent: ns.Agent, Owner: name("other"), ID: key.ID}} {
 		if _, err := st.Stat(t.Context(), k); !errors.Is(err, store.ErrNotFound) {
@@ -123,7 +124,7 @@ func testStater(t *testing.T, s store.Store) {
 	}
 }
 
-// testPruner checks Prune against store.Victims for several policies, with
+// testPruner checks Prune against storekit.Victims for several policies, with
 // a now ten days ahead of the sessions so that a store using its own clock
 // instead of the now argument deletes the wrong ones.
 func testPruner(t *testing.T, s store.Store) {
@@ -150,16 +151,16 @@ func testPruner(t *testing.T, s store.Store) {
 				seed(t, s, neighbour.Key(fmt.Sprintf("s%d", i)), start.Add(-time.Duration(i)*day), 1)
 			}
 			before := listAll(t, s, ns, 0)
-			victims, err := store.Victims(t.Context(), s, ns, r, now)
+			victims, err := storekit.Victims(t.Context(), s, ns, r, now)
 			if err != nil {
-				t.Fatalf("store.Victims: %v", err)
+				t.Fatalf("storekit.Victims: %v", err)
 			}
 			deleted, err := p.Prune(t.Context(), ns, r, now)
 			if err != nil {
 				t.Fatalf("Prune(%+v): %v", r, err)
 			}
 			if deleted != len(victims) {
-				t.Errorf("Prune(%+v) reports %d deleted, want %d (the sessions store.Victims names)", r, deleted, len(victims))
+				t.Errorf("Prune(%+v) reports %d deleted, want %d (the sessions storekit.Victims names)", r, deleted, len(victims))
 			}
 			var want []string
 			for _, info := range before {
@@ -168,7 +169,7 @@ func testPruner(t *testing.T, s store.Store) {
 				}
 			}
 			if got := infoIDs(listAll(t, s, ns, 0)); !slices.Equal(got, want) {
-				t.Errorf("after Prune(%+v) as of now = %s, List shows %v, want %v (exactly the sessions store.Victims keeps)", r, now.Format(time.DateOnly), got, want)
+				t.Errorf("after Prune(%+v) as of now = %s, List shows %v, want %v (exactly the sessions storekit.Victims keeps)", r, now.Format(time.DateOnly), got, want)
 			}
 			for _, v := range victims {
 				checkRead(t, s, v.Key(), nil, "a pruned session reads empty")

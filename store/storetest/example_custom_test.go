@@ -1,9 +1,10 @@
 // This example is a complete custom store: a map under a mutex, in a few
-// dozen lines, that passes the whole conformance suite. The store package
-// does the hard parts: ValidateKey and ValidateNamespace check keys,
-// CheckAppend checks an entry and its parent, SessionInfo.Apply keeps the
-// listing info current on every append, SortSessions orders a listing, and
-// EncodeListCursor and DecodeListCursor make cursors bound to their namespace.
+// dozen lines, that passes the whole conformance suite. Packages store and
+// storekit do the hard parts: store.ValidateKey and ValidateNamespace check
+// keys, storekit.CheckAppend checks an entry and its parent,
+// SessionInfo.Apply keeps the listing info current on every append,
+// storekit.SortSessions orders a listing, and storekit.EncodeListCursor and
+// DecodeListCursor make cursors bound to their namespace.
 //
 // Prove that a store keeps the contract by running the suite in its own
 // package:
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/transcript"
 )
@@ -58,7 +60,7 @@ func (s *mapStore) Append(ctx context.Context, key store.Key, e transcript.Entry
 		head = sess.entries[len(sess.entries)-1].ID
 	}
 	// Invalid entries and a parent that is not the head are refused here.
-	if err := store.CheckAppend(key, head, e); err != nil {
+	if err := storekit.CheckAppend(key, head, e); err != nil {
 		return err
 	}
 	if sess == nil {
@@ -91,9 +93,9 @@ func (s *mapStore) List(ctx context.Context, ns store.Namespace, opt store.ListO
 	if err := store.ValidateNamespace(ns); err != nil {
 		return store.SessionPage{}, err
 	}
-	var after *store.ListPosition
+	var after *storekit.ListPosition
 	if opt.Cursor != "" {
-		p, err := store.DecodeListCursor(ns, opt.Cursor)
+		p, err := storekit.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
@@ -107,12 +109,12 @@ func (s *mapStore) List(ctx context.Context, ns store.Namespace, opt store.ListO
 		}
 	}
 	s.mu.Unlock()
-	store.SortSessions(infos)
+	storekit.SortSessions(infos)
 	page := store.SessionPage{Sessions: infos}
 	if n := opt.PageSize(); len(infos) > n {
 		page.Sessions = infos[:n]
 		last := infos[n-1]
-		page.NextCursor = store.EncodeListCursor(ns, store.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+		page.NextCursor = storekit.EncodeListCursor(ns, storekit.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
 	}
 	return page, ctx.Err()
 }

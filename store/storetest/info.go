@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -35,19 +36,19 @@ func listed(t *testing.T, s store.Store, key store.Key) store.SessionInfo {
 }
 
 // checkInfo compares the info List (and Stat, when the store has it) gives
-// for key with store.Info over want, the session's transcript.
+// for key with storekit.Info over want, the session's transcript.
 func checkInfo(t *testing.T, s store.Store, key store.Key, want []transcript.Entry, when string) {
 	t.Helper()
-	ref := store.Info(key, want)
+	ref := storekit.Info(key, want)
 	if d := diffInfo(listed(t, s, key), ref); d != "" {
-		t.Errorf("%s: List's SessionInfo must equal store.Info over the transcript: %s", when, d)
+		t.Errorf("%s: List's SessionInfo must equal storekit.Info over the transcript: %s", when, d)
 	}
 	if st, ok := s.(store.Stater); ok {
 		info, err := st.Stat(t.Context(), key)
 		if err != nil {
 			t.Errorf("%s: Stat: %v", when, err)
 		} else if d := diffInfo(info, ref); d != "" {
-			t.Errorf("%s: Stat's SessionInfo must equal store.Info over the transcript: %s", when, d)
+			t.Errorf("%s: Stat's SessionInfo must equal storekit.Info over the transcript: %s", when, d)
 		}
 	}
 }
@@ -122,7 +123,7 @@ func testInfoClockBack(t *testing.T, s store.Store) {
 	between := ns.Key(name("between"))
 	appendAll(t, s, between, NewEntry("", start.Add(7*time.Second), transcript.TypeUserMessage, nil))
 	appendAll(t, s, key, entries...)
-	checkInfo(t, s, key, entries, "entries whose timestamps go back (LastActivity is the newest timestamp, as store.Info keeps it)")
+	checkInfo(t, s, key, entries, "entries whose timestamps go back (LastActivity is the newest timestamp, as storekit.Info keeps it)")
 	got := infoIDs(listAll(t, s, ns, 0))
 	if want := []string{key.ID, between.ID}; !slices.Equal(got, want) {
 		t.Errorf("List must order by LastActivity, the newest timestamp, not by the last entry's: a session with entries at +10s then +5s comes before one at +7s; got %v, want %v", got, want)

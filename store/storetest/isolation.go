@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -36,7 +37,7 @@ func testOwnerIsolation(t *testing.T, s store.Store) {
 		info, n := find(listAll(t, s, k.Namespace(), 0), id)
 		if n != 1 {
 			t.Errorf("List of %s shows session %s %d times, want once", k.Namespace(), id, n)
-		} else if d := diffInfo(info, store.Info(k, entries)); d != "" {
+		} else if d := diffInfo(info, storekit.Info(k, entries)); d != "" {
 			t.Errorf("List of %s must show its own session %s, not another namespace's with the same id: %s", k.Namespace(), id, d)
 		}
 	}

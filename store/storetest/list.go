@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -32,9 +33,9 @@ func manySessions(t *testing.T, s store.Store, ns store.Namespace, n int) []stor
 		key := ns.Key(name("sess"))
 		entries := Chain("", start.Add(-time.Duration(i/3)*time.Second), 1)
 		appendAll(t, s, key, entries...)
-		want = append(want, store.Info(key, entries))
+		want = append(want, storekit.Info(key, entries))
 	}
-	store.SortSessions(want)
+	storekit.SortSessions(want)
 	return want
 }
 
@@ -65,24 +66,24 @@ func testListOrder(t *testing.T, s store.Store) {
 			entries = append(entries, Chain(Head(entries), start.Add(time.Minute), 1)...)
 		}
 		appendAll(t, s, key, entries...)
-		want = append(want, store.Info(key, entries))
+		want = append(want, storekit.Info(key, entries))
 	}
 	// Two sessions with the same last activity: the higher id comes first.
 	for range 2 {
 		key := ns.Key(name("tie"))
 		entries := Chain("", start.Add(30*time.Second), 1)
 		appendAll(t, s, key, entries...)
-		want = append(want, store.Info(key, entries))
+		want = append(want, storekit.Info(key, entries))
 	}
 	// Another namespace's sessions never appear.
 	seed(t, s, store.Namespace{Agent: ns.Agent, Owner: name("owner")}.Key(name("user")), start.Add(time.Hour), 1)
 	seed(t, s, newNamespace().Key(name("agent2")), start.Add(time.Hour), 1)
-	store.SortSessions(want)
+	storekit.SortSessions(want)
 	page, err := s.List(t.Context(), ns, store.ListOptions{})
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
-	checkOrder(t, page.Sessions, want, "List must order sessions by last activity, newest first, then by id, highest first (store.Less), with the info of each (store.Info)")
+	checkOrder(t, page.Sessions, want, "List must order sessions by last activity, newest first, then by id, highest first (storekit.Less), with the info of each (storekit.Info)")
 	if page.NextCursor != "" {
 		t.Errorf("List of %d sessions with the default page size must return them all with an empty NextCursor; got cursor %q", len(want), page.NextCursor)
 	}
@@ -235,12 +236,12 @@ func testPagingWhileAppending(t *testing.T, s store.Store) {
 			break
 		}
 		if !slices.IsSortedFunc(page.Sessions, func(a, b store.SessionInfo) int {
-			if store.Less(a, b) {
+			if storekit.Less(a, b) {
 				return -1
 			}
 			return 1
 		}) {
-			t.Errorf("while appending: page %d is not in listing order (store.Less): %v", pages+1, infoIDs(page.Sessions))
+			t.Errorf("while appending: page %d is not in listing order (storekit.Less): %v", pages+1, infoIDs(page.Sessions))
 		}
 		for _, info := range page.Sessions {
 			seen[info.ID]++

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/transcript"
 )
@@ -45,7 +46,7 @@ var mutants = []struct {
 	{"owner-leak", "Isolation/Owners", "owner B reads nothing"},
 	{"last-entry-activity", "Info/ClockGoingBack", "not by the last entry's"},
 	{"tail-off-by-one", "TailReader", "newest n entries"},
-	{"prune-own-clock", "Pruner", "exactly the sessions store.Victims keeps"},
+	{"prune-own-clock", "Pruner", "exactly the sessions storekit.Victims keeps"},
 	{"no-lock", "Locker/MutualExclusion", "mutual exclusion"},
 }
 
@@ -127,7 +128,7 @@ func (m *mutant) Append(ctx context.Context, k store.Key, e transcript.Entry) er
 		}
 		if m.kind == "racy-append" {
 			if e.ParentID != storetest.Head(entries) {
-				return store.ConflictError(k, e.ParentID, storetest.Head(entries))
+				return storekit.ConflictError(k, e.ParentID, storetest.Head(entries))
 			}
 			time.Sleep(time.Millisecond) // check, then act
 			entries, err = m.Store.Read(ctx, k)
@@ -180,7 +181,7 @@ func (m *mutant) List(ctx context.Context, ns store.Namespace, opt store.ListOpt
 			entries, _ := m.Store.Read(ctx, info.Key())
 			page.Sessions[i].LastActivity = entries[len(entries)-1].Timestamp
 		}
-		store.SortSessions(page.Sessions)
+		storekit.SortSessions(page.Sessions)
 		return page, err
 	}
 	if m.kind != "offset-cursor" {

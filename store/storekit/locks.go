@@ -1,8 +1,10 @@
-package store
+package storekit
 
 import (
 	"context"
 	"sync"
+
+	"github.com/spool-go/spool/store"
 )
 
 // LocalLocks is a Locker for one process: a lock per session key, made on
@@ -12,7 +14,7 @@ import (
 // zero value is ready to use.
 type LocalLocks struct {
 	mu    sync.Mutex
-	byKey map[Key]*localLock
+	byKey map[store.Key]*localLock
 }
 
 type localLock struct {
@@ -22,10 +24,10 @@ type localLock struct {
 
 // Lock blocks until key's lock is held or ctx is done, and returns the
 // function that releases it (safe to call more than once).
-func (l *LocalLocks) Lock(ctx context.Context, key Key) (unlock func(), err error) {
+func (l *LocalLocks) Lock(ctx context.Context, key store.Key) (unlock func(), err error) {
 	l.mu.Lock()
 	if l.byKey == nil {
-		l.byKey = map[Key]*localLock{}
+		l.byKey = map[store.Key]*localLock{}
 	}
 	k := l.byKey[key]
 	if k == nil {
@@ -58,7 +60,7 @@ func (l *LocalLocks) Len() int {
 }
 
 // unref drops one reference to k, and k itself with the last.
-func (l *LocalLocks) unref(key Key, k *localLock) {
+func (l *LocalLocks) unref(key store.Key, k *localLock) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if k.refs--; k.refs == 0 {

@@ -1,4 +1,4 @@
-package store
+package storekit
 
 import (
 	"crypto/sha256"
@@ -6,7 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
+
+	"github.com/spool-go/spool/store"
 )
 
 // ListPosition is where a listing page ended: the last session it returned.
@@ -28,11 +31,16 @@ func (p ListPosition) Before(lastActivity time.Time, id string) bool {
 
 // Less orders sessions for listing: newest activity first, then id
 // descending. Stores that sort in memory use it.
-func Less(a, b SessionInfo) bool {
+func Less(a, b store.SessionInfo) bool {
 	if !a.LastActivity.Equal(b.LastActivity) {
 		return a.LastActivity.After(b.LastActivity)
 	}
 	return a.ID > b.ID
+}
+
+// SortSessions sorts sessions in listing order (see Less).
+func SortSessions(s []store.SessionInfo) {
+	sort.Slice(s, func(i, j int) bool { return Less(s[i], s[j]) })
 }
 
 // cursorVersion 2 added the position to the tag (version 1 cursors cut
@@ -48,7 +56,7 @@ const cursorTimeLen = 8 + 4
 // namespace. The cursor is bound to the namespace and to its own content:
 // DecodeListCursor refuses it for any other namespace, and refuses it cut short
 // or altered.
-func EncodeListCursor(ns Namespace, p ListPosition) string {
+func EncodeListCursor(ns store.Namespace, p ListPosition) string {
 	var pos []byte
 	pos = binary.BigEndian.AppendUint64(pos, uint64(p.LastActivity.Unix()))
 	pos = binary.BigEndian.AppendUint32(pos, uint32(p.LastActivity.Nanosecond()))
@@ -61,17 +69,17 @@ func EncodeListCursor(ns Namespace, p ListPosition) string {
 }
 
 // DecodeListCursor returns the position in cursor c, which must come from
-// EncodeListCursor for the same namespace; anything else is ErrInvalidCursor.
-func DecodeListCursor(ns Namespace, c string) (ListPosition, error) {
+// EncodeListCursor for the same namespace; anything else is store.ErrInvalidCursor.
+func DecodeListCursor(ns store.Namespace, c string) (ListPosition, error) {
 	p, err := decodeCursor(ns, c)
 	if err != nil {
-		return ListPosition{}, fmt.Errorf("%w: %v", ErrInvalidCursor, err)
+		return ListPosition{}, fmt.Errorf("%w: %v", store.ErrInvalidCursor, err)
 	}
 	return p, nil
 }
 
-func decodeCursor(ns Namespace, c string) (ListPosition, error) {
-	if len(c) > 4*(1+8+cursorTimeLen+MaxIDLength) {
+func decodeCursor(ns store.Namespace, c string) (ListPosition, error) {
+	if len(c) > 4*(1+8+cursorTimeLen+store.MaxIDLength) {
 		return ListPosition{}, errors.New("too long")
 	}
 	buf, err := base64.RawURLEncoding.DecodeString(c)
@@ -89,7 +97,7 @@ func decodeCursor(ns Namespace, c string) (ListPosition, error) {
 		LastActivity: time.Unix(int64(binary.BigEndian.Uint64(buf[9:17])), int64(nanos)).UTC(),
 		ID:           string(buf[9+cursorTimeLen:]),
 	}
-	if nanos >= 1e9 || !ValidID(p.ID) {
+	if nanos >= 1e9 || !store.ValidID(p.ID) {
 		return ListPosition{}, errors.New("not a cursor")
 	}
 	return p, nil
@@ -99,7 +107,7 @@ func decodeCursor(ns Namespace, c string) (ListPosition, error) {
 // is not a secret: it only keeps a cursor from being used on another
 // listing, or cut short or altered, by mistake; a position alone could
 // never reach beyond the namespace it is used with.
-func cursorTag(s Namespace, pos []byte) []byte {
+func cursorTag(s store.Namespace, pos []byte) []byte {
 	h := sha256.New()
 	h.Write([]byte("spool list cursor\x00" + s.Agent + "\x00" + s.Owner + "\x00"))
 	h.Write(pos)

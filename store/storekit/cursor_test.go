@@ -1,4 +1,4 @@
-package store_test
+package storekit_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 )
 
 var cursorNamespaces = []store.Namespace{
@@ -26,9 +27,9 @@ func TestListCursorRoundTrip(t *testing.T) {
 	for _, ns := range cursorNamespaces {
 		for _, at := range times {
 			for _, id := range []string{"s", "01JF0000000000000000000000", "x@y.z-_"} {
-				p := store.ListPosition{LastActivity: at, ID: id}
-				c := store.EncodeListCursor(ns, p)
-				got, err := store.DecodeListCursor(ns, c)
+				p := storekit.ListPosition{LastActivity: at, ID: id}
+				c := storekit.EncodeListCursor(ns, p)
+				got, err := storekit.DecodeListCursor(ns, c)
 				if err != nil {
 					t.Fatalf("DecodeListCursor(%s, cursor of %+v): %v", ns, p, err)
 				}
@@ -39,7 +40,7 @@ func TestListCursorRoundTrip(t *testing.T) {
 					if other == ns {
 						continue
 					}
-					if _, err := store.DecodeListCursor(other, c); !errors.Is(err, store.ErrInvalidCursor) {
+					if _, err := storekit.DecodeListCursor(other, c); !errors.Is(err, store.ErrInvalidCursor) {
 						t.Errorf("a cursor of namespace %s decodes for namespace %s: %v", ns, other, err)
 					}
 				}
@@ -50,7 +51,7 @@ func TestListCursorRoundTrip(t *testing.T) {
 
 func TestListCursorGarbage(t *testing.T) {
 	ns := store.Namespace{Agent: "a", Owner: "o"}
-	c := store.EncodeListCursor(ns, store.ListPosition{LastActivity: time.Now(), ID: "session-1"})
+	c := storekit.EncodeListCursor(ns, storekit.ListPosition{LastActivity: time.Now(), ID: "session-1"})
 	bad := []string{
 		"", "x", "not a cursor", "!!!!", "AAAA", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
 		c + "A", c + "AAAA", c + "=", "=" + c, c[1:], string(make([]byte, 4000)),
@@ -68,7 +69,7 @@ func TestListCursorGarbage(t *testing.T) {
 		bad = append(bad, string(b))
 	}
 	for _, g := range bad {
-		p, err := store.DecodeListCursor(ns, g)
+		p, err := storekit.DecodeListCursor(ns, g)
 		if !errors.Is(err, store.ErrInvalidCursor) {
 			t.Errorf("DecodeListCursor(%q) = %+v, %v; want ErrInvalidCursor", g, p, err)
 		}
@@ -80,21 +81,21 @@ func TestListOrder(t *testing.T) {
 	a := store.SessionInfo{ID: "a", LastActivity: at}
 	b := store.SessionInfo{ID: "b", LastActivity: at}
 	newer := store.SessionInfo{ID: "a", LastActivity: at.Add(time.Nanosecond)}
-	if !store.Less(newer, b) || store.Less(b, newer) {
+	if !storekit.Less(newer, b) || storekit.Less(b, newer) {
 		t.Error("Less: newer activity must come first")
 	}
-	if !store.Less(b, a) || store.Less(a, b) || store.Less(a, a) {
+	if !storekit.Less(b, a) || storekit.Less(a, b) || storekit.Less(a, a) {
 		t.Error("Less: on equal activity the higher id comes first, and Less is strict")
 	}
 	// Before agrees with Less: a session belongs after the position of
 	// the session before it.
 	s := []store.SessionInfo{a, newer, b}
-	store.SortSessions(s)
+	storekit.SortSessions(s)
 	if s[0] != newer || s[1] != b || s[2] != a {
 		t.Errorf("SortSessions = %v", s)
 	}
 	for i := range s {
-		p := store.ListPosition{LastActivity: s[i].LastActivity, ID: s[i].ID}
+		p := storekit.ListPosition{LastActivity: s[i].LastActivity, ID: s[i].ID}
 		for j := range s {
 			if got, want := p.Before(s[j].LastActivity, s[j].ID), j > i; got != want {
 				t.Errorf("position of %d: Before(%d) = %v, want %v", i, j, got, want)
@@ -102,7 +103,7 @@ func TestListOrder(t *testing.T) {
 		}
 	}
 	// Equal instants in other zones are the same activity.
-	p := store.ListPosition{LastActivity: at.In(time.FixedZone("X", 3600)), ID: "b"}
+	p := storekit.ListPosition{LastActivity: at.In(time.FixedZone("X", 3600)), ID: "b"}
 	if p.Before(at, "b") || !p.Before(at, "a") {
 		t.Error("Before must compare instants, not zones")
 	}
@@ -115,13 +116,13 @@ func TestListOrder(t *testing.T) {
 func FuzzDecodeListCursor(f *testing.F) {
 	at := time.Date(2026, 11, 29, 10, 0, 0, 5, time.UTC)
 	for _, s := range cursorNamespaces {
-		f.Add(s.Agent, s.Owner, store.EncodeListCursor(s, store.ListPosition{LastActivity: at, ID: "s1"}))
+		f.Add(s.Agent, s.Owner, storekit.EncodeListCursor(s, storekit.ListPosition{LastActivity: at, ID: "s1"}))
 	}
 	f.Add("a", "", "garbage")
 	f.Add("a", "o", "")
 	f.Fuzz(func(t *testing.T, agent, owner, c string) {
 		ns := store.Namespace{Agent: agent, Owner: owner}
-		p, err := store.DecodeListCursor(ns, c)
+		p, err := storekit.DecodeListCursor(ns, c)
 		if err != nil {
 			if !errors.Is(err, store.ErrInvalidCursor) {
 				t.Fatalf("error %v does not match ErrInvalidCursor", err)
@@ -135,11 +136,11 @@ func FuzzDecodeListCursor(f *testing.F) {
 			if other == ns {
 				continue
 			}
-			if _, err := store.DecodeListCursor(other, c); err == nil {
+			if _, err := storekit.DecodeListCursor(other, c); err == nil {
 				t.Fatalf("cursor %q decodes for %+v and for %+v", c, ns, other)
 			}
 		}
-		back, err := store.DecodeListCursor(ns, store.EncodeListCursor(ns, p))
+		back, err := storekit.DecodeListCursor(ns, storekit.EncodeListCursor(ns, p))
 		if err != nil || !back.LastActivity.Equal(p.LastActivity) || back.ID != p.ID {
 			t.Fatalf("re-encoded position %+v decodes to %+v, %v", p, back, err)
 		}

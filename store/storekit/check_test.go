@@ -1,48 +1,19 @@
-package store_test
+package storekit_test
 
 import (
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
-
-// TestTopHitsKeepsTheFirstInOrder checks the bounded heap against sorting
-// everything, over many random sets.
-func TestTopHitsKeepsTheFirstInOrder(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for round := range 200 {
-		n, limit := rng.IntN(60), 1+rng.IntN(12)
-		var all []store.SearchHit
-		top := store.NewTopHitsForTest(limit)
-		for i := range n {
-			h := store.SearchHit{EntryID: fmt.Sprintf("e%03d", rng.IntN(40)), Time: base.Add(time.Duration(rng.IntN(10)) * time.Second), SessionID: fmt.Sprint(i)}
-			all = append(all, h)
-			top.Add(h)
-		}
-		store.SortHits(all)
-		want := all[:min(limit, len(all))]
-		got := top.Sorted()
-		if len(got) != len(want) {
-			t.Fatalf("round %d: %d hits, want %d", round, len(got), len(want))
-		}
-		for i := range got {
-			if got[i].Time != want[i].Time || got[i].EntryID != want[i].EntryID {
-				t.Fatalf("round %d: hit %d is %+v, want %+v", round, i, got[i], want[i])
-			}
-		}
-	}
-}
 
 func TestCheckAppendRefusesWhatWouldNotReadBack(t *testing.T) {
 	k := store.Key{Agent: "a", ID: "s"}
 	ok := transcript.Entry{ID: "e1", Type: transcript.TypeUserMessage, TurnID: "t", Timestamp: time.Now().UTC().Truncate(time.Millisecond)}
-	if err := store.CheckAppend(k, "", ok); err != nil {
+	if err := storekit.CheckAppend(k, "", ok); err != nil {
 		t.Fatal(err)
 	}
 	bad := map[string]func(e *transcript.Entry){
@@ -57,7 +28,7 @@ func TestCheckAppendRefusesWhatWouldNotReadBack(t *testing.T) {
 	for name, mutate := range bad {
 		e := ok
 		mutate(&e)
-		if err := store.CheckAppend(k, "", e); !errors.Is(err, store.ErrInvalidEntry) {
+		if err := storekit.CheckAppend(k, "", e); !errors.Is(err, store.ErrInvalidEntry) {
 			t.Errorf("%s: %v, want ErrInvalidEntry", name, err)
 		}
 	}
@@ -66,21 +37,21 @@ func TestCheckAppendRefusesWhatWouldNotReadBack(t *testing.T) {
 func TestCheckChain(t *testing.T) {
 	k := store.Key{Agent: "a", ID: "s"}
 	chain := []transcript.Entry{{ID: "1"}, {ID: "2", ParentID: "1"}, {ID: "3", ParentID: "2"}, {ID: "4"}}
-	if err := store.CheckChain(k, 0, "", chain); err != nil {
+	if err := storekit.CheckChain(k, 0, "", chain); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.CheckChain(k, 5, "", chain[1:]); err != nil {
+	if err := storekit.CheckChain(k, 5, "", chain[1:]); err != nil {
 		t.Fatalf("a slice from the middle: %v", err)
 	}
 	gap := []transcript.Entry{chain[0], chain[2]}
 	var ce *store.CorruptError
-	if err := store.CheckChain(k, 0, "", gap); !errors.As(err, &ce) || ce.Position != 1 {
+	if err := storekit.CheckChain(k, 0, "", gap); !errors.As(err, &ce) || ce.Position != 1 {
 		t.Fatalf("a missing entry: %v", err)
 	}
-	if err := store.CheckChain(k, 0, "", chain[1:]); !errors.Is(err, store.ErrCorrupt) {
+	if err := storekit.CheckChain(k, 0, "", chain[1:]); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("a missing start: %v", err)
 	}
-	if err := store.CheckChain(k, 3, "x", chain[2:3]); !errors.Is(err, store.ErrCorrupt) {
+	if err := storekit.CheckChain(k, 3, "x", chain[2:3]); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("the wrong predecessor: %v", err)
 	}
 }

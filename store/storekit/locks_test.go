@@ -1,4 +1,4 @@
-package store_test
+package storekit_test
 
 import (
 	"context"
@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 )
 
 func TestLocalLocks(t *testing.T) {
-	var l store.LocalLocks
+	var l storekit.LocalLocks
 	ctx := context.Background()
 	a := store.Key{Agent: "a", ID: "1"}
 	unlock, err := l.Lock(ctx, a)

@@ -1,4 +1,4 @@
-package store_test
+package storekit_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -23,9 +24,9 @@ func FuzzCheckEntry(f *testing.F) {
 		k := store.Key{Agent: "a", ID: "s"}
 		e := transcript.Entry{ID: id, ParentID: parent, Type: transcript.Type(typ), TurnID: turn,
 			Status: transcript.Status(status), Timestamp: time.Unix(0, nanos), Data: json.RawMessage(data)}
-		line, err := store.CheckEntry(k, e)
+		line, err := storekit.CheckEntry(k, e)
 		if err != nil {
-			if store.CheckAppend(k, parent, e) == nil {
+			if storekit.CheckAppend(k, parent, e) == nil {
 				t.Fatalf("CheckEntry refused what CheckAppend takes: %v", err)
 			}
 			return
@@ -37,7 +38,7 @@ func FuzzCheckEntry(f *testing.F) {
 		if !back.Equal(e) {
 			t.Fatalf("accepted %+v, but it reads back as %+v", e, back)
 		}
-		if err := store.CheckAppend(k, parent, e); err != nil {
+		if err := storekit.CheckAppend(k, parent, e); err != nil {
 			t.Fatalf("CheckAppend refused what CheckEntry takes: %v", err)
 		}
 	})

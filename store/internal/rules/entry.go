@@ -1,0 +1,97 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/spool-go/spool/transcript"
+)
+
+// The entry checks of the store contract (storekit.CheckEntry and its
+// kin), here so that store's AppendBatch fallback applies the same ones.
+// They take the sentinel errors they wrap, store.ErrInvalidEntry and
+// store.ErrConflict, from their callers, since this package cannot import
+// store.
+
+// The timestamps a store keeps: Unix nanoseconds reach from 1678 to 2262
+// (see storekit.MinTimestamp).
+var (
+	MinTimestamp = time.Unix(0, math.MinInt64).UTC().Add(time.Second).Truncate(time.Second)
+	MaxTimestamp = time.Unix(0, math.MaxInt64).UTC().Truncate(time.Second)
+)
+
+// CheckEntry is storekit.CheckEntry; invalid is store.ErrInvalidEntry.
+func CheckEntry(key fmt.Stringer, e transcript.Entry, invalid error) ([]byte, error) {
+	errorf := func(format string, args ...any) error {
+		return fmt.Errorf("%w: session %s: "+format, append([]any{invalid, key}, args...)...)
+	}
+	switch {
+	case e.ID == "":
+		return nil, errorf("entry without id")
+	case e.Type == "":
+		return nil, errorf("entry %q without type", e.ID)
+	case e.Timestamp.IsZero():
+		return nil, errorf("entry %q without timestamp", e.ID)
+	case e.Timestamp.Before(MinTimestamp) || e.Timestamp.After(MaxTimestamp):
+		return nil, errorf("entry %q: timestamp %v outside %d-%d", e.ID, e.Timestamp, MinTimestamp.Year(), MaxTimestamp.Year())
+	case e.Status != "" && !e.Status.Valid():
+		return nil, errorf("entry %q: unknown status %q", e.ID, e.Status)
+	}
+	for _, f := range [...]struct{ name, v string }{{"id", e.ID}, {"parentId", e.ParentID}, {"turnId", e.TurnID}, {"type", string(e.Type)}} {
+		if !plainText(f.v) {
+			return nil, errorf("entry %.40q: %s %.40q is not valid UTF-8 without control characters", e.ID, f.name, f.v)
+		}
+	}
+	line, err := transcript.AppendJSON(make([]byte, 0, 192+len(e.Data)), e)
+	if err != nil {
+		return nil, errorf("%v", err)
+	}
+	return line, nil
+}
+
+// CheckParent is storekit.CheckParent; conflict is store.ErrConflict.
+func CheckParent(key fmt.Stringer, head string, e transcript.Entry, conflict error) error {
+	if e.ParentID != head {
+		return Conflict(key, e.ParentID, head, conflict)
+	}
+	return nil
+}
+
+// Conflict is storekit.ConflictError; conflict is store.ErrConflict.
+func Conflict(key fmt.Stringer, parent, head string, conflict error) error {
+	return fmt.Errorf("%w: session %s: entry parent %q, last entry %q", conflict, key, parent, head)
+}
+
+// CheckBatch is storekit.CheckBatch; invalid and conflict are
+// store.ErrInvalidEntry and store.ErrConflict.
+func CheckBatch(key fmt.Stringer, entries []transcript.Entry, invalid, conflict error) ([][]byte, error) {
+	lines := make([][]byte, len(entries))
+	for i, e := range entries {
+		line, err := CheckEntry(key, e, invalid)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			if err := CheckParent(key, entries[i-1].ID, e, conflict); err != nil {
+				return nil, err
+			}
+		}
+		lines[i] = line
+	}
+	return lines, nil
+}
+
+func plainText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
