@@ -79,6 +79,7 @@
 // # Durability
 //
 // Seal and Open touch no files. LoadOrCreateKeyFile writes the key file
-// completely, with fsync of the file and its folder, before it returns, so a
-// key that was used to seal anything is on disk.
+// completely, with fsync of the file and its folder (package
+// internal/durable says exactly what that guarantees), before it returns,
+// so a key that was used to seal anything is on disk.
 package seal

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/spool-go/spool/internal/durable"
 )
 
 // ErrInsecureKeyFile: the key file can be read or written by group or
@@ -123,7 +125,7 @@ func createKeyFile(path string) ([]byte, error) {
 			return nil, fmt.Errorf("seal: writing key file: %w", err)
 		}
 	}
-	if err := SyncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return nil, fmt.Errorf("seal: syncing key file folder: %w", err)
 	}
 	return key, nil
@@ -159,48 +161,10 @@ func readRacingKeyFile(path string) ([]byte, error) {
 func writeSyncClose(f *os.File, content []byte) error {
 	_, err := f.Write(content)
 	if err == nil {
-		err = f.Sync()
+		err = durable.Sync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
-}
-
-// ReplaceKeyFile writes content to path, mode 0600 in a 0700 folder,
-// replacing what was there atomically: written to a temporary file in the
-// same folder, synced, renamed over path, and the folder synced. A crash
-// leaves the old file or the new one, never a mix. Key rotation uses it
-// to install keys.
-func ReplaceKeyFile(path string, content []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".key-*.tmp") // mode 0600
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := writeSyncClose(tmp, content); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return SyncDir(dir)
-}
-
-// SyncDir makes a new folder entry durable. Windows cannot sync a folder
-// handle and does not need to: NTFS journals the entry.
-func SyncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spool-go/spool/internal/durable"
 	"github.com/spool-go/spool/seal"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/filestore"
@@ -264,18 +265,18 @@ func installKey(keyFile, newPath string, oldKey, newKey []byte) error {
 		for _, k := range olds {
 			b.WriteString(seal.EncodeKey(k) + "\n")
 		}
-		if err := seal.ReplaceKeyFile(keyFile+keyFileOld, []byte(b.String())); err != nil {
+		if err := durable.WriteFile(keyFile+keyFileOld, []byte(b.String()), 0o600); err != nil {
 			return err
 		}
 	}
-	if err := seal.ReplaceKeyFile(keyFile, []byte(seal.EncodeKey(newKey)+"\n")); err != nil {
+	if err := durable.WriteFile(keyFile, []byte(seal.EncodeKey(newKey)+"\n"), 0o600); err != nil {
 		return err
 	}
 	if newPath == keyFile+keyFileNew {
 		if err := os.Remove(newPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		return seal.SyncDir(filepath.Dir(newPath))
+		return durable.SyncDir(filepath.Dir(newPath))
 	}
 	return nil
 }

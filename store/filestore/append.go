@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/spool-go/spool/internal/durable"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
@@ -196,7 +197,7 @@ func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, entr
 	if sf.size == 0 {
 		// A new file: its name must survive a crash too. The file is
 		// empty until the line below, so a failure here stores nothing.
-		if err := syncDir(ix.dir); err != nil {
+		if err := durable.SyncDir(ix.dir); err != nil {
 			return false, fmt.Errorf("filestore: session %s: %w", key, err)
 		}
 	}
@@ -240,11 +241,11 @@ func (s *Store) writeLine(sf *sfile, line []byte) error {
 		err = faultHook(sf.path)
 	}
 	if err == nil {
-		err = syncData(sf.f)
+		err = durable.SyncData(sf.f)
 	}
 	if err != nil {
 		if sf.f.Truncate(sf.size) == nil {
-			syncData(sf.f)
+			durable.SyncData(sf.f)
 		}
 		return err
 	}
@@ -390,7 +391,7 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 	ix.touchDir()
 	ix.mu.Unlock()
 	// Without it a crash could bring the file back.
-	if err := syncDir(ix.dir); err != nil {
+	if err := durable.SyncDir(ix.dir); err != nil {
 		return false, fmt.Errorf("filestore: deleting session %s: %w", key, err)
 	}
 	return true, nil

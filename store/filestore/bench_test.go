@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/internal/benchdata"
+	"github.com/spool-go/spool/internal/durable"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
@@ -187,7 +188,7 @@ func BenchmarkAppendVsRaw(b *testing.B) {
 					if _, err := raw.Write(line); err != nil {
 						b.Fatal(err)
 					}
-					if err := syncData(raw); err != nil {
+					if err := durable.SyncData(raw); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -262,7 +263,7 @@ func BenchmarkWritersVsRaw(b *testing.B) {
 		if _, err := files[w].Write(line); err != nil {
 			b.Error(err)
 		}
-		if err := syncData(files[w]); err != nil {
+		if err := durable.SyncData(files[w]); err != nil {
 			b.Error(err)
 		}
 	}

@@ -30,7 +30,8 @@
 //
 // When Append returns nil, the entry's line has been written and fdatasync'd
 // (F_FULLFSYNC on macOS, FlushFileBuffers on Windows), and when the append
-// created the file, its folder has been synced too: the entry survives the
+// created the file, its folder has been synced too (package internal/durable
+// holds these calls and says what each guarantees): the entry survives the
 // process being killed (kill -9) and the machine losing power, on a disk
 // that honours cache flushes. When Append returns an error, nothing was
 // acknowledged and the store cut the line off again (or, if even that

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/spool-go/spool/internal/durable"
 )
 
 // The index file on disk (the format is in record.go): loading it,
@@ -250,7 +252,7 @@ func (ix *index) rewrite() error {
 	if err == nil {
 		// A rename of unsynced data can leave an empty index after a
 		// crash; rebuilding it would read every transcript.
-		err = f.Sync()
+		err = durable.Sync(f)
 	}
 	if err == nil {
 		err = ix.install(tmpPath, old == nil)

@@ -26,7 +26,6 @@ func tryLockFile(f *os.File, exclusive bool) (bool, error) { return false, errNo
 func closeLocked(f *os.File) error                         { return f.Close() }
 func unlockFile(f *os.File) error                          { return errNoLocks }
 func unlinked(st fs.FileInfo, path string) bool            { return false }
-func syncDir(dir string) error                             { return nil }
 func statEach(dir *os.File, names []string, fn func(i int, st fileState, regular bool)) error {
 	return statEachByPath(dir, names, fn)
 }

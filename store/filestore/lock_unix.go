@@ -133,20 +133,6 @@ func statEach(dir *os.File, names []string, fn func(i int, st fileState, regular
 	})
 }
 
-// syncDir makes the names in dir durable: created, renamed and removed
-// files.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 func pathErr(op string, f *os.File, err error) error {
 	if err == nil {
 		return nil

@@ -99,10 +99,6 @@ func statEach(dir *os.File, names []string, fn func(i int, st fileState, regular
 	return statEachByPath(dir, names, fn)
 }
 
-// syncDir does nothing on Windows: NTFS journals its directory changes,
-// and a folder cannot be opened for FlushFileBuffers.
-func syncDir(dir string) error { return nil }
-
 func pathErr(op string, f *os.File, err error) error {
 	if err == nil {
 		return nil

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spool-go/spool/internal/durable"
 	"github.com/spool-go/spool/seal"
 )
 
@@ -170,7 +171,7 @@ func (s *Store) writeMarker(p seal.Protector, replace bool) error {
 	fixMode(f)
 	_, err = f.Write(append(append([]byte(markerHeader), line...), '\n'))
 	if err == nil {
-		err = f.Sync()
+		err = durable.Sync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -189,7 +190,7 @@ func (s *Store) writeMarker(p seal.Protector, replace bool) error {
 		}
 		return fmt.Errorf("filestore: writing the encryption marker: %w", err)
 	}
-	if err := syncDir(s.root); err != nil {
+	if err := durable.SyncDir(s.root); err != nil {
 		return fmt.Errorf("filestore: writing the encryption marker: %w", err)
 	}
 	return nil
@@ -207,7 +208,7 @@ func createExclusive(path, from string) error {
 	}
 	_, err = f.Write(b)
 	if err == nil {
-		err = f.Sync()
+		err = durable.Sync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/spool-go/spool/internal/durable"
 	"github.com/spool-go/spool/store"
 )
 
@@ -155,7 +156,7 @@ func (s *Store) markWriter(ix *index) (release func()) {
 		}
 		ix.writers[w.nonce] = true
 		if ix.j.f != nil {
-			syncData(ix.j.f)
+			durable.SyncData(ix.j.f)
 		}
 		ix.mu.Unlock()
 	}
@@ -179,7 +180,7 @@ func (s *Store) unmarkWriter(w *writerMark, namespaces map[store.Namespace]bool)
 		}
 		x.write(b)
 		if x.j.f != nil {
-			syncData(x.j.f)
+			durable.SyncData(x.j.f)
 		}
 		x.j.close()
 		x.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/spool-go/spool/internal/durable"
 	"github.com/spool-go/spool/store"
 )
 
@@ -166,7 +167,7 @@ func mkdirs(dir string) error {
 		if err := os.Chmod(p, dirMode); err != nil {
 			return fmt.Errorf("filestore: %w", err)
 		}
-		if err := syncDir(filepath.Dir(p)); err != nil {
+		if err := durable.SyncDir(filepath.Dir(p)); err != nil {
 			return fmt.Errorf("filestore: %w", err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spool-go/spool/internal/durable"
 	"github.com/spool-go/spool/seal"
 	"github.com/spool-go/spool/store"
 )
@@ -193,7 +194,7 @@ func (s *Store) replaceTranscript(sf *sfile, content []byte) error {
 		err = w.Flush()
 	}
 	if err == nil {
-		err = f.Sync()
+		err = durable.Sync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -212,7 +213,7 @@ func (s *Store) replaceTranscript(sf *sfile, content []byte) error {
 		os.Remove(tmp)
 		return err
 	}
-	return syncDir(filepath.Dir(sf.path))
+	return durable.SyncDir(filepath.Dir(sf.path))
 }
 
 // removeResealTemps removes what an interrupted Reseal left of a session:

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spool-go/spool/internal/durable"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
@@ -33,21 +34,6 @@ type fileState struct {
 
 func stateOf(st fs.FileInfo) fileState {
 	return fileState{size: st.Size(), mtime: st.ModTime().UnixNano(), ino: fileID(st)}
-}
-
-// statEachByPath is statEach for systems without fstatat.
-func statEachByPath(dir *os.File, names []string, fn func(i int, st fileState, regular bool)) error {
-	for i, name := range names {
-		st, err := os.Lstat(filepath.Join(dir.Name(), name))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		fn(i, stateOf(st), st.Mode().IsRegular())
-	}
-	return nil
 }
 
 func (sf *sfile) close() { closeLocked(sf.f) }
@@ -180,7 +166,7 @@ func (s *Store) repairTorn(sf *sfile) error {
 			if _, err := sf.f.WriteAt([]byte{'\n'}, sf.size); err != nil {
 				return fmt.Errorf("filestore: %w", err)
 			}
-			if err := syncData(sf.f); err != nil {
+			if err := durable.SyncData(sf.f); err != nil {
 				return fmt.Errorf("filestore: %w", err)
 			}
 			return sf.stat()
@@ -195,13 +181,13 @@ func (s *Store) repairTorn(sf *sfile) error {
 	fixMode(t)
 	_, err = t.Write(append(tail, '\n'))
 	if err == nil {
-		err = syncData(t)
+		err = durable.SyncData(t)
 	}
 	if cerr := t.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil && existed != nil {
-		err = syncDir(filepath.Dir(sf.path))
+		err = durable.SyncDir(filepath.Dir(sf.path))
 	}
 	if err != nil {
 		return fmt.Errorf("filestore: setting aside a torn line: %w", err)
@@ -209,7 +195,7 @@ func (s *Store) repairTorn(sf *sfile) error {
 	if err := sf.f.Truncate(start); err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
-	if err := syncData(sf.f); err != nil {
+	if err := durable.SyncData(sf.f); err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
 	return sf.stat()
