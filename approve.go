@@ -49,7 +49,7 @@ func (s *Session) Resolve(ctx context.Context, approvalID string, d Decision) it
 		err := s.with(ctx, writing, func(ctx context.Context, sl *slot) error {
 			p, ok := sl.st.pendingApproval(approvalID)
 			if !ok {
-				return fmt.Errorf("session %s: approval %q: %w", s.key, approvalID, ErrNoApproval)
+				return fmt.Errorf("%w: approval %q of session %s", ErrNoApproval, approvalID, s.key)
 			}
 			r = s.newRun(sl, yield, cancel, p.TurnID)
 			r.wrote = true // the turn is under way: a failure from here on ends it

@@ -92,7 +92,7 @@ func (a *Agent) AsTool(name, description string, opts ...tool.Option) *tool.Tool
 		var res *Result
 		for ev, err := range sess.Stream(ctx, args.Prompt) {
 			if err != nil {
-				return DelegateResult{}, fmt.Errorf("delegate %s: %w", a.cfg.Name, err)
+				return DelegateResult{}, fmt.Errorf("spool: delegate %s: %w", a.cfg.Name, err)
 			}
 			if em != nil {
 				em.emit(a.cfg.Name, sess.ID(), ev)
@@ -102,7 +102,7 @@ func (a *Agent) AsTool(name, description string, opts ...tool.Option) *tool.Tool
 			}
 		}
 		if res == nil {
-			return DelegateResult{}, fmt.Errorf("delegate %s: no result", a.cfg.Name)
+			return DelegateResult{}, fmt.Errorf("spool: delegate %s: no result", a.cfg.Name)
 		}
 		out := DelegateResult{Agent: a.cfg.Name, SessionID: sess.ID(), Status: string(res.Status), Text: res.Text}
 		if res.Status == StatusAwaitingApproval {
@@ -111,7 +111,7 @@ func (a *Agent) AsTool(name, description string, opts ...tool.Option) *tool.Tool
 				ids[i] = p.ID
 			}
 			b, _ := json.Marshal(out)
-			return DelegateResult{}, fmt.Errorf("delegate %s is waiting for approval of %s: %s", a.cfg.Name, strings.Join(ids, ", "), b)
+			return DelegateResult{}, fmt.Errorf("spool: delegate %s is waiting for approval of %s: %s", a.cfg.Name, strings.Join(ids, ", "), b)
 		}
 		return out, nil
 	}, opts...)

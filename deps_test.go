@@ -62,7 +62,8 @@ const depsRules = `
 
 	# Test support: imported by tests only, never by the code above.
 	NONE < internal/spooltest, internal/replicatest, internal/newcomer,
-	       internal/browsertest, internal/testreport, store/pgstore/pgtest;
+	       internal/browsertest, internal/testreport, internal/benchsuite,
+	       store/pgstore/pgtest;
 	transcript, store < internal/benchdata;
 	STORES, store/storetest < internal/teststores;
 	server, model/echo, store/memstore < internal/chatfake;

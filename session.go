@@ -246,7 +246,7 @@ func (s *Session) SetToolMode(ctx context.Context, mode transcript.ToolMode) err
 	return s.with(ctx, writing, func(ctx context.Context, sl *slot) error {
 		if len(sl.st.pending) > 0 {
 			// A mode entry inside a paused turn would split it in two.
-			return fmt.Errorf("session %s: %w", s.key, ErrApprovalPending)
+			return fmt.Errorf("%w (session %s)", ErrApprovalPending, s.key)
 		}
 		w := s.writer(sl)
 		_, err := w.append(ctx, transcript.TypeSessionMode, transcript.NewID(s.a.now()), "", transcript.SessionMode{ToolMode: mode})

@@ -46,7 +46,7 @@ func (s *Session) Stream(ctx context.Context, prompt string) iter.Seq2[Event, er
 			var r *run
 			err := s.with(ctx, writing, func(ctx context.Context, sl *slot) error {
 				if len(sl.st.pending) > 0 {
-					return fmt.Errorf("session %s: %w", s.key, ErrApprovalPending)
+					return fmt.Errorf("%w (session %s)", ErrApprovalPending, s.key)
 				}
 				if err := s.settleOpenTurn(ctx, sl); err != nil {
 					return err
@@ -121,7 +121,7 @@ func (s *Session) settleOpenTurn(ctx context.Context, sl *slot) error {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("session %s: %w", s.key, ErrBusy)
+			return fmt.Errorf("%w (session %s)", ErrBusy, s.key)
 		}
 		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
 			return err

@@ -8,23 +8,23 @@ import (
 // Sentinel errors. Stores wrap them, so callers test with errors.Is.
 var (
 	// ErrNotFound: the session does not exist (or is not the caller's).
-	ErrNotFound = errors.New("session not found")
+	ErrNotFound = errors.New("store: session not found")
 	// ErrConflict: an append whose parent is not the session's last entry;
 	// another writer got there first.
-	ErrConflict = errors.New("conflicting append: the session has moved on")
+	ErrConflict = errors.New("store: conflicting append: the session has moved on")
 	// ErrCorrupt: a stored record cannot be read. The error names the
 	// session and position; nothing is skipped silently.
-	ErrCorrupt = errors.New("corrupt record")
+	ErrCorrupt = errors.New("store: corrupt record")
 	// ErrInvalidKey: an agent, owner or session id outside the allowed form.
-	ErrInvalidKey = errors.New("invalid key")
+	ErrInvalidKey = errors.New("store: invalid key")
 	// ErrInvalidEntry: an entry that cannot be stored (no id, no type,
 	// data that is not a JSON object).
-	ErrInvalidEntry = errors.New("invalid entry")
+	ErrInvalidEntry = errors.New("store: invalid entry")
 	// ErrInvalidCursor: a cursor this listing did not hand out.
-	ErrInvalidCursor = errors.New("invalid cursor")
+	ErrInvalidCursor = errors.New("store: invalid cursor")
 	// ErrSessionExpired: the session expired by TTL while an approval was
 	// pending; see ExpiredError.
-	ErrSessionExpired = errors.New("session expired")
+	ErrSessionExpired = errors.New("store: session expired")
 )
 
 // CorruptError reports a record that cannot be read. It matches ErrCorrupt.
@@ -36,7 +36,7 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	msg := fmt.Sprintf("session %s: corrupt record", e.Key)
+	msg := fmt.Sprintf("store: session %s: corrupt record", e.Key)
 	if e.Position >= 0 {
 		msg += fmt.Sprintf(" at entry %d", e.Position)
 	}
@@ -63,7 +63,7 @@ type ExpiredError struct {
 }
 
 func (e *ExpiredError) Error() string {
-	return fmt.Sprintf("session %s expired with an approval pending; the approval can no longer be answered", e.Key)
+	return fmt.Sprintf("store: session %s expired with an approval pending; the approval can no longer be answered", e.Key)
 }
 
 // Is makes errors.Is(err, ErrSessionExpired) true.

@@ -118,7 +118,7 @@ func Stat(ctx context.Context, s Store, key Key) (SessionInfo, error) {
 		return SessionInfo{}, err
 	}
 	if len(entries) == 0 {
-		return SessionInfo{}, fmt.Errorf("session %s: %w", key, ErrNotFound)
+		return SessionInfo{}, fmt.Errorf("%w (session %s)", ErrNotFound, key)
 	}
 	var info SessionInfo
 	for _, e := range entries {

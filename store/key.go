@@ -55,5 +55,5 @@ func invalid(what, s string) error {
 	if len(s) > MaxIDLength {
 		return fmt.Errorf("%w: %s of %d bytes (at most %d): %.24q…", ErrInvalidKey, what, len(s), MaxIDLength, s)
 	}
-	return fmt.Errorf("%w: %s %q: use 1-%d of A-Z a-z 0-9 . _ @ -, not . or ..", ErrInvalidKey, what, s, MaxIDLength)
+	return fmt.Errorf("%w: %s %q: use 1-%d of A-Z a-z 0-9 . _ @ - (but not \".\" or \"..\")", ErrInvalidKey, what, s, MaxIDLength)
 }

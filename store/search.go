@@ -66,7 +66,7 @@ func Search(ctx context.Context, s Store, ns Namespace, q SearchQuery) ([]Search
 					return nil, err
 				}
 				if err := scan(info.ID); err != nil {
-					return nil, fmt.Errorf("search: %w", err)
+					return nil, fmt.Errorf("store: search: %w", err)
 				}
 			}
 			if page.NextCursor == "" {

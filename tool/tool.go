@@ -53,7 +53,7 @@ func RequireApproval() Option { return func(t *Tool) { t.approval = true } }
 
 // ErrInvalidArguments is wrapped by the error of a call whose arguments do
 // not fit the tool's schema.
-var ErrInvalidArguments = errors.New("invalid arguments")
+var ErrInvalidArguments = errors.New("tool: invalid arguments")
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
@@ -131,7 +131,7 @@ func render(r any) (string, error) {
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
-		return "", fmt.Errorf("result: %w", err)
+		return "", fmt.Errorf("tool: result: %w", err)
 	}
 	return string(b), nil
 }
@@ -162,14 +162,14 @@ func (t *Tool) Spec() model.ToolSpec {
 func (t *Tool) Call(ctx context.Context, args json.RawMessage) (result string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("tool %s panicked: %v", t.name, p)
+			err = fmt.Errorf("tool: %s panicked: %v", t.name, p)
 		}
 	}()
 	return t.call(ctx, args)
 }
 
 // ErrTimeout is wrapped by the error of a call that ran out of time.
-var ErrTimeout = errors.New("tool timed out")
+var ErrTimeout = errors.New("tool: timed out")
 
 // Run calls the tool with its timeout (or def when it has none) combined
 // with ctx. A call that runs out of time returns an error wrapping
@@ -200,12 +200,12 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage, def time.Duration)
 	select {
 	case o := <-done:
 		if o.err != nil && errors.Is(context.Cause(ctx), ErrTimeout) {
-			return "", fmt.Errorf("tool %s: %w after %v", t.name, ErrTimeout, d)
+			return "", fmt.Errorf("%w (%s, after %v)", ErrTimeout, t.name, d)
 		}
 		return o.result, o.err
 	case <-ctx.Done():
 		if errors.Is(context.Cause(ctx), ErrTimeout) {
-			return "", fmt.Errorf("tool %s: %w after %v", t.name, ErrTimeout, d)
+			return "", fmt.Errorf("%w (%s, after %v)", ErrTimeout, t.name, d)
 		}
 		return "", context.Cause(ctx)
 	}

@@ -203,7 +203,7 @@ func (d *Decoder) Decode() (Entry, error) {
 		}
 		e, err := Parse(line)
 		if err != nil {
-			return Entry{}, fmt.Errorf("line %d: %w", d.line, err)
+			return Entry{}, fmt.Errorf("%w (line %d)", err, d.line)
 		}
 		return e, nil
 	}
@@ -215,7 +215,7 @@ func (d *Decoder) readLine() ([]byte, error) {
 		chunk, err := d.r.ReadSlice('\n')
 		if len(line)+len(chunk) > d.max {
 			d.line++
-			return nil, fmt.Errorf("line %d: %w: longer than %d bytes", d.line, ErrSyntax, d.max)
+			return nil, fmt.Errorf("%w: longer than %d bytes (line %d)", ErrSyntax, d.max, d.line)
 		}
 		switch {
 		case err == nil:

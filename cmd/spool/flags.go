@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spool-go/spool/store"
 )
@@ -125,8 +124,4 @@ func parse(fs *flagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
-}
-
-func writeLines(w io.Writer, lines ...string) {
-	fmt.Fprint(w, strings.Join(lines, "\n")+"\n")
 }

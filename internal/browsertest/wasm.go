@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -147,9 +146,9 @@ func runWasm(t *testing.T, dir string, w io.Writer, args []string) (r wasmRun) {
 // path and the path of the matching wasm_exec.js.
 func compileWasm(ctx context.Context, t *testing.T, dir, work string) (bin, execJS string) {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
+	goTool, err := exec.LookPath("go") // go test puts its own go first on PATH
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("no go command to build the browser's test binary with: %v", err)
 	}
 	goroot, err := exec.CommandContext(ctx, goTool, "env", "GOROOT").Output()
 	if err != nil {

@@ -1,3 +1,5 @@
+//lint:file-ignore ST1005 the fake answers with Telegram's own error descriptions, capitals and all
+
 package chatfake
 
 import (

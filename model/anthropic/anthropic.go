@@ -205,7 +205,7 @@ func (m *Model) Name() string { return m.name }
 // when the model would call the hosted API with no key.
 func (m *Model) Check() error {
 	if m.noKey {
-		return fmt.Errorf("%s: %w: set %s or pass WithAPIKey", "anthropic", model.ErrNoAPIKey, "ANTHROPIC_API_KEY")
+		return fmt.Errorf("anthropic: %w: set ANTHROPIC_API_KEY or pass WithAPIKey", model.ErrNoAPIKey)
 	}
 	return nil
 }

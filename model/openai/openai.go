@@ -207,7 +207,7 @@ func (m *Model) Name() string { return m.name }
 // when the model would call the hosted API with no key.
 func (m *Model) Check() error {
 	if m.noKey {
-		return fmt.Errorf("%s: %w: set %s or pass WithAPIKey", "openai", model.ErrNoAPIKey, "OPENAI_API_KEY")
+		return fmt.Errorf("openai: %w: set OPENAI_API_KEY or pass WithAPIKey", model.ErrNoAPIKey)
 	}
 	return nil
 }

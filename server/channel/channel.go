@@ -185,7 +185,7 @@ type Driver interface {
 func Connect(ctx context.Context, agent *spool.Agent, d Driver) (*AgentDispatcher, error) {
 	ad := NewDispatcher(agent, d)
 	if err := d.Listen(ctx, ad); err != nil {
-		return nil, fmt.Errorf("channel %s: listen: %w", d.Name(), err)
+		return nil, fmt.Errorf("channel: %s: listen: %w", d.Name(), err)
 	}
 	return ad, nil
 }

@@ -312,7 +312,7 @@ type posted struct{ id, text string }
 func (r *Relay) Send(ctx context.Context, t Target, p Payload) error {
 	rp, ok := p.Origin.(*reply)
 	if !ok {
-		return fmt.Errorf("channel %s: a payload for a message this relay did not dispatch", r.p.Name)
+		return fmt.Errorf("channel: %s: a payload for a message this relay did not dispatch", r.p.Name)
 	}
 	if p.Final {
 		r.finish(ctx, rp, p)

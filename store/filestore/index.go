@@ -309,7 +309,7 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 			return r.info, nil
 		}
 	}
-	return store.SessionInfo{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
+	return store.SessionInfo{}, fmt.Errorf("filestore: session %s: %w", key, store.ErrNotFound)
 }
 
 // victims returns the sessions r does not keep as of now, never keep

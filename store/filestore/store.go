@@ -98,7 +98,7 @@ var (
 	// ErrClosed: the Store was closed.
 	ErrClosed = errors.New("filestore: store is closed")
 	// ErrEncrypted: a sealed line in a store opened without a protector.
-	ErrEncrypted = errors.New("the session is encrypted; open the store with its protector (filestore.WithProtector)")
+	ErrEncrypted = errors.New("filestore: the session is encrypted; open the store with its protector (filestore.WithProtector)")
 )
 
 // New returns the store of the sessions under root, which need not exist

@@ -3,7 +3,6 @@
 package idbstore
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"syscall/js"
@@ -137,11 +136,4 @@ func ids(t *testing.T, s store.Store, ns store.Namespace) []string {
 		}
 		opt.Cursor = page.NextCursor
 	}
-}
-
-// cancelSoon returns a context cancelled after d.
-func cancelSoon(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), d)
-	t.Cleanup(cancel)
-	return ctx
 }

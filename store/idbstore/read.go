@@ -138,7 +138,7 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 		return store.SessionInfo{}, requestErr(ctx, "stat "+key.String(), err)
 	}
 	if v.IsUndefined() {
-		return store.SessionInfo{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
+		return store.SessionInfo{}, fmt.Errorf("idbstore: session %s: %w", key, store.ErrNotFound)
 	}
 	rec, err := decodeRecord(v, key)
 	if err != nil {

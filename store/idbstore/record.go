@@ -197,11 +197,6 @@ func entryRange(k store.Key, start, end int) js.Value {
 	return bound([]any{k.Agent, k.Owner, k.ID, start}, []any{k.Agent, k.Owner, k.ID, end}, true)
 }
 
-// allEntries is every entry of session k.
-func allEntries(k store.Key) js.Value {
-	return bound([]any{k.Agent, k.Owner, k.ID}, []any{k.Agent, k.Owner, k.ID, []any{}}, false)
-}
-
 // namespaceRange is every session of namespace s, by primary key or on the
 // activity index.
 func namespaceRange(s store.Namespace) js.Value {

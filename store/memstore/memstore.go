@@ -188,7 +188,7 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 	defer s.mu.RUnlock()
 	sess := s.get(key)
 	if sess == nil {
-		return store.SessionInfo{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
+		return store.SessionInfo{}, fmt.Errorf("memstore: session %s: %w", key, store.ErrNotFound)
 	}
 	return sess.info, nil
 }

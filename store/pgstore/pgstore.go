@@ -35,7 +35,6 @@ type Store struct {
 	schemaQ  string // the schema's name, quoted for SQL
 	ttl      time.Duration
 	now      func() time.Time
-	trigram  bool // the search index is a trigram index
 
 	lockConns int32
 	lockMu    sync.Mutex

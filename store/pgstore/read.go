@@ -172,7 +172,7 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 		WHERE agent = $1 AND owner = $2 AND id = $3 AND `+visible("s", 4)),
 		key.Agent, key.Owner, key.ID, s.cutoff()), key.Namespace())
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.SessionInfo{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
+		return store.SessionInfo{}, fmt.Errorf("pgstore: session %s: %w", key, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.SessionInfo{}, dbError("stat", key, err)

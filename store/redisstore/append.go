@@ -48,7 +48,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("append to session %s: %w", key, err)
+		return fmt.Errorf("redisstore: append to session %s: %w", key, err)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 	defer cancel()
@@ -66,7 +66,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		switch {
 		case r[0] == int64(1):
 			if err != nil {
-				return fmt.Errorf("append to session %s: %w: %v", key, ErrNotDurable, err)
+				return fmt.Errorf("redisstore: append to session %s: %w: %v", key, ErrNotDurable, err)
 			}
 			return nil
 		case r[0] == int64(0) && len(r) == 2:
@@ -78,10 +78,10 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		case r[0] == int64(3):
 			// Only a late copy of a call already settled gets this reply,
 			// and nobody reads it; this call's nonce is new.
-			return fmt.Errorf("append to session %s: refused as a call given up on earlier", key)
+			return fmt.Errorf("redisstore: append to session %s: refused as a call given up on earlier", key)
 		}
 	}
-	return fmt.Errorf("append to session %s: unexpected script reply %v", key, res)
+	return fmt.Errorf("redisstore: append to session %s: unexpected script reply %v", key, res)
 }
 
 // appendArgs checks e and returns the keys and arguments of appendScript
@@ -144,13 +144,13 @@ func (s *Store) settle(ctx context.Context, key store.Key, keys []string, args [
 		args[argNonce], args[argLine], fenceTTL.Milliseconds()).Int()
 	switch {
 	case err != nil:
-		return fmt.Errorf("append to session %s: %w: %w (finding out: %v)", key, ErrOutcomeUnknown, sendErr, err)
+		return fmt.Errorf("redisstore: append to session %s: %w: %w (finding out: %v)", key, ErrOutcomeUnknown, sendErr, err)
 	case in == 1 && s.wait != nil:
-		return fmt.Errorf("append to session %s: %w: the reply was lost: %v", key, ErrNotDurable, sendErr)
+		return fmt.Errorf("redisstore: append to session %s: %w: the reply was lost: %v", key, ErrNotDurable, sendErr)
 	case in == 1:
 		return nil
 	}
-	return fmt.Errorf("append to session %s: not appended: %w", key, sendErr)
+	return fmt.Errorf("redisstore: append to session %s: not appended: %w", key, sendErr)
 }
 
 // appendAndWait runs appendScript and then WAIT or WAITAOF on the same
@@ -249,7 +249,7 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("append to session %s: %w", key, err)
+		return fmt.Errorf("redisstore: append to session %s: %w", key, err)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 	defer cancel()
@@ -266,7 +266,7 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 				// The server lost its scripts (a restart): load it, send the
 				// rest again.
 				if err := appendScript.Load(ctx, s.c).Err(); err != nil {
-					return fmt.Errorf("append to session %s: %w", key, err)
+					return fmt.Errorf("redisstore: append to session %s: %w", key, err)
 				}
 				break
 			}
@@ -282,7 +282,7 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 				return storekit.ConflictError(key, entries[i].ParentID, head)
 			}
 			if r, ok := res.([]any); !ok || len(r) == 0 || r[0] != int64(1) {
-				return fmt.Errorf("append to session %s: unexpected script reply %v", key, res)
+				return fmt.Errorf("redisstore: append to session %s: unexpected script reply %v", key, res)
 			}
 			done++
 		}

@@ -52,7 +52,7 @@ func (s *Store) listPage(ctx context.Context, ns store.Namespace, bound string, 
 	k := s.keys(ns)
 	res, err := listScript.Run(ctx, s.c, []string{k.index()}, k.sessionPrefix(), bound, limit).Slice()
 	if err != nil {
-		return listed{}, fmt.Errorf("list %s: %w", ns, err)
+		return listed{}, fmt.Errorf("redisstore: list %s: %w", ns, err)
 	}
 	bad := func(what string) error {
 		return &store.CorruptError{Key: ns.Key(""), Position: -1, Where: "redis index " + k.index(),
@@ -100,7 +100,7 @@ func (s *Store) Delete(ctx context.Context, key store.Key) error {
 	k := s.keys(key.Namespace())
 	err := deleteScript.Run(ctx, s.c, []string{k.log(key.ID), k.info(key.ID), k.index()}, "").Err()
 	if err != nil {
-		return fmt.Errorf("delete session %s: %w", key, err)
+		return fmt.Errorf("redisstore: delete session %s: %w", key, err)
 	}
 	return nil
 }
@@ -131,7 +131,7 @@ func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention
 			id := info.ID
 			n, err := deleteScript.Run(ctx, s.c, []string{k.log(id), k.info(id), k.index()}, page.members[i]).Int()
 			if err != nil {
-				return deleted, fmt.Errorf("prune %s: delete session %s: %w", ns, id, err)
+				return deleted, fmt.Errorf("redisstore: prune %s: delete session %s: %w", ns, id, err)
 			}
 			if n > 0 {
 				deleted++
@@ -155,7 +155,7 @@ func (s *Store) Namespaces(ctx context.Context) ([]store.Namespace, error) {
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list namespaces: %w", err)
+		return nil, fmt.Errorf("redisstore: list namespaces: %w", err)
 	}
 	var namespaces []store.Namespace
 	for sc := range seen {

@@ -50,14 +50,14 @@ func (s *Store) Lock(ctx context.Context, key store.Key) (func(), error) {
 			// flight): free the lock if it is ours, rather than leave it
 			// held for a lease by nobody.
 			s.release(lockKey, token)
-			return nil, fmt.Errorf("lock session %s: %w", key, err)
+			return nil, fmt.Errorf("redisstore: lock session %s: %w", key, err)
 		}
 		// Jitter keeps waiters from stepping in line with one another.
 		t := time.NewTimer(delay/2 + rand.N(delay/2+1))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("lock session %s: %w", key, ctx.Err())
+			return nil, fmt.Errorf("redisstore: lock session %s: %w", key, ctx.Err())
 		case <-t.C:
 		}
 		delay = min(2*delay, 50*time.Millisecond)

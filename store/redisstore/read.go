@@ -75,7 +75,7 @@ func (s *Store) read(ctx context.Context, key store.Key, r *span) ([]transcript.
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("read session %s: %w", key, err)
+		return nil, 0, fmt.Errorf("redisstore: read session %s: %w", key, err)
 	}
 	total := int(length.Val())
 	var entries []transcript.Entry
@@ -149,10 +149,10 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 	infoKey := s.keys(key.Namespace()).info(key.ID)
 	h, err := s.c.HGetAll(ctx, infoKey).Result()
 	if err != nil {
-		return store.SessionInfo{}, fmt.Errorf("stat session %s: %w", key, err)
+		return store.SessionInfo{}, fmt.Errorf("redisstore: stat session %s: %w", key, err)
 	}
 	if len(h) == 0 {
-		return store.SessionInfo{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
+		return store.SessionInfo{}, fmt.Errorf("redisstore: session %s: %w", key, store.ErrNotFound)
 	}
 	return parseInfo(key, infoKey, h)
 }

@@ -155,7 +155,7 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 	}
 	info, err := s.scanInfo(key.Namespace(), st.QueryRowContext(ctx, key.Agent, key.Owner, key.ID, s.cutoff()))
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.SessionInfo{}, fmt.Errorf("session %s: %w", key, store.ErrNotFound)
+		return store.SessionInfo{}, fmt.Errorf("sqlitestore: session %s: %w", key, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.SessionInfo{}, err

@@ -254,9 +254,9 @@ func TestBotMessagesIgnored(t *testing.T) {
 	// A person's direct message is answered, in its own thread.
 	dm := map[string]any{"type": "message", "channel_type": "im", "user": "U456", "text": "hi bot", "ts": "1700000204.000100", "channel": "D1"}
 	e.event(chatfake.SlackEvent(team, "EvB9", dm))
-	msgs := e.wait("the answer", func(m []chatfake.SlackMessage) bool { return len(m) >= 1 })
+	e.wait("the answer", func(m []chatfake.SlackMessage) bool { return len(m) >= 1 })
 	time.Sleep(100 * time.Millisecond)
-	msgs = e.fake.Messages()
+	msgs := e.fake.Messages()
 	if len(msgs) != 1 || msgs[0].Text != "echo: hi bot" || msgs[0].ThreadTS != "1700000204.000100" {
 		t.Fatalf("messages %+v", msgs)
 	}
@@ -289,9 +289,9 @@ func TestLongAnswerSplit(t *testing.T) {
 		b.WriteString(".\n\n")
 	}
 	e.event(chatfake.SlackEvent(team, "EvL", mention("C1", "1700000400.000100", "", "U456", b.String())))
-	msgs := e.wait("three parts", func(m []chatfake.SlackMessage) bool { return len(m) == 3 })
+	e.wait("three parts", func(m []chatfake.SlackMessage) bool { return len(m) == 3 })
 	time.Sleep(100 * time.Millisecond)
-	msgs = e.fake.Messages()
+	msgs := e.fake.Messages()
 	var all []string
 	for _, m := range msgs {
 		if n := utf8.RuneCountInString(m.Text); n > slack.Limit {
