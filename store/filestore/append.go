@@ -76,15 +76,16 @@ func (s *Store) appendAll(ctx context.Context, key store.Key, entries []transcri
 	}
 	release := s.markWriter(ix)
 	defer release()
-	created, err := s.appendLocked(ctx, ix, key, entries, plains, create)
+	created, err := s.lockAndAppend(ctx, ix, key, entries, plains, create)
 	if err != nil {
 		return err
 	}
 	ix.mu.Lock()
-	if ix.compactDue() && ix.catchUp() == nil {
+	due := ix.compactDueLocked()
+	ix.mu.Unlock()
+	if due {
 		ix.rewrite() // on failure the old index stays, still right
 	}
-	ix.mu.Unlock()
 	if !created || s.cfg.retention.Unlimited() {
 		return nil
 	}
@@ -106,7 +107,7 @@ func (s *Store) retain(ctx context.Context, ix *index, id string) {
 		return
 	}
 	ix.mu.Lock()
-	victims := ix.victims(s.cfg.retention, s.cfg.now(), id)
+	victims := ix.victimsLocked(s.cfg.retention, s.cfg.now(), id)
 	ix.mu.Unlock()
 	if retentionHook != nil {
 		retentionHook(victims)
@@ -123,10 +124,10 @@ func (s *Store) retain(ctx context.Context, ix *index, id string) {
 // its victims and before it deletes them.
 var retentionHook func(victims []rec)
 
-// appendLocked does the append under the session's locks; plains are the
+// lockAndAppend does the append under the session's locks; plains are the
 // entries' wire encodings (storekit.CheckEntry), their lines written and
 // synced at once. It reports whether the append created the session.
-func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, entries []transcript.Entry, plains [][]byte, create bool) (bool, error) {
+func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, entries []transcript.Entry, plains [][]byte, create bool) (bool, error) {
 	e := entries[0]
 	release, err := s.lockStripe(ctx, key)
 	if err != nil {
@@ -209,7 +210,7 @@ func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, entr
 		if pos+i == offsetEvery {
 			// The offsets file was made: the folder changed.
 			ix.mu.Lock()
-			ix.touchDir()
+			ix.touchDirLocked()
 			ix.mu.Unlock()
 		}
 	}
@@ -219,10 +220,10 @@ func (s *Store) appendLocked(ctx context.Context, ix *index, key store.Key, entr
 		next.fileState = sf.fileState
 	}
 	ix.mu.Lock()
-	ix.put(&next)
-	ix.write(appendRecord(nil, &next, s.cfg.protector != nil))
+	ix.putLocked(&next)
+	ix.writeLocked(appendRecord(nil, &next, s.cfg.protector != nil))
 	if pos == 0 {
-		ix.touchDir()
+		ix.touchDirLocked()
 	}
 	ix.mu.Unlock()
 	return pos == 0, nil
@@ -261,7 +262,7 @@ func (s *Store) current(ix *index, key store.Key, sf *sfile) (*rec, error) {
 	ix.mu.Lock()
 	r := ix.recs[key.ID]
 	if r == nil || r.fileState != sf.fileState {
-		if err := ix.catchUp(); err != nil {
+		if err := ix.catchUpLocked(); err != nil {
 			ix.mu.Unlock()
 			return nil, err
 		}
@@ -284,16 +285,16 @@ func (s *Store) current(ix *index, key store.Key, sf *sfile) (*rec, error) {
 		// Empty, or only blank lines: no entries, no session.
 		if r != nil {
 			ix.mu.Lock()
-			ix.remove(key.ID)
-			ix.write(appendDelete(nil, key.ID))
+			ix.removeLocked(key.ID)
+			ix.writeLocked(appendDelete(nil, key.ID))
 			ix.mu.Unlock()
 		}
 		return nil, nil
 	}
 	c := *fresh
 	ix.mu.Lock()
-	ix.put(fresh)
-	ix.write(appendRecord(nil, fresh, s.cfg.protector != nil))
+	ix.putLocked(fresh)
+	ix.writeLocked(appendRecord(nil, fresh, s.cfg.protector != nil))
 	ix.mu.Unlock()
 	return &c, nil
 }
@@ -385,10 +386,10 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 	removeLockFile(base + lockExt)
 	ix.mu.Lock()
 	if ix.recs[key.ID] != nil || sf != nil {
-		ix.remove(key.ID)
-		ix.write(appendDelete(nil, key.ID))
+		ix.removeLocked(key.ID)
+		ix.writeLocked(appendDelete(nil, key.ID))
 	}
-	ix.touchDir()
+	ix.touchDirLocked()
 	ix.mu.Unlock()
 	// Without it a crash could bring the file back.
 	if err := durable.SyncDir(ix.dir); err != nil {
@@ -421,7 +422,7 @@ func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention
 	unmark := s.markWriter(ix)
 	defer unmark()
 	ix.mu.Lock()
-	victims := ix.victims(r, now, "")
+	victims := ix.victimsLocked(r, now, "")
 	ix.mu.Unlock()
 	if retentionHook != nil {
 		retentionHook(victims)

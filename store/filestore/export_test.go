@@ -22,7 +22,7 @@ func Die(s *Store) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.writer != nil {
-		closeLocked(s.writer.lock)
+		unlockAndClose(s.writer.lock)
 		s.writer = nil
 	}
 }

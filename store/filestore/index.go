@@ -19,18 +19,27 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
-// index is the in-memory index of one index folder: a record per session,
-// kept in listing order, mirrored on disk by the journal (journal.go).
+// index is the in-memory index of one namespace's folder: a record per
+// session, kept in listing order, mirrored on disk by the journal
+// (journal.go).
+//
+// Its locks are taken in the order valMu, rewriteMu, mu, and a session's
+// file lock before any of them. A function whose name ends in Locked needs
+// mu held by its caller (Store.evictLocked: the Store's mu). mu is held
+// only for memory work and short appends to the index file, never across
+// a sync.
 type index struct {
 	s    *Store
 	key  store.Namespace
 	dir  string
-	used uint64 // when last used, under s.mu (see evict)
+	used uint64 // when last used; guarded by s.mu (see evictLocked)
 
 	// valMu serializes loading and validation, which read transcripts.
 	valMu sync.Mutex
+	// rewriteMu serializes rewrites of the index file (see rewrite).
+	rewriteMu sync.Mutex
 
-	mu           sync.Mutex
+	mu           sync.Mutex // guards the following fields
 	loaded       bool
 	recs         map[string]*rec
 	folded       map[string]string // fold(id) → id, when the file system folds case
@@ -41,6 +50,9 @@ type index struct {
 	dirMod       time.Time       // the folder's mtime when last compared
 	writers      map[string]bool // writers whose marks are open (marks.go)
 	folder       int64           // the folder's mtime by the last F mark, or 0
+	rewriting    bool            // a rewrite is writing the new file: records wait in held
+	held         [][]byte        // records appended while rewriting, for the new file
+	dropped      bool            // evicted or closed: keep no file open
 }
 
 // rec is what the index knows of one session without reading it.
@@ -64,6 +76,16 @@ func newIndex(s *Store, key store.Namespace, dir string) *index {
 	}
 }
 
+// drop closes the index file of an index the Store no longer keeps. An
+// operation still under way on it finishes on its own, and keeps no file
+// open after.
+func (ix *index) drop() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.dropped = true
+	return ix.j.close()
+}
+
 func cmpRec(a, b *rec) int {
 	if c := b.info.LastActivity.Compare(a.info.LastActivity); c != 0 {
 		return c
@@ -71,9 +93,9 @@ func cmpRec(a, b *rec) int {
 	return strings.Compare(b.info.ID, a.info.ID)
 }
 
-// put installs r as the record of its session, keeping the listing order.
+// putLocked installs r as the record of its session, keeping the listing order.
 // The caller holds ix.mu.
-func (ix *index) put(r *rec) {
+func (ix *index) putLocked(r *rec) {
 	id := r.info.ID
 	old := ix.recs[id]
 	if old == nil {
@@ -83,7 +105,7 @@ func (ix *index) put(r *rec) {
 		}
 		ix.recs[id] = r
 		if ix.s.fold {
-			ix.addFolded(id)
+			ix.addFoldedLocked(id)
 		}
 		return
 	}
@@ -100,8 +122,8 @@ func (ix *index) put(r *rec) {
 	*old = *r
 }
 
-// remove drops the record of id. The caller holds ix.mu.
-func (ix *index) remove(id string) {
+// removeLocked drops the record of id. The caller holds ix.mu.
+func (ix *index) removeLocked(id string) {
 	old := ix.recs[id]
 	if old == nil {
 		return
@@ -119,7 +141,7 @@ func (ix *index) remove(id string) {
 	}
 }
 
-func (ix *index) addFolded(id string) {
+func (ix *index) addFoldedLocked(id string) {
 	if ix.folded == nil {
 		ix.folded = map[string]string{}
 	}
@@ -128,19 +150,19 @@ func (ix *index) addFolded(id string) {
 	}
 }
 
-// replaceAll installs recs as the whole index. The caller holds ix.mu.
-func (ix *index) replaceAll(recs map[string]*rec) {
+// replaceAllLocked installs recs as the whole index. The caller holds ix.mu.
+func (ix *index) replaceAllLocked(recs map[string]*rec) {
 	ix.recs = recs
 	ix.sorted = nil
 	ix.folded = nil
 	if ix.s.fold {
 		for id := range recs {
-			ix.addFolded(id)
+			ix.addFoldedLocked(id)
 		}
 	}
 }
 
-func (ix *index) listing() []*rec {
+func (ix *index) listingLocked() []*rec {
 	if ix.sorted == nil {
 		ix.sorted = make([]*rec, 0, len(ix.recs))
 		for _, r := range ix.recs {
@@ -161,7 +183,7 @@ func (ix *index) checkCase(id string) error {
 	}
 	ix.mu.Lock()
 	if ix.j.id == nil {
-		ix.catchUp()
+		ix.catchUpLocked()
 	}
 	_, exact := ix.recs[id]
 	other, folded := ix.folded[fold(id)]
@@ -205,8 +227,8 @@ func (s *Store) sealTitle(key store.Key, title string) (string, error) {
 	return base64.RawStdEncoding.EncodeToString(b), nil
 }
 
-// openTitle fills in r's title from its sealed form. The caller holds ix.mu.
-func (ix *index) openTitle(r *rec) error {
+// openTitleLocked fills in r's title from its sealed form. The caller holds ix.mu.
+func (ix *index) openTitleLocked(r *rec) error {
 	if r.titleOK {
 		return nil
 	}
@@ -221,7 +243,7 @@ func (ix *index) openTitle(r *rec) error {
 	}
 	switch {
 	case errors.Is(err, seal.ErrWrongKey):
-		return fmt.Errorf("session %s: the store is encrypted with another key: %w", key, err)
+		return fmt.Errorf("filestore: session %s: the store is encrypted with another key: %w", key, err)
 	case err != nil:
 		// The index is derived data: a title that does not open is left
 		// out, and the index is rebuilt from the transcripts.
@@ -262,7 +284,7 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	all := ix.listing()
+	all := ix.listingLocked()
 	i := 0
 	if after != nil {
 		i = sort.Search(len(all), func(i int) bool {
@@ -272,7 +294,7 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 	n := opt.PageSize()
 	page.Sessions = make([]store.SessionInfo, 0, min(n, len(all)-i))
 	for ; i < len(all) && len(page.Sessions) < n; i++ {
-		if err := ix.openTitle(all[i]); err != nil {
+		if err := ix.openTitleLocked(all[i]); err != nil {
 			return store.SessionPage{Sessions: []store.SessionInfo{}}, err
 		}
 		page.Sessions = append(page.Sessions, all[i].info)
@@ -303,7 +325,7 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 		ix.mu.Lock()
 		defer ix.mu.Unlock()
 		if r := ix.recs[key.ID]; r != nil {
-			if err := ix.openTitle(r); err != nil {
+			if err := ix.openTitleLocked(r); err != nil {
 				return store.SessionInfo{}, err
 			}
 			return r.info, nil
@@ -312,17 +334,17 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 	return store.SessionInfo{}, fmt.Errorf("filestore: session %s: %w", key, store.ErrNotFound)
 }
 
-// victims returns the sessions r does not keep as of now, never keep
+// victimsLocked returns the sessions r does not keep as of now, never keep
 // (which counts as kept), each as the index has it now: what the decision
 // saw, for the deletion to check that the session is still so. A session
 // none of whose lines decodes (corrupt, or sealed with a key this Store
 // lacks) has no activity to judge it by: it is neither kept nor deleted, so
 // that retention never destroys what a read reports as corrupt. The caller
 // holds ix.mu.
-func (ix *index) victims(r store.Retention, now time.Time, keep string) []rec {
+func (ix *index) victimsLocked(r store.Retention, now time.Time, keep string) []rec {
 	var out []rec
 	kept := 0
-	for _, x := range ix.listing() {
+	for _, x := range ix.listingLocked() {
 		if x.info.ID == keep {
 			kept++
 			continue

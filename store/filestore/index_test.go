@@ -287,3 +287,79 @@ func TestColdListProvesTheIndex(t *testing.T) {
 		t.Errorf("after a transcript was added by hand: compared %d times, want 1", n)
 	}
 }
+
+// TestRewriteOutsideTheLock: while a rewrite writes and syncs the new
+// index file, List and Stat answer and appends go on, and what was
+// appended meanwhile is in the new file, for another process to read.
+func TestRewriteOutsideTheLock(t *testing.T) {
+	root := t.TempDir()
+	ns := store.Namespace{Agent: "a"}
+	s := open(t, root)
+	want := fill(t, s, ns, 3)
+	ix, err := s.index(t.Context(), ns, false)
+	if err != nil || ix == nil {
+		t.Fatalf("index: %v %v", ix, err)
+	}
+	inside, release := make(chan struct{}), make(chan struct{})
+	rewriteHook = func() { close(inside); <-release }
+	defer func() { rewriteHook = nil }()
+	done := make(chan error, 1)
+	go func() { done <- ix.rewrite() }()
+	<-inside
+
+	// The rewrite is between its snapshot and its rename: the store still
+	// answers, and takes appends.
+	answered := make(chan error, 1)
+	go func() {
+		if _, err := s.Stat(t.Context(), ns.Key("s00")); err != nil {
+			answered <- err
+			return
+		}
+		want["new"] = seed(t, s, ns.Key("new"), "", t0.Add(time.Hour), 2)
+		e := storetest.Chain(storetest.Head(want["s01"]), t0.Add(2*time.Hour), 1)
+		if err := s.Append(t.Context(), ns.Key("s01"), e[0]); err != nil {
+			answered <- err
+			return
+		}
+		want["s01"] = append(want["s01"], e...)
+		_, err := s.List(t.Context(), ns, store.ListOptions{})
+		answered <- err
+	}()
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatalf("during the rewrite: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stat, Append and List waited for the rewrite")
+	}
+	checkListing(t, s, ns, want)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("rewrite: %v", err)
+	}
+	checkListing(t, s, ns, want)
+	// A new process reads the new file alone: the appends made during the
+	// rewrite are in it, so no validation is needed to see them.
+	b := open(t, root)
+	bix, err := b.index(t.Context(), ns, false)
+	if err != nil || bix == nil {
+		t.Fatalf("index: %v %v", bix, err)
+	}
+	bix.mu.Lock()
+	ok, err := bix.loadLocked(nil)
+	got := map[string]int{}
+	for id, r := range bix.recs {
+		got[id] = r.info.Entries
+	}
+	bix.mu.Unlock()
+	if !ok || err != nil {
+		t.Fatalf("the new index does not load: %v %v", ok, err)
+	}
+	for id, entries := range want {
+		if got[id] != len(entries) {
+			t.Errorf("the rewritten index has %s with %d entries, want %d", id, got[id], len(entries))
+		}
+	}
+	checkListing(t, b, ns, want)
+}

@@ -37,11 +37,11 @@ func (j *journal) close() error {
 	return err
 }
 
-// applyRecords applies the complete record lines of b (up to its last
+// applyRecordsLocked applies the complete record lines of b (up to its last
 // newline) and returns how many bytes it consumed. A line that is not a
 // record (cut short by a crash) is skipped and asks for validation. The
 // caller holds ix.mu.
-func (ix *index) applyRecords(b []byte) int {
+func (ix *index) applyRecordsLocked(b []byte) int {
 	consumed := 0
 	for {
 		i := bytes.IndexByte(b[consumed:], '\n')
@@ -54,7 +54,7 @@ func (ix *index) applyRecords(b []byte) int {
 			continue
 		}
 		ix.j.records++
-		if ix.applyMark(line) {
+		if ix.applyMarkLocked(line) {
 			continue
 		}
 		id, r, err := ix.parseRecord(string(line))
@@ -62,22 +62,22 @@ func (ix *index) applyRecords(b []byte) int {
 		case err != nil:
 			ix.needValidate = true
 		case r == nil:
-			ix.remove(id)
+			ix.removeLocked(id)
 		default:
 			if old := ix.recs[id]; old != nil && old.titleOK && old.sealedTitle == r.sealedTitle && !r.titleOK {
 				// Keep the title already opened.
 				r.info.Title, r.titleOK = old.info.Title, true
 			}
-			ix.put(r)
+			ix.putLocked(r)
 		}
 	}
 }
 
-// load reads the whole index from f (or from its path when f is nil) into
+// loadLocked reads the whole index from f (or from its path when f is nil) into
 // a fresh set of records. It reports false when there is no index or it is
 // not one this store can use, which calls for a rebuild. The caller holds
 // ix.mu.
-func (ix *index) load(f *os.File) (bool, error) {
+func (ix *index) loadLocked(f *os.File) (bool, error) {
 	if f == nil {
 		var err error
 		f, err = openFile(ix.j.path, os.O_RDONLY, 0)
@@ -107,16 +107,22 @@ func (ix *index) load(f *os.File) (bool, error) {
 		ix.j.read = st.Size()
 		return false, nil
 	}
-	ix.replaceAll(make(map[string]*rec, len(b)/160))
+	ix.replaceAllLocked(make(map[string]*rec, len(b)/160))
 	ix.writers, ix.folder = nil, 0
-	ix.j.read = int64(len(header) + ix.applyRecords(b[len(header):]))
+	ix.j.read = int64(len(header) + ix.applyRecordsLocked(b[len(header):]))
 	return true, nil
 }
 
-// catchUp applies what other processes appended to the index since the
+// catchUpLocked applies what other processes appended to the index since the
 // last call, or reloads it when another process rewrote it. The caller
 // holds ix.mu.
-func (ix *index) catchUp() error {
+func (ix *index) catchUpLocked() error {
+	if ix.rewriting {
+		// The rewrite holds the index file's exclusive lock: no other
+		// process can have appended, and the file at the path may already
+		// be the new one, which lacks the records held for it.
+		return nil
+	}
 	st, err := os.Stat(ix.j.path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -129,7 +135,7 @@ func (ix *index) catchUp() error {
 		return fmt.Errorf("filestore: %w", err)
 	}
 	if ix.j.id == nil || !os.SameFile(st, ix.j.id) || st.Size() < ix.j.read {
-		ok, err := ix.load(nil)
+		ok, err := ix.loadLocked(nil)
 		if !ok || err != nil {
 			ix.needValidate = true
 		}
@@ -148,15 +154,24 @@ func (ix *index) catchUp() error {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("filestore: index: %w", err)
 	}
-	ix.j.read += int64(ix.applyRecords(b[:n]))
+	ix.j.read += int64(ix.applyRecordsLocked(b[:n]))
 	return nil
 }
 
-// write appends records to the index. It never fails the operation that
+// writeLocked appends records to the index. It never fails the operation that
 // changed the session: the index is derived data, and a record that could
 // not be written is made good by the next validation. The caller holds
 // ix.mu, and the lock of every session the records are about.
-func (ix *index) write(b []byte) {
+func (ix *index) writeLocked(b []byte) {
+	if ix.rewriting {
+		// The new index is being written from a snapshot; the rewrite
+		// adds these after it (see rewrite).
+		ix.held = append(ix.held, b)
+		return
+	}
+	if ix.dropped {
+		defer ix.j.close()
+	}
 	for range 3 {
 		if ix.j.f == nil {
 			f, err := openFile(ix.j.path, os.O_RDWR|os.O_APPEND, 0)
@@ -191,7 +206,7 @@ func (ix *index) write(b []byte) {
 			ix.j.close()
 			ix.needValidate = true
 		}
-		// Counted again when catchUp reads it back: compaction comes at
+		// Counted again when catchUpLocked reads it back: compaction comes at
 		// most twice as early as it should.
 		ix.j.records++
 		return
@@ -199,83 +214,153 @@ func (ix *index) write(b []byte) {
 	ix.needValidate = true
 }
 
-// rewrite replaces the index with one record per session. It holds the
-// index's exclusive lock meanwhile, so no record is appended to the old
-// file after it was read. The caller holds ix.mu.
+// rewrite replaces the index file with one record per session. It holds
+// the old file's exclusive lock throughout, so no record is appended to it
+// after it was read, and holds ix.mu only to take that lock and read the
+// records and, at the end, to install the new file: the new file is
+// written and synced outside it, from a snapshot, so that List and Stat go
+// on meanwhile. Records this process appends meanwhile wait in ix.held and
+// go into the new file before anyone can append to it. The caller holds no
+// lock of ix.
 func (ix *index) rewrite() error {
+	ix.rewriteMu.Lock()
+	defer ix.rewriteMu.Unlock()
+	// The old file's lock is taken under mu, the order writeLocked takes
+	// the lock in too; once rewriting is set, writeLocked takes it no more.
+	ix.mu.Lock()
 	old, err := openFile(ix.j.path, os.O_RDONLY, 0)
 	switch {
 	case err == nil:
 		defer old.Close()
 		if err := lockFile(old, true); err != nil {
+			ix.mu.Unlock()
 			return err
 		}
 		defer unlockFile(old)
 		st, err := old.Stat()
 		if err != nil {
+			ix.mu.Unlock()
 			return fmt.Errorf("filestore: %w", err)
 		}
 		if unlinked(st, ix.j.path) {
+			ix.mu.Unlock()
 			return nil // replaced meanwhile by another process; its turn
 		}
 		if ix.j.id == nil || !os.SameFile(st, ix.j.id) || st.Size() < ix.j.read {
 			// A file this process has not read: another process made or
 			// rewrote it. Take it in and compare it with the folder before
 			// writing anything.
-			ix.load(old)
+			ix.loadLocked(old)
 			ix.needValidate = true
+			ix.mu.Unlock()
 			return errForeignIndex
 		}
-		if err := ix.catchUp(); err != nil {
+		if err := ix.catchUpLocked(); err != nil {
+			ix.mu.Unlock()
 			return err
 		}
 	case errors.Is(err, fs.ErrNotExist):
 		old = nil
 	default:
+		ix.mu.Unlock()
 		return fmt.Errorf("filestore: %w", err)
 	}
+	buf := ix.appendMarksLocked([]byte(ix.s.indexHeader()))
+	sealed := ix.s.cfg.protector != nil
+	for _, r := range ix.recs {
+		buf = appendRecord(buf, r, sealed)
+	}
+	records := len(ix.recs)
+	ix.rewriting = true
+	ix.mu.Unlock()
 
+	f, err := ix.writeNew(buf, old == nil)
+
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.rewriting = false
+	held := ix.held
+	ix.held = nil
+	if err != nil {
+		if old != nil {
+			unlockFile(old) // for the held records to go into it
+		}
+		for _, b := range held {
+			ix.writeLocked(b)
+		}
+		return err
+	}
+	// The new file is at the path, under its exclusive lock: the held
+	// records go in before another process can append after them.
+	for _, b := range held {
+		if _, werr := f.Write(b); werr != nil && err == nil {
+			err = fmt.Errorf("filestore: index: %w", werr)
+		}
+		buf = append(buf, b...) // counted as read: they are in memory already
+		records += bytes.Count(b, []byte{'\n'})
+	}
+	unlockFile(f)
+	if err != nil {
+		ix.needValidate = true
+	}
+	st, serr := f.Stat()
+	if serr != nil || ix.dropped {
+		f.Close()
+		ix.j.close()
+		ix.j.id = nil // read it again at the next use
+		if err == nil && serr != nil {
+			err = fmt.Errorf("filestore: %w", serr)
+		}
+		return err
+	}
+	ix.j.close()
+	ix.j.f, ix.j.id, ix.j.read, ix.j.records = f, st, int64(len(buf)), records
+	ix.touchDirLocked()
+	return err
+}
+
+// writeNew writes buf as a new index file, synced, and gives it the
+// index's name (see install). It returns the new file open for appending,
+// holding its exclusive lock.
+func (ix *index) writeNew(buf []byte, first bool) (*os.File, error) {
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	tmpPath := filepath.Join(ix.dir, indexName+"."+hex.EncodeToString(rnd[:])+tmpExt)
 	f, err := openFile(tmpPath, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, fileMode)
 	if err != nil {
-		return fmt.Errorf("filestore: %w", err)
+		return nil, fmt.Errorf("filestore: %w", err)
 	}
 	fixMode(f)
-	buf := ix.appendMarks([]byte(ix.s.indexHeader()))
-	sealed := ix.s.cfg.protector != nil
-	for _, r := range ix.recs {
-		buf = appendRecord(buf, r, sealed)
+	err = lockFile(f, true)
+	if err == nil {
+		_, err = f.Write(buf)
 	}
-	_, err = f.Write(buf)
+	if err == nil && rewriteHook != nil {
+		rewriteHook()
+	}
 	if err == nil {
 		// A rename of unsynced data can leave an empty index after a
 		// crash; rebuilding it would read every transcript.
 		err = durable.Sync(f)
 	}
 	if err == nil {
-		err = ix.install(tmpPath, old == nil)
+		err = ix.install(tmpPath, first)
 	}
 	if err != nil {
 		f.Close()
 		os.Remove(tmpPath)
-		return fmt.Errorf("filestore: writing index: %w", err)
+		return nil, fmt.Errorf("filestore: writing index: %w", err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("filestore: %w", err)
-	}
-	ix.j.close()
-	ix.j.f, ix.j.id, ix.j.read, ix.j.records = f, st, int64(len(buf)), len(ix.recs)
-	ix.touchDir()
-	return nil
+	return f, nil
 }
 
-// compactDue reports whether superseded records make up most of the
-// index. The caller holds ix.mu.
-func (ix *index) compactDue() bool { return ix.j.records > 2*len(ix.recs)+1024 }
+// rewriteHook, set by tests only, runs while a rewrite writes the new
+// index file, outside ix.mu.
+var rewriteHook func()
+
+// compactDueLocked reports whether superseded records make up most of the
+// index.
+func (ix *index) compactDueLocked() bool { return ix.j.records > 2*len(ix.recs)+1024 }
 
 // install gives the index file written at tmpPath its name. The first
 // index is linked, not renamed, so that two processes making it at once do
@@ -292,16 +377,16 @@ func (ix *index) install(tmpPath string, first bool) error {
 	return os.Rename(tmpPath, ix.j.path)
 }
 
-// touchDir notes the folder's mtime after this process changed the folder
+// touchDirLocked notes the folder's mtime after this process changed the folder
 // itself, so that the change does not look like another program's. The
 // caller holds ix.mu.
-func (ix *index) touchDir() {
+func (ix *index) touchDirLocked() {
 	if st, err := os.Stat(ix.dir); err == nil {
 		ix.dirMod = st.ModTime()
 		// And for other processes, in the index (see marks.go).
 		if mtime := st.ModTime().UnixNano(); mtime != ix.folder {
 			ix.folder = mtime
-			ix.write(appendMark(nil, 'F', strconv.FormatInt(mtime, 10)))
+			ix.writeLocked(appendMark(nil, 'F', strconv.FormatInt(mtime, 10)))
 		}
 	}
 }

@@ -67,7 +67,7 @@ func openLockFile(ix *index, path string) (*os.File, error) {
 	}
 	fixMode(f)
 	ix.mu.Lock()
-	ix.touchDir()
+	ix.touchDirLocked()
 	ix.mu.Unlock()
 	return f, nil
 }

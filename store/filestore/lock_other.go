@@ -23,7 +23,7 @@ func openFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
 
 func lockFile(f *os.File, exclusive bool) error            { return errNoLocks }
 func tryLockFile(f *os.File, exclusive bool) (bool, error) { return false, errNoLocks }
-func closeLocked(f *os.File) error                         { return f.Close() }
+func unlockAndClose(f *os.File) error                      { return f.Close() }
 func unlockFile(f *os.File) error                          { return errNoLocks }
 func unlinked(st fs.FileInfo, path string) bool            { return false }
 func statEach(dir *os.File, names []string, fn func(i int, st fileState, regular bool)) error {

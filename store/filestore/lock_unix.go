@@ -84,9 +84,9 @@ func tryLockFile(f *os.File, exclusive bool) (bool, error) {
 	return held && err == nil, err
 }
 
-// closeLocked closes f, which releases its lock: the lock belongs to the
+// unlockAndClose closes f, which releases its lock: the lock belongs to the
 // open file, and this is its only descriptor.
-func closeLocked(f *os.File) error { return f.Close() }
+func unlockAndClose(f *os.File) error { return f.Close() }
 
 func unlockFile(f *os.File) error {
 	return withFd(f, "flock", func(fd int) error { return unix.Flock(fd, unix.LOCK_UN) })

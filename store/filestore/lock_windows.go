@@ -70,9 +70,9 @@ func tryLockFile(f *os.File, exclusive bool) (bool, error) {
 	return err == nil, pathErr("LockFileEx", f, err)
 }
 
-// closeLocked unlocks and closes f. Windows releases the locks of a closed
+// unlockAndClose unlocks and closes f. Windows releases the locks of a closed
 // handle only when it gets round to it, so unlock first.
-func closeLocked(f *os.File) error {
+func unlockAndClose(f *os.File) error {
 	unlockFile(f)
 	return f.Close()
 }

@@ -64,9 +64,9 @@ func appendMark(dst []byte, kind byte, body string) []byte {
 	return append(dst, '\n')
 }
 
-// applyMark applies a W, C or F record line, and reports whether the line
-// was one. A mark that does not check out asks for validation.
-func (ix *index) applyMark(line []byte) bool {
+// applyMarkLocked applies a W, C or F record line, and reports whether the
+// line was one. A mark that does not check out asks for validation.
+func (ix *index) applyMarkLocked(line []byte) bool {
 	if len(line) < 12 || (line[0] != 'W' && line[0] != 'C' && line[0] != 'F') {
 		return false
 	}
@@ -105,9 +105,9 @@ func (ix *index) applyMark(line []byte) bool {
 	return true
 }
 
-// appendMarks appends the marks that stay true across a rewrite: the open
-// writers and the folder's last mtime.
-func (ix *index) appendMarks(dst []byte) []byte {
+// appendMarksLocked appends the marks that stay true across a rewrite: the
+// open writers and the folder's last mtime.
+func (ix *index) appendMarksLocked(dst []byte) []byte {
 	for nonce := range ix.writers {
 		dst = appendMark(dst, 'W', nonce)
 	}
@@ -149,16 +149,22 @@ func (s *Store) markWriter(ix *index) (release func()) {
 	}
 	s.mu.Unlock()
 	if w != nil && !done {
+		// No rewrite may be under way: it would hold the mark for the
+		// new file, unsynced. The sync is outside ix.mu, on the file the
+		// mark went to, which only a rewrite replaces.
+		ix.rewriteMu.Lock()
 		ix.mu.Lock()
-		ix.write(appendMark(nil, 'W', w.nonce))
+		ix.writeLocked(appendMark(nil, 'W', w.nonce))
 		if ix.writers == nil {
 			ix.writers = map[string]bool{}
 		}
 		ix.writers[w.nonce] = true
-		if ix.j.f != nil {
-			durable.SyncData(ix.j.f)
-		}
+		f := ix.j.f
 		ix.mu.Unlock()
+		if f != nil {
+			durable.SyncData(f)
+		}
+		ix.rewriteMu.Unlock()
 	}
 	return s.wmu.RUnlock
 }
@@ -178,19 +184,18 @@ func (s *Store) unmarkWriter(w *writerMark, namespaces map[store.Namespace]bool)
 		if st, err := os.Stat(dir); err == nil {
 			b = appendMark(b, 'F', strconv.FormatInt(st.ModTime().UnixNano(), 10))
 		}
-		x.write(b)
+		x.writeLocked(b)
 		if x.j.f != nil {
-			durable.SyncData(x.j.f)
+			durable.SyncData(x.j.f) // a fresh index of its own: no List waits on it
 		}
 		x.j.close()
 		x.mu.Unlock()
 	}
 	os.Remove(w.lock.Name())
-	closeLocked(w.lock)
+	unlockAndClose(w.lock)
 }
 
-// alive reports whether the writer nonce still holds its lock file. The
-// caller holds ix.mu.
+// alive reports whether the writer nonce still holds its lock file.
 func (ix *index) alive(nonce string) bool {
 	f, err := openFile(filepath.Join(ix.s.root, writerPrefix+nonce), os.O_RDWR, 0)
 	if err != nil {
@@ -208,10 +213,10 @@ func (ix *index) alive(nonce string) bool {
 	return true
 }
 
-// proven reports whether the index is current without comparing the
-// folder (see above), the folder's mtime being mtime. The caller holds
-// ix.mu, with the index just caught up.
-func (ix *index) proven(mtime int64) bool {
+// provenLocked reports whether the index is current without comparing the
+// folder (see above), the folder's mtime being mtime, the index just
+// caught up.
+func (ix *index) provenLocked(mtime int64) bool {
 	if ix.j.id == nil || ix.needValidate || ix.folder == 0 || mtime != ix.folder {
 		return false
 	}
@@ -223,10 +228,10 @@ func (ix *index) proven(mtime int64) bool {
 	return true
 }
 
-// closeDead closes the marks of writers that died, once a comparison of
-// the folder has made good what they left undone, and removes their lock
-// files. The caller holds ix.mu.
-func (ix *index) closeDead() {
+// closeDeadLocked closes the marks of writers that died, once a
+// comparison of the folder has made good what they left undone, and
+// removes their lock files.
+func (ix *index) closeDeadLocked() {
 	var b []byte
 	for nonce := range ix.writers {
 		if ix.alive(nonce) {
@@ -237,7 +242,7 @@ func (ix *index) closeDead() {
 			if ok, _ := tryLockFile(f, true); ok {
 				os.Remove(path)
 			}
-			closeLocked(f)
+			unlockAndClose(f)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -245,6 +250,6 @@ func (ix *index) closeDead() {
 		delete(ix.writers, nonce)
 	}
 	if len(b) > 0 {
-		ix.write(b)
+		ix.writeLocked(b)
 	}
 }

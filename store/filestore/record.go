@@ -29,7 +29,7 @@ import (
 // sealed (base64), or none.
 //
 // Records are appended under a shared lock on the index file and every
-// process reads what the others appended (catchUp). When the records
+// process reads what the others appended (catchUpLocked). When the records
 // outnumber the sessions, a process rewrites the file (rewrite) under an
 // exclusive lock and renames the new one over it; a writer that finds its
 // open file replaced writes to the new one.

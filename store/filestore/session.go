@@ -16,7 +16,10 @@ import (
 )
 
 // sfile is a session's transcript, open and locked (shared to read,
-// exclusive to write), with a complete last line.
+// exclusive to write) from openSession until close, with a complete last
+// line. The lock is the session's, across processes: a function given an
+// sfile needs no other lock of the session, and one that changes the file
+// needs it exclusive.
 type sfile struct {
 	f    *os.File
 	path string
@@ -36,7 +39,7 @@ func stateOf(st fs.FileInfo) fileState {
 	return fileState{size: st.Size(), mtime: st.ModTime().UnixNano(), ino: fileID(st)}
 }
 
-func (sf *sfile) close() { closeLocked(sf.f) }
+func (sf *sfile) close() { unlockAndClose(sf.f) }
 
 func (sf *sfile) stat() error {
 	st, err := sf.f.Stat()

@@ -26,9 +26,9 @@ type Store struct {
 	// logic on a file system that does not).
 	fold bool
 
-	mu      sync.Mutex
+	mu      sync.Mutex                 // guards the following fields
 	indexes map[store.Namespace]*index // the most recently used, at most maxIndexes
-	tick    uint64                     // the clock of namespace.used
+	tick    uint64                     // the clock of index.used
 	closed  bool
 
 	// stripes serialize the appends and deletes of one session within the
@@ -46,9 +46,9 @@ type Store struct {
 	wmu      sync.RWMutex
 
 	// marked is set once the encryption marker is known to be there for
-	// the protector's key (see marker.go); markMu serializes writing it.
+	// the protector's key (see marker.go).
 	marked atomic.Bool
-	markMu sync.Mutex
+	markMu sync.Mutex // serializes writing the marker
 }
 
 type config struct {
@@ -180,11 +180,9 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	var first error
 	for _, ix := range indexes {
-		ix.mu.Lock()
-		if err := ix.j.close(); err != nil && first == nil {
+		if err := ix.drop(); err != nil && first == nil {
 			first = err
 		}
-		ix.mu.Unlock()
 	}
 	s.unmarkWriter(writer, marked)
 	return first
@@ -210,9 +208,9 @@ func (s *Store) lockStripe(ctx context.Context, key store.Key) (func(), error) {
 }
 
 // index returns the index of ix, making its folder when create is set.
-// Without create it returns nil for a index whose folder does not exist:
+// Without create it returns nil for a namespace whose folder does not exist:
 // there is nothing in it. The index loads lazily: the records of the index
-// file when a session's record is first needed (catchUp), the comparison
+// file when a session's record is first needed (catchUpLocked), the comparison
 // with the folder when a listing is (ready).
 func (s *Store) index(ctx context.Context, ns store.Namespace, create bool) (*index, error) {
 	if err := ctx.Err(); err != nil {
@@ -261,15 +259,13 @@ func (s *Store) index(ctx context.Context, ns store.Namespace, create bool) (*in
 		if x = s.indexes[ns]; x == nil {
 			x = newIndex(s, ns, dir)
 			s.indexes[ns] = x
-			evicted = s.evict()
+			evicted = s.evictLocked()
 		}
 		s.tick++
 		x.used = s.tick
 		s.mu.Unlock()
 		if evicted != nil {
-			evicted.mu.Lock()
-			evicted.j.close()
-			evicted.mu.Unlock()
+			evicted.drop()
 		}
 	}
 	if made {
@@ -287,12 +283,12 @@ func (s *Store) index(ctx context.Context, ns store.Namespace, create bool) (*in
 // neither memory nor file descriptors for all of them.
 const maxIndexes = 256
 
-// evict drops the least recently used namespace when there are too many, and
+// evictLocked drops the least recently used namespace when there are too many, and
 // returns it for its index file to be closed. An operation still under way
 // on it finishes on its own copy: two views of one folder in one process
 // keep each other right the same way two processes do, through the files.
 // The caller holds s.mu.
-func (s *Store) evict() *index {
+func (s *Store) evictLocked() *index {
 	if len(s.indexes) <= maxIndexes {
 		return nil
 	}

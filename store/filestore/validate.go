@@ -17,15 +17,7 @@ func (s *Store) ensureLoaded(ctx context.Context, ix *index) error {
 	if loaded {
 		return nil
 	}
-	ix.valMu.Lock()
-	defer ix.valMu.Unlock()
-	ix.mu.Lock()
-	loaded = ix.loaded
-	ix.mu.Unlock()
-	if loaded {
-		return nil
-	}
-	return s.validate(ctx, ix)
+	return s.validate(ctx, ix, true)
 }
 
 // ready brings ix up to date before it answers from the index: it applies
@@ -38,25 +30,24 @@ func (s *Store) ready(ctx context.Context, ix *index) error {
 		return err
 	}
 	ix.mu.Lock()
-	err := ix.catchUp()
+	err := ix.catchUpLocked()
 	need := ix.needValidate
 	if !need {
 		st, serr := os.Stat(ix.dir)
 		need = serr != nil || !st.ModTime().Equal(ix.dirMod)
 	}
-	if err == nil && !need && ix.compactDue() {
-		// Mostly superseded records: rewrite the index. A failure leaves
-		// the old one, which is still right.
-		ix.rewrite()
-	}
+	due := err == nil && !need && ix.compactDueLocked()
 	ix.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	if due {
+		// Mostly superseded records: rewrite the index. A failure leaves
+		// the old one, which is still right.
+		ix.rewrite()
+	}
 	if need {
-		ix.valMu.Lock()
-		defer ix.valMu.Unlock()
-		return s.validate(ctx, ix)
+		return s.validate(ctx, ix, false)
 	}
 	return nil
 }
@@ -66,11 +57,19 @@ func (s *Store) ready(ctx context.Context, ix *index) error {
 // append and its record, a power loss that kept the line but not the
 // record, another program's write), one without a record is read, and a
 // record without a transcript is dropped. It costs one stat per session
-// plus reading the transcripts that changed. The caller holds ix.valMu and
-// no session lock.
-func (s *Store) validate(ctx context.Context, ix *index) error {
+// plus reading the transcripts that changed. With first, it does so only
+// if no validation loaded the index yet (two callers racing to load it
+// validate once). It takes ix.valMu; the caller holds no lock of ix and no
+// session lock.
+func (s *Store) validate(ctx context.Context, ix *index, first bool) error {
+	ix.valMu.Lock()
+	defer ix.valMu.Unlock()
 	ix.mu.Lock()
-	if err := ix.catchUp(); err != nil {
+	if first && ix.loaded {
+		ix.mu.Unlock()
+		return nil
+	}
+	if err := ix.catchUpLocked(); err != nil {
 		ix.mu.Unlock()
 		return err
 	}
@@ -78,7 +77,7 @@ func (s *Store) validate(ctx context.Context, ix *index) error {
 	ix.needValidate = false
 	ix.validating = true
 	dirSt, derr := os.Stat(ix.dir)
-	if derr == nil && indexOK && ix.proven(dirSt.ModTime().UnixNano()) {
+	if derr == nil && indexOK && ix.provenLocked(dirSt.ModTime().UnixNano()) {
 		// Every writer that could have left the index behind is alive,
 		// and nothing else changed the folder (marks.go).
 		ix.validating = false
@@ -111,7 +110,7 @@ func (s *Store) validate(ctx context.Context, ix *index) error {
 		}
 		// The folder is gone, and every session with it.
 		ix.mu.Lock()
-		ix.replaceAll(map[string]*rec{})
+		ix.replaceAllLocked(map[string]*rec{})
 		ix.j.close()
 		ix.j.id = nil
 		ix.loaded = true
@@ -161,7 +160,6 @@ func (s *Store) validate(ctx context.Context, ix *index) error {
 	}
 
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
 	removed := 0
 	for id := range known {
 		if present[id] {
@@ -172,23 +170,28 @@ func (s *Store) validate(ctx context.Context, ix *index) error {
 			continue
 		}
 		if ix.recs[id] != nil {
-			ix.remove(id)
-			ix.write(appendDelete(nil, id))
+			ix.removeLocked(id)
+			ix.writeLocked(appendDelete(nil, id))
 			removed++
 		}
 	}
 	ix.loaded = true
 	ix.dirMod = dirSt.ModTime()
 	done = true
-	ix.closeDead()
+	ix.closeDeadLocked()
+	ix.mu.Unlock()
+	rewritten := false
 	if !indexOK || len(stale) > 0 || removed > 0 {
-		if ix.rewrite() == nil {
-			// The new index holds what the folder does, whatever went
-			// wrong with records meanwhile.
-			ix.needValidate = false
-		}
+		rewritten = ix.rewrite() == nil
 	}
-	ix.touchDir() // the folder as compared, for the next cold Store
+	ix.mu.Lock()
+	if rewritten {
+		// The new index holds what the folder does, whatever went wrong
+		// with records meanwhile.
+		ix.needValidate = false
+	}
+	ix.touchDirLocked() // the folder as compared, for the next cold Store
+	ix.mu.Unlock()
 	return nil
 }
 
@@ -215,12 +218,12 @@ func (s *Store) rescan(ctx context.Context, ix *index, id string) error {
 	defer ix.mu.Unlock()
 	if r == nil {
 		if ix.recs[id] != nil {
-			ix.remove(id)
-			ix.write(appendDelete(nil, id))
+			ix.removeLocked(id)
+			ix.writeLocked(appendDelete(nil, id))
 		}
 		return nil
 	}
-	ix.put(r)
-	ix.write(appendRecord(nil, r, s.cfg.protector != nil))
+	ix.putLocked(r)
+	ix.writeLocked(appendRecord(nil, r, s.cfg.protector != nil))
 	return nil
 }
