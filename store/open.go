@@ -2,13 +2,14 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/spool-go/spool/store/internal/rules"
 )
 
 // OpenFunc opens a store from a URL of its scheme.
@@ -50,13 +51,8 @@ func Schemes() []string {
 // "redis://…". The scheme's package must be imported (for its init) for
 // Open to know it.
 func Open(ctx context.Context, rawURL string) (Store, error) {
-	u, err := url.Parse(rawURL)
+	u, err := rules.ParseURL(rawURL)
 	if err != nil {
-		// Leave the URL itself out: it may hold a password.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
 		return nil, fmt.Errorf("store: bad store URL: %w", err)
 	}
 	if u.Scheme == "" {

@@ -2,7 +2,6 @@ package filestore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"runtime"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 )
 
 func init() {
@@ -36,12 +36,8 @@ func init() {
 // unnoticed. opts apply after the URL's. store.Open("file:…") is Open
 // without opts.
 func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
-	u, err := url.Parse(rawURL)
+	u, err := storekit.ParseURL(rawURL)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
 		return nil, fmt.Errorf("filestore: bad file URL: %w", err)
 	}
 	return openURL(ctx, u, opts...)

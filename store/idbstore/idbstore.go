@@ -32,12 +32,8 @@ func init() {
 // no limit) for the retention (see WithRetention). opts apply after the
 // URL's. An unknown parameter is an error.
 func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
-	u, err := url.Parse(rawURL)
+	u, err := storekit.ParseURL(rawURL)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
 		return nil, fmt.Errorf("idbstore: bad idb URL: %w", err)
 	}
 	if !strings.EqualFold(u.Scheme, "idb") {

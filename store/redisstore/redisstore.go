@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 )
 
 func init() {
@@ -204,13 +205,8 @@ func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*St
 // locklease, wait, waitaof and waittimeout (see the Option of each). opts
 // apply after the URL's.
 func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
-	u, err := url.Parse(rawURL)
+	u, err := storekit.ParseURL(rawURL)
 	if err != nil {
-		// Leave the URL out of the message: it may hold a password.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
 		return nil, fmt.Errorf("redisstore: bad URL: %w", err)
 	}
 	urlOpts, err := takeOptions(u)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spool-go/spool/seal"
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 )
 
 func init() {
@@ -220,12 +221,8 @@ func (s *Store) Close() error {
 // protector, say), applied after the URL's. An unknown URL parameter is an
 // error.
 func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
-	u, err := url.Parse(rawURL)
+	u, err := storekit.ParseURL(rawURL)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
 		return nil, fmt.Errorf("sqlitestore: bad sqlite URL: %w", err)
 	}
 	return openURL(ctx, u, opts...)

@@ -2,6 +2,7 @@ package storekit
 
 import (
 	"fmt"
+	"net/url"
 
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/internal/rules"
@@ -85,3 +86,8 @@ func CheckChain(key store.Key, start int, prev string, entries []transcript.Entr
 func ConflictError(key store.Key, parent, head string) error {
 	return rules.Conflict(key, parent, head, store.ErrConflict)
 }
+
+// ParseURL parses the URL a store's Open is given, as store.Open does: its
+// error leaves the URL out, since a store URL may hold a password, and
+// says only what is wrong with it. Wrap it with the store's name.
+func ParseURL(rawURL string) (*url.URL, error) { return rules.ParseURL(rawURL) }

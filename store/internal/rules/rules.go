@@ -7,6 +7,8 @@ package rules
 
 import (
 	"context"
+	"errors"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -196,4 +198,19 @@ func Victims[T any](ctx context.Context, next func(ctx context.Context, cursor s
 		}
 		cursor = nextCursor
 	}
+}
+
+// ParseURL parses a store URL. Its error leaves the URL out (url.Parse
+// quotes it), since a store URL may hold a password: it says only what is
+// wrong with it.
+func ParseURL(rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, err
+	}
+	return u, nil
 }
