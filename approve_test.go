@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spool-go/spool"
-	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
 	"github.com/spool-go/spool/tool"
 	"github.com/spool-go/spool/transcript"
@@ -46,43 +45,43 @@ func itoa(i int) string {
 }
 
 func TestApprovalInTheSameProcess(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	var calls atomic.Int32
 	a := newAgent(t, spool.Config{Tools: approvalTools(&calls)})
-	s, _ := a.Session(ctx, "s")
+	s := session(t, a, ctx, "s")
 	res, err := s.Send(ctx, `/call delete_order {"order":1042}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Status != spool.StatusAwaitingApproval || len(res.Pending) != 1 || res.Pending[0].Tool != "delete_order" {
-		t.Fatalf("result %+v", res)
+		t.Fatalf("Send = %+v, want it awaiting the approval of one delete_order call", res)
 	}
 	if calls.Load() != 0 {
 		t.Fatal("the tool ran before approval")
 	}
 	if _, err := s.Send(ctx, "anything"); !errors.Is(err, spool.ErrApprovalPending) {
-		t.Fatalf("Send while pending: %v", err)
+		t.Fatalf("Send while an approval is pending = %v, want ErrApprovalPending", err)
 	}
 	pend, _ := s.PendingApprovals(ctx)
 	if len(pend) != 1 || pend[0].ID != res.Pending[0].ID {
-		t.Fatalf("pending %+v", pend)
+		t.Fatalf("PendingApprovals = %+v, want the one approval Send returned", pend)
 	}
-	info, _ := a.SessionInfo(ctx, "s")
-	if info.PendingApprovals != 1 {
-		t.Fatalf("info %+v", info)
+	info, err := a.SessionInfo(ctx, "s")
+	if err != nil || info.PendingApprovals != 1 {
+		t.Fatalf("SessionInfo = %+v, %v; want 1 pending approval", info, err)
 	}
 	if _, err := s.Approve(ctx, "apr_nope", transcript.ApprovalScopeOnce); !errors.Is(err, spool.ErrNoApproval) {
-		t.Fatalf("unknown approval: %v", err)
+		t.Fatalf("Approve of an unknown approval = %v, want ErrNoApproval", err)
 	}
 	done, err := s.Approve(ctx, res.Pending[0].ID, transcript.ApprovalScopeOnce)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if done.Status != transcript.StatusOK || !strings.Contains(done.Text, "deleted order 1042") || done.TurnID != res.TurnID {
-		t.Fatalf("resumed %+v", done)
+		t.Fatalf("Approve = %+v, want the same turn ended ok with the tool's result", done)
 	}
 	if calls.Load() != 1 {
-		t.Fatalf("tool ran %d times", calls.Load())
+		t.Fatalf("the tool ran %d times, want once", calls.Load())
 	}
 	entries, _ := s.Transcript(ctx)
 	checkWellFormed(t, entries)
@@ -92,9 +91,9 @@ func TestApprovalInTheSameProcess(t *testing.T) {
 		t.Fatalf("transcript %v\nwant %v", got, want)
 	}
 	// Once only: the next call asks again.
-	res, _ = s.Send(ctx, `/call delete_order {"order":7}`)
-	if res.Status != spool.StatusAwaitingApproval {
-		t.Fatalf("scope once approved the next call too: %+v", res)
+	res, err = s.Send(ctx, `/call delete_order {"order":7}`)
+	if err != nil || res.Status != spool.StatusAwaitingApproval {
+		t.Fatalf("the next call = %+v, %v; want it awaiting approval again (scope once)", res, err)
 	}
 }
 
@@ -111,14 +110,14 @@ func equalTypes(a, b []transcript.Type) bool {
 }
 
 func TestApprovalAfterRestart(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	st := memstore.New()
 	var calls atomic.Int32
 	first := newAgent(t, spool.Config{Store: st, Tools: approvalTools(&calls)})
-	s, _ := first.Session(ctx, "restart")
+	s := session(t, first, ctx, "restart")
 	res, err := s.Send(ctx, `/call delete_order {"order":5}`)
 	if err != nil || res.Status != spool.StatusAwaitingApproval {
-		t.Fatalf("%+v %v", res, err)
+		t.Fatalf("Send = %+v, %v; want it awaiting approval", res, err)
 	}
 	// The process ends; a new one starts with a new agent on the same store.
 	second := newAgent(t, spool.Config{Store: st, Tools: approvalTools(&calls)})
@@ -128,14 +127,14 @@ func TestApprovalAfterRestart(t *testing.T) {
 	}
 	pend, err := o.PendingApprovals(ctx)
 	if err != nil || len(pend) != 1 || pend[0].Tool != "delete_order" || string(pend[0].Arguments) != `{"order":5}` {
-		t.Fatalf("pending after restart: %+v %v", pend, err)
+		t.Fatalf("PendingApprovals after a restart = %+v, %v; want the delete_order call with its arguments", pend, err)
 	}
 	done, err := o.Approve(ctx, pend[0].ID, transcript.ApprovalScopeSession)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if done.Status != transcript.StatusOK || !strings.Contains(done.Text, "deleted order 5") {
-		t.Fatalf("%+v", done)
+		t.Fatalf("Approve after a restart = %+v, want ok with the tool's result", done)
 	}
 	// Session scope: the tool now runs without asking, also after another
 	// restart.
@@ -146,21 +145,24 @@ func TestApprovalAfterRestart(t *testing.T) {
 	}
 	res, err = o3.Send(ctx, `/call delete_order {"order":6}`)
 	if err != nil || res.Status != transcript.StatusOK || !strings.Contains(res.Text, "deleted order 6") {
-		t.Fatalf("session-approved tool asked again: %+v %v", res, err)
+		t.Fatalf("Send of a tool approved for the session = %+v, %v; want it run without asking", res, err)
 	}
 	if calls.Load() != 2 {
-		t.Fatalf("calls %d", calls.Load())
+		t.Fatalf("the tool ran %d times, want 2", calls.Load())
 	}
 	entries, _ := o3.Transcript(ctx)
 	checkWellFormed(t, entries)
 }
 
 func TestDenial(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	var calls atomic.Int32
 	a := newAgent(t, spool.Config{Tools: approvalTools(&calls)})
-	s, _ := a.Session(ctx, "d")
-	res, _ := s.Send(ctx, `/call delete_order {"order":1}`)
+	s := session(t, a, ctx, "d")
+	res, err := s.Send(ctx, `/call delete_order {"order":1}`)
+	if err != nil || len(res.Pending) != 1 {
+		t.Fatalf("Send = %+v, %v; want one pending approval", res, err)
+	}
 	done, err := s.Deny(ctx, res.Pending[0].ID, "not today")
 	if err != nil {
 		t.Fatal(err)
@@ -179,23 +181,23 @@ func TestDenial(t *testing.T) {
 		}
 	}
 	if !r.IsError || !strings.Contains(r.Result, "not today") {
-		t.Fatalf("denial result %+v", r)
+		t.Fatalf("the denied call's result = %+v, want an error naming the reason", r)
 	}
 }
 
 func TestParallelCallsMixApprovalAndNot(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	var calls atomic.Int32
 	a := newAgent(t, spool.Config{Tools: approvalTools(&calls)})
-	s, _ := a.Session(ctx, "p")
+	s := session(t, a, ctx, "p")
 	res, err := s.Send(ctx, "/call lookup_order {\"order\":1}\n/call delete_order {\"order\":2}\n/call delete_order {\"order\":3}")
 	if err != nil || len(res.Pending) != 2 {
-		t.Fatalf("%+v %v", res, err)
+		t.Fatalf("Send = %+v, %v; want the two delete_order calls pending", res, err)
 	}
 	// Approving one for the session settles its twin.
 	done, err := s.Approve(ctx, res.Pending[0].ID, transcript.ApprovalScopeSession)
 	if err != nil || done.Status != transcript.StatusOK {
-		t.Fatalf("%+v %v", done, err)
+		t.Fatalf("Approve for the session = %+v, %v; want the turn ended ok", done, err)
 	}
 	for _, want := range []string{"order 1 ships Friday", "deleted order 2", "deleted order 3"} {
 		if !strings.Contains(done.Text, want) {
@@ -204,35 +206,35 @@ func TestParallelCallsMixApprovalAndNot(t *testing.T) {
 	}
 	entries, _ := s.Transcript(ctx)
 	checkWellFormed(t, entries)
-	info, _ := a.SessionInfo(ctx, "p")
-	if info.PendingApprovals != 0 {
-		t.Fatalf("pending %d", info.PendingApprovals)
+	info, err := a.SessionInfo(ctx, "p")
+	if err != nil || info.PendingApprovals != 0 {
+		t.Fatalf("SessionInfo = %+v, %v; want no pending approvals", info, err)
 	}
 }
 
 func TestToolModes(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	var calls atomic.Int32
 	a := newAgent(t, spool.Config{Tools: approvalTools(&calls), ToolMode: transcript.ToolModeAuto})
-	s, _ := a.Session(ctx, "m")
+	s := session(t, a, ctx, "m")
 	res, err := s.Send(ctx, `/call delete_order {"order":9}`)
 	if err != nil || res.Status != transcript.StatusOK || calls.Load() != 1 {
-		t.Fatalf("auto mode: %+v %v calls=%d", res, err, calls.Load())
+		t.Fatalf("tool mode auto: Send = %+v, %v, %d calls; want ok and the tool run once without asking", res, err, calls.Load())
 	}
 	if err := s.SetToolMode(ctx, transcript.ToolModeOff); err != nil {
 		t.Fatal(err)
 	}
-	res, _ = s.Send(ctx, `/call delete_order {"order":10}`)
-	if calls.Load() != 1 || res.Status != transcript.StatusOK {
-		t.Fatalf("off mode ran the tool: %+v", res)
+	res, err = s.Send(ctx, `/call delete_order {"order":10}`)
+	if err != nil || calls.Load() != 1 || res.Status != transcript.StatusOK {
+		t.Fatalf("tool mode off: Send = %+v, %v, %d calls; want ok and the tool not run", res, err, calls.Load())
 	}
 	if err := s.SetToolMode(ctx, "sometimes"); err == nil {
-		t.Fatal("bad mode accepted")
+		t.Fatal("SetToolMode(\"sometimes\") succeeded, want an error naming the modes")
 	}
 }
 
 func TestToolTimeoutIsAnErrorResultNotRetried(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	var runs atomic.Int32
 	slow := tool.New("slow", "Takes long.", func(ctx context.Context, _ struct{}) (string, error) {
 		runs.Add(1)
@@ -240,13 +242,13 @@ func TestToolTimeoutIsAnErrorResultNotRetried(t *testing.T) {
 		return "", ctx.Err()
 	}, tool.WithTimeout(20*time.Millisecond))
 	a := newAgent(t, spool.Config{Tools: []*tool.Tool{slow}})
-	s, _ := a.Session(ctx, "t")
+	s := session(t, a, ctx, "t")
 	res, err := s.Send(ctx, "/call slow {}")
 	if err != nil || res.Status != transcript.StatusOK {
-		t.Fatalf("%+v %v", res, err)
+		t.Fatalf("Send = %+v, %v; want ok, the timeout a result for the model", res, err)
 	}
 	if runs.Load() != 1 {
-		t.Fatalf("timed-out tool ran %d times", runs.Load())
+		t.Fatalf("the timed-out tool ran %d times, want once (no retry)", runs.Load())
 	}
 	if !strings.Contains(res.Text, "timed out") {
 		t.Fatalf("the model was not told of the timeout: %q", res.Text)
@@ -254,16 +256,15 @@ func TestToolTimeoutIsAnErrorResultNotRetried(t *testing.T) {
 }
 
 func TestBadToolArgumentsAreAnErrorResult(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a := newAgent(t, spool.Config{Tools: approvalTools(nil), ToolMode: transcript.ToolModeAuto})
-	s, _ := a.Session(ctx, "b")
+	s := session(t, a, ctx, "b")
 	res, err := s.Send(ctx, `/call lookup_order {"order":"not a number"}`)
 	if err != nil || !strings.Contains(res.Text, "invalid arguments") {
-		t.Fatalf("%+v %v", res, err)
+		t.Fatalf("Send with bad arguments = %+v, %v; want ok, with the model told of invalid arguments", res, err)
 	}
 	res, err = s.Send(ctx, `/call no_such_tool {}`)
 	if err != nil || res.Status != transcript.StatusOK {
-		t.Fatalf("%+v %v", res, err)
+		t.Fatalf("Send of a call to no tool = %+v, %v; want the turn ended ok", res, err)
 	}
-	_ = store.ErrNotFound
 }

@@ -1,7 +1,6 @@
 package spool_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,9 +28,9 @@ var benchStores = map[string]func(b *testing.B) store.Store{
 func BenchmarkTurn(b *testing.B) {
 	for name, newStore := range benchStores {
 		b.Run(name, func(b *testing.B) {
-			ctx := context.Background()
+			ctx := b.Context()
 			a, _ := spool.New(spool.Config{Model: echo.New(), Store: newStore(b)})
-			s, _ := a.Session(ctx, "bench")
+			s := session(b, a, ctx, "bench")
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
@@ -46,7 +45,7 @@ func BenchmarkTurn(b *testing.B) {
 // fillTurns appends n finished turns to a session directly, as a long
 // history would leave them.
 func fillTurns(b *testing.B, st store.Store, k store.Key, n int) {
-	ctx := context.Background()
+	ctx := b.Context()
 	head := ""
 	now := time.Now().Add(-time.Hour)
 	for i := range n {
@@ -80,10 +79,10 @@ func BenchmarkSendLongSession(b *testing.B) {
 	for name, newStore := range benchStores {
 		for _, turns := range []int{10, 10000} {
 			b.Run(fmt.Sprintf("%s/turns=%d", name, turns), func(b *testing.B) {
-				ctx := context.Background()
+				ctx := b.Context()
 				st := newStore(b)
 				a, _ := spool.New(spool.Config{Model: echo.New(), Store: st})
-				s, _ := a.Session(ctx, "long")
+				s := session(b, a, ctx, "long")
 				fillTurns(b, st, s.Key(), turns)
 				if _, err := s.Send(ctx, "warm up"); err != nil { // loads the session once
 					b.Fatal(err)
@@ -106,7 +105,7 @@ func BenchmarkSendLongSession(b *testing.B) {
 // lines to a file in the same folder, in interleaved blocks of 10, and
 // reports the median ratio (issue 12's third row).
 func BenchmarkTurnVsRaw(b *testing.B) {
-	ctx := context.Background()
+	ctx := b.Context()
 	root := b.TempDir()
 	st, err := filestore.New(b.Context(), root, filestore.WithRetention(store.Retention{}))
 	if err != nil {

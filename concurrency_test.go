@@ -16,9 +16,9 @@ import (
 )
 
 func TestCallsOnOneSessionNeverInterleave(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a := newAgent(t, spool.Config{Model: echo.New(echo.WithDelay(100 * time.Microsecond))})
-	s, _ := a.Session(ctx, "busy")
+	s := session(t, a, ctx, "busy")
 	var wg sync.WaitGroup
 	errs := make(chan error, 50)
 	for i := range 50 {
@@ -27,7 +27,7 @@ func TestCallsOnOneSessionNeverInterleave(t *testing.T) {
 			defer wg.Done()
 			res, err := s.Send(ctx, fmt.Sprintf("prompt %d", i))
 			if err == nil && res.Text != fmt.Sprintf("echo: prompt %d", i) {
-				err = fmt.Errorf("prompt %d got %q", i, res.Text)
+				err = fmt.Errorf("prompt %d answered %q, want %q", i, res.Text, fmt.Sprintf("echo: prompt %d", i))
 			}
 			errs <- err
 		}()
@@ -50,7 +50,7 @@ func TestCallsOnOneSessionNeverInterleave(t *testing.T) {
 // session's model waits until the other's has started. Serialized, they
 // would never both arrive and the test would fail at its deadline.
 func TestDifferentSessionsRunConcurrently(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var arrived sync.WaitGroup
 	arrived.Add(2)
@@ -70,7 +70,7 @@ func TestDifferentSessionsRunConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, _ := a.Session(ctx, id)
+			s := session(t, a, ctx, id)
 			if _, err := s.Send(ctx, "go"); err != nil {
 				t.Error(err)
 			}
@@ -90,7 +90,7 @@ func TestTwoAgentsOnOneStoreKeepOrder(t *testing.T) {
 		"conditional append only": func() storeT { return plainStore{memstore.New()} },
 	} {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			shared := st()
 			agents := []*spool.Agent{
 				newAgent(t, spool.Config{Store: shared, Model: echo.New(echo.WithDelay(200 * time.Microsecond))}),
@@ -128,7 +128,7 @@ func TestTwoAgentsOnOneStoreKeepOrder(t *testing.T) {
 				}
 			}
 			if ends != ok || ok == 0 {
-				t.Fatalf("%d turns ended in the transcript, %d calls succeeded (%d busy)", ends, ok, busy)
+				t.Fatalf("%d turns ended in the transcript and %d calls succeeded (%d busy): want as many ends as successes, and some", ends, ok, busy)
 			}
 		})
 	}
@@ -138,22 +138,22 @@ func TestTwoAgentsOnOneStoreKeepOrder(t *testing.T) {
 // on the same store appended since it last looked: its cached state is
 // brought up to date from the new entries only.
 func TestStateFollowsOtherWriters(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	st := memstore.New()
 	a := newAgent(t, spool.Config{Store: st, Tools: approvalTools(nil)})
 	b := newAgent(t, spool.Config{Store: st, Tools: approvalTools(nil)})
-	sa, _ := a.Session(ctx, "shared")
-	sb, _ := b.Session(ctx, "shared")
+	sa := session(t, a, ctx, "shared")
+	sb := session(t, b, ctx, "shared")
 	if _, err := sa.Send(ctx, "hello"); err != nil {
 		t.Fatal(err)
 	}
 	res, err := sb.Send(ctx, `/call delete_order {"order":1}`)
 	if err != nil || res.Status != spool.StatusAwaitingApproval {
-		t.Fatalf("%+v %v", res, err)
+		t.Fatalf("Send = %+v, %v; want it awaiting approval", res, err)
 	}
 	pend, err := sa.PendingApprovals(ctx)
 	if err != nil || len(pend) != 1 || pend[0].ID != res.Pending[0].ID {
-		t.Fatalf("a does not see b's pending approval: %+v %v", pend, err)
+		t.Fatalf("a's PendingApprovals = %+v, %v; want the approval b's call is waiting on", pend, err)
 	}
 	if _, err := sa.Approve(ctx, pend[0].ID, transcript.ApprovalScopeSession); err != nil {
 		t.Fatal(err)
@@ -161,8 +161,8 @@ func TestStateFollowsOtherWriters(t *testing.T) {
 	if err := sb.SetToolMode(ctx, transcript.ToolModeAuto); err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := sa.ToolMode(ctx); m != transcript.ToolModeAuto {
-		t.Fatalf("a sees mode %q after b set auto", m)
+	if m, err := sa.ToolMode(ctx); err != nil || m != transcript.ToolModeAuto {
+		t.Fatalf("a's ToolMode after b set auto = %q, %v; want auto", m, err)
 	}
 	entries, _ := sa.Transcript(ctx)
 	checkWellFormed(t, entries)

@@ -34,7 +34,10 @@ func cursorWorldFor(t testing.TB) *cursorWorld {
 		if err != nil {
 			panic(err)
 		}
-		w := &cursorWorld{agent: a, alice: spool.ContextWithUser(context.Background(), "alice"), bob: spool.ContextWithUser(context.Background(), "bob"), messages: map[string]map[string]bool{}}
+		// The world outlives the test that makes it (every fuzz input uses
+		// it), so its contexts cannot be that test's.
+		bg := context.Background()
+		w := &cursorWorld{agent: a, alice: spool.ContextWithUser(bg, "alice"), bob: spool.ContextWithUser(bg, "bob"), messages: map[string]map[string]bool{}}
 		for user, ctx := range map[string]context.Context{"alice": w.alice, "bob": w.bob} {
 			s, err := a.Session(ctx, "chat")
 			if err != nil {
@@ -54,7 +57,7 @@ func cursorWorldFor(t testing.TB) *cursorWorld {
 				w.messages[user][m.ID] = true
 			}
 		}
-		s, _ := a.Session(w.alice, "other")
+		s := session(t, a, w.alice, "other")
 		s.Send(w.alice, "alice's other session")
 		world = w
 	})
@@ -64,11 +67,11 @@ func cursorWorldFor(t testing.TB) *cursorWorld {
 // pageCursors returns the cursors alice's "chat" session hands out.
 func pageCursors(t testing.TB, w *cursorWorld) []string {
 	var out []string
-	s, _ := w.agent.Session(w.alice, "chat")
+	s := session(t, w.agent, w.alice, "chat")
 	for _, o := range []spool.Order{spool.OrderAsc, spool.OrderDesc} {
 		p, err := s.Page(w.alice, spool.PageOptions{Limit: 5, Order: o})
 		if err != nil || p.NextCursor == "" {
-			t.Fatalf("page: %+v, %v", p, err)
+			t.Fatalf("Page = %+v, %v; want a page and a next cursor", p, err)
 		}
 		out = append(out, p.NextCursor)
 	}
@@ -81,9 +84,9 @@ func pageCursors(t testing.TB, w *cursorWorld) []string {
 func TestPageCursorBoundToSession(t *testing.T) {
 	w := cursorWorldFor(t)
 	cursors := pageCursors(t, w)
-	bobChat, _ := w.agent.Session(w.bob, "chat")
-	aliceOther, _ := w.agent.Session(w.alice, "other")
-	aliceChat, _ := w.agent.Session(w.alice, "chat")
+	bobChat := session(t, w.agent, w.bob, "chat")
+	aliceOther := session(t, w.agent, w.alice, "other")
+	aliceChat := session(t, w.agent, w.alice, "chat")
 	for i, c := range cursors {
 		own := spool.OrderAsc
 		other := spool.OrderDesc
@@ -113,12 +116,12 @@ func TestPageCursorBoundToSession(t *testing.T) {
 			}
 		}
 		if p, err := aliceChat.Page(w.alice, spool.PageOptions{Cursor: c, Order: own}); err != nil || len(p.Messages) == 0 {
-			t.Fatalf("the cursor on its own session: %v", err)
+			t.Fatalf("the cursor on its own session = %v, want the next page", err)
 		}
 	}
 	page, err := w.agent.ListSessions(w.alice, store.ListOptions{Limit: 1})
 	if err != nil || page.NextCursor == "" {
-		t.Fatalf("alice's first page: %+v, %v", page, err)
+		t.Fatalf("alice's first page = %+v, %v; want a page and a next cursor", page, err)
 	}
 	got, err := w.agent.ListSessions(w.bob, store.ListOptions{Cursor: page.NextCursor})
 	if !errors.Is(err, store.ErrInvalidCursor) || len(got.Sessions) != 0 {
@@ -171,18 +174,18 @@ func FuzzPageCursor(f *testing.F) {
 			}
 			for _, m := range p.Messages {
 				if !w.messages[user][m.ID] {
-					t.Fatalf("%s's page holds message %s of another session", user, m.ID)
+					t.Fatalf("%s's page holds message %s of another session, want only its own", user, m.ID)
 				}
 			}
 		}
 		// A list cursor: bob's listing never shows alice's sessions.
 		page, err := w.agent.ListSessions(w.bob, store.ListOptions{Cursor: cursor})
 		if err != nil && !errors.Is(err, store.ErrInvalidCursor) {
-			t.Fatalf("ListSessions(%q): %v", cursor, err)
+			t.Fatalf("ListSessions(%q) = %v, want a page or store.ErrInvalidCursor", cursor, err)
 		}
 		for _, info := range page.Sessions {
 			if info.Owner != "bob" || info.ID != "chat" {
-				t.Fatalf("bob's listing shows %s/%s", info.Owner, info.ID)
+				t.Fatalf("bob's listing shows %s/%s, want only bob/chat", info.Owner, info.ID)
 			}
 		}
 	})

@@ -1,7 +1,6 @@
 package spool_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -16,13 +15,13 @@ import (
 )
 
 func TestDelegation(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	st := memstore.New()
 	helper := newAgent(t, spool.Config{Name: "researcher", Store: st})
 	lead := newAgent(t, spool.Config{Name: "lead", Store: st, Tools: []*tool.Tool{
 		helper.AsTool("ask_researcher", "Ask the researcher."),
 	}})
-	s, _ := lead.Session(ctx, "case-1")
+	s := session(t, lead, ctx, "case-1")
 	dlg := spool.DelegateSessionID(s.Key())
 	var delegated []spool.Event
 	var end *spool.Result
@@ -33,7 +32,7 @@ func TestDelegation(t *testing.T) {
 		switch ev.Kind {
 		case spool.EventDelegate:
 			if ev.Delegate.Agent != "researcher" || ev.Delegate.SessionID != dlg || ev.Delegate.CallID == "" {
-				t.Fatalf("delegate event %+v", ev.Delegate)
+				t.Fatalf("delegate event %+v, want it from researcher's session %s with the caller's call id", ev.Delegate, dlg)
 			}
 			delegated = append(delegated, *ev.Delegate.Event)
 		case spool.EventTurnEnd:
@@ -41,10 +40,10 @@ func TestDelegation(t *testing.T) {
 		}
 	}
 	if len(delegated) == 0 || delegated[len(delegated)-1].Kind != spool.EventTurnEnd {
-		t.Fatalf("delegate events %+v", delegated)
+		t.Fatalf("delegate events %+v, want them ending with the delegate's turn end", delegated)
 	}
 	if end.Status != transcript.StatusOK || !strings.Contains(end.Text, "echo: find order 7") {
-		t.Fatalf("lead result %+v", end)
+		t.Fatalf("lead result %+v, want ok with the delegate's answer", end)
 	}
 	// The delegate's own session holds its turn; the lead's transcript
 	// links to it.
@@ -52,9 +51,9 @@ func TestDelegation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, _ := rs.Messages(ctx, 0)
-	if len(msgs) != 2 || msgs[0].Text != "find order 7" {
-		t.Fatalf("delegate session %+v", msgs)
+	msgs, err := rs.Messages(ctx, 0)
+	if err != nil || len(msgs) != 2 || msgs[0].Text != "find order 7" {
+		t.Fatalf("the delegate session's messages = %+v, %v; want the prompt and its answer", msgs, err)
 	}
 	entries, _ := s.Transcript(ctx)
 	for _, e := range entries {
@@ -89,18 +88,18 @@ func TestDelegateSessionsNeverShared(t *testing.T) {
 			t.Fatalf("%q is not a valid session id", id)
 		}
 		if prev, dup := seen[id]; dup {
-			t.Fatalf("%v and %v share delegate session %s", prev, k, id)
+			t.Fatalf("%v and %v share delegate session %s, want one each", prev, k, id)
 		}
 		seen[id] = k
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	st := memstore.New()
 	helper := newAgent(t, spool.Config{Name: "researcher", Store: st})
 	lead := newAgent(t, spool.Config{Name: "lead", Store: st, Scope: spool.ScopeUser, ToolMode: transcript.ToolModeAuto,
 		Tools: []*tool.Tool{helper.AsTool("ask", "Ask.")}})
 	for _, u := range []string{"alice", "bob"} {
 		uctx := spool.ContextWithUser(ctx, u)
-		s, _ := lead.Session(uctx, "http")
+		s := session(t, lead, uctx, "http")
 		if _, err := s.Send(uctx, `/call ask {"prompt":"`+u+` secret"}`); err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +112,7 @@ func TestDelegateSessionsNeverShared(t *testing.T) {
 	msgs, _ := rs.Messages(ctx, 0)
 	for _, m := range msgs {
 		if strings.Contains(m.Text, "alice") {
-			t.Fatalf("bob's delegate session holds alice's message: %+v", msgs)
+			t.Fatalf("bob's delegate session holds alice's message: %+v, want his own only", msgs)
 		}
 	}
 }
@@ -121,12 +120,12 @@ func TestDelegateSessionsNeverShared(t *testing.T) {
 // A delegate that outlives its call's timeout sends nothing more into the
 // caller's stream (run with -race).
 func TestTimedOutDelegateIsSilent(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	st := memstore.New()
 	slow := newAgent(t, spool.Config{Name: "slow", Store: st, Model: echo.New(echo.WithDelay(30 * time.Millisecond))})
 	lead := newAgent(t, spool.Config{Name: "lead", Store: st, ToolMode: transcript.ToolModeAuto,
 		Tools: []*tool.Tool{slow.AsTool("ask_slow", "Ask.", tool.WithTimeout(50*time.Millisecond))}})
-	s, _ := lead.Session(ctx, "t")
+	s := session(t, lead, ctx, "t")
 	var end *spool.Result
 	for ev, err := range s.Stream(ctx, `/call ask_slow {"prompt":"one two three four five six seven eight"}`) {
 		if err != nil {
@@ -138,7 +137,7 @@ func TestTimedOutDelegateIsSilent(t *testing.T) {
 		}
 	}
 	if end == nil || !strings.Contains(end.Text, "timed out") {
-		t.Fatalf("%+v", end)
+		t.Fatalf("the caller's turn end = %+v, want its model told the delegate timed out", end)
 	}
 	time.Sleep(300 * time.Millisecond) // let the abandoned delegate finish
 }

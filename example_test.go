@@ -41,25 +41,43 @@ func Example() {
 	}
 
 	agent := newAgent()
-	sess, _ := agent.Session(ctx, "ticket-1042")
-	res, _ := sess.Send(ctx, "Where is order 1042?")
+	sess, err := agent.Session(ctx, "ticket-1042")
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := sess.Send(ctx, "Where is order 1042?")
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(res.Status, "|", res.Text)
 
 	// The echo model calls a tool when asked to with /call.
-	res, _ = sess.Send(ctx, `/call refund {"order":1042}`)
+	res, err = sess.Send(ctx, `/call refund {"order":1042}`)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(res.Status, "|", res.Pending[0].Tool, string(res.Pending[0].Arguments))
 
 	// The process restarts: a new agent on the same store.
 	agent = newAgent()
-	sess, err := agent.OpenSession(ctx, "ticket-1042")
+	sess, err = agent.OpenSession(ctx, "ticket-1042")
 	if err != nil {
 		log.Fatal(err)
 	}
-	pending, _ := sess.PendingApprovals(ctx)
-	res, _ = sess.Approve(ctx, pending[0].ID, transcript.ApprovalScopeOnce)
+	pending, err := sess.PendingApprovals(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err = sess.Approve(ctx, pending[0].ID, transcript.ApprovalScopeOnce)
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(res.Status, "|", res.Text)
 
-	res, _ = sess.Send(ctx, "Thanks!")
+	res, err = sess.Send(ctx, "Thanks!")
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println(res.Status, "|", res.Text)
 	// Output:
 	// ok | echo: Where is order 1042?
@@ -72,8 +90,14 @@ func Example() {
 // stream has been consumed.
 func ExampleSession_Stream() {
 	ctx := context.Background()
-	agent, _ := spool.New(spool.Config{Model: echo.New(), Store: memstore.New()})
-	sess, _ := agent.NewSession(ctx)
+	agent, err := spool.New(spool.Config{Model: echo.New(), Store: memstore.New()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	sess, err := agent.NewSession(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
 	for ev, err := range sess.Stream(ctx, "stream this answer") {
 		if err != nil {
 			log.Fatal(err)

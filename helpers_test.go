@@ -122,3 +122,14 @@ func echoScript(script func(*model.Request) []model.Event) *echo.Model {
 }
 
 type storeT = store.Store
+
+// session returns a's session id for ctx, failing the test when a refuses
+// it.
+func session(t testing.TB, a *spool.Agent, ctx context.Context, id string) *spool.Session {
+	t.Helper()
+	s, err := a.Session(ctx, id)
+	if err != nil {
+		t.Fatalf("Session(%q) = %v, want a session", id, err)
+	}
+	return s
+}

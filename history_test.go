@@ -34,7 +34,7 @@ func TestRequestHistoryIsBuild(t *testing.T) {
 		{"cap and budget", spool.Config{MaxMessages: 9, HistoryBudget: 150}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			st := memstore.New()
 			cfg := c.cfg
 			cfg.Store = st
@@ -76,8 +76,8 @@ func TestRequestHistoryIsBuild(t *testing.T) {
 			}}
 			a := newAgent(t, cfg)
 			other := newAgent(t, spool.Config{Store: st})
-			s, _ = a.Session(ctx, "long")
-			o, _ := other.Session(ctx, "long")
+			s = session(t, a, ctx, "long")
+			o := session(t, other, ctx, "long")
 			r := rand.New(rand.NewPCG(7, 7))
 			for i := range 260 {
 				p := fmt.Sprint("prompt ", i)
@@ -124,11 +124,11 @@ func TestRequestHistoryIsBuild(t *testing.T) {
 			}
 			entries, _ := s.Transcript(ctx)
 			if requests < 200 || len(entries) < 800 {
-				t.Fatalf("only %d requests over %d entries", requests, len(entries))
+				t.Fatalf("%d requests over %d entries, want at least 200 over 800: the run checked too little", requests, len(entries))
 			}
 			got, err := s.History(ctx)
 			if err != nil || !reflect.DeepEqual(got, history.Build(entries, opt)) {
-				t.Fatalf("History: %v", err)
+				t.Fatalf("History = %v, want exactly history.Build of the transcript", err)
 			}
 		})
 	}

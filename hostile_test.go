@@ -42,7 +42,7 @@ var hostileIDs = map[string]string{
 func unchanged(t *testing.T, what, root string, before map[string]string) {
 	t.Helper()
 	if after := spooltest.FileTree(t, root); !maps.Equal(before, after) {
-		t.Fatalf("%s changed the store (%d files before, %d after)", what, len(before), len(after))
+		t.Fatalf("%s changed the store (%d files before, %d after), want it untouched", what, len(before), len(after))
 	}
 }
 
@@ -58,8 +58,8 @@ func hostileWorld(t *testing.T) (root string, user, project *spool.Agent, alice 
 	t.Cleanup(func() { st.Close() })
 	user = newAgent(t, spool.Config{Name: "users", Store: st, Scope: spool.ScopeUser})
 	project = newAgent(t, spool.Config{Name: "proj", Store: st})
-	alice = spool.ContextWithUser(context.Background(), "alice")
-	for _, ctx := range []context.Context{alice, context.Background()} {
+	alice = spool.ContextWithUser(t.Context(), "alice")
+	for _, ctx := range []context.Context{alice, t.Context()} {
 		a := project
 		if ctx == alice {
 			a = user
@@ -84,35 +84,37 @@ func TestHostileIDs(t *testing.T) {
 	root, user, project, alice := hostileWorld(t)
 	before := spooltest.FileTree(t, root)
 	for name, id := range hostileIDs {
-		for _, c := range []struct {
-			a   *spool.Agent
-			ctx context.Context
-		}{{user, alice}, {project, context.Background()}} {
-			calls := map[string]error{}
-			_, calls["Session"] = c.a.Session(c.ctx, id)
-			_, calls["OpenSession"] = c.a.OpenSession(c.ctx, id)
-			_, calls["SessionInfo"] = c.a.SessionInfo(c.ctx, id)
-			calls["DeleteSession"] = c.a.DeleteSession(c.ctx, id)
-			for call, err := range calls {
-				if !errors.Is(err, store.ErrInvalidKey) {
-					t.Errorf("%s: %s(%.40q): %v; want store.ErrInvalidKey", name, call, id, err)
+		t.Run(name, func(t *testing.T) {
+			for _, c := range []struct {
+				a   *spool.Agent
+				ctx context.Context
+			}{{user, alice}, {project, t.Context()}} {
+				calls := map[string]error{}
+				_, calls["Session"] = c.a.Session(c.ctx, id)
+				_, calls["OpenSession"] = c.a.OpenSession(c.ctx, id)
+				_, calls["SessionInfo"] = c.a.SessionInfo(c.ctx, id)
+				calls["DeleteSession"] = c.a.DeleteSession(c.ctx, id)
+				for call, err := range calls {
+					if !errors.Is(err, store.ErrInvalidKey) {
+						t.Errorf("%s: %s(%.40q): %v; want store.ErrInvalidKey", name, call, id, err)
+					}
 				}
 			}
-		}
-		if id == "" {
-			continue // no user is its own error (spool.ErrNoUser)
-		}
-		// As a user id.
-		ctx := spool.ContextWithUser(context.Background(), id)
-		_, err := user.Session(ctx, "one")
-		_, lerr := user.ListSessions(ctx, store.ListOptions{})
-		if !errors.Is(err, store.ErrInvalidKey) || !errors.Is(lerr, store.ErrInvalidKey) {
-			t.Errorf("%s as a user: Session %v, ListSessions %v; want store.ErrInvalidKey", name, err, lerr)
-		}
-		// As an agent name.
-		if _, err := spool.New(spool.Config{Name: id, Model: scripted(), Store: project.Store()}); err == nil {
-			t.Errorf("%s as an agent name: accepted", name)
-		}
+			if id == "" {
+				return // no user is its own error (spool.ErrNoUser)
+			}
+			// As a user id.
+			ctx := spool.ContextWithUser(t.Context(), id)
+			_, err := user.Session(ctx, "one")
+			_, lerr := user.ListSessions(ctx, store.ListOptions{})
+			if !errors.Is(err, store.ErrInvalidKey) || !errors.Is(lerr, store.ErrInvalidKey) {
+				t.Errorf("%s as a user: Session %v, ListSessions %v; want store.ErrInvalidKey", name, err, lerr)
+			}
+			// As an agent name.
+			if _, err := spool.New(spool.Config{Name: id, Model: scripted(), Store: project.Store()}); err == nil {
+				t.Errorf("%s as an agent name: accepted, want an error", name)
+			}
+		})
 	}
 	unchanged(t, "hostile ids", root, before)
 }
@@ -121,36 +123,41 @@ func TestHostileIDs(t *testing.T) {
 // store.ErrInvalidCursor, reveal nothing, and change nothing.
 func TestHostileCursors(t *testing.T) {
 	root, user, _, alice := hostileWorld(t)
-	bob := spool.ContextWithUser(context.Background(), "bob")
-	bs, _ := user.Session(bob, "one")
+	bob := spool.ContextWithUser(t.Context(), "bob")
+	bs := session(t, user, bob, "one")
 	if _, err := bs.Send(bob, "bob's own"); err != nil {
 		t.Fatal(err)
 	}
 	page, err := user.ListSessions(alice, store.ListOptions{Limit: 1})
 	if err != nil || page.NextCursor == "" {
-		t.Fatal(page, err)
+		t.Fatalf("alice's ListSessions = %+v, %v; want a page and a next cursor", page, err)
 	}
-	as, _ := user.Session(alice, "one")
+	as := session(t, user, alice, "one")
 	mp, err := as.Page(alice, spool.PageOptions{Limit: 1})
 	if err != nil || mp.NextCursor == "" {
-		t.Fatal(mp, err)
+		t.Fatalf("alice's Page = %+v, %v; want a page and a next cursor", mp, err)
 	}
 	before := spooltest.FileTree(t, root)
-	for _, c := range []string{"bogus", "!!!", "\x00", strings.Repeat("A", 10<<10), "AQ", page.NextCursor + "A"} {
-		if _, err := user.ListSessions(alice, store.ListOptions{Cursor: c}); !errors.Is(err, store.ErrInvalidCursor) {
-			t.Errorf("ListSessions with cursor %.20q: %v", c, err)
-		}
-		if _, err := as.Page(alice, spool.PageOptions{Cursor: c}); !errors.Is(err, store.ErrInvalidCursor) {
-			t.Errorf("Page with cursor %.20q: %v", c, err)
-		}
+	for _, c := range []struct{ name, cursor string }{
+		{"a word", "bogus"}, {"not base64", "!!!"}, {"NUL", "\x00"}, {"10 KB", strings.Repeat("A", 10<<10)},
+		{"cut short", "AQ"}, {"altered", page.NextCursor + "A"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := user.ListSessions(alice, store.ListOptions{Cursor: c.cursor}); !errors.Is(err, store.ErrInvalidCursor) {
+				t.Errorf("ListSessions with cursor %.20q = %v, want store.ErrInvalidCursor", c.cursor, err)
+			}
+			if _, err := as.Page(alice, spool.PageOptions{Cursor: c.cursor}); !errors.Is(err, store.ErrInvalidCursor) {
+				t.Errorf("Page with cursor %.20q = %v, want store.ErrInvalidCursor", c.cursor, err)
+			}
+		})
 	}
 	got, err := user.ListSessions(bob, store.ListOptions{Cursor: page.NextCursor})
 	if !errors.Is(err, store.ErrInvalidCursor) || len(got.Sessions) != 0 {
-		t.Errorf("bob with alice's list cursor: %+v, %v", got, err)
+		t.Errorf("bob with alice's list cursor: %+v, %v; want nothing and store.ErrInvalidCursor", got, err)
 	}
 	gp, err := bs.Page(bob, spool.PageOptions{Cursor: mp.NextCursor})
 	if !errors.Is(err, store.ErrInvalidCursor) || len(gp.Messages) != 0 {
-		t.Errorf("bob with alice's page cursor on his session of the same id: %+v, %v", gp, err)
+		t.Errorf("bob with alice's page cursor on his session of the same id: %+v, %v; want nothing and store.ErrInvalidCursor", gp, err)
 	}
 	unchanged(t, "hostile cursors", root, before)
 }
@@ -159,15 +166,15 @@ func TestHostileCursors(t *testing.T) {
 // over the limit of a line is hugeprompt_test.go's).
 func TestHugePrompt(t *testing.T) {
 	_, _, project, _ := hostileWorld(t)
-	ctx := context.Background()
-	s, _ := project.Session(ctx, "one")
+	ctx := t.Context()
+	s := session(t, project, ctx, "one")
 	big := strings.Repeat("0123456789abcdef", 4<<20/16)
 	if _, err := s.Send(ctx, big); err != nil {
 		t.Fatal(err)
 	}
 	msgs, err := s.Messages(ctx, 2)
 	if err != nil || len(msgs) != 2 || msgs[0].Text != big {
-		t.Fatalf("the 4 MiB prompt did not come back whole: %d messages, %v", len(msgs), err)
+		t.Fatalf("Messages after a 4 MiB prompt: %d messages, %v; want the prompt back whole", len(msgs), err)
 	}
 }
 
@@ -194,23 +201,23 @@ func TestDeepToolArguments(t *testing.T) {
 	})
 	clock := tool.New("get_time", "Tell the time.", func(ctx context.Context, _ struct{}) (string, error) { return "noon", nil })
 	a := newAgent(t, spool.Config{Store: st, Model: m, Tools: []*tool.Tool{clock}, ToolMode: transcript.ToolModeAuto})
-	ctx := context.Background()
-	s, _ := a.Session(ctx, "s")
+	ctx := t.Context()
+	s := session(t, a, ctx, "s")
 	res, err := s.Send(ctx, "what time is it")
 	if err != nil || res.Status != transcript.StatusOK {
-		t.Fatalf("Send with 10,000-deep tool arguments: %+v, %v", res, err)
+		t.Fatalf("Send with 10,000-deep tool arguments = %+v, %v; want ok", res, err)
 	}
 	pre, _ := st.Read(ctx, s.Key())
 	for _, e := range pre {
 		if e.Type == transcript.TypeToolResult {
 			var r transcript.ToolResult
 			if e.DecodeData(&r); !r.IsError || !strings.Contains(r.Result, "invalid arguments") {
-				t.Fatalf("the call's result: %+v", r)
+				t.Fatalf("the call's result = %+v, want an error of invalid arguments", r)
 			}
 		}
 	}
 	if _, err := s.Send(ctx, "again"); err != nil {
-		t.Fatalf("the next turn: %v", err)
+		t.Fatalf("the next turn = %v, want it to run", err)
 	}
 	entries, err := st.Read(ctx, s.Key())
 	if err != nil {

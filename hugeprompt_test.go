@@ -3,7 +3,6 @@
 package spool_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -22,8 +21,8 @@ func TestPromptOverLineLimit(t *testing.T) {
 		t.Skip("allocates a few hundred MiB")
 	}
 	root, _, project, _ := hostileWorld(t)
-	ctx := context.Background()
-	s, _ := project.Session(ctx, "one")
+	ctx := t.Context()
+	s := session(t, project, ctx, "one")
 	before := spooltest.FileTree(t, root)
 	_, err := s.Send(ctx, strings.Repeat("x", transcript.MaxLineSize))
 	if !errors.Is(err, store.ErrInvalidEntry) || !strings.Contains(err.Error(), "a line may hold") {

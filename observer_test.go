@@ -20,7 +20,7 @@ import (
 // prompt, the answer, tool arguments and tool results, and checks that no
 // observed event and no log line holds it.
 func TestContentNeverReachesObserversOrLogs(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	const secret = "s3cr3t-7f1e9a"
 	var mu sync.Mutex
 	var seen []spool.Observation
@@ -38,7 +38,7 @@ func TestContentNeverReachesObserversOrLogs(t *testing.T) {
 		return "result " + a.Text + " " + secret, nil
 	}, tool.RequireApproval())
 	a := newAgent(t, spool.Config{Observers: []spool.Observer{obs}, Logger: logger, Tools: []*tool.Tool{echoTool}})
-	s, _ := a.Session(ctx, "obs")
+	s := session(t, a, ctx, "obs")
 	res, err := s.Send(ctx, fmt.Sprintf(`/call repeat {"text":%q}`, secret))
 	if err != nil {
 		t.Fatal(err)
@@ -57,27 +57,27 @@ func TestContentNeverReachesObserversOrLogs(t *testing.T) {
 	for _, o := range seen {
 		kinds[o.Kind]++
 		if s := fmt.Sprintf("%+v", o); strings.Contains(s, secret) {
-			t.Fatalf("observation holds content: %s", s)
+			t.Fatalf("observation holds content: %s, want none", s)
 		}
 	}
 	for _, k := range []spool.ObservationKind{spool.ObserveTurnStart, spool.ObserveTurnEnd, spool.ObserveModelStart,
 		spool.ObserveModelEnd, spool.ObserveToolStart, spool.ObserveToolEnd, spool.ObserveApproval} {
 		if kinds[k] == 0 {
-			t.Errorf("no %s observed", k)
+			t.Errorf("no %s observed, want at least one", k)
 		}
 	}
 	if logs.Len() == 0 {
 		t.Fatal("nothing was logged; the log check proves nothing")
 	}
 	if strings.Contains(logs.String(), secret) {
-		t.Fatalf("log holds content:\n%s", logs.String())
+		t.Fatalf("log holds content, want none:\n%s", logs.String())
 	}
 	for _, o := range seen {
 		if o.Kind == spool.ObserveTurnEnd && (o.Status == "" || o.Usage.OutputTokens == 0) {
-			t.Fatalf("turn end observation lacks status or usage: %+v", o)
+			t.Fatalf("turn end observation %+v, want a status and usage", o)
 		}
 		if o.Kind == spool.ObserveToolEnd && (o.Tool != "repeat" || o.Outcome != spool.OutcomeOK) {
-			t.Fatalf("tool end %+v", o)
+			t.Fatalf("tool end %+v, want repeat with outcome ok", o)
 		}
 	}
 }

@@ -46,7 +46,11 @@ func child(dir, name string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	s, _ := a.Session(ctx, "shared")
+	s, err := a.Session(ctx, "shared")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	for i := range 25 {
 		if _, err := s.Send(ctx, name+" turn "+strconv.Itoa(i)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -73,7 +77,11 @@ func childHangs(path string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	s, _ := a.Session(ctx, "crashed")
+	s, err := a.Session(ctx, "crashed")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	s.Send(ctx, "a question the process dies on")
 	return 1
 }
@@ -101,30 +109,30 @@ func TestSQLiteTurnKilledMidway(t *testing.T) {
 	}
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "asking the model\n" {
 		cmd.Process.Kill()
-		t.Fatalf("child: %q %v", line, err)
+		t.Fatalf("the child said %q (%v), want \"asking the model\"", line, err)
 	}
 	cmd.Process.Kill() // kill -9, mid-turn
 	cmd.Wait()
 
-	ctx := context.Background()
+	ctx := t.Context()
 	st, err := sqlitestore.New(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	a := newAgent(t, spool.Config{Store: st})
-	s, _ := a.Session(ctx, "crashed")
+	s := session(t, a, ctx, "crashed")
 	start := time.Now()
 	res, err := s.Send(ctx, "are you there?")
 	if err != nil || res.Status != transcript.StatusOK {
-		t.Fatalf("the next turn: %+v %v", res, err)
+		t.Fatalf("the next turn = %+v, %v; want ok", res, err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("the next turn took %v, want under 2s", d)
 	}
 	entries, _ := s.Transcript(ctx)
 	if e := entries[1]; e.Type != transcript.TypeTurnEnd || e.Status != transcript.StatusCancelled {
-		t.Fatalf("the dead turn was not closed as cancelled: %+v", e)
+		t.Fatalf("the dead turn's next entry is %+v, want its end, cancelled", e)
 	}
 }
 
@@ -148,7 +156,7 @@ func TestTwoProcessesOnOneFileStore(t *testing.T) {
 	}
 	for _, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {
-			t.Fatalf("child: %v", err)
+			t.Fatalf("a child process failed: %v, want each to finish its turns", err)
 		}
 	}
 	st, err := filestore.New(t.Context(), dir, filestore.WithRetention(store.Retention{}))
@@ -156,7 +164,7 @@ func TestTwoProcessesOnOneFileStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	entries, err := st.Read(context.Background(), store.Key{Agent: "default", ID: "shared"})
+	entries, err := st.Read(t.Context(), store.Key{Agent: "default", ID: "shared"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,10 +32,10 @@ func (a *armedStore) Append(ctx context.Context, k store.Key, e transcript.Entry
 // A consumer that stops while the store fails must not be resumed with
 // the error: a range loop cannot continue after its body returned false.
 func TestNoYieldAfterTheConsumerStopped(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	st := &armedStore{Store: memstore.New()}
 	a := newAgent(t, spool.Config{Store: st, Model: &countingModel{n: 100}})
-	s, _ := a.Session(ctx, "stop")
+	s := session(t, a, ctx, "stop")
 	for ev, err := range s.Stream(ctx, "go") {
 		if err != nil {
 			t.Fatal(err)
@@ -49,7 +49,7 @@ func TestNoYieldAfterTheConsumerStopped(t *testing.T) {
 	// The abandoned turn is closed at once by the next call.
 	res, err := s.Send(ctx, "again")
 	if err != nil || res.Status != transcript.StatusOK {
-		t.Fatalf("%+v %v", res, err)
+		t.Fatalf("Send after the stopped turn = %+v, %v; want ok", res, err)
 	}
 	entries, _ := s.Transcript(ctx)
 	checkWellFormed(t, entries)
@@ -57,7 +57,7 @@ func TestNoYieldAfterTheConsumerStopped(t *testing.T) {
 
 // A turn stopped during its tool calls does not start the calls after.
 func TestStoppedTurnRunsNoMoreTools(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	var runs atomic.Int32
 	charge := tool.New("charge", "Charge.", func(ctx context.Context, _ struct{}) (string, error) {
 		runs.Add(1)
@@ -65,7 +65,7 @@ func TestStoppedTurnRunsNoMoreTools(t *testing.T) {
 	})
 	m := scripted([]model.Event{call("c1", "charge", "{}"), call("c2", "charge", "{}"), call("c3", "charge", "{}")})
 	a := newAgent(t, spool.Config{Model: m, Tools: []*tool.Tool{charge}, ToolMode: transcript.ToolModeAuto})
-	s, _ := a.Session(ctx, "charges")
+	s := session(t, a, ctx, "charges")
 	for ev, err := range s.Stream(ctx, "charge three times") {
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +75,7 @@ func TestStoppedTurnRunsNoMoreTools(t *testing.T) {
 		}
 	}
 	if n := runs.Load(); n != 1 {
-		t.Fatalf("%d calls ran after the consumer stopped at the first result", n)
+		t.Fatalf("%d calls ran after the consumer stopped at the first result, want 1", n)
 	}
 	entries, _ := s.Transcript(ctx)
 	notRun := 0
@@ -86,7 +86,7 @@ func TestStoppedTurnRunsNoMoreTools(t *testing.T) {
 		}
 	}
 	if notRun != 2 || entries[len(entries)-1].Status != transcript.StatusCancelled {
-		t.Fatalf("%d calls recorded as not run; last entry %s %s", notRun, entries[len(entries)-1].Type, entries[len(entries)-1].Status)
+		t.Fatalf("%d calls recorded as not run and the last entry is %s %s; want 2 and a cancelled turn end", notRun, entries[len(entries)-1].Type, entries[len(entries)-1].Status)
 	}
 	checkWellFormed(t, entries)
 }
@@ -94,7 +94,7 @@ func TestStoppedTurnRunsNoMoreTools(t *testing.T) {
 // What a turn used before it paused for an approval counts: in its end,
 // and against the budgets.
 func TestUsageBeforeAPauseCounts(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	m := scripted(
 		[]model.Event{call("c1", "delete_order", `{"order":1}`), {Kind: model.EventUsage, Usage: transcript.Usage{InputTokens: 1500, OutputTokens: 500}}},
 		[]model.Event{text("done"), {Kind: model.EventUsage, Usage: transcript.Usage{InputTokens: 1, OutputTokens: 1}}},
@@ -102,24 +102,24 @@ func TestUsageBeforeAPauseCounts(t *testing.T) {
 	// 2,001: enough for the turn to finish after its pause (2,000 used),
 	// not for another turn once its 2,002 count.
 	a := newAgent(t, spool.Config{Model: m, Tools: approvalTools(nil), SessionTokenBudget: 2001})
-	s, _ := a.Session(ctx, "budget")
+	s := session(t, a, ctx, "budget")
 	res, err := s.Send(ctx, "delete it")
 	if err != nil || res.Status != spool.StatusAwaitingApproval || res.Usage.InputTokens != 1500 {
-		t.Fatalf("%+v %v", res, err)
+		t.Fatalf("Send = %+v, %v; want it awaiting approval with 1500 input tokens used", res, err)
 	}
 	res, err = s.Approve(ctx, res.Pending[0].ID, transcript.ApprovalScopeOnce)
 	if err != nil || res.Usage != (transcript.Usage{InputTokens: 1501, OutputTokens: 501}) {
-		t.Fatalf("resumed turn's usage %+v, %v", res.Usage, err)
+		t.Fatalf("the resumed turn's usage = %+v, %v; want the usage before the pause and after it summed", res.Usage, err)
 	}
 	entries, _ := s.Transcript(ctx)
 	var end transcript.TurnEnd
 	_ = entries[len(entries)-1].DecodeData(&end)
 	if end.Usage.InputTokens != 1501 {
-		t.Fatalf("turn end records %+v", end.Usage)
+		t.Fatalf("the turn end records usage %+v, want 1501 input tokens", end.Usage)
 	}
-	res, _ = s.Send(ctx, "more")
-	if res.Status != transcript.StatusError || res.Error.Code != transcript.NoticeOverBudget {
-		t.Fatalf("budget not applied after the pause: %+v", res)
+	res, err = s.Send(ctx, "more")
+	if res == nil || res.Status != transcript.StatusError || res.Error.Code != transcript.CodeOverBudget {
+		t.Fatalf("Send over the budget after a pause = %+v, %v; want status error, code over_budget", res, err)
 	}
 }
 
@@ -142,29 +142,32 @@ func TestStoreFailureMidTurnDoesNotWedgeTheSession(t *testing.T) {
 		}
 	})
 	a := newAgent(t, spool.Config{Store: st, Model: m, BusyTimeout: time.Hour, StaleTurn: time.Hour, Observers: []spool.Observer{obs}})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	s, _ := a.Session(ctx, "flaky")
+	s := session(t, a, ctx, "flaky")
 	if _, err := s.Send(ctx, "first"); !errors.Is(err, errDisk) {
 		t.Fatalf("%v, want the store's error", err)
 	}
 	if ends.Load() != 1 {
-		t.Fatalf("%d turn ends observed for the failed turn", ends.Load())
+		t.Fatalf("%d turn ends observed for the failed turn, want 1", ends.Load())
 	}
 	st.fail.Store(false)
 	res, err := s.Send(ctx, "second")
 	if err != nil || res.Status != transcript.StatusOK {
-		t.Fatalf("%+v %v", res, err)
+		t.Fatalf("Send after the store recovered = %+v, %v; want ok", res, err)
 	}
 	entries, _ := s.Transcript(ctx)
 	checkWellFormed(t, entries)
 }
 
 func TestNoModeChangeInsideAPausedTurn(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a := newAgent(t, spool.Config{Tools: approvalTools(nil)})
-	s, _ := a.Session(ctx, "mode")
-	res, _ := s.Send(ctx, `/call delete_order {"order":1}`)
+	s := session(t, a, ctx, "mode")
+	res, err := s.Send(ctx, `/call delete_order {"order":1}`)
+	if err != nil || len(res.Pending) != 1 {
+		t.Fatalf("Send = %+v, %v; want one pending approval", res, err)
+	}
 	if err := s.SetToolMode(ctx, transcript.ToolModeOff); !errors.Is(err, spool.ErrApprovalPending) {
 		t.Fatalf("%v, want ErrApprovalPending", err)
 	}

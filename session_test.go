@@ -20,7 +20,7 @@ import (
 )
 
 func TestSendRecordsTheTurn(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a := newAgent(t, spool.Config{Instructions: "You are terse."})
 	s, err := a.NewSession(ctx)
 	if err != nil {
@@ -34,10 +34,10 @@ func TestSendRecordsTheTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Status != transcript.StatusOK || res.Text != "echo: hello there" || res.SessionID != s.ID() {
-		t.Fatalf("result %+v", res)
+		t.Fatalf("Send = %+v, want ok with the echo of the prompt in this session", res)
 	}
 	if res.Usage.InputTokens == 0 || res.Usage.OutputTokens == 0 {
-		t.Fatalf("usage %+v", res.Usage)
+		t.Fatalf("usage %+v, want tokens counted both ways", res.Usage)
 	}
 	entries, err := s.Transcript(ctx)
 	if err != nil {
@@ -49,11 +49,11 @@ func TestSendRecordsTheTurn(t *testing.T) {
 	}
 	checkWellFormed(t, entries)
 	if entries[2].Status != transcript.StatusOK {
-		t.Fatalf("turn end status %q", entries[2].Status)
+		t.Fatalf("turn end status %q, want ok", entries[2].Status)
 	}
 	for _, e := range entries {
 		if strings.Contains(string(e.Data), "terse") {
-			t.Fatalf("instructions were stored: %s", e.Data)
+			t.Fatalf("instructions were stored: %s, want them never stored", e.Data)
 		}
 	}
 	h, err := s.History(ctx)
@@ -61,19 +61,19 @@ func TestSendRecordsTheTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(h) != 3 || h[0].Role != model.RoleSystem || h[0].Content != "You are terse." {
-		t.Fatalf("history %+v", h)
+		t.Fatalf("History = %+v, want the instructions as a system message, then the turn", h)
 	}
 }
 
 func TestRequestsCarryTheHistory(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	var seen [][]model.Message
 	m := scriptFunc(func(req *model.Request) []model.Event {
 		seen = append(seen, slices.Clone(req.Messages))
 		return []model.Event{text("ok")}
 	})
 	a := newAgent(t, spool.Config{Model: m, Instructions: "be kind", MaxMessages: 3})
-	s, _ := a.Session(ctx, "h")
+	s := session(t, a, ctx, "h")
 	for _, p := range []string{"one", "two", "three"} {
 		if _, err := s.Send(ctx, p); err != nil {
 			t.Fatal(err)
@@ -93,7 +93,7 @@ func TestRequestsCarryTheHistory(t *testing.T) {
 }
 
 func TestOpenSession(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	st := memstore.New()
 	a := newAgent(t, spool.Config{Store: st})
 	if _, err := a.OpenSession(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
@@ -115,39 +115,39 @@ func TestOpenSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := o.ToolMode(ctx); m != transcript.ToolModeOff {
-		t.Fatalf("tool mode after reopen %q, want off", m)
+	if m, err := o.ToolMode(ctx); err != nil || m != transcript.ToolModeOff {
+		t.Fatalf("tool mode after reopen %q, %v; want off", m, err)
 	}
 	res, err := o.Send(ctx, "second")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Text != "echo: second" {
-		t.Fatalf("text %q", res.Text)
+		t.Fatalf("text %q, want %q", res.Text, "echo: second")
 	}
 	page, err := b.ListSessions(ctx, store.ListOptions{})
 	if err != nil || len(page.Sessions) != 1 || page.Sessions[0].ID != "chosen-1" || page.Sessions[0].Title != "first" {
-		t.Fatalf("list %+v, %v", page, err)
+		t.Fatalf("ListSessions = %+v, %v; want the one session, titled by its first prompt", page, err)
 	}
 	if err := b.DeleteSession(ctx, "chosen-1"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.OpenSession(ctx, "chosen-1"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("after delete: %v", err)
+		t.Fatalf("OpenSession after DeleteSession = %v, want store.ErrNotFound", err)
 	}
 	if _, err := a.Session(ctx, "../etc"); !errors.Is(err, store.ErrInvalidKey) {
-		t.Fatalf("bad id: %v", err)
+		t.Fatalf("Session(\"../etc\") = %v, want store.ErrInvalidKey", err)
 	}
 }
 
 func TestUserScope(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a := newAgent(t, spool.Config{Scope: spool.ScopeUser})
 	if _, err := a.NewSession(ctx); !errors.Is(err, spool.ErrNoUser) {
-		t.Fatalf("no user: %v", err)
+		t.Fatalf("NewSession without a user = %v, want ErrNoUser", err)
 	}
 	if _, err := a.ListSessions(ctx, store.ListOptions{}); !errors.Is(err, spool.ErrNoUser) {
-		t.Fatalf("no user list: %v", err)
+		t.Fatalf("ListSessions without a user = %v, want ErrNoUser", err)
 	}
 	alice := spool.ContextWithUser(ctx, "alice")
 	bob := spool.ContextWithUser(ctx, "bob")
@@ -159,110 +159,127 @@ func TestUserScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := a.OpenSession(bob, "shared-id"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("bob opened alice's session: %v", err)
+		t.Fatalf("bob's OpenSession of alice's session = %v, want store.ErrNotFound", err)
 	}
 	if _, err := a.SessionInfo(bob, "shared-id"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("bob got alice's info: %v", err)
+		t.Fatalf("bob's SessionInfo of alice's session = %v, want store.ErrNotFound", err)
 	}
-	page, _ := a.ListSessions(bob, store.ListOptions{})
-	if len(page.Sessions) != 0 {
-		t.Fatalf("bob lists %+v", page.Sessions)
+	page, err := a.ListSessions(bob, store.ListOptions{})
+	if err != nil || len(page.Sessions) != 0 {
+		t.Fatalf("bob's ListSessions = %+v, %v; want none", page.Sessions, err)
 	}
 	if err := a.DeleteSession(bob, "shared-id"); err != nil {
 		t.Fatal(err)
 	}
 	// Bob's own session under the same id is his, and empty.
-	bs, _ := a.Session(bob, "shared-id")
-	msgs, _ := bs.Messages(bob, 0)
-	if len(msgs) != 0 {
-		t.Fatalf("bob sees %+v", msgs)
+	bs := session(t, a, bob, "shared-id")
+	msgs, err := bs.Messages(bob, 0)
+	if err != nil || len(msgs) != 0 {
+		t.Fatalf("bob's Messages = %+v, %v; want none", msgs, err)
 	}
-	as, _ := a.OpenSession(alice, "shared-id")
-	msgs, _ = as.Messages(alice, 0)
-	if len(msgs) != 2 {
-		t.Fatalf("alice's session after bob's delete: %+v", msgs)
+	as, err := a.OpenSession(alice, "shared-id")
+	if err != nil {
+		t.Fatalf("alice's OpenSession after bob's delete: %v, want her session", err)
+	}
+	msgs, err = as.Messages(alice, 0)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("alice's Messages after bob's delete = %+v, %v; want her two", msgs, err)
 	}
 	if _, err := a.Session(spool.ContextWithUser(ctx, "../x"), "s"); !errors.Is(err, store.ErrInvalidKey) {
-		t.Fatalf("bad user: %v", err)
+		t.Fatalf("Session with the user \"../x\" = %v, want store.ErrInvalidKey", err)
 	}
 }
 
 func TestInvokeDefaultsToDefaultSession(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a := newAgent(t, spool.Config{})
 	res, err := a.Invoke(ctx, "hi", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.SessionID != "default" || res.Text != "echo: hi" {
-		t.Fatalf("%+v", res)
+		t.Fatalf("Invoke = %+v, want the answer in session default", res)
 	}
 	if _, err := a.Invoke(ctx, "  ", ""); !errors.Is(err, spool.ErrEmptyPrompt) {
-		t.Fatalf("blank prompt: %v", err)
+		t.Fatalf("Invoke of a blank prompt = %v, want ErrEmptyPrompt", err)
 	}
 }
 
 func TestPaging(t *testing.T) {
-	ctx := context.Background()
-	for _, st := range []store.Store{memstore.New(), plainStore{memstore.New()}} {
-		a := newAgent(t, spool.Config{Store: st})
-		s, _ := a.Session(ctx, "long")
-		for i := range 30 {
-			if _, err := s.Send(ctx, "message "+string(rune('A'+i%26))); err != nil {
-				t.Fatal(err)
-			}
-		}
-		all, err := s.Messages(ctx, 0)
-		if err != nil || len(all) != 60 {
-			t.Fatalf("all messages: %d, %v", len(all), err)
-		}
-		for _, order := range []spool.Order{spool.OrderDesc, spool.OrderAsc} {
-			var got []spool.Message
-			cursor := ""
-			pages := 0
-			for {
-				p, err := s.Page(ctx, spool.PageOptions{Limit: 7, Order: order, Cursor: cursor})
-				if err != nil {
+	for _, c := range []struct {
+		name string
+		st   store.Store
+	}{{"ranges", memstore.New()}, {"four methods only", plainStore{memstore.New()}}} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			st := c.st
+			a := newAgent(t, spool.Config{Store: st})
+			s := session(t, a, ctx, "long")
+			for i := range 30 {
+				if _, err := s.Send(ctx, "message "+string(rune('A'+i%26))); err != nil {
 					t.Fatal(err)
 				}
-				pages++
-				if len(p.Messages) > 7 {
-					t.Fatalf("page of %d", len(p.Messages))
+			}
+			all, err := s.Messages(ctx, 0)
+			if err != nil || len(all) != 60 {
+				t.Fatalf("Messages = %d, %v; want 60", len(all), err)
+			}
+			for _, order := range []spool.Order{spool.OrderDesc, spool.OrderAsc} {
+				var got []spool.Message
+				cursor := ""
+				pages := 0
+				for {
+					p, err := s.Page(ctx, spool.PageOptions{Limit: 7, Order: order, Cursor: cursor})
+					if err != nil {
+						t.Fatal(err)
+					}
+					pages++
+					if len(p.Messages) > 7 {
+						t.Fatalf("a page of %d messages, want at most 7", len(p.Messages))
+					}
+					got = append(got, p.Messages...)
+					if p.NextCursor == "" {
+						break
+					}
+					cursor = p.NextCursor
 				}
-				got = append(got, p.Messages...)
-				if p.NextCursor == "" {
-					break
+				if order == spool.OrderDesc {
+					slices.Reverse(got)
 				}
-				cursor = p.NextCursor
-			}
-			if order == spool.OrderDesc {
-				slices.Reverse(got)
-			}
-			if len(got) != 60 || pages != 9 {
-				t.Fatalf("%s: %d messages in %d pages", order, len(got), pages)
-			}
-			for i := range got {
-				if got[i].ID != all[i].ID {
-					t.Fatalf("%s: message %d is %s, want %s (overlap or gap)", order, i, got[i].ID, all[i].ID)
+				if len(got) != 60 || pages != 9 {
+					t.Fatalf("%s: %d messages in %d pages, want 60 in 9", order, len(got), pages)
+				}
+				for i := range got {
+					if got[i].ID != all[i].ID {
+						t.Fatalf("%s: message %d is %s, want %s (overlap or gap)", order, i, got[i].ID, all[i].ID)
+					}
 				}
 			}
-		}
-		last, _ := s.Messages(ctx, 3)
-		if len(last) != 3 || last[2].ID != all[59].ID || last[0].ID != all[57].ID {
-			t.Fatalf("Messages(3) = %+v", last)
-		}
-		// A cursor of another session, or of the other order, is refused.
-		p, _ := s.Page(ctx, spool.PageOptions{Limit: 2})
-		other, _ := a.Session(ctx, "other")
-		for _, c := range []struct {
-			s     *spool.Session
-			order spool.Order
-			c     string
-		}{{other, spool.OrderDesc, p.NextCursor}, {s, spool.OrderAsc, p.NextCursor}, {s, spool.OrderDesc, "garbage!"}, {s, spool.OrderDesc, "AAAA"}} {
-			if _, err := c.s.Page(ctx, spool.PageOptions{Order: c.order, Cursor: c.c}); !errors.Is(err, store.ErrInvalidCursor) {
-				t.Fatalf("cursor %q: %v, want ErrInvalidCursor", c.c, err)
+			last, err := s.Messages(ctx, 3)
+			if err != nil || len(last) != 3 || last[2].ID != all[59].ID || last[0].ID != all[57].ID {
+				t.Fatalf("Messages(3) = %+v, %v; want the newest three, oldest first", last, err)
 			}
-		}
+			// A cursor of another session, or of the other order, is refused.
+			p, _ := s.Page(ctx, spool.PageOptions{Limit: 2})
+			other := session(t, a, ctx, "other")
+			for _, c := range []struct {
+				name  string
+				s     *spool.Session
+				order spool.Order
+				c     string
+			}{
+				{"another session's", other, spool.OrderDesc, p.NextCursor},
+				{"the other order's", s, spool.OrderAsc, p.NextCursor},
+				{"not base64", s, spool.OrderDesc, "garbage!"},
+				{"too short", s, spool.OrderDesc, "AAAA"},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					if _, err := c.s.Page(ctx, spool.PageOptions{Order: c.order, Cursor: c.c}); !errors.Is(err, store.ErrInvalidCursor) {
+						t.Fatalf("Page with %s cursor %q = %v, want store.ErrInvalidCursor", c.name, c.c, err)
+					}
+				})
+			}
+		})
 	}
 }
 
@@ -275,11 +292,11 @@ func TestTTL(t *testing.T) {
 }
 
 func testTTL(t *testing.T, st store.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	clock := func() time.Time { return now }
 	a := newAgent(t, spool.Config{Store: st, TTL: time.Hour, Clock: clock, Tools: approvalTools(nil)})
-	s, _ := a.Session(ctx, "idle")
+	s := session(t, a, ctx, "idle")
 	if _, err := s.Send(ctx, "remember me"); err != nil {
 		t.Fatal(err)
 	}
@@ -289,24 +306,24 @@ func testTTL(t *testing.T, st store.Store) {
 	}
 	// Each turn resets the clock: 59 more minutes is fine.
 	now = now.Add(59 * time.Minute)
-	msgs, _ := s.Messages(ctx, 0)
-	if len(msgs) != 4 {
-		t.Fatalf("%d messages before expiry", len(msgs))
+	msgs, err := s.Messages(ctx, 0)
+	if err != nil || len(msgs) != 4 {
+		t.Fatalf("Messages before expiry: %d, %v; want 4", len(msgs), err)
 	}
 	now = now.Add(2 * time.Minute)
 	if _, err := s.Send(ctx, "fresh start"); err != nil {
 		t.Fatal(err)
 	}
-	msgs, _ = s.Messages(ctx, 0)
-	if len(msgs) != 2 || msgs[0].Text != "fresh start" {
-		t.Fatalf("expired session did not start fresh: %+v", msgs)
+	msgs, err = s.Messages(ctx, 0)
+	if err != nil || len(msgs) != 2 || msgs[0].Text != "fresh start" {
+		t.Fatalf("Messages after expiry = %+v, %v; want the fresh start only", msgs, err)
 	}
 
 	// With an approval pending, expiry is an error naming the session.
-	p, _ := a.Session(ctx, "waiting")
+	p := session(t, a, ctx, "waiting")
 	res, err := p.Send(ctx, `/call delete_order {"order":7}`)
 	if err != nil || res.Status != spool.StatusAwaitingApproval {
-		t.Fatalf("%+v %v", res, err)
+		t.Fatalf("Send = %+v, %v; want it awaiting approval", res, err)
 	}
 	now = now.Add(2 * time.Hour)
 	_, err = p.Approve(ctx, res.Pending[0].ID, transcript.ApprovalScopeOnce)
@@ -314,7 +331,7 @@ func testTTL(t *testing.T, st store.Store) {
 		t.Fatalf("late approval: %v, want ErrSessionExpired naming the session", err)
 	}
 	if _, err := a.OpenSession(ctx, "waiting"); !errors.Is(err, store.ErrSessionExpired) {
-		t.Fatalf("open expired: %v", err)
+		t.Fatalf("OpenSession of a session expired with an approval pending = %v, want store.ErrSessionExpired", err)
 	}
 }
 
@@ -327,7 +344,7 @@ func scriptFunc(script func(*model.Request) []model.Event) model.Model {
 // of a long transcript gives exactly the history of the whole, with a
 // turn of many tool steps and blocked questions at the window's edge.
 func TestLongSessionHistoryIsExact(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, cfg := range []spool.Config{{MaxMessages: 5}, {MaxMessages: 200}, {MaxMessages: 7, HistoryBudget: 60}, {MaxMessages: -1, HistoryBudget: 300}} {
 		var last []model.Message
 		cfg.Model = scriptFunc(func(req *model.Request) []model.Event {
@@ -341,7 +358,7 @@ func TestLongSessionHistoryIsExact(t *testing.T) {
 			return nil
 		}}
 		a := newAgent(t, cfg)
-		s, _ := a.Session(ctx, "long")
+		s := session(t, a, ctx, "long")
 		for i := range 700 {
 			p := fmt.Sprintf("prompt %d", i)
 			if i%7 == 3 {
@@ -367,7 +384,7 @@ func TestLongSessionHistoryIsExact(t *testing.T) {
 // its URL) gives the runtime its TTL, so an approval left pending past it
 // is ErrSessionExpired rather than a session that silently vanished.
 func TestStoreTTLIsAdopted(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	clock := func() time.Time { return now }
 	st, err := sqlitestore.New(ctx, t.TempDir()+"/ttl.db", sqlitestore.WithTTL(time.Hour), sqlitestore.WithClock(clock))
@@ -376,16 +393,16 @@ func TestStoreTTLIsAdopted(t *testing.T) {
 	}
 	defer st.Close()
 	a := newAgent(t, spool.Config{Store: st, Clock: clock, Tools: approvalTools(nil)})
-	s, _ := a.Session(ctx, "late")
+	s := session(t, a, ctx, "late")
 	res, err := s.Send(ctx, `/call delete_order {"order":1}`)
 	if err != nil || res.Status != spool.StatusAwaitingApproval {
-		t.Fatalf("%+v %v", res, err)
+		t.Fatalf("Send = %+v, %v; want it awaiting approval", res, err)
 	}
 	now = now.Add(2 * time.Hour)
 	if _, err := s.Approve(ctx, res.Pending[0].ID, transcript.ApprovalScopeOnce); !errors.Is(err, store.ErrSessionExpired) {
 		t.Fatalf("late approval with the store's TTL: %v, want ErrSessionExpired", err)
 	}
-	other, _ := a.Session(ctx, "idle")
+	other := session(t, a, ctx, "idle")
 	if _, err := other.Send(ctx, "hello"); err != nil {
 		t.Fatal(err)
 	}
@@ -393,8 +410,8 @@ func TestStoreTTLIsAdopted(t *testing.T) {
 	if _, err := other.Send(ctx, "fresh"); err != nil {
 		t.Fatal(err)
 	}
-	msgs, _ := other.Messages(ctx, 0)
-	if len(msgs) != 2 || msgs[0].Text != "fresh" {
-		t.Fatalf("expired session did not start fresh: %+v", msgs)
+	msgs, err := other.Messages(ctx, 0)
+	if err != nil || len(msgs) != 2 || msgs[0].Text != "fresh" {
+		t.Fatalf("Messages after expiry = %+v, %v; want the fresh turn only", msgs, err)
 	}
 }

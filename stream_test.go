@@ -36,9 +36,9 @@ func (m *countingModel) Stream(ctx context.Context, req *model.Request) iter.Seq
 }
 
 func TestStreamEventsInOrder(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	a := newAgent(t, spool.Config{Tools: approvalTools(nil), ToolMode: transcript.ToolModeAuto})
-	s, _ := a.Session(ctx, "st")
+	s := session(t, a, ctx, "st")
 	var kinds []spool.EventKind
 	var text strings.Builder
 	var end *spool.Result
@@ -50,7 +50,7 @@ func TestStreamEventsInOrder(t *testing.T) {
 			kinds = append(kinds, ev.Kind)
 		}
 		if ev.TurnID == "" {
-			t.Fatalf("event %s without turn id", ev.Kind)
+			t.Fatalf("event %s without turn id, want every event to name its turn", ev.Kind)
 		}
 		switch ev.Kind {
 		case spool.EventText:
@@ -70,15 +70,15 @@ func TestStreamEventsInOrder(t *testing.T) {
 		}
 	}
 	if end == nil || end.Status != transcript.StatusOK || end.Text != text.String() {
-		t.Fatalf("end %+v, streamed %q", end, text.String())
+		t.Fatalf("turn end %+v after streaming %q, want ok with the text streamed", end, text.String())
 	}
 }
 
 func TestStreamBackpressure(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	m := &countingModel{n: 1000}
 	a := newAgent(t, spool.Config{Model: m})
-	s, _ := a.Session(ctx, "bp")
+	s := session(t, a, ctx, "bp")
 	consumed := 0
 	for ev, err := range s.Stream(ctx, "go") {
 		if err != nil {
@@ -89,19 +89,19 @@ func TestStreamBackpressure(t *testing.T) {
 		}
 		consumed++
 		if p := int(m.produced.Load()); p > consumed {
-			t.Fatalf("the model ran ahead of the consumer: %d produced, %d consumed", p, consumed)
+			t.Fatalf("the model ran ahead of the consumer: %d produced, %d consumed; want no more produced than consumed", p, consumed)
 		}
 	}
 	if consumed != 1000 {
-		t.Fatalf("consumed %d", consumed)
+		t.Fatalf("consumed %d pieces, want 1000", consumed)
 	}
 }
 
 func TestConsumerStoppingEarlyRecordsCancelled(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	m := &countingModel{n: 1000}
 	a := newAgent(t, spool.Config{Model: m})
-	s, _ := a.Session(ctx, "early")
+	s := session(t, a, ctx, "early")
 	n := 0
 	for ev, err := range s.Stream(ctx, "go") {
 		if err != nil {
@@ -115,7 +115,7 @@ func TestConsumerStoppingEarlyRecordsCancelled(t *testing.T) {
 		}
 	}
 	if p := m.produced.Load(); p > 4 {
-		t.Fatalf("the model produced %d pieces for a consumer that took 3", p)
+		t.Fatalf("the model produced %d pieces for a consumer that took 3, want at most 4", p)
 	}
 	entries, _ := s.Transcript(ctx)
 	last := entries[len(entries)-1]
@@ -125,7 +125,7 @@ func TestConsumerStoppingEarlyRecordsCancelled(t *testing.T) {
 	var am transcript.AssistantMessage
 	_ = entries[1].DecodeData(&am)
 	if am.Text != "xxx" {
-		t.Fatalf("the partial answer recorded is %q", am.Text)
+		t.Fatalf("the partial answer recorded is %q, want %q", am.Text, "xxx")
 	}
 	// The session goes on, and history leaves the cancelled turn out.
 	res, err := s.Send(ctx, "again")
@@ -136,44 +136,44 @@ func TestConsumerStoppingEarlyRecordsCancelled(t *testing.T) {
 	h, _ := s.History(ctx)
 	for _, m := range h {
 		if m.Content == "go" {
-			t.Fatalf("cancelled turn in history: %+v", h)
+			t.Fatalf("History = %+v, want the cancelled turn left out", h)
 		}
 	}
 }
 
 func TestCancelledContextRecordsCancelled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	m := echoScript(func(req *model.Request) []model.Event {
 		cancel()
 		return []model.Event{text("never")}
 	})
 	a := newAgent(t, spool.Config{Model: m})
-	s, _ := a.Session(context.Background(), "c")
+	s := session(t, a, t.Context(), "c")
 	res, err := s.Send(ctx, "go")
 	var te *spool.TurnError
 	if !errors.As(err, &te) || !errors.Is(err, context.Canceled) || res.Status != transcript.StatusCancelled {
-		t.Fatalf("%+v %v", res, err)
+		t.Fatalf("Send with a cancelled context = %+v, %v; want a TurnError wrapping context.Canceled and status cancelled", res, err)
 	}
-	entries, _ := s.Transcript(context.Background())
+	entries, _ := s.Transcript(t.Context())
 	if last := entries[len(entries)-1]; last.Status != transcript.StatusCancelled {
-		t.Fatalf("recorded %s", last.Status)
+		t.Fatalf("the transcript ends %s, want cancelled", last.Status)
 	}
 }
 
 func TestDeeplyNestedToolArgumentsAreKeptAsText(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	deep := strings.Repeat("[", 10000) + strings.Repeat("]", 10000)
 	m := scripted([]model.Event{call("c1", "lookup_order", deep)})
 	a := newAgent(t, spool.Config{Model: m, Tools: approvalTools(nil), ToolMode: transcript.ToolModeAuto})
-	s, _ := a.Session(ctx, "deep")
+	s := session(t, a, ctx, "deep")
 	res, err := s.Send(ctx, "go")
 	if err != nil || res.Status != transcript.StatusOK {
-		t.Fatalf("%+v %v", res, err)
+		t.Fatalf("Send = %+v, %v; want ok", res, err)
 	}
 	entries, _ := s.Transcript(ctx)
 	checkWellFormed(t, entries)
 	var am transcript.AssistantMessage
 	if err := entries[1].DecodeData(&am); err != nil || am.ToolCalls[0].Arguments[0] != '"' {
-		t.Fatalf("arguments not kept as a string: %.40s %v", am.ToolCalls[0].Arguments, err)
+		t.Fatalf("the call's arguments are recorded as %.40s (%v), want them kept as a JSON string", am.ToolCalls[0].Arguments, err)
 	}
 }
