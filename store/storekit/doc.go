@@ -3,9 +3,11 @@
 // to package store what database/sql/driver's helpers are to database/sql:
 // callers of a store never need it, and store's documentation is theirs.
 //
-// A store checks each entry with CheckAppend before it appends it (the
-// same entries are valid in every store, and ErrConflict comes from the
-// same rule), and may check what it reads with CheckChain. It lists in the
+// A store parses its URL with ParseURL, and checks each entry with
+// CheckAppend (or CheckEntry, which also encodes it, and CheckParent)
+// before it appends it: the same entries are valid in every store, and
+// store.ErrConflict comes from the same rule. It may check what it reads
+// with CheckChain. It lists in the
 // order Less defines, pages with the cursors EncodeListCursor hands out and
 // DecodeListCursor takes back, enforces retention with Victims and
 // Expired, searches by the rules of SearchText, SearchTerms, MatchText and
