@@ -181,7 +181,7 @@ func (s *Store) conflict(ctx context.Context, key store.Key, e transcript.Entry)
 
 // AppendBatch adds entries at the end of the session in one transaction
 // (store.BatchAppender): its statements are sent together, one round trip
-// for the batch, and one commit makes them durable. A batch whose first
+// and one commit for the batch. A batch whose first
 // parent is not the head appends nothing and fails with store.ErrConflict.
 func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transcript.Entry) error {
 	if len(entries) == 1 {
@@ -193,9 +193,11 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 	return s.AppendBulk(ctx, []store.Batch{{Key: key, Entries: entries}})
 }
 
-// AppendBulk appends every batch in one transaction (store.BulkAppender),
-// its statements sent together: one round trip and one commit for all of
-// them, and nothing of any stored when one is refused. With a TTL, whose
+// AppendBulk appends every batch in one round trip and one commit
+// (store.BulkAppender): nothing of it when the database fails a statement;
+// when a batch is refused (its first parent is not the head), the batches
+// before it stay appended, and the call fails with store.ErrConflict naming
+// that session. With a TTL, whose
 // expired sessions a first entry may have to end first, each batch is
 // appended on its own.
 func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
@@ -283,15 +285,13 @@ func (s *Store) appendOneBatch(ctx context.Context, b store.Batch) error {
 	return nil
 }
 
-// appendBulkTx runs the batches' statements in one transaction, and
-// returns the index of the first batch whose first statement found the
-// session's head elsewhere (having committed nothing), or -1.
+// appendBulkTx sends the batches' statements together, one round trip:
+// Postgres runs a pipeline ended by one Sync as one implicit transaction,
+// so an error rolls all of it back. It returns the index of the first
+// batch whose first statement found the session's head elsewhere, or -1;
+// the statements after it matched nothing either (their parents are
+// entries that were not appended), and batches before it stay appended.
 func (s *Store) appendBulkTx(ctx context.Context, batches []store.Batch, rows [][]row) (int, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return -1, err
-	}
-	defer tx.Rollback(ctx)
 	var q pgx.Batch
 	for i, b := range batches {
 		k := b.Key
@@ -305,7 +305,8 @@ func (s *Store) appendBulkTx(ctx context.Context, batches []store.Batch, rows []
 				e.ParentID, s.cutoff(), r.line, r.search)
 		}
 	}
-	res := tx.SendBatch(ctx, &q)
+	res := s.pool.SendBatch(ctx, &q)
+	refused := -1
 	for i, b := range batches {
 		for range b.Entries {
 			tag, err := res.Exec()
@@ -313,14 +314,10 @@ func (s *Store) appendBulkTx(ctx context.Context, batches []store.Batch, rows []
 				res.Close()
 				return -1, err
 			}
-			if tag.RowsAffected() != 1 {
-				res.Close()
-				return i, nil
+			if tag.RowsAffected() != 1 && refused < 0 {
+				refused = i
 			}
 		}
 	}
-	if err := res.Close(); err != nil {
-		return -1, err
-	}
-	return -1, tx.Commit(ctx)
+	return refused, res.Close()
 }
