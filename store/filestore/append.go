@@ -30,7 +30,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	if err != nil {
 		return err
 	}
-	return s.appendAll(ctx, key, []transcript.Entry{e}, [][]byte{plain})
+	return s.appendAll(ctx, key, []transcript.Entry{e}, [][]byte{plain}, nil)
 }
 
 // AppendBatch adds entries at the end of the session as Append adds one
@@ -47,11 +47,13 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 	if err != nil || len(entries) == 0 {
 		return err
 	}
-	return s.appendAll(ctx, key, entries, plains)
+	return s.appendAll(ctx, key, entries, plains, nil)
 }
 
-// appendAll appends entries, encoded as plains, to the session.
-func (s *Store) appendAll(ctx context.Context, key store.Key, entries []transcript.Entry, plains [][]byte) error {
+// appendAll appends entries, encoded as plains, to the session. With dirs,
+// a new transcript's folder is not synced here but noted in dirs, whose
+// owner syncs it before it reports the append done.
+func (s *Store) appendAll(ctx context.Context, key store.Key, entries []transcript.Entry, plains [][]byte, dirs *dirSyncs) error {
 	create := entries[0].ParentID == ""
 	// An encrypted store is marked before its first sealed line; a plain
 	// one never creates a session in a store marked since New.
@@ -76,7 +78,7 @@ func (s *Store) appendAll(ctx context.Context, key store.Key, entries []transcri
 	}
 	release := s.markWriter(ix)
 	defer release()
-	created, err := s.lockAndAppend(ctx, ix, key, entries, plains, create)
+	created, err := s.lockAndAppend(ctx, ix, key, entries, plains, create, dirs)
 	if err != nil {
 		return err
 	}
@@ -127,7 +129,7 @@ var retentionHook func(victims []rec)
 // lockAndAppend does the append under the session's locks; plains are the
 // entries' wire encodings (storekit.CheckEntry), their lines written and
 // synced at once. It reports whether the append created the session.
-func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, entries []transcript.Entry, plains [][]byte, create bool) (bool, error) {
+func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, entries []transcript.Entry, plains [][]byte, create bool, dirs *dirSyncs) (bool, error) {
 	e := entries[0]
 	release, err := s.lockStripe(ctx, key)
 	if err != nil {
@@ -198,7 +200,9 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 	if sf.size == 0 {
 		// A new file: its name must survive a crash too. The file is
 		// empty until the line below, so a failure here stores nothing.
-		if err := durable.SyncDir(ix.dir); err != nil {
+		if dirs != nil {
+			dirs.add(ix.dir) // synced once for the whole bulk
+		} else if err := durable.SyncDir(ix.dir); err != nil {
 			return false, fmt.Errorf("filestore: session %s: %w", key, err)
 		}
 	}

@@ -80,15 +80,45 @@ func BenchmarkTurnVsMastra(b *testing.B) {
 		}
 		return benchdata.Phase{Ops: turns, Wall: time.Duration(us) * time.Microsecond}
 	}
+	// The floor of a durable turn: one write and sync of a turn's bytes to
+	// a file in the same folder, measured in the same rounds.
+	raw, err := os.OpenFile(filepath.Join(dir, "raw.bin"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	floor := func() benchdata.Phase {
+		line := make([]byte, 2*benchdata.EntrySize)
+		return benchdata.Measure(func() int {
+			for range turns {
+				raw.Write(line)
+				if err := benchdata.SyncData(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+			return turns
+		})
+	}
 	spool()
 	mastra()
-	var sp, ma []benchdata.Phase
+	var sp, ma, fl []benchdata.Phase
 	for b.Loop() {
-		sp, ma = benchdata.AB(9, spool, mastra)
+		for r := range 9 {
+			if r%2 == 0 {
+				sp = append(sp, spool())
+				ma = append(ma, mastra())
+			} else {
+				ma = append(ma, mastra())
+				sp = append(sp, spool())
+			}
+			fl = append(fl, floor())
+		}
 	}
 	b.ReportMetric(benchdata.Medians(sp, benchdata.Phase.Rate), "spool-turns/s")
 	b.ReportMetric(benchdata.Medians(ma, benchdata.Phase.Rate), "mastra-turns/s")
+	b.ReportMetric(benchdata.Medians(fl, benchdata.Phase.Rate), "fsync-floor-turns/s")
 	b.ReportMetric(benchdata.Median(benchdata.Ratios(sp, ma, benchdata.Phase.Rate)), "spool/mastra")
+	b.ReportMetric(benchdata.Median(benchdata.Ratios(fl, ma, benchdata.Phase.Rate)), "floor/mastra")
 }
 
 // mastraNode returns the node binary, with Mastra's packages installed in
