@@ -12,8 +12,8 @@
 // failure message names the rule the store broke, so `go test -run
 // 'TestMyStore/List'` narrows a failure down.
 //
-// The optional capabilities (store.RangeReader, TailReader, Stater, Pruner,
-// NamespaceLister, Searcher, Locker) are checked when the store implements them
+// The optional capabilities (store.BatchAppender, BulkAppender, RangeReader,
+// TailReader, Stater, Pruner, NamespaceLister, Searcher, Locker) are checked when the store implements them
 // and skipped, with a message, when it does not.
 //
 // # What the suite expects of newStore
