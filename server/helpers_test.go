@@ -163,6 +163,10 @@ func (e *env) newRequest(ctx context.Context, rq req) *http.Request {
 		hr.Header.Set("Authorization", "Bearer "+e.key)
 	}
 	for k, v := range rq.header {
+		if k == "Host" {
+			hr.Host = v
+			continue
+		}
 		if v == "" {
 			hr.Header.Del(k)
 		} else {

@@ -9,7 +9,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/server/channel"
@@ -71,6 +75,28 @@ type Options struct {
 	// platform reaches the server through a public name, and a forged
 	// request fails the platform's check). Close closes them.
 	Channels []channel.Driver
+	// ReadyTimeout bounds the store check of GET /readyz: a store that
+	// has not answered by then makes the server not ready. Default 2
+	// seconds (DefaultReadyTimeout).
+	ReadyTimeout time.Duration
+	// Version, when set, is reported by GET /healthz and GET /readyz;
+	// by default those public routes name no version (spool serve
+	// --expose-version sets it).
+	Version string
+	// Metrics, when set, is served at GET /metrics, behind the keys like
+	// the API (spool serve --metrics gives the Prometheus exporter of
+	// package telemetry; --metrics-addr serves it on a listener of its
+	// own instead).
+	Metrics http.Handler
+	// TracerProvider and MeterProvider, when either is set, instrument
+	// every request with otelhttp (a server span following the HTTP
+	// semantic conventions, named by the route, parent of the turn's
+	// spans; http.server.request.duration by route and status) and
+	// record the server's own metrics (spool.server.active_streams,
+	// spool.channel.queue.depth). Nil is none: unlike otelhttp's
+	// default, the global providers are not used unless given.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 }
 
 // DefaultMaxBodyBytes is the default cap on request bodies.
@@ -92,6 +118,13 @@ type Server struct {
 	dispatch   *channel.AgentDispatcher
 	log        *slog.Logger
 	channels   []connected
+
+	tel      *serverTelemetry // nil without providers
+	ready    readiness
+	inflight inflight
+	draining atomic.Bool // /readyz answers 503 (Drain)
+	refusing atomic.Bool // new requests are answered 503 (Shutdown)
+	closed   atomic.Bool // Close was called
 }
 
 // connected is a driver of Options.Channels and its dispatcher.
@@ -112,6 +145,9 @@ func New(agent *spool.Agent, opts Options) *Server {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = 15 * time.Second
 	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = DefaultReadyTimeout
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -125,6 +161,7 @@ func New(agent *spool.Agent, opts Options) *Server {
 		mux:        http.NewServeMux(),
 		log:        opts.Logger,
 	}
+	s.inflight.idle = make(chan struct{}, 1)
 	s.chat = newHTTPChannel(s)
 	// Listen only records the dispatcher; it cannot fail.
 	s.dispatch, _ = channel.Connect(context.Background(), agent, s.chat)
@@ -139,6 +176,12 @@ func New(agent *spool.Agent, opts Options) *Server {
 		}
 		s.channels = append(s.channels, c)
 	}
+	tel, err := newTelemetry(s)
+	if err != nil {
+		// Only a broken MeterProvider fails to make instruments.
+		s.log.Error("server telemetry is off", "error", err)
+	}
+	s.tel = tel
 	s.routes()
 	s.handler = s.middleware(s.mux)
 	return s
@@ -156,6 +199,7 @@ func (s *Server) Channel() *HTTPChannel { return s.chat }
 // /chat turn is recorded, so a program can close its store after it.
 // Other routes keep working.
 func (s *Server) Close() error {
+	s.closed.Store(true)
 	err := s.chat.Close()
 	for _, c := range s.channels {
 		if cerr := c.driver.Close(); err == nil {
@@ -166,17 +210,24 @@ func (s *Server) Close() error {
 	for _, c := range s.channels {
 		c.dispatch.Wait()
 	}
+	s.tel.close()
 	return err
 }
 
-// Shutdown closes the server with a grace period for the turns of
-// Options.Channels: their drivers stop taking messages at once (a driver
-// with a Drain method, as the chat platforms have; their webhooks answer
-// 503 and the platforms deliver again later), the turns they run get until
-// ctx ends to finish, and then Close stops what still runs. A chat
+// Shutdown closes the server gracefully. /readyz answers 503 (see Drain)
+// and new requests are refused with 503 unavailable (Connection: close),
+// the health routes excepted; the drivers of Options.Channels stop taking
+// messages at once (a driver with a Drain method, as the chat platforms
+// have: their webhooks answer 503 and the platforms deliver again later).
+// The requests being served and the turns the channels run get until ctx
+// ends to finish, and then Close stops what still runs. A chat
 // platform's turn belongs to no HTTP request, so an http.Server's own
-// Shutdown does not wait for it.
+// Shutdown does not wait for it; call Shutdown first, then the
+// http.Server's, which closes the listener once nothing is left to
+// answer.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.Drain()
+	s.refusing.Store(true)
 	for _, c := range s.channels {
 		if d, ok := c.driver.(interface{ Drain() }); ok {
 			d.Drain()
@@ -189,9 +240,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		close(done)
 	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
+	if s.inflight.until(ctx) == nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
 	}
 	return s.Close()
 }
@@ -221,10 +274,25 @@ func (s *Server) routes() {
 	// Stateless MCP: every request is a POST; there is no session to
 	// resume (GET) or end (DELETE).
 	handle("POST", "/mcp", s.mcpHandler().ServeHTTP)
+	handle("GET", "/healthz", s.handleHealthz)
+	handle("GET", "/readyz", s.handleReadyz)
+	if s.opts.Metrics != nil {
+		handle("GET", "/metrics", s.opts.Metrics.ServeHTTP)
+	}
 	for _, c := range s.channels {
-		if c.prefix != "" {
-			s.mux.Handle(c.prefix, c.driver.(http.Handler))
+		if c.prefix == "" {
+			continue
 		}
+		// A driver that lists its routes has each registered, so that
+		// logs, metrics and the API description name the route; the
+		// prefix takes the rest (the driver's own 404 and 405).
+		h := c.driver.(http.Handler)
+		if rt, ok := c.driver.(interface{ Routes() []string }); ok {
+			for _, pattern := range rt.Routes() {
+				s.mux.Handle(pattern, h)
+			}
+		}
+		s.mux.Handle(c.prefix, h)
 	}
 	for path, methods := range allow {
 		list := strings.Join(slices.Compact(methods), ", ")
@@ -242,78 +310,113 @@ func (s *Server) routes() {
 	})
 }
 
-// middleware wraps every request: a request id, a logger carrying it,
-// panic recovery, the access log line, the Host check of keyless servers,
-// authentication, the user of user-scoped agents, and the body cap.
+// middleware wraps every request: the HTTP server span and metrics
+// (otelhttp, when Options has providers), the count of requests in flight,
+// a request id, a logger carrying it, panic recovery, the access log line,
+// the refusal of new requests once Shutdown began, the Host check of
+// keyless servers, authentication, the user of user-scoped agents, and the
+// body cap.
 func (s *Server) middleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rid := requestID(r.Header.Get("X-Request-Id"))
-		w.Header().Set("X-Request-Id", rid)
-		// s.log's handler adds the request id of the context to every
-		// record.
-		log := s.log
-		ctx := context.WithValue(r.Context(), requestIDKey{}, rid)
-		ctx = context.WithValue(ctx, loggerKey{}, log)
-		rw := &statusWriter{ResponseWriter: w}
-		r = r.WithContext(ctx)
-		var ident Identity
-		defer func() {
-			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					panic(p)
-				}
-				log.ErrorContext(ctx, "handler panicked", "panic", p)
-				if !rw.wrote {
-					writeAPIError(rw, errf(http.StatusInternalServerError, CodeInternal, "internal error"), errorBody{})
-				}
+	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, next) }))
+	if s.tel != nil {
+		h = s.tel.wrap(h)
+	}
+	return h
+}
+
+// serve is the middleware's work for one request (see middleware).
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	s.inflight.start()
+	defer s.inflight.done()
+	start := time.Now()
+	rid := requestID(r.Header.Get("X-Request-Id"))
+	w.Header().Set("X-Request-Id", rid)
+	// s.log's handler adds the request id of the context to every
+	// record.
+	log := s.log
+	ctx := context.WithValue(r.Context(), requestIDKey{}, rid)
+	ctx = context.WithValue(ctx, loggerKey{}, log)
+	rw := &statusWriter{ResponseWriter: w}
+	outer := r
+	r = r.WithContext(ctx)
+	var ident Identity
+	var served *http.Request // what next was given: the mux sets its Pattern
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
 			}
-			// Method, path and status only: paths carry session ids,
-			// never content; the query string is left out.
-			log.LogAttrs(ctx, slog.LevelInfo, "request",
-				slog.String("method", r.Method), slog.String("path", r.URL.Path),
-				slog.Int("status", rw.status()), slog.Int64("bytes", rw.n),
-				slog.Duration("duration", time.Since(start)), slog.String("key", ident.Name))
-		}()
-		if s.isWebhook(r.URL.Path) {
-			// The platform's own authentication, in the driver, comes
-			// before anything is touched.
-			r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
-			r.Body = bodyDeadline(w, r, s.opts.ReadTimeout)
-			next.ServeHTTP(rw, r)
-			return
+			log.ErrorContext(ctx, "handler panicked", "panic", p)
+			if !rw.wrote {
+				writeAPIError(rw, errf(http.StatusInternalServerError, CodeInternal, "internal error"), errorBody{})
+			}
 		}
-		if s.opts.Keys.Len() == 0 && !s.hostAllowed(r.Host) {
-			writeAPIError(rw, errf(http.StatusForbidden, CodeForbidden, "this server answers to loopback names only (Host "+r.Host+" is not allowed)"), errorBody{})
-			return
+		route := s.routeOf(r, served)
+		// The pattern for otelhttp, which names the server span and
+		// labels its metrics by it.
+		outer.Pattern = route.pattern
+		if rw.stream != nil {
+			rw.stream()
 		}
-		if s.opts.UI != nil && !s.isAPIPath(r.URL.Path) {
-			// The UI authenticates through the API it calls; its own
-			// pages are public.
-			next.ServeHTTP(rw, r)
-			return
-		}
-		id, aerr := s.authenticate(r.Header)
-		if aerr != nil {
-			writeAPIError(rw, aerr, errorBody{})
-			return
-		}
-		ident = id
-		ctx = withIdentity(ctx, id)
-		// The underlying writer, so that an oversized body also closes
-		// the connection.
+		s.accessLog(ctx, r, rw, route.path, ident, time.Since(start))
+	}()
+	if s.tel != nil {
+		rw.onStream = func() { rw.stream = s.tel.streamOpened(ctx, s.routeOf(r, served).path) }
+	}
+	if isProbe(r.URL.Path) {
+		// Public, during shutdown too, and never held to the Host
+		// check: a load balancer or the kubelet names the server by its
+		// address.
+		served = r
+		next.ServeHTTP(rw, r)
+		return
+	}
+	if s.refusing.Load() {
+		rw.Header().Set("Connection", "close")
+		writeAPIError(rw, shuttingDownError(), errorBody{})
+		return
+	}
+	if s.isWebhook(r.URL.Path) {
+		// The platform's own authentication, in the driver, comes
+		// before anything is touched.
 		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
 		r.Body = bodyDeadline(w, r, s.opts.ReadTimeout)
-		r = r.WithContext(ctx)
+		served = r
 		next.ServeHTTP(rw, r)
-	})
+		return
+	}
+	if s.opts.Keys.Len() == 0 && !s.hostAllowed(r.Host) {
+		writeAPIError(rw, errf(http.StatusForbidden, CodeForbidden, "this server answers to loopback names only (Host "+r.Host+" is not allowed)"), errorBody{})
+		return
+	}
+	if s.opts.UI != nil && !s.isAPIPath(r.URL.Path) {
+		// The UI authenticates through the API it calls; its own
+		// pages are public.
+		served = r
+		next.ServeHTTP(rw, r)
+		return
+	}
+	id, aerr := s.authenticate(r.Header)
+	if aerr != nil {
+		writeAPIError(rw, aerr, errorBody{})
+		return
+	}
+	ident = id
+	ctx = withIdentity(ctx, id)
+	// The underlying writer, so that an oversized body also closes
+	// the connection.
+	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	r.Body = bodyDeadline(w, r, s.opts.ReadTimeout)
+	r = r.WithContext(ctx)
+	served = r
+	next.ServeHTTP(rw, r)
 }
 
 // isAPIPath reports whether path belongs to a route of the server rather
 // than the UI.
 func (s *Server) isAPIPath(path string) bool {
 	switch {
-	case path == "/invoke", path == "/chat", path == "/api/chat", path == "/mcp",
+	case path == "/invoke", path == "/chat", path == "/api/chat", path == "/mcp", path == "/metrics",
 		path == "/v1", strings.HasPrefix(path, "/v1/"):
 		return true
 	}
@@ -410,11 +513,16 @@ type statusWriter struct {
 	code  int
 	n     int64
 	wrote bool
+	// onStream, when set, is called when the response turns out to be
+	// an event stream; it returns what to call when the stream ends.
+	onStream func()
+	stream   func()
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.code, w.wrote = code, true
+		w.opened()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -422,10 +530,18 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if !w.wrote {
 		w.code, w.wrote = http.StatusOK, true
+		w.opened()
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.n += int64(n)
 	return n, err
+}
+
+// opened runs onStream when the response just started is an event stream.
+func (w *statusWriter) opened() {
+	if w.onStream != nil && strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+		w.onStream()
+	}
 }
 
 func (w *statusWriter) Flush() {

@@ -7,7 +7,7 @@
 // store appends, reads, lists and deletes. A store that can do more says so
 // by implementing an optional interface (BatchAppender, BulkAppender,
 // RangeReader, TailReader, Stater, Pruner, Searcher, Locker,
-// NamespaceLister); the functions of this package with
+// NamespaceLister, Pinger); the functions of this package with
 // the same names use the capability when it is there and fall back to the
 // four required methods when it is not.
 //

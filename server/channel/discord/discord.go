@@ -168,7 +168,7 @@ func New(cfg Config) (*Driver, error) {
 		}),
 		mux: http.NewServeMux(),
 	}
-	d.mux.HandleFunc("POST /channels/discord/interactions", d.handleInteraction)
+	d.mux.HandleFunc(interactionsRoute, d.handleInteraction)
 	return d, nil
 }
 
@@ -191,6 +191,15 @@ func (d *Driver) Close() error { return d.relay.Close() }
 // Drain stops taking messages and lets running turns finish (see
 // channel.Relay.Drain).
 func (d *Driver) Drain() { d.relay.Drain() }
+
+// The webhook routes.
+const (
+	interactionsRoute = "POST /channels/discord/interactions"
+)
+
+// Routes returns the patterns of the webhook routes ServeHTTP serves, so
+// that a server can name them in its logs, metrics and API description.
+func (d *Driver) Routes() []string { return []string{interactionsRoute} }
 
 // ServeHTTP serves the webhook route.
 func (d *Driver) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.mux.ServeHTTP(w, r) }

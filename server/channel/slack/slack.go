@@ -153,8 +153,8 @@ func New(cfg Config) (*Driver, error) {
 		api: slackapi.New(cfg.BotToken, slackapi.OptionAPIURL(cfg.APIURL), slackapi.OptionHTTPClient(cfg.HTTPClient)),
 		mux: http.NewServeMux(),
 	}
-	d.mux.HandleFunc("POST /channels/slack/events", d.handleEvents)
-	d.mux.HandleFunc("POST /channels/slack/interactions", d.handleInteractions)
+	d.mux.HandleFunc(eventsRoute, d.handleEvents)
+	d.mux.HandleFunc(interactionsRoute, d.handleInteractions)
 	return d, nil
 }
 
@@ -177,6 +177,16 @@ func (d *Driver) Close() error { return d.relay.Close() }
 // Drain stops taking messages and lets running turns finish (see
 // channel.Relay.Drain).
 func (d *Driver) Drain() { d.relay.Drain() }
+
+// The webhook routes.
+const (
+	eventsRoute       = "POST /channels/slack/events"
+	interactionsRoute = "POST /channels/slack/interactions"
+)
+
+// Routes returns the patterns of the webhook routes ServeHTTP serves, so
+// that a server can name them in its logs, metrics and API description.
+func (d *Driver) Routes() []string { return []string{eventsRoute, interactionsRoute} }
 
 // ServeHTTP serves the webhook routes.
 func (d *Driver) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.mux.ServeHTTP(w, r) }

@@ -170,7 +170,7 @@ func New(cfg Config) (*Driver, error) {
 		self: id,
 		mux:  http.NewServeMux(),
 	}
-	d.mux.HandleFunc("POST /channels/telegram/webhook", d.handleUpdate)
+	d.mux.HandleFunc(webhookRoute, d.handleUpdate)
 	return d, nil
 }
 
@@ -193,6 +193,15 @@ func (d *Driver) Close() error { return d.relay.Close() }
 // Drain stops taking messages and lets running turns finish (see
 // channel.Relay.Drain).
 func (d *Driver) Drain() { d.relay.Drain() }
+
+// The webhook routes.
+const (
+	webhookRoute = "POST /channels/telegram/webhook"
+)
+
+// Routes returns the patterns of the webhook routes ServeHTTP serves, so
+// that a server can name them in its logs, metrics and API description.
+func (d *Driver) Routes() []string { return []string{webhookRoute} }
 
 // ServeHTTP serves the webhook route.
 func (d *Driver) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.mux.ServeHTTP(w, r) }
