@@ -12,7 +12,11 @@
 //     gen_ai.tool.call.id, spool.tool.outcome);
 //   - an event "spool.approval" on the turn span per approval decision;
 //   - the histograms gen_ai.client.token.usage and
-//     gen_ai.client.operation.duration.
+//     gen_ai.client.operation.duration (per model request), and spool's
+//     spool.turn.duration (per call that ran a turn, by agent, status and
+//     error.type) and spool.tool.duration (per tool call, by tool and
+//     outcome): their counts are the turns by status and the tool calls
+//     by outcome.
 //
 // Observations carry no content, so neither do spans: no prompts,
 // answers, tool arguments or results are ever recorded.
@@ -59,6 +63,8 @@ type Observer struct {
 	tracer   trace.Tracer
 	tokens   metric.Int64Histogram
 	duration metric.Float64Histogram
+	turns    metric.Float64Histogram
+	tools    metric.Float64Histogram
 
 	mu    sync.Mutex
 	spans map[string]openSpan // by turn id, turn id + model, turn id + call id
@@ -89,10 +95,22 @@ func NewObserver(tp trace.TracerProvider, mp metric.MeterProvider) (*Observer, e
 	if err != nil {
 		return nil, err
 	}
+	turns, err := meter.Float64Histogram("spool.turn.duration",
+		metric.WithUnit("s"), metric.WithDescription("Duration of the calls that ran a turn (or part of one, up to an approval), by status"))
+	if err != nil {
+		return nil, err
+	}
+	tools, err := meter.Float64Histogram("spool.tool.duration",
+		metric.WithUnit("s"), metric.WithDescription("Duration of tool calls, by tool and outcome"))
+	if err != nil {
+		return nil, err
+	}
 	return &Observer{
 		tracer:   tp.Tracer(instrumentation),
 		tokens:   tokens,
 		duration: duration,
+		turns:    turns,
+		tools:    tools,
 		spans:    map[string]openSpan{},
 	}, nil
 }
@@ -107,6 +125,11 @@ func (o *Observer) Observe(ctx context.Context, ob spool.Observation) {
 	case spool.ObserveTurnEnd:
 		o.end(ob.TurnID, ob.Time, string(ob.ErrorCode), attrStatus.String(string(ob.Status)),
 			attrInput.Int64(ob.Usage.InputTokens), attrOutput.Int64(ob.Usage.OutputTokens))
+		ta := []attribute.KeyValue{attrAgent.String(ob.Agent), attrStatus.String(string(ob.Status))}
+		if ob.ErrorCode != "" {
+			ta = append(ta, attrErrorType.String(string(ob.ErrorCode)))
+		}
+		o.turns.Record(ctx, ob.Duration.Seconds(), metric.WithAttributes(ta...))
 	case spool.ObserveModelStart:
 		o.start(ctx, ob.TurnID+"/model", ob.TurnID, "chat "+ob.Model, trace.SpanKindClient, ob.Time,
 			attrOperation.String("chat"), attrModel.String(ob.Model), attrSession.String(ob.SessionID))
@@ -131,6 +154,7 @@ func (o *Observer) Observe(ctx context.Context, ob spool.Observation) {
 			code = string(ob.Outcome)
 		}
 		o.end(ob.TurnID+"/tool/"+ob.CallID, ob.Time, code, attrOutcome.String(string(ob.Outcome)))
+		o.tools.Record(ctx, ob.Duration.Seconds(), metric.WithAttributes(attrToolName.String(ob.Tool), attrOutcome.String(string(ob.Outcome))))
 	case spool.ObserveApproval:
 		o.mu.Lock()
 		turn, ok := o.spans[ob.TurnID]

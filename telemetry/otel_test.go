@@ -116,7 +116,7 @@ func TestSpansAndMetrics(t *testing.T) {
 			found[m.Name] = true
 		}
 	}
-	if !found["gen_ai.client.token.usage"] || !found["gen_ai.client.operation.duration"] {
+	if !found["gen_ai.client.token.usage"] || !found["gen_ai.client.operation.duration"] || !found["spool.turn.duration"] || !found["spool.tool.duration"] {
 		t.Fatalf("metrics %v", found)
 	}
 }

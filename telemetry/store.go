@@ -1,0 +1,213 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+//go:generate go run gen_storecaps.go
+
+// InstrumentStore returns s measured: every call records its latency in
+// the histogram spool.store.operation.duration (seconds), with the
+// attributes spool.store (name: "postgres", "redis", "file", …),
+// spool.store.operation ("append", "read", "list", "delete", "read_range",
+// "read_tail", "stat", "prune", "search", "lock", "namespaces", "ping")
+// and, when the call failed, error.type ("conflict", "not_found",
+// "invalid_key", "corrupt", "expired", "cancelled", "deadline_exceeded",
+// or "_OTHER"). Nothing of a key or an entry is recorded. mp nil is the
+// global MeterProvider.
+//
+// The store returned has exactly the optional capabilities of s
+// (store.RangeReader, store.Locker, store.Pinger, …), each passed through
+// measured: the runtime discovers capabilities by type assertion, and a
+// wrapper that hid one would silently take the slow path everywhere.
+// Two are on every wrapper, answering as a store without them would:
+// store.Expiring (the inner TTL, or zero: never) and io.Closer (closing
+// the inner store if it can be closed).
+func InstrumentStore(s store.Store, name string, mp metric.MeterProvider) (store.Store, error) {
+	if mp == nil {
+		mp = globalMeterProvider()
+	}
+	h, err := mp.Meter(instrumentation).Float64Histogram("spool.store.operation.duration",
+		metric.WithUnit("s"), metric.WithDescription("Duration of store operations"),
+		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+	if err != nil {
+		return nil, err
+	}
+	in := &instrumented{inner: s, duration: h, store: attrStore.String(name)}
+	return wrapperFor(in, capabilitiesOf(s)), nil
+}
+
+var (
+	attrStore   = attribute.Key("spool.store")
+	attrStoreOp = attribute.Key("spool.store.operation")
+)
+
+// instrumented is the measured store; the mixins below are the same
+// value seen as each optional capability, combined by storecaps.go.
+type instrumented struct {
+	inner    store.Store
+	duration metric.Float64Histogram
+	store    attribute.KeyValue
+}
+
+// record measures one operation that started at start.
+func (s *instrumented) record(ctx context.Context, op string, start time.Time, err error) {
+	d := time.Since(start).Seconds()
+	if err == nil {
+		s.duration.Record(context.WithoutCancel(ctx), d, metric.WithAttributes(s.store, attrStoreOp.String(op)))
+		return
+	}
+	s.duration.Record(context.WithoutCancel(ctx), d, metric.WithAttributes(s.store, attrStoreOp.String(op), attrErrorType.String(storeErrorType(err))))
+}
+
+// storeErrorType is the error.type of a store error: a fixed word, never
+// the error's text.
+func storeErrorType(err error) string {
+	var expired *store.ExpiredError
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return "conflict"
+	case errors.Is(err, store.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, store.ErrInvalidKey), errors.Is(err, store.ErrInvalidEntry), errors.Is(err, store.ErrInvalidCursor):
+		return "invalid_key"
+	case errors.Is(err, store.ErrCorrupt):
+		return "corrupt"
+	case errors.Is(err, store.ErrSessionExpired), errors.As(err, &expired):
+		return "expired"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline_exceeded"
+	}
+	return "_OTHER"
+}
+
+func (s *instrumented) Append(ctx context.Context, key store.Key, e transcript.Entry) error {
+	start := time.Now()
+	err := s.inner.Append(ctx, key, e)
+	s.record(ctx, "append", start, err)
+	return err
+}
+
+func (s *instrumented) Read(ctx context.Context, key store.Key) ([]transcript.Entry, error) {
+	start := time.Now()
+	entries, err := s.inner.Read(ctx, key)
+	s.record(ctx, "read", start, err)
+	return entries, err
+}
+
+func (s *instrumented) List(ctx context.Context, ns store.Namespace, opt store.ListOptions) (store.SessionPage, error) {
+	start := time.Now()
+	page, err := s.inner.List(ctx, ns, opt)
+	s.record(ctx, "list", start, err)
+	return page, err
+}
+
+func (s *instrumented) Delete(ctx context.Context, key store.Key) error {
+	start := time.Now()
+	err := s.inner.Delete(ctx, key)
+	s.record(ctx, "delete", start, err)
+	return err
+}
+
+// The mixins: each is the instrumented store as one capability, which
+// its inner store is known to have.
+type (
+	rangeReader     instrumented
+	tailReader      instrumented
+	stater          instrumented
+	pruner          instrumented
+	searcher        instrumented
+	locker          instrumented
+	namespaceLister instrumented
+	pinger          instrumented
+)
+
+func (m *rangeReader) ReadRange(ctx context.Context, key store.Key, start, end int) ([]transcript.Entry, int, error) {
+	s := (*instrumented)(m)
+	t := time.Now()
+	entries, total, err := s.inner.(store.RangeReader).ReadRange(ctx, key, start, end)
+	s.record(ctx, "read_range", t, err)
+	return entries, total, err
+}
+
+func (m *tailReader) ReadTail(ctx context.Context, key store.Key, n int) ([]transcript.Entry, int, error) {
+	s := (*instrumented)(m)
+	t := time.Now()
+	entries, total, err := s.inner.(store.TailReader).ReadTail(ctx, key, n)
+	s.record(ctx, "read_tail", t, err)
+	return entries, total, err
+}
+
+func (m *stater) Stat(ctx context.Context, key store.Key) (store.SessionInfo, error) {
+	s := (*instrumented)(m)
+	t := time.Now()
+	info, err := s.inner.(store.Stater).Stat(ctx, key)
+	s.record(ctx, "stat", t, err)
+	return info, err
+}
+
+func (m *pruner) Prune(ctx context.Context, ns store.Namespace, r store.Retention, now time.Time) (int, error) {
+	s := (*instrumented)(m)
+	t := time.Now()
+	n, err := s.inner.(store.Pruner).Prune(ctx, ns, r, now)
+	s.record(ctx, "prune", t, err)
+	return n, err
+}
+
+func (m *searcher) Search(ctx context.Context, ns store.Namespace, q store.SearchQuery) ([]store.SearchHit, error) {
+	s := (*instrumented)(m)
+	t := time.Now()
+	hits, err := s.inner.(store.Searcher).Search(ctx, ns, q)
+	s.record(ctx, "search", t, err)
+	return hits, err
+}
+
+// Lock measures the wait for the lock, not how long it is held.
+func (m *locker) Lock(ctx context.Context, key store.Key) (func(), error) {
+	s := (*instrumented)(m)
+	t := time.Now()
+	unlock, err := s.inner.(store.Locker).Lock(ctx, key)
+	s.record(ctx, "lock", t, err)
+	return unlock, err
+}
+
+func (m *namespaceLister) Namespaces(ctx context.Context) ([]store.Namespace, error) {
+	s := (*instrumented)(m)
+	t := time.Now()
+	nss, err := s.inner.(store.NamespaceLister).Namespaces(ctx)
+	s.record(ctx, "namespaces", t, err)
+	return nss, err
+}
+
+func (m *pinger) Ping(ctx context.Context) error {
+	s := (*instrumented)(m)
+	t := time.Now()
+	err := s.inner.(store.Pinger).Ping(ctx)
+	s.record(ctx, "ping", t, err)
+	return err
+}
+
+// TTL implements store.Expiring: the inner store's TTL, or zero (never)
+// when it has none, which is what a store without the capability means;
+// so it is on every wrapper rather than doubling their number.
+func (s *instrumented) TTL() time.Duration {
+	if e, ok := s.inner.(store.Expiring); ok {
+		return e.TTL()
+	}
+	return 0
+}
+
+// Close implements io.Closer: it closes the inner store when that holds
+// resources (store.Close), and does nothing otherwise, which is what a
+// store without Close means; so it is on every wrapper.
+func (s *instrumented) Close() error { return store.Close(s.inner) }
