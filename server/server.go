@@ -353,8 +353,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 		}
 		route := s.routeOf(r, served)
 		// The pattern for otelhttp, which names the server span and
-		// labels its metrics by it.
+		// labels its metrics by it; the span's http.route is ours to
+		// set, the route being known only now.
 		outer.Pattern = route.pattern
+		if s.tel != nil {
+			s.tel.routed(ctx, route.path)
+		}
 		if rw.stream != nil {
 			rw.stream()
 		}

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
@@ -76,6 +77,11 @@ func (t *serverTelemetry) close() {
 	if t != nil {
 		t.gauges.Unregister()
 	}
+}
+
+// routed names the route on the request's server span.
+func (t *serverTelemetry) routed(ctx context.Context, route string) {
+	trace.SpanFromContext(ctx).SetAttributes(attrRoute.String(route))
 }
 
 // streamOpened counts an event stream of route as open, and returns what

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -100,6 +101,16 @@ func runChat(ctx context.Context, env *environ, args []string) error {
 	if c.user != "" {
 		cfg.Scope = spool.ScopeUser
 		ctx = spool.ContextWithUser(ctx, c.user)
+	}
+	// OpenTelemetry, when the OTEL_* variables ask for it: the turns'
+	// spans and metrics, exported on the way out.
+	tel, err := startTelemetry(ctx, slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), false)
+	if err != nil {
+		return err
+	}
+	defer tel.shutdown(ctx, slog.New(slog.NewTextHandler(env.stderr, nil)))
+	if err := tel.instrument(&cfg, c.storeURL); err != nil {
+		return err
 	}
 	agent, err := spool.New(cfg)
 	if err != nil {

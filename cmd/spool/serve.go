@@ -22,7 +22,14 @@ import (
 
 const serveSynopsis = `spool serve [--addr 127.0.0.1:8080] [--store URL] [--model SPEC] [--keys FILE] [--api-key KEY]
                    [--agent NAME] [--scope project|user] [--instructions TEXT] [--mode ask|auto|off]
-                   [--channels slack,telegram,discord] [--read-timeout 30s]`
+                   [--channels slack,telegram,discord] [--read-timeout 30s] [--grace 30s] [--drain-delay 0s]
+                   [--metrics | --metrics-addr HOST:PORT] [--log-format text|json] [--log-level info]
+                   [--config FILE] [--print-config]
+
+Every flag is also a setting: the environment variable SPOOL_<FLAG> (--read-timeout:
+SPOOL_READ_TIMEOUT) or a key of the --config file (TOML: read-timeout = "30s") sets it;
+a flag wins over the environment, which wins over the file. --print-config shows the
+result, secrets redacted. OpenTelemetry export follows the standard OTEL_* variables.`
 
 // serveFlags are the flags of spool serve.
 type serveFlags struct {
@@ -34,22 +41,27 @@ type serveFlags struct {
 	insecure                     bool
 	maxBody                      int64
 	keepAlive, grace, readBody   time.Duration
+	drainDelay, readyTimeout     time.Duration
+	exposeVersion                bool
+	metrics                      bool
+	metricsAddr                  string
+	logs                         logFlags
+	config                       string
+	printConfig                  bool
 }
 
-// runServe runs the HTTP server until SIGINT or SIGTERM (or ctx ends),
-// then shuts down gracefully: no new connections, running turns get
-// --grace to finish, and those still running then are stopped and
-// recorded cancelled.
-func runServe(ctx context.Context, env *environ, args []string) error {
-	var f serveFlags
-	fs := newFlagSet("serve", serveSynopsis, env)
+// register defines the flags of spool serve. Each one is a setting read
+// from the command line, SPOOL_<FLAG> or the --config file (config.go),
+// with nothing more to write: a flag added here, or by a register method
+// called from here (channelFlags, logFlags), is one too.
+func (f *serveFlags) register(fs *flagSet, env *environ, chf *channelFlags) {
 	f.common.register(fs, env)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
-	fs.StringVar(&f.keysFile, "keys", env.getenv("SPOOL_KEYS"), `keys file: {"keys":[{"key":"…","user":"alice"},{"key":"…","project":true}]} (env SPOOL_KEYS)`)
-	fs.StringVar(&f.apiKey, "api-key", env.getenv("SPOOL_API_KEY"), "one bearer key with project access (env SPOOL_API_KEY)")
-	fs.StringVar(&f.modelSpec, "model", env.getenv("SPOOL_MODEL"), "echo, openai:MODEL, anthropic:MODEL or ollama:MODEL (env SPOOL_MODEL; default echo)")
+	fs.StringVar(&f.keysFile, "keys", "", `keys file: {"keys":[{"key":"…","user":"alice"},{"key":"…","project":true}]}`)
+	secretVar(fs.FlagSet, &f.apiKey, "api-key", "", "one bearer key with project access")
+	fs.StringVar(&f.modelSpec, "model", "", "echo, openai:MODEL, anthropic:MODEL or ollama:MODEL (default echo)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the model provider's endpoint")
-	fs.StringVar(&f.modelKey, "model-key", "", "the model provider's key (default from OPENAI_API_KEY, ANTHROPIC_API_KEY)")
+	secretVar(fs.FlagSet, &f.modelKey, "model-key", "", "the model provider's key (default from OPENAI_API_KEY, ANTHROPIC_API_KEY)")
 	fs.StringVar(&f.scope, "scope", "project", "project: one shared set of sessions; user: each user their own")
 	fs.StringVar(&f.instructions, "instructions", "", "the agent's instructions")
 	fs.StringVar(&f.mode, "mode", "ask", "tool mode of new sessions: ask, auto or off")
@@ -60,8 +72,28 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 	fs.DurationVar(&f.keepAlive, "keep-alive", 15*time.Second, "interval of keep-alive comments in event streams")
 	fs.DurationVar(&f.readBody, "read-timeout", server.DefaultReadTimeout, "how long a request's body may take to arrive (event streams are not bounded by it)")
 	fs.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGINT/SIGTERM, how long running turns get to finish before they are cancelled")
-	var chf channelFlags // channels.go
+	fs.DurationVar(&f.drainDelay, "drain-delay", 0, "on SIGINT/SIGTERM, how long /readyz answers 503 while everything is still served, before new requests are refused (a load balancer's time to notice)")
+	fs.DurationVar(&f.readyTimeout, "ready-timeout", server.DefaultReadyTimeout, "how long /readyz waits for the store to answer")
+	fs.BoolVar(&f.exposeVersion, "expose-version", false, "name the version in /healthz and /readyz")
+	fs.BoolVar(&f.metrics, "metrics", false, "serve Prometheus metrics at /metrics (behind the keys, like the API)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at /metrics on this address instead, without keys (keep it private)")
+	f.logs.register(fs.FlagSet)
 	chf.register(fs.FlagSet)
+	fs.StringVar(&f.config, "config", "", "a TOML file of settings, keys named as the flags: addr = \"0.0.0.0:8080\" (env SPOOL_CONFIG)")
+	fs.BoolVar(&f.printConfig, "print-config", false, "print every setting, where it came from and its value (secrets redacted) as a config file, and exit")
+	withEnvNames(fs.FlagSet)
+}
+
+// runServe runs the HTTP server until SIGINT or SIGTERM (or ctx ends),
+// then shuts down gracefully: /readyz answers 503 for --drain-delay, new
+// requests are refused, running turns get --grace to finish, those still
+// running then are stopped and recorded cancelled, and the listener
+// closes.
+func runServe(ctx context.Context, env *environ, args []string) error {
+	var f serveFlags
+	var chf channelFlags // channels.go
+	fs := newFlagSet("serve", serveSynopsis, env)
+	f.register(fs, env, &chf)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -69,8 +101,16 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 	if len(pos) > 0 {
 		return usagef("serve takes no arguments (got %q)", pos[0])
 	}
+	settings, err := resolveSettings(fs.FlagSet, env, f.config)
+	if err != nil {
+		return err
+	}
+	if f.printConfig {
+		settings.print(env.stdout, "spool serve")
+		return nil
+	}
 	if f.user != "" {
-		return usagef("serve takes users from its keys, not --user (use --scope user and a keys file)")
+		return usagef("serve takes users from its keys, not --user or SPOOL_USER (use --scope user and a keys file)")
 	}
 	if !transcript.ToolMode(f.mode).Valid() {
 		return usagef("--mode must be ask, auto or off")
@@ -78,13 +118,16 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 	if f.scope != string(spool.ScopeProject) && f.scope != string(spool.ScopeUser) {
 		return usagef("--scope must be project or user")
 	}
-	if f.maxBody <= 0 || f.keepAlive <= 0 || f.readBody <= 0 || f.grace < 0 {
-		return usagef("--max-body, --keep-alive and --read-timeout must be positive, --grace not negative")
+	if f.maxBody <= 0 || f.keepAlive <= 0 || f.readBody <= 0 || f.readyTimeout <= 0 || f.grace < 0 || f.drainDelay < 0 {
+		return usagef("--max-body, --keep-alive, --read-timeout and --ready-timeout must be positive, --grace and --drain-delay not negative")
 	}
 	if _, err := f.common.namespace(); err != nil {
 		return err
 	}
-	log := slog.New(server.LogHandler(slog.NewTextHandler(env.stderr, nil)))
+	log, err := f.logs.logger(env.stderr)
+	if err != nil {
+		return err
+	}
 	keys, err := f.loadKeys(env)
 	if err != nil {
 		return err
@@ -99,6 +142,11 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 		}
 		log.Warn("listening on a non-loopback address without keys (--insecure-no-auth)", "addr", f.addr)
 	}
+	if f.metricsAddr != "" {
+		if _, err := isLoopback(f.metricsAddr); err != nil {
+			return usagef("--metrics-addr: %v", err)
+		}
+	}
 
 	channels, err := chf.drivers(env, log)
 	if err != nil {
@@ -110,11 +158,16 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 	if err != nil {
 		return err
 	}
+	tel, err := startTelemetry(ctx, log, f.metrics || f.metricsAddr != "")
+	if err != nil {
+		return err
+	}
+	defer tel.shutdown(ctx, log)
 	st, err := f.common.open(ctx, env)
 	if err != nil {
 		return err
 	}
-	agent, err := spool.New(spool.Config{
+	cfg := spool.Config{
 		Name:         f.agent,
 		Instructions: f.instructions,
 		Model:        m,
@@ -123,36 +176,50 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 		Scope:        spool.Scope(f.scope),
 		ToolMode:     transcript.ToolMode(f.mode),
 		Logger:       log,
-	})
+	}
+	if err := tel.instrument(&cfg, f.storeURL); err != nil {
+		return err
+	}
+	agent, err := spool.New(cfg)
 	if err != nil {
 		return err
 	}
 	defer agent.Close()
-	h := server.New(agent, server.Options{
+	opts := server.Options{
 		Keys:           keys,
 		MaxBodyBytes:   f.maxBody,
 		ReadTimeout:    f.readBody,
+		ReadyTimeout:   f.readyTimeout,
 		KeepAlive:      f.keepAlive,
 		Logger:         log,
 		AllowedHosts:   append(splitList(f.allowHosts), boundHost(f.addr)...),
 		AllowedOrigins: splitList(f.allowOrigins),
 		UI:             web.Handler(), // the chat page at /
 		Channels:       channels,
-	})
-	defer func() {
-		// Chat turns belong to no HTTP request: they get a grace period
-		// of their own.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.grace)
-		defer cancel()
-		h.Shutdown(ctx)
-	}()
+	}
+	if f.exposeVersion {
+		opts.Version = moduleVersion()
+	}
+	tel.serverOptions(&opts, f.metricsAddr == "")
+	h := server.New(agent, opts)
+	defer h.Close() // stops what still runs on every way out
 	startChannels(ctx, env, log, channels)
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return err
 	}
-	return serve(ctx, env, log, ln, h, f.grace, agent.Name())
+	if f.metricsAddr != "" {
+		mln, err := net.Listen("tcp", f.metricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		stopMetrics := serveMetrics(log, mln, tel.p.Metrics)
+		defer stopMetrics()
+		fmt.Fprintf(env.stderr, "spool: metrics on http://%s/metrics\n", mln.Addr())
+	}
+	return serve(ctx, env, log, ln, h, f.drainDelay, f.grace, agent.Name())
 }
 
 // loadKeys returns the keys of --keys and --api-key together, or nil.
@@ -178,8 +245,13 @@ func (f *serveFlags) loadKeys(env *environ) (*server.APIKeys, error) {
 	return keys, nil
 }
 
-// serve serves h on ln until a signal or ctx's end, then shuts down.
-func serve(ctx context.Context, env *environ, log *slog.Logger, ln net.Listener, h http.Handler, grace time.Duration, agent string) error {
+// serve serves h on ln until a signal or ctx's end, then shuts down in
+// this order: /readyz answers 503 while everything is still served, for
+// drainDelay (the time a load balancer needs to stop sending); then new
+// requests are refused with 503, and those running, with their turns,
+// get grace to finish; then what still runs is cancelled (and recorded
+// so); then the listener closes.
+func serve(ctx context.Context, env *environ, log *slog.Logger, ln net.Listener, h *server.Server, drainDelay, grace time.Duration, agent string) error {
 	sigCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Requests run under their own base context, cancelled only when the
@@ -207,11 +279,17 @@ func serve(ctx context.Context, env *environ, log *slog.Logger, ln net.Listener,
 		return err
 	case <-sigCtx.Done():
 	}
-	log.Info("shutting down: no new requests; running turns get the grace period", "grace", grace)
+	h.Drain()
+	if drainDelay > 0 {
+		log.Info("draining: /readyz answers 503; requests are still served", "drainDelay", drainDelay)
+		time.Sleep(drainDelay)
+	}
+	log.Info("shutting down: new requests are refused; running turns get the grace period", "grace", grace)
 	shCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
-	err := srv.Shutdown(shCtx)
+	err := h.Shutdown(shCtx)
+	graceOver := shCtx.Err() != nil
 	cancel()
-	if err != nil {
+	if graceOver {
 		// Grace is over: stop what still runs. Each turn is recorded
 		// cancelled (the runtime appends without the caller's
 		// cancellation) before its handler returns.
@@ -224,6 +302,14 @@ func serve(ctx context.Context, env *environ, log *slog.Logger, ln net.Listener,
 		case <-time.After(30 * time.Second):
 			log.Error("requests still running 30s after cancellation; exiting anyway")
 		}
+	}
+	if err != nil {
+		log.Warn("closing the channels", "error", err)
+	}
+	// Nothing is left to answer: the listener closes.
+	closeCtx, cancelClose := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancelClose()
+	if err := srv.Shutdown(closeCtx); err != nil {
 		srv.Close()
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -34,6 +35,21 @@ func Main(m *testing.M) int {
 		os.RemoveAll(binDir)
 	}
 	return code
+}
+
+// Environ is the test process's environment without its SPOOL_*
+// variables: every flag of spool serve reads one (SPOOL_ADDR, SPOOL_STORE,
+// …), so a developer's own settings must not reach the process under
+// test. OTEL_* variables are left out too: a test that wants telemetry
+// exported says where.
+func Environ() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SPOOL_") && !strings.HasPrefix(kv, "OTEL_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // Binary builds cmd/spool once per test process, when a test first needs
@@ -81,7 +97,7 @@ func (l *Buffer) String() string {
 
 // Options adjust how Serve starts the process.
 type Options struct {
-	Env  []string             // added to the environment, whose SPOOL_* settings are cleared first
+	Env  []string             // added to the environment, whose SPOOL_* and OTEL_* variables are left out (Environ)
 	Attr *syscall.SysProcAttr // for the process, if set
 	// Stop is the signal the test's end sends (default os.Interrupt); the
 	// process is killed if it still runs StopWait later (default 10s).
@@ -118,7 +134,7 @@ func Serve(t testing.TB, opts Options, args ...string) *Server {
 		opts.ReadyWait = 30 * time.Second
 	}
 	cmd := exec.Command(Binary(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(append(os.Environ(), "SPOOL_API_KEY=", "SPOOL_KEYS=", "SPOOL_STORE=", "SPOOL_MODEL="), opts.Env...)
+	cmd.Env = append(Environ(), opts.Env...)
 	cmd.SysProcAttr = opts.Attr
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
