@@ -1,11 +1,10 @@
 //go:build ignore
 
-// gen_storecaps writes storecaps.go: for every combination of the stores'
-// optional capabilities, a wrapper type that has exactly those, so that
-// InstrumentStore keeps what the wrapped store can do (the runtime finds
-// capabilities by type assertion: a wrapper that hid one would silently
-// make every turn take the slow path). Run it with go generate after
-// adding a capability to package store, here and in store.go.
+// gen_storecaps writes storecaps.go: for every combination of the
+// capabilities whose presence changes what a caller does, a wrapper type
+// that has exactly those, so that InstrumentStore neither hides one nor
+// claims one the wrapped store lacks. Run it with go generate after adding
+// such a capability to package store, here and in store.go.
 package main
 
 import (
@@ -16,17 +15,13 @@ import (
 	"os"
 )
 
-// capabilities are the optional interfaces of a store, in the order of
-// their bits; each has a mixin type in store.go of the same name in lower
-// case that implements it. (store.Expiring and io.Closer are not among
-// them: every wrapper has them, answering as a store without them would,
-// which keeps the wrappers 2^8 and not 2^10.)
+// capabilities are the optional interfaces of a store whose presence
+// changes what a caller does (take a lock, enumerate namespaces, ping
+// rather than list), in the order of their bits; each has a mixin type in
+// store.go of the same name in lower case that implements it. The other
+// capabilities are on every wrapper (see InstrumentStore), which keeps the
+// wrappers 2^len(capabilities) and not 2^11.
 var capabilities = []struct{ iface, mixin string }{
-	{"store.RangeReader", "rangeReader"},
-	{"store.TailReader", "tailReader"},
-	{"store.Stater", "stater"},
-	{"store.Pruner", "pruner"},
-	{"store.Searcher", "searcher"},
 	{"store.Locker", "locker"},
 	{"store.NamespaceLister", "namespaceLister"},
 	{"store.Pinger", "pinger"},

@@ -17,20 +17,26 @@ import (
 // InstrumentStore returns s measured: every call records its latency in
 // the histogram spool.store.operation.duration (seconds), with the
 // attributes spool.store (name: "postgres", "redis", "file", …),
-// spool.store.operation ("append", "read", "list", "delete", "read_range",
-// "read_tail", "stat", "prune", "search", "lock", "namespaces", "ping")
-// and, when the call failed, error.type ("conflict", "not_found",
-// "invalid_key", "corrupt", "expired", "cancelled", "deadline_exceeded",
-// or "_OTHER"). Nothing of a key or an entry is recorded. mp nil is the
-// global MeterProvider.
+// spool.store.operation ("append", "append_batch", "append_bulk", "read",
+// "read_range", "read_tail", "list", "stat", "delete", "prune", "search",
+// "lock", "namespaces", "ping") and, when the call failed, error.type
+// ("conflict", "not_found", "invalid_key", "corrupt", "expired",
+// "cancelled", "deadline_exceeded", or "_OTHER"). Nothing of a key or an
+// entry is recorded. mp nil is the global MeterProvider.
 //
-// The store returned has exactly the optional capabilities of s
-// (store.RangeReader, store.Locker, store.Pinger, …), each passed through
-// measured: the runtime discovers capabilities by type assertion, and a
-// wrapper that hid one would silently take the slow path everywhere.
-// Two are on every wrapper, answering as a store without them would:
-// store.Expiring (the inner TTL, or zero: never) and io.Closer (closing
-// the inner store if it can be closed).
+// The wrapper hides no capability of s, so nothing takes a slower path for
+// it (the runtime finds capabilities by type assertion):
+//
+//   - store.Locker, store.NamespaceLister and store.Pinger, whose presence
+//     changes what a caller does, it has exactly when s has them (a type
+//     generated for each combination, storecaps.go);
+//   - the capabilities that package store's functions of the same names
+//     fall back from (store.BatchAppender, BulkAppender, RangeReader,
+//     TailReader, Stater, Pruner, Searcher) it always has, each calling
+//     that function on s: s's own method when it has one, else the same
+//     fallback a caller of the function on s would get;
+//   - store.Expiring and io.Closer it always has too, answering as a store
+//     without them would when s lacks them (no TTL; closing nothing).
 func InstrumentStore(s store.Store, name string, mp metric.MeterProvider) (store.Store, error) {
 	if mp == nil {
 		mp = globalMeterProvider()
@@ -119,58 +125,77 @@ func (s *instrumented) Delete(ctx context.Context, key store.Key) error {
 	return err
 }
 
-// The mixins: each is the instrumented store as one capability, which
-// its inner store is known to have.
+func (s *instrumented) AppendBatch(ctx context.Context, key store.Key, entries []transcript.Entry) error {
+	start := time.Now()
+	err := store.AppendBatch(ctx, s.inner, key, entries)
+	s.record(ctx, "append_batch", start, err)
+	return err
+}
+
+func (s *instrumented) AppendBulk(ctx context.Context, batches []store.Batch) error {
+	start := time.Now()
+	err := store.AppendBulk(ctx, s.inner, batches)
+	s.record(ctx, "append_bulk", start, err)
+	return err
+}
+
+func (s *instrumented) ReadRange(ctx context.Context, key store.Key, from, to int) ([]transcript.Entry, int, error) {
+	start := time.Now()
+	entries, total, err := store.ReadRange(ctx, s.inner, key, from, to)
+	s.record(ctx, "read_range", start, err)
+	return entries, total, err
+}
+
+func (s *instrumented) ReadTail(ctx context.Context, key store.Key, n int) ([]transcript.Entry, int, error) {
+	start := time.Now()
+	entries, total, err := store.ReadTail(ctx, s.inner, key, n)
+	s.record(ctx, "read_tail", start, err)
+	return entries, total, err
+}
+
+func (s *instrumented) Stat(ctx context.Context, key store.Key) (store.SessionInfo, error) {
+	start := time.Now()
+	info, err := store.Stat(ctx, s.inner, key)
+	s.record(ctx, "stat", start, err)
+	return info, err
+}
+
+func (s *instrumented) Prune(ctx context.Context, ns store.Namespace, r store.Retention, now time.Time) (int, error) {
+	start := time.Now()
+	n, err := store.Prune(ctx, s.inner, ns, r, now)
+	s.record(ctx, "prune", start, err)
+	return n, err
+}
+
+func (s *instrumented) Search(ctx context.Context, ns store.Namespace, q store.SearchQuery) ([]store.SearchHit, error) {
+	start := time.Now()
+	hits, err := store.Search(ctx, s.inner, ns, q)
+	s.record(ctx, "search", start, err)
+	return hits, err
+}
+
+// TTL implements store.Expiring: the inner store's TTL, or zero (never)
+// when it has none, which is what a store without the capability means.
+func (s *instrumented) TTL() time.Duration {
+	if e, ok := s.inner.(store.Expiring); ok {
+		return e.TTL()
+	}
+	return 0
+}
+
+// Close implements io.Closer: it closes the inner store when that holds
+// resources (store.Close), and does nothing otherwise, which is what a
+// store without Close means.
+func (s *instrumented) Close() error { return store.Close(s.inner) }
+
+// The mixins: the instrumented store as each capability whose presence
+// matters, which its inner store is known to have (storecaps.go combines
+// them).
 type (
-	rangeReader     instrumented
-	tailReader      instrumented
-	stater          instrumented
-	pruner          instrumented
-	searcher        instrumented
 	locker          instrumented
 	namespaceLister instrumented
 	pinger          instrumented
 )
-
-func (m *rangeReader) ReadRange(ctx context.Context, key store.Key, start, end int) ([]transcript.Entry, int, error) {
-	s := (*instrumented)(m)
-	t := time.Now()
-	entries, total, err := s.inner.(store.RangeReader).ReadRange(ctx, key, start, end)
-	s.record(ctx, "read_range", t, err)
-	return entries, total, err
-}
-
-func (m *tailReader) ReadTail(ctx context.Context, key store.Key, n int) ([]transcript.Entry, int, error) {
-	s := (*instrumented)(m)
-	t := time.Now()
-	entries, total, err := s.inner.(store.TailReader).ReadTail(ctx, key, n)
-	s.record(ctx, "read_tail", t, err)
-	return entries, total, err
-}
-
-func (m *stater) Stat(ctx context.Context, key store.Key) (store.SessionInfo, error) {
-	s := (*instrumented)(m)
-	t := time.Now()
-	info, err := s.inner.(store.Stater).Stat(ctx, key)
-	s.record(ctx, "stat", t, err)
-	return info, err
-}
-
-func (m *pruner) Prune(ctx context.Context, ns store.Namespace, r store.Retention, now time.Time) (int, error) {
-	s := (*instrumented)(m)
-	t := time.Now()
-	n, err := s.inner.(store.Pruner).Prune(ctx, ns, r, now)
-	s.record(ctx, "prune", t, err)
-	return n, err
-}
-
-func (m *searcher) Search(ctx context.Context, ns store.Namespace, q store.SearchQuery) ([]store.SearchHit, error) {
-	s := (*instrumented)(m)
-	t := time.Now()
-	hits, err := s.inner.(store.Searcher).Search(ctx, ns, q)
-	s.record(ctx, "search", t, err)
-	return hits, err
-}
 
 // Lock measures the wait for the lock, not how long it is held.
 func (m *locker) Lock(ctx context.Context, key store.Key) (func(), error) {
@@ -196,18 +221,3 @@ func (m *pinger) Ping(ctx context.Context) error {
 	s.record(ctx, "ping", t, err)
 	return err
 }
-
-// TTL implements store.Expiring: the inner store's TTL, or zero (never)
-// when it has none, which is what a store without the capability means;
-// so it is on every wrapper rather than doubling their number.
-func (s *instrumented) TTL() time.Duration {
-	if e, ok := s.inner.(store.Expiring); ok {
-		return e.TTL()
-	}
-	return 0
-}
-
-// Close implements io.Closer: it closes the inner store when that holds
-// resources (store.Close), and does nothing otherwise, which is what a
-// store without Close means; so it is on every wrapper.
-func (s *instrumented) Close() error { return store.Close(s.inner) }

@@ -19,11 +19,19 @@ import (
 
 	"github.com/spool-go/spool/internal/teststores"
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/memstore"
 	"github.com/spool-go/spool/transcript"
 )
 
-// alwaysOn are the capabilities every wrapper has (see InstrumentStore).
-var alwaysOn = []reflect.Type{reflect.TypeFor[store.Expiring](), reflect.TypeFor[io.Closer]()}
+// alwaysOn are the capabilities every wrapper has (see InstrumentStore):
+// those package store's functions fall back from, and two whose absence
+// means what the wrapper's fallback does.
+var alwaysOn = []reflect.Type{
+	reflect.TypeFor[store.BatchAppender](), reflect.TypeFor[store.BulkAppender](),
+	reflect.TypeFor[store.RangeReader](), reflect.TypeFor[store.TailReader](),
+	reflect.TypeFor[store.Stater](), reflect.TypeFor[store.Pruner](), reflect.TypeFor[store.Searcher](),
+	reflect.TypeFor[store.Expiring](), reflect.TypeFor[io.Closer](),
+}
 
 // Every capability package store declares is kept by the wrapper: a
 // capability added there and not to gen_storecaps.go fails here.
@@ -62,10 +70,10 @@ func TestEveryCapabilityIsKept(t *testing.T) {
 	sort.Strings(declared)
 	for _, d := range declared {
 		if !slices.Contains(kept, d) {
-			t.Errorf("package store declares the capability %s, which InstrumentStore's wrappers do not keep: add it to gen_storecaps.go (and its mixin to store.go), then go generate ./telemetry", d)
+			t.Errorf("package store declares the capability %s, which InstrumentStore's wrappers do not keep: if a caller acts on its presence, add it to gen_storecaps.go and its mixin to store.go, then go generate ./telemetry; if package store has a function of the same name that falls back from it, give the wrapper a method calling that function and list it in alwaysOn", d)
 		}
 	}
-	if len(declared) < 8 {
+	if len(declared) < 10 {
 		t.Fatalf("found only %v in package store: is the path right?", declared)
 	}
 }
@@ -103,6 +111,11 @@ func TestInstrumentedStores(t *testing.T) {
 			for _, ty := range capabilityTypes {
 				if reflect.TypeOf(inner).Implements(ty) != reflect.TypeOf(s).Implements(ty) {
 					t.Errorf("%s: the wrapper changes %s", name, ty)
+				}
+			}
+			for _, ty := range alwaysOn {
+				if !reflect.TypeOf(s).Implements(ty) {
+					t.Errorf("%s: the wrapper is not a %s", name, ty)
 				}
 			}
 			if e, ok := inner.(store.Expiring); ok && s.(store.Expiring).TTL() != e.TTL() {
@@ -181,5 +194,54 @@ func TestInstrumentedStores(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// tailStore is a memstore with its own ReadTail, counting its calls.
+type tailStore struct {
+	store.Store
+	calls int
+}
+
+func (s *tailStore) ReadTail(ctx context.Context, key store.Key, n int) ([]transcript.Entry, int, error) {
+	s.calls++
+	return store.ReadTail(ctx, s.Store, key, n)
+}
+
+// plainStore has the four required methods only.
+type plainStore struct{ store.Store }
+
+// A capability every wrapper has reaches the inner store's own method when
+// it has one, and gives the package function's fallback when it has not:
+// the same results either way.
+func TestAlwaysOnCapabilitiesForward(t *testing.T) {
+	ctx := context.Background()
+	key := store.Key{Agent: "a", ID: "s"}
+	e1, _ := transcript.New(time.Now(), transcript.TypeUserMessage, "t1", transcript.UserMessage{Text: "one"})
+	e2, _ := transcript.New(time.Now(), transcript.TypeUserMessage, "t1", transcript.UserMessage{Text: "two"})
+	e2.ParentID = e1.ID
+	native := &tailStore{Store: memstore.New()}
+	plain := plainStore{memstore.New()}
+	for _, inner := range []store.Store{native, plain} {
+		s, err := InstrumentStore(inner, "memory", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.AppendBatch(ctx, s, key, []transcript.Entry{e1, e2}); err != nil {
+			t.Fatal(err)
+		}
+		tail, total, err := s.(store.TailReader).ReadTail(ctx, key, 1)
+		if err != nil || total != 2 || len(tail) != 1 || tail[0].ID != e2.ID {
+			t.Fatalf("%T: tail %v %d %v", inner, tail, total, err)
+		}
+		if info, err := store.Stat(ctx, s, key); err != nil || info.Entries != 2 {
+			t.Fatalf("%T: stat %+v %v", inner, info, err)
+		}
+		if _, ok := s.(store.Locker); ok {
+			t.Fatalf("%T: the wrapper claims a lock the store does not have", inner)
+		}
+	}
+	if native.calls != 1 {
+		t.Fatalf("the store's own ReadTail was called %d times, want 1", native.calls)
 	}
 }
