@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/apicontract"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/server"
 	"github.com/spool-go/spool/store"
@@ -93,7 +94,9 @@ func newEnv(t *testing.T, cfg spool.Config, opts server.Options) *env {
 		t.Fatal(err)
 	}
 	s := server.New(a, opts)
-	hs := httptest.NewServer(s)
+	// Every response is checked against the OpenAPI document when the
+	// test ends.
+	hs := httptest.NewServer(apicontract.Record(t, s))
 	t.Cleanup(func() {
 		s.Close()
 		hs.Close()

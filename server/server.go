@@ -119,6 +119,7 @@ type Server struct {
 	log        *slog.Logger
 	channels   []connected
 
+	patterns []string         // the routes, for Routes
 	tel      *serverTelemetry // nil without providers
 	ready    readiness
 	inflight inflight
@@ -255,6 +256,7 @@ func (s *Server) routes() {
 	allow := map[string][]string{}
 	handle := func(method, path string, h http.HandlerFunc) {
 		s.mux.HandleFunc(method+" "+path, h)
+		s.patterns = append(s.patterns, method+" "+path)
 		if method == http.MethodGet {
 			allow[path] = append(allow[path], http.MethodGet, http.MethodHead)
 		} else {
@@ -276,6 +278,7 @@ func (s *Server) routes() {
 	handle("POST", "/mcp", s.mcpHandler().ServeHTTP)
 	handle("GET", "/healthz", s.handleHealthz)
 	handle("GET", "/readyz", s.handleReadyz)
+	handle("GET", "/v1/openapi.json", s.handleOpenAPI)
 	if s.opts.Metrics != nil {
 		handle("GET", "/metrics", s.opts.Metrics.ServeHTTP)
 	}
@@ -290,6 +293,7 @@ func (s *Server) routes() {
 		if rt, ok := c.driver.(interface{ Routes() []string }); ok {
 			for _, pattern := range rt.Routes() {
 				s.mux.Handle(pattern, h)
+				s.patterns = append(s.patterns, pattern)
 			}
 		}
 		s.mux.Handle(c.prefix, h)
@@ -303,6 +307,7 @@ func (s *Server) routes() {
 	}
 	if s.opts.UI != nil {
 		s.mux.Handle("/", s.opts.UI)
+		s.patterns = append(s.patterns, "GET /")
 		return
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

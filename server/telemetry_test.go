@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -109,5 +110,25 @@ func TestServerSpansParentTurns(t *testing.T) {
 	}
 	if !streams {
 		t.Error("spool.server.active_streams did not count the /chat stream")
+	}
+}
+
+// Options.Metrics is served at GET /metrics behind the keys like the API.
+func TestMetricsRoute(t *testing.T) {
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Write([]byte("# HELP up 1\nup 1\n"))
+	})
+	e := newEnv(t, spool.Config{}, server.Options{Keys: mustKeys(t), Metrics: metrics})
+	if r := e.get("/metrics"); r.status != 401 {
+		t.Fatalf("/metrics without a key: %d", r.status)
+	}
+	e.key = "project-key-0123456789"
+	if r := e.get("/metrics"); r.status != 200 || !strings.Contains(string(r.body), "up 1") {
+		t.Fatalf("/metrics: %d %s", r.status, r.body)
+	}
+	plain := newEnv(t, spool.Config{}, server.Options{})
+	if r := plain.get("/metrics"); r.status != 404 {
+		t.Fatalf("/metrics without Options.Metrics: %d", r.status)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/apicontract"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/server"
@@ -79,7 +80,8 @@ func NewHarness(t testing.TB, o HarnessOptions, drv channel.Driver) *Harness {
 		t.Fatal(err)
 	}
 	s := server.New(agent, server.Options{Channels: []channel.Driver{drv}, Logger: slog.New(slog.DiscardHandler)})
-	srv := httptest.NewServer(s)
+	// The webhooks' responses are held to the OpenAPI document too.
+	srv := httptest.NewServer(apicontract.Record(t, s))
 	h.Agent, h.Server, h.URL = agent, s, srv.URL
 	var once sync.Once
 	h.close = func() { once.Do(func() { s.Close(); srv.Close() }) }
