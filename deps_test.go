@@ -66,7 +66,10 @@ const depsRules = `
 	       store/pgstore/pgtest;
 	transcript, store < internal/benchdata;
 	STORES, store/storetest < internal/teststores;
-	server, model/echo, store/memstore < internal/chatfake;
+	server < internal/apicontract;
+	# The deploy recipes' checks, tests only.
+	internal/spooltest < deploy;
+	server, model/echo, store/memstore, internal/apicontract < internal/chatfake;
 
 	# The layers of the design, stated once more as prohibitions.
 	# Stores never import the runtime or a model.
@@ -79,7 +82,7 @@ const depsRules = `
 	server, server/channel, CHANNELS, telemetry, cmd/spool !< spool;
 	# The code never imports test support.
 	internal/spooltest, internal/replicatest, internal/benchdata,
-	internal/teststores, internal/chatfake, store/storetest, store/pgstore/pgtest
+	internal/teststores, internal/chatfake, internal/apicontract, store/storetest, store/pgstore/pgtest
 	!< spool, server, CHANNELS, telemetry, cmd/spool, STORES, MODELS;
 `
 
