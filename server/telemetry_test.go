@@ -91,7 +91,7 @@ func TestServerSpansParentTurns(t *testing.T) {
 				for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
 					r, _ := dp.Attributes.Value("http.route")
 					st, _ := dp.Attributes.Value("http.response.status_code")
-					routes[r.AsString()+" "+st.Emit()] = true
+					routes[r.AsString()+" "+st.String()] = true
 				}
 			case "spool.server.active_streams":
 				for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {

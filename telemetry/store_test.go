@@ -178,8 +178,8 @@ func TestInstrumentedStores(t *testing.T) {
 						}
 						got[k] = true
 						for _, kv := range dp.Attributes.ToSlice() {
-							if strings.Contains(kv.Value.Emit(), "zebra") || strings.Contains(kv.Value.Emit(), "s1") {
-								t.Errorf("attribute %s = %q holds a key or content", kv.Key, kv.Value.Emit())
+							if strings.Contains(kv.Value.String(), "zebra") || strings.Contains(kv.Value.String(), "s1") {
+								t.Errorf("attribute %s = %q holds a key or content", kv.Key, kv.Value.String())
 							}
 						}
 					}
