@@ -198,34 +198,7 @@ func TestAIChatRealClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the AI SDK client test installs an npm package")
 	}
-	node, errNode := exec.LookPath("node")
-	npm, errNpm := exec.LookPath("npm")
-	if errNode != nil || errNpm != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true and node or npm is missing: the AI SDK client test cannot run")
-		}
-		t.Skip("node or npm not found: the AI SDK client test is skipped")
-	}
-	const pkg = "ai@6.0.326"
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "spool-test", strings.ReplaceAll(pkg, "@", "-"))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ai", "package.json")); err != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private":true,"type":"module"}`), 0o644)
-		cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--loglevel=error", pkg)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("npm install %s: %v\n%s", pkg, err, out)
-			}
-			t.Skipf("npm install %s failed (offline?): %v\n%s", pkg, err, out)
-		}
-	}
+	node, dir := npmPackages(t, "ai@6.0.326")
 	script, err := os.ReadFile(filepath.Join("testdata", "aisdk", "chat.mjs"))
 	if err != nil {
 		t.Fatal(err)

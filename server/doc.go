@@ -16,6 +16,14 @@
 //	POST   /api/chat                               the AI SDK UI message stream protocol (useChat)
 //	POST   /mcp                                    the agent as a stateless MCP server (streamable HTTP), tool "send_message"
 //	POST   /channels/<name>/…                      the webhooks of Options.Channels (server/channel/slack, telegram, discord)
+//	GET    /healthz                                liveness: {"status":"ok"}; touches nothing
+//	GET    /readyz                                 readiness: 200, or 503 naming the failed checks (store, channels, shutdown)
+//	GET    /metrics                                Options.Metrics (Prometheus text), behind the keys
+//	GET    /v1/openapi.json                        the OpenAPI 3.1 document of every route (OpenAPI)
+//
+// The OpenAPI document (openapi.json in this package, OpenAPI, Routes)
+// describes every route, its errors and its events; the package's tests
+// check every response they get against it.
 //
 // A turn's JSON answer is a spool.Result: {"sessionId","turnId","status",
 // "text","usage",…}; status "awaiting_approval" lists "pendingApprovals".
@@ -87,12 +95,38 @@
 // the turn was cancelled, the store failed mid-turn). The codes are the
 // Code constants.
 //
+// # Operations
+//
+// GET /healthz and GET /readyz need no key and are not held to the Host
+// check (a kubelet or a load balancer names the server by its address);
+// they name no version unless Options.Version is set. /readyz is 200 when
+// the store answers within Options.ReadyTimeout (store.Ping: a ping where
+// the store has one, else a List of one session; one check at a time,
+// its answer reused for a second), the channels are open and the server
+// is not draining; else 503 with "failed" naming the checks, never an
+// error's text. Drain turns /readyz to 503 and changes nothing else, for
+// a load balancer to notice; Shutdown then refuses new requests (503,
+// Retry-After, Connection: close; the probes still answer), waits for
+// those in flight and the channels' turns until its context ends, and
+// closes.
+//
+// With Options.TracerProvider or MeterProvider, every request has an
+// otelhttp server span named by its route (never the raw path), which
+// continues the client's trace and is the parent of the turn's spans, and
+// is counted in http.server.request.duration by route and status; the
+// server adds spool.server.active_streams (open event streams, by route)
+// and spool.channel.queue.depth (messages waiting behind a running turn,
+// by channel). Probes and /metrics make no spans.
+//
 // # Logs
 //
 // Every request gets an id (X-Request-Id: the client's if it is 1-64 of
 // A-Z a-z 0-9 . _ : -, else a fresh one), returned in the response and
-// carried by every log line about the request. Logs hold methods, paths,
-// statuses, sizes, durations, key names, ids and error codes: never
-// prompts, answers, tool arguments or results. LogHandler adds the
-// request id to the runtime's own lines.
+// carried by every log line about the request. Each request has one
+// access line, "request": method, route (the pattern it matched, never
+// the raw path or query), status, bytes, duration, the key's name and,
+// on a user-scoped agent, the user acted for; health probes' lines are at
+// debug level. Logs hold methods, routes, statuses, sizes, durations, key
+// names, ids and error codes: never prompts, answers, tool arguments or
+// results. LogHandler adds the request id to the runtime's own lines.
 package server

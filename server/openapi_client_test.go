@@ -22,34 +22,7 @@ func TestOpenAPIClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the generated client test installs npm packages")
 	}
-	node, errNode := exec.LookPath("node")
-	npm, errNpm := exec.LookPath("npm")
-	if errNode != nil || errNpm != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true and node or npm is missing: the generated client test cannot run")
-		}
-		t.Skip("node or npm not found: the generated client test is skipped")
-	}
-	pkgs := []string{"typescript@5.9.3", "openapi-typescript@7.13.0", "openapi-fetch@0.17.0", "@types/node@20.19.9"}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "spool-test", "openapi-client-"+strings.NewReplacer("@", "", "/", "-").Replace(strings.Join(pkgs, "-")))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openapi-fetch", "package.json")); err != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private":true,"type":"module"}`), 0o644)
-		cmd := exec.Command(npm, append([]string{"install", "--no-audit", "--no-fund", "--loglevel=error"}, pkgs...)...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("npm install: %v\n%s", err, out)
-			}
-			t.Skipf("npm install failed (offline?): %v\n%s", err, out)
-		}
-	}
+	node, dir := npmPackages(t, "typescript@5.9.3", "openapi-typescript@7.13.0", "openapi-fetch@0.17.0", "@types/node@20.19.9")
 	work := t.TempDir()
 	os.Symlink(filepath.Join(dir, "node_modules"), filepath.Join(work, "node_modules"))
 	os.WriteFile(filepath.Join(work, "package.json"), []byte(`{"private":true,"type":"module"}`), 0o644)
@@ -86,4 +59,42 @@ func TestOpenAPIClient(t *testing.T) {
 			t.Fatalf("the generated client printed %q, not %q", out, want)
 		}
 	}
+}
+
+// npmPackages installs pkgs (name@version) once into a folder of the
+// user's cache named by them, and returns node and that folder. Without
+// node and npm, or when npm cannot install, the test is skipped, except
+// under CI=true where it fails.
+func npmPackages(t *testing.T, pkgs ...string) (node, dir string) {
+	t.Helper()
+	node, errNode := exec.LookPath("node")
+	npm, errNpm := exec.LookPath("npm")
+	if errNode != nil || errNpm != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true and node or npm is missing")
+		}
+		t.Skip("node or npm not found: skipped")
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir = filepath.Join(cache, "spool-test", strings.NewReplacer("@", "-", "/", "-").Replace(strings.Join(pkgs, "+")))
+	if _, err := os.Stat(filepath.Join(dir, ".installed")); err == nil {
+		return node, dir
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private":true,"type":"module"}`), 0o644)
+	cmd := exec.Command(npm, append([]string{"install", "--no-audit", "--no-fund", "--loglevel=error"}, pkgs...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("npm install %v: %v\n%s", pkgs, err, out)
+		}
+		t.Skipf("npm install %v failed (offline?): %v\n%s", pkgs, err, out)
+	}
+	os.WriteFile(filepath.Join(dir, ".installed"), nil, 0o644)
+	return node, dir
 }

@@ -20,6 +20,12 @@
 //
 // Observations carry no content, so neither do spans: no prompts,
 // answers, tool arguments or results are ever recorded.
+//
+// Start sets up a program's providers from the standard OTEL_* variables
+// (the official SDK and its OTLP exporters, HTTP/protobuf or gRPC) and,
+// when asked, a Prometheus handler of the same metrics; InstrumentStore
+// measures a store's operations without hiding any of its capabilities.
+// spool serve and spool chat use both.
 package telemetry
 
 import (

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -51,18 +50,7 @@ func TestServeShutdownOrdering(t *testing.T) {
 	db := "sqlite:" + filepath.Join(t.TempDir(), "spool.db")
 	p := startServe(t, "--store", db, "--drain-delay", "500ms", "--grace", "20s",
 		"--model", "openai:slow", "--base-url", prov.URL+"/v1", "--model-key", "test")
-	res := httpOpen(t, context.Background(), "POST", p.URL+"/chat", "", map[string]string{"sessionId": "slow", "text": "go"}, "text/event-stream")
-	defer res.Body.Close()
-	br := bufio.NewReader(res.Body)
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("stream ended before any text: %v", err)
-		}
-		if strings.HasPrefix(line, "event: text") {
-			break
-		}
-	}
+	br := chatUntilText(t, p.URL, "slow")
 	ended := make(chan time.Time, 1)
 	var rest []byte
 	go func() {

@@ -192,6 +192,25 @@ func slowProvider(t *testing.T, words int, every time.Duration) *httptest.Server
 	return s
 }
 
+// chatUntilText starts a /chat turn on session id as an event stream and
+// reads it until its first text, so the turn is running; the rest of the
+// stream is the caller's, closed when the test ends.
+func chatUntilText(t *testing.T, url, id string) *bufio.Reader {
+	t.Helper()
+	res := httpOpen(t, context.Background(), "POST", url+"/chat", "", map[string]string{"sessionId": id, "text": "go"}, "text/event-stream")
+	t.Cleanup(func() { res.Body.Close() })
+	br := bufio.NewReader(res.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended before any text: %v", err)
+		}
+		if strings.HasPrefix(line, "event: text") {
+			return br
+		}
+	}
+}
+
 // readTranscript opens the store the process used and reads a session.
 func readTranscript(t *testing.T, url, id string) []transcript.Entry {
 	t.Helper()
@@ -236,18 +255,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 			prov := slowProvider(t, c.words, 50*time.Millisecond)
 			db := "sqlite:" + filepath.Join(t.TempDir(), "spool.db")
 			p := startServe(t, "--store", db, "--grace", c.grace, "--model", "openai:slow", "--base-url", prov.URL+"/v1", "--model-key", "test")
-			res := httpOpen(t, context.Background(), "POST", p.URL+"/chat", "", map[string]string{"sessionId": "slow", "text": "go"}, "text/event-stream")
-			defer res.Body.Close()
-			br := bufio.NewReader(res.Body)
-			for {
-				line, err := br.ReadString('\n')
-				if err != nil {
-					t.Fatalf("stream ended before any text: %v", err)
-				}
-				if strings.HasPrefix(line, "event: text") {
-					break
-				}
-			}
+			br := chatUntilText(t, p.URL, "slow")
 			p.Cmd.Process.Signal(syscall.SIGTERM)
 			rest, _ := io.ReadAll(br)
 			if code := p.Wait(t, 20*time.Second); code != 0 {
