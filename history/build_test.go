@@ -90,6 +90,17 @@ var goldenCases = []struct {
 	{"interleaved-open", "interleaved_open", Options{}},
 	{"missing-result", "missing_result", Options{}},
 	{"foreign", "foreign", Options{}},
+
+	// Rule 11: an edit of an edit; three regenerates (one of them failed)
+	// and a switch back to the first answer; and the earlier rules on the
+	// active branch: a stopped answer's question merges into the edited
+	// one, whose turn waits on an approval.
+	{"branch-edit-chain", "branch_edit_chain", Options{}},
+	{"branch-edit-chain-cap-2", "branch_edit_chain", Options{MaxMessages: 2}},
+	{"branch-regenerate-switch", "branch_regenerate_switch", Options{}},
+	{"branch-regenerate-switch-cap-3", "branch_regenerate_switch", Options{MaxMessages: 3}},
+	{"branch-rules", "branch_rules", Options{}},
+	{"branch-rules-cap-1", "branch_rules", Options{MaxMessages: 1}},
 }
 
 func TestBuildGolden(t *testing.T) {

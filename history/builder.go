@@ -2,6 +2,9 @@ package history
 
 import (
 	"iter"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/transcript"
@@ -36,15 +39,29 @@ type Builder struct {
 	index map[string]int32 // turn ids seen, built only once they stop increasing
 	maxID string           // the greatest turn id seen, while index is nil
 
-	final    int // the turn of the final entry, or -1
+	final    int // the turn of the final entry (markers aside), or -1
 	current  int // the newest turn with a message, or -1
 	messages int // message entries, kept or not
+
+	// Rule 11: the turns that session.branch markers took off the active
+	// branch have superseded set. While one of them is the final entry's
+	// or the newest with a message, the rules look at the newest turns on
+	// the branch instead (activeFinal, activeCurrent, set by refresh).
+	branched      bool // some marker superseded a turn
+	activeFinal   int
+	activeCurrent int
 
 	// Approval bookkeeping, decoded only while an open turn asks.
 	asking    []int32             // open turns that hold an approval request
 	decisions []int32             // positions of approval.decision entries
 	decoded   int                 // how many of decisions are in decided
 	decided   map[string]struct{} // approval ids with a decision
+	// carried is the decided set of the entries Forget dropped; a marker
+	// that changes the branch makes decided be made again from it and the
+	// decisions held (redecide), since a decision in a superseded turn
+	// answers nothing.
+	carried  map[string]struct{}
+	redecide bool
 
 	keptOpen []int32 // open turns kept when last refreshed
 	newest   int     // the newest kept turn, or -1
@@ -57,9 +74,10 @@ type Builder struct {
 	// transcript, what the last window needed, and whether an entry came
 	// whose turn may be one that was forgotten.
 	base     int
-	needFrom int  // the first position the last window looked at
-	full     bool // the last window was full
-	gaps     bool // some turn's entries are not next to each other
+	prev     int32 // the position of the last entry that is not a marker, or -1
+	needFrom int   // the first position the last window looked at
+	full     bool  // the last window was full
+	gaps     bool  // some turn's entries are not next to each other
 	lost     bool
 
 	// scratch space for rendering
@@ -78,6 +96,7 @@ type turn struct {
 	lastAsst    int32 // position of its last assistant.message, or -1
 	end         int32 // position of its last assistant.turn_end, or -1
 	gap         bool  // entries of other turns lie between first and last
+	superseded  bool  // a session.branch marker took it off the active branch (rule 11)
 	asks        bool  // it holds an approval request
 	waiting     bool  // it is open and holds an approval request with no decision
 	kept        bool  // it is sent (rules 2 and 3 and the open-turn rule)
@@ -90,7 +109,7 @@ func (t *turn) ended() bool { return t.end >= 0 }
 
 // NewBuilder returns a Builder of histories shaped by opt, with no entries.
 func NewBuilder(opt Options) *Builder {
-	return &Builder{opt: opt, final: -1, current: -1, newest: -1}
+	return &Builder{opt: opt, final: -1, current: -1, newest: -1, activeFinal: -1, activeCurrent: -1, prev: -1}
 }
 
 // Options returns the options the Builder shapes histories with.
@@ -124,6 +143,12 @@ func (b *Builder) add(e transcript.Entry, data any) {
 func (b *Builder) take(i int, data any) {
 	e := &b.entries[i]
 	b.parts = append(b.parts, partFromData(e.Type, data))
+	if e.Type == transcript.TypeBranch {
+		// A marker belongs to no turn: it neither places nor changes the
+		// turn whose id it has, only the turns it names.
+		b.mark(i)
+		return
+	}
 	if b.turns == nil {
 		// A plain turn is three entries.
 		b.turns = make([]turn, 0, cap(b.entries)/3+1)
@@ -132,10 +157,12 @@ func (b *Builder) take(i int, data any) {
 	b.tick++
 	t := &b.turns[k]
 	pos := int32(i)
-	if t.last < pos-1 {
+	if t.last != pos && t.last != b.prev {
+		// A marker between two entries of a turn makes no gap: it belongs
+		// to no turn, and renders as nothing.
 		t.gap, b.gaps = true, true
 	}
-	t.last = pos
+	t.last, b.prev = pos, pos
 	t.changed = b.tick
 	b.final = k
 	b.stale = true
@@ -164,8 +191,65 @@ func (b *Builder) take(i int, data any) {
 			t.waiting = false
 			b.asking = remove(b.asking, int32(k))
 		}
-		b.setKept(k, t.userFirst(b.entries) && keptStatus(b.entries[t.end].Status))
+		b.setKept(k, b.keptEnded(t))
 	}
+}
+
+// keptEnded reports whether ended turn t is sent (rules 2, 3 and 11).
+func (b *Builder) keptEnded(t *turn) bool {
+	return !t.superseded && t.userFirst(b.entries) && keptStatus(b.entries[t.end].Status)
+}
+
+// mark applies the session.branch marker at position i (rule 11): the
+// turns it supersedes leave the active branch, those it restores come
+// back. It names turns by id, and only turns that began before it: an id
+// the Builder has not seen names nothing, and neither does the id of a
+// turn Forget dropped (such a turn is older than anything the window
+// holds, and a window that reaches back to it is not full).
+func (b *Builder) mark(i int) {
+	br := b.part(i).branch
+	if br == nil {
+		return
+	}
+	b.tick++
+	for _, id := range br.Supersedes {
+		b.setSuperseded(id, true)
+	}
+	for _, id := range br.Restores {
+		b.setSuperseded(id, false)
+	}
+}
+
+func (b *Builder) setSuperseded(id string, superseded bool) {
+	k, ok := b.lookup(id)
+	if !ok {
+		return
+	}
+	t := &b.turns[k]
+	if t.superseded == superseded {
+		return
+	}
+	t.superseded = superseded
+	t.changed = b.tick
+	b.branched, b.stale, b.redecide = true, true, true
+	if t.ended() {
+		b.setKept(k, b.keptEnded(t))
+	}
+	// An open turn's keep flag is refresh's: it is among the turns refresh
+	// looks at whenever it can be kept.
+}
+
+// lookup returns the turn whose id is id.
+func (b *Builder) lookup(id string) (int, bool) {
+	if b.index != nil {
+		k, ok := b.index[id]
+		return int(k), ok
+	}
+	// Without an index the turn ids increase with the turns.
+	k, found := slices.BinarySearchFunc(b.turns, id, func(t turn, id string) int {
+		return strings.Compare(b.entries[t.first].TurnID, id)
+	})
+	return k, found
 }
 
 // keptStatus reports whether a turn that ended with s is sent (rules 2, 3).
@@ -252,6 +336,11 @@ func (b *Builder) refresh() {
 	if len(b.asking) > 0 {
 		b.decideAll()
 	}
+	current, final := b.current, b.final
+	if b.branched {
+		current, final = b.activeTurns()
+	}
+	b.activeCurrent, b.activeFinal = current, final
 	consider := func(k int) {
 		t := &b.turns[k]
 		if t.ended() {
@@ -260,7 +349,7 @@ func (b *Builder) refresh() {
 		if t.asks {
 			t.waiting = b.waitsOnApproval(k)
 		}
-		kept := t.userFirst(b.entries) && (t.waiting || k == b.current || k == b.final)
+		kept := !t.superseded && t.userFirst(b.entries) && (t.waiting || k == current || k == final)
 		b.setKept(k, kept)
 		if kept && !contains(b.keptOpen, int32(k)) {
 			b.keptOpen = append(b.keptOpen, int32(k))
@@ -275,11 +364,11 @@ func (b *Builder) refresh() {
 	for _, k := range b.asking {
 		consider(int(k))
 	}
-	if b.current >= 0 {
-		consider(b.current)
+	if current >= 0 {
+		consider(current)
 	}
-	if b.final >= 0 {
-		consider(b.final)
+	if final >= 0 {
+		consider(final)
 	}
 	b.newest = -1
 	for k := len(b.turns) - 1; k >= 0; k-- {
@@ -290,10 +379,47 @@ func (b *Builder) refresh() {
 	}
 }
 
-// decideAll takes in the decisions not yet decoded.
+// activeTurns returns the newest turn with a message and the turn of the
+// final entry, among the turns on the active branch: what the open-turn
+// rule looks at once markers have superseded turns, so that a transcript
+// with markers gives the history of the transcript without them and
+// without the turns they superseded.
+func (b *Builder) activeTurns() (current, final int) {
+	current, final = b.current, b.final
+	for current >= 0 && (b.turns[current].superseded || b.turns[current].firstMsg < 0) {
+		current--
+	}
+	if final >= 0 && b.turns[final].superseded {
+		final = -1
+		for k := len(b.turns) - 1; k >= 0; k-- {
+			t := &b.turns[k]
+			if !t.superseded && (final < 0 || t.last > b.turns[final].last) {
+				final = k
+				if !b.gaps {
+					break // without gaps, the later turn ends later
+				}
+			}
+		}
+	}
+	return current, final
+}
+
+// decideAll takes in the decisions not yet decoded: every decision of a
+// turn on the active branch.
 func (b *Builder) decideAll() {
+	if b.redecide {
+		b.redecide = false
+		b.decided = maps.Clone(b.carried)
+		b.decoded = 0
+	}
 	for ; b.decoded < len(b.decisions); b.decoded++ {
-		if id, ok := b.approvalID(int(b.decisions[b.decoded])); ok {
+		pos := int(b.decisions[b.decoded])
+		if b.branched {
+			if k, ok := b.lookup(b.entries[pos].TurnID); ok && b.turns[k].superseded {
+				continue
+			}
+		}
+		if id, ok := b.approvalID(pos); ok {
 			if b.decided == nil {
 				b.decided = map[string]struct{}{}
 			}

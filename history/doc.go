@@ -33,17 +33,24 @@
 //     oldest turns are left out. The newest turn is always sent.
 //  8. A turn waiting on an approval is always in the window.
 //  9. Options.Instructions go in front as a system message.
+//  11. Branches: a turn superseded by a regenerate or an edit marker
+//     (a session.branch entry) is left out, and so is everything in it:
+//     the history follows the active branch. Nothing is rewritten or
+//     deleted to get there.
+//
+// (Rule 10, compaction, is the compaction change's; see "Branches and
+// compaction" below for how the two meet.)
 //
 // # Details the rules leave open
 //
 // A turn's status is the Status of its assistant.turn_end entry (the last
 // one, should there be several); a turn_end without a known status counts
 // as a failed turn. A turn with no turn_end is open. The open turn that is
-// current (the newest turn that has a message, or the turn of the final
-// entry) is sent with whatever it holds so far, and so is an open turn
-// waiting on an approval: one with an approval.request that has no
-// approval.decision with the same approvalId. Any other open turn is left
-// out, like a cancelled one.
+// current (the newest turn on the active branch that has a message, or the
+// turn of the final entry on it) is sent with whatever it holds so far, and
+// so is an open turn waiting on an approval: one with an approval.request
+// that has no approval.decision with the same approvalId in a turn on the
+// active branch. Any other open turn is left out, like a cancelled one.
 //
 // A turn is sent only if its first message entry is its user.message. This
 // is what lets Build take a suffix of a long transcript (the newest N
@@ -63,10 +70,50 @@
 // turn never leaves a call unanswered. In an open turn such a call is
 // still running or waiting on a person, and is left without a result.
 //
-// approval.request, approval.decision, session.mode, governance.notice and
-// assistant.turn_end entries are not messages, and entry types Build does
-// not know are ignored. Entry data that does not decode is read as far as it
+// approval.request, approval.decision, session.mode, session.fork,
+// session.branch, governance.notice and assistant.turn_end entries are not
+// messages, and entry types Build does not know are ignored. Entry data that does not decode is read as far as it
 // goes: a user.message whose text is not a string is an empty message.
+//
+// # Branches
+//
+// A session.branch entry (transcript.Branch) names turns by id: those in
+// its supersedes list leave the active branch, those in its restores list
+// come back to it (a switch to a version made before), restores read
+// after supersedes. The newest marker that names a turn decides. A marker
+// names only turns that began before it: an id of a turn that has not
+// begun, or never does, names nothing. A turn no marker names is on the
+// active branch.
+//
+// A marker belongs to no turn, whatever its turnId: it neither places a
+// turn (rule 1) nor is part of one, and sends nothing. A superseded turn is
+// as if it were not in the transcript at all: its messages, its approval
+// decisions and its being the newest or the final turn (the open-turn rule
+// below) count for nothing, so the history of a transcript with markers is
+// exactly the history of the linear transcript of its active branch, the
+// same entries without the markers and without the superseded turns'
+// entries (TestBranchesAreLinear). Every other rule then applies to that
+// branch as to any transcript: a stopped answer's question merges into the
+// next question on the branch, a turn of the branch waiting on an approval
+// is always sent, the window and the budget count the branch.
+//
+// The markers the runtime writes: a regenerate supersedes the newest turn,
+// an edit the edited turn and every later turn of the branch, each followed
+// by the new turn (the marker carries its turn id); a switch supersedes the
+// branch from the version being left and restores the one being returned
+// to, with everything that followed it when it was left. Branches reads the
+// same markers for the readers that show a conversation, with the versions
+// of each turn ("2 / 3").
+//
+// # Branches and compaction
+//
+// Decided with the compaction change, for whichever of the two is built
+// into the Builder second: the active branch is decided first (rule 11). A
+// compaction entry applies only while every turn it covers is on the
+// active branch, and is otherwise ignored: an edit or regenerate that
+// supersedes a covered turn makes that compaction inapplicable (a later
+// compaction may cover the new branch), and a switch back makes it apply
+// again. Among the compactions that apply, the newest covering one wins.
 //
 // # Window and budget
 //
@@ -92,7 +139,8 @@
 // decoded (never decoding an entry twice) and each window unit's messages
 // and tokens, and redoes a unit only when an entry changed one of the turns
 // it is made of: a turn's end, a decision on its approval, an entry of a
-// turn resumed after another began. A model request on a long session
+// turn resumed after another began, a marker that supersedes or restores
+// it. A model request on a long session
 // then costs the entries added since the last one, plus copying the window
 // out. Builder.Forget drops the entries its window can no longer need, so a
 // Builder kept for a long session holds about a window; it then reports,

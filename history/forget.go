@@ -1,6 +1,9 @@
 package history
 
-import "slices"
+import (
+	"maps"
+	"slices"
+)
 
 // forgetMin is the fewest entries Forget drops (tests lower it).
 var forgetMin = 256
@@ -39,8 +42,8 @@ func (b *Builder) Forget() {
 	decided := b.decided
 
 	old := *b
-	*b = Builder{opt: old.opt, final: -1, current: -1, newest: -1,
-		base: old.base + cut, maxID: old.maxID, decided: decided, tick: old.tick}
+	*b = Builder{opt: old.opt, final: -1, current: -1, newest: -1, activeFinal: -1, activeCurrent: -1, prev: -1,
+		base: old.base + cut, maxID: old.maxID, decided: decided, carried: maps.Clone(decided), tick: old.tick}
 	n := len(old.entries) - cut
 	b.entries = slices.Clone(old.entries[cut:])
 	b.parts = make([]*part, 0, n+16)

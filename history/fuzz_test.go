@@ -91,6 +91,12 @@ func fuzzTranscript(in []byte) (entries []transcript.Entry, values []any, opt Op
 			}
 			typ, data = transcript.TypeApprovalDecision, d
 		case 9:
+			if sub := (arg >> 2) % 8; sub >= 4 {
+				// A session.branch marker (rule 11), naming turns that
+				// may or may not have begun.
+				typ, data = transcript.TypeBranch, fuzzMarker(sub, arg>>5, turns, turnID)
+				break
+			}
 			typ = []transcript.Type{"x.unknown", transcript.TypeGovernanceNotice, transcript.TypeSessionMode, ""}[(arg>>2)%4]
 		case 10:
 			// Data that does not decode into what its type promises.
@@ -106,6 +112,28 @@ func fuzzTranscript(in []byte) (entries []transcript.Entry, values []any, opt Op
 		values = append(values, data)
 	}
 	return entries, values, opt
+}
+
+// fuzzMarker returns the data of a marker: sub 4 supersedes one turn
+// (a regenerate), 5 a turn and every later one (an edit), 6 restores one,
+// 7 supersedes one and restores another (a switch).
+func fuzzMarker(sub, arg, turns int, turnID func(int) string) transcript.Branch {
+	t := arg % (turns + 1) // turns itself names a turn not begun yet
+	b := transcript.Branch{Kind: transcript.BranchSwitch}
+	switch sub {
+	case 4:
+		b.Kind, b.Supersedes = transcript.BranchRegenerate, []string{turnID(t)}
+	case 5:
+		b.Kind = transcript.BranchEdit
+		for k := t; k < turns; k++ {
+			b.Supersedes = append(b.Supersedes, turnID(k))
+		}
+	case 6:
+		b.Restores = []string{turnID(t)}
+	case 7:
+		b.Supersedes, b.Restores = []string{turnID(t)}, []string{turnID((t + 1 + arg/3) % (turns + 1))}
+	}
+	return b
 }
 
 func fuzzEntry(n int, turn string, typ transcript.Type, status transcript.Status, data any) transcript.Entry {

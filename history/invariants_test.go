@@ -45,19 +45,19 @@ func checkInvariants(entries []transcript.Entry, opt Options, got []model.Messag
 			return fmt.Errorf("messages %d and %d are both user messages", i-1, i)
 		}
 	}
+	if again := Build(entries, opt); !reflect.DeepEqual(again, got) {
+		return fmt.Errorf("a second Build gave another history")
+	}
+	// The rules below judge the active branch (rule 11); that its history
+	// is got is TestBranchesAreLinear's.
+	entries = linear(entries)
 	if err := checkToolPairs(entries, msgs); err != nil {
 		return err
 	}
 	if err := checkLimits(entries, opt, got, msgs); err != nil {
 		return err
 	}
-	if err := checkSources(entries, msgs); err != nil {
-		return err
-	}
-	if again := Build(entries, opt); !reflect.DeepEqual(again, got) {
-		return fmt.Errorf("a second Build gave another history")
-	}
-	return nil
+	return checkSources(entries, msgs)
 }
 
 // checkToolPairs checks that every tool message answers a call of the

@@ -18,6 +18,7 @@ type part struct {
 	reason      string                // a denial's reason
 	approvalID  string                // an approval request's or decision's id
 	hasApproval bool                  // approvalID was found: a string, not empty
+	branch      *transcript.Branch    // a session.branch marker's turns; nil when it names none
 }
 
 // The shapes the parts are decoded from.
@@ -83,6 +84,8 @@ func (b *Builder) part(i int) *part {
 		p.approvalID, p.hasApproval = approvalID(e.Data)
 	case transcript.TypeApprovalRequest:
 		p.approvalID, p.hasApproval = approvalID(e.Data)
+	case transcript.TypeBranch:
+		p.branch = decodeBranch(e.Data)
 	}
 	b.parts[i] = p
 	return p
@@ -146,6 +149,35 @@ func partFromData(typ transcript.Type, data any) *part {
 		if typ == transcript.TypeApprovalRequest && utf8.ValidString(d.ApprovalID) {
 			return &part{approvalID: d.ApprovalID, hasApproval: d.ApprovalID != ""}
 		}
+	case *transcript.Branch:
+		return partFromData(typ, *d)
+	case transcript.Branch:
+		if typ == transcript.TypeBranch && validStrings(d.Supersedes) && validStrings(d.Restores) {
+			return &part{branch: &transcript.Branch{Supersedes: d.Supersedes, Restores: d.Restores}}
+		}
 	}
 	return nil
+}
+
+func validStrings(ss []string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeBranch returns the turns a session.branch entry's data names, or
+// nil when it names none (or does not decode: a marker that cannot be
+// read changes nothing).
+func decodeBranch(data []byte) *transcript.Branch {
+	var d struct {
+		Supersedes []string `json:"supersedes"`
+		Restores   []string `json:"restores"`
+	}
+	if json.Unmarshal(data, &d) != nil || len(d.Supersedes)+len(d.Restores) == 0 {
+		return nil
+	}
+	return &transcript.Branch{Supersedes: d.Supersedes, Restores: d.Restores}
 }

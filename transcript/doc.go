@@ -11,4 +11,20 @@
 // the typed structs in this package (UserMessage, AssistantMessage, …) are the
 // data of each known type. Unknown types are valid entries: they are kept and
 // ignored by history.
+//
+// # Trees in an append-only transcript
+//
+// Regenerating an answer, editing an earlier question and going back to a
+// version made before never rewrite an entry. Each appends a session.branch
+// entry (Branch) naming the turns that leave the active branch and, for a
+// switch back, those that return to it; a regenerate or an edit is the
+// first entry of the new turn that replaces the old one. The parentId chain
+// stays one line: the tree is in the markers' data, not in the chain. A
+// program that does not know session.branch sees every version one after
+// the other, as it would in a transcript without markers.
+//
+// A session forked from another (session.fork, Fork) starts with an entry
+// naming the source session and turn, followed by copies of the source's
+// entries of the active branch up to that turn: the same ids, turn ids,
+// timestamps and data, chained anew.
 package transcript

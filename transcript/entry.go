@@ -21,6 +21,8 @@ const (
 	TypeGovernanceNotice Type = "governance.notice"
 	TypeSessionMode      Type = "session.mode"
 	TypeTurnEnd          Type = "assistant.turn_end"
+	TypeBranch           Type = "session.branch"
+	TypeFork             Type = "session.fork"
 )
 
 // IsMessage reports whether entries of type t are messages of the
