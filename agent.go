@@ -124,6 +124,7 @@ type Agent struct {
 	obs       observers
 	log       *slog.Logger
 	reg       *registry
+	views     *pageViews
 	used      atomic.Int64 // tokens used by this agent's turns
 	closed    atomic.Bool
 }
@@ -189,6 +190,7 @@ func New(cfg Config) (*Agent, error) {
 		obs:   observers(cfg.Observers),
 		log:   cfg.Logger.With("agent", cfg.Name),
 		reg:   newRegistry(1024),
+		views: newPageViews(1024),
 	}
 	for _, t := range cfg.Tools {
 		if _, dup := a.tools[t.Name()]; dup {
@@ -287,11 +289,11 @@ func (a *Agent) DeleteSession(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	sl, err := a.reg.acquire(ctx, k)
+	sl, err := a.reg.acquire(ctx, k, true)
 	if err != nil {
 		return err
 	}
-	defer a.reg.release(sl)
+	defer a.reg.release(sl, true)
 	// The store's lock too: a delete waits for a turn running on the
 	// session in another process instead of cutting into it.
 	unlock, err := a.lockStore(ctx, k)
@@ -300,6 +302,7 @@ func (a *Agent) DeleteSession(ctx context.Context, id string) error {
 	}
 	defer unlock()
 	sl.st = nil
+	a.views.drop(k)
 	return a.cfg.Store.Delete(ctx, k)
 }
 

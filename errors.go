@@ -26,6 +26,21 @@ var (
 	ErrNoApproval = errors.New("spool: no such pending approval")
 	// ErrClosed: the agent was closed.
 	ErrClosed = errors.New("spool: agent closed")
+	// ErrNoTurn: Edit, SwitchBranch or Fork with a turn id that is not one
+	// of the session's turns (for a user-scoped agent: of the user's
+	// session), or Regenerate on a session with no turn yet.
+	ErrNoTurn = errors.New("spool: no such turn")
+	// ErrTurnRunning: Regenerate, Edit or SwitchBranch while a turn is
+	// running on the session, or Fork at a turn that has not ended. Wait
+	// for it to end, or stop it.
+	ErrTurnRunning = errors.New("spool: a turn is running on the session")
+	// ErrNotOnBranch: Edit of a turn that is not on the active branch, or
+	// SwitchBranch to a version whose place is not on it (switch at the
+	// earlier turn first).
+	ErrNotOnBranch = errors.New("spool: the turn is not on the active branch")
+	// ErrSessionExists: Fork into a session id that already has a
+	// transcript.
+	ErrSessionExists = errors.New("spool: a session with that id exists")
 )
 
 // TurnError is returned by Send when a turn ended with status error or

@@ -58,6 +58,9 @@ type Result struct {
 	Pending   []Approval            `json:"pendingApprovals,omitempty"` // when Status is StatusAwaitingApproval
 	Error     *transcript.ErrorInfo `json:"error,omitempty"`            // when Status is error or cancelled
 	Notice    string                `json:"notice,omitempty"`           // why a guard or limit stopped the turn
+	// Supersedes lists the turns a regenerate or an edit took off the
+	// active branch for this one, the replaced turn first.
+	Supersedes []string `json:"supersedes,omitempty"`
 
 	cause error // what ended the turn with error or cancelled, for TurnError
 }

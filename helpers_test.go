@@ -72,8 +72,9 @@ func types(entries []transcript.Entry) []transcript.Type {
 
 // checkWellFormed checks that a transcript is one chain and that its turns
 // never interleave: each turn's entries are contiguous, start with a user
-// message (or a session.mode entry of its own) and end with at most one
-// turn end.
+// message (or a session.mode, session.branch or session.fork entry of its
+// own; a regenerate's or an edit's marker, before its user message) and
+// end with at most one turn end.
 func checkWellFormed(t *testing.T, entries []transcript.Entry) {
 	t.Helper()
 	seen := map[string]bool{}
@@ -91,7 +92,9 @@ func checkWellFormed(t *testing.T, entries []transcript.Entry) {
 			if seen[e.TurnID] {
 				t.Fatalf("entry %d: turn %s resumes after another turn: turns interleave", i, e.TurnID)
 			}
-			if e.Type != transcript.TypeUserMessage && e.Type != transcript.TypeSessionMode {
+			switch e.Type {
+			case transcript.TypeUserMessage, transcript.TypeSessionMode, transcript.TypeBranch, transcript.TypeFork:
+			default:
 				t.Fatalf("entry %d: turn %s starts with %s", i, e.TurnID, e.Type)
 			}
 			seen[e.TurnID] = true

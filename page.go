@@ -6,8 +6,10 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
@@ -16,7 +18,8 @@ import (
 // Message is one message of a session as people read it: what the user
 // wrote, what the assistant answered (with the tool calls it made), and
 // what each tool returned. Unlike History, Messages and Page return every
-// message ever exchanged, including those of failed and blocked turns.
+// message of the active branch, including those of failed and blocked
+// turns; with PageOptions.AllBranches, of every branch.
 type Message struct {
 	ID         string                `json:"id"` // the transcript entry's id
 	TurnID     string                `json:"turnId"`
@@ -27,6 +30,32 @@ type Message struct {
 	Tool       string                `json:"tool,omitempty"`       // tool
 	IsError    bool                  `json:"isError,omitempty"`    // tool
 	Time       time.Time             `json:"time"`
+	// Branch says which version of its place the message's turn is, when
+	// the turn has other versions (it was regenerated or edited, or it is
+	// a regeneration or an edit); nil otherwise.
+	Branch *BranchInfo `json:"branch,omitempty"`
+	// Superseded marks a message of a turn that is not on the active
+	// branch (listed only with PageOptions.AllBranches).
+	Superseded bool `json:"superseded,omitempty"`
+}
+
+// BranchInfo places a turn among its versions: the turn shown as "2 / 3"
+// has Index 2 and Count 3. Turns lists the versions' turn ids, oldest
+// first (Turns[Index-1] is the turn itself): SwitchBranch to one of them
+// makes it active.
+type BranchInfo struct {
+	Index int      `json:"index"`
+	Count int      `json:"count"`
+	Turns []string `json:"turns"`
+}
+
+// branchInfo returns where turn id stands among its versions, or nil.
+func branchInfo(br *history.Branches, id string) *BranchInfo {
+	turns := br.Alternatives(id)
+	if turns == nil {
+		return nil
+	}
+	return &BranchInfo{Index: slices.Index(turns, id) + 1, Count: len(turns), Turns: turns}
 }
 
 // messageOf returns the message an entry holds, if it is one.
@@ -71,6 +100,10 @@ type PageOptions struct {
 	Limit  int    // messages per page: 50 when zero or less, at most 1000
 	Order  Order  // OrderDesc (default) or OrderAsc
 	Cursor string // NextCursor of the page before; empty for the first
+	// AllBranches lists the messages of every branch, those of turns off
+	// the active branch marked Superseded; without it a page holds the
+	// active branch only.
+	AllBranches bool
 }
 
 // MessagePage is one page of a session's messages.
@@ -83,6 +116,12 @@ type MessagePage struct {
 // of the transcript the page needs when the store can read ranges. Pages
 // never overlap. The cursor is opaque and bound to this session and order;
 // another one is store.ErrInvalidCursor.
+//
+// Which turns are on the active branch, and their versions, come from the
+// markers after the page, which the agent keeps from the pages it served
+// (a small record per session): the first page from the newest end reads
+// the page alone, and a later page reads what the agent has not seen of
+// the transcript after it, nothing on the usual path of a chat view.
 func (s *Session) Page(ctx context.Context, opt PageOptions) (MessagePage, error) {
 	limit := store.ListOptions{Limit: opt.Limit}.PageSize()
 	if opt.Order == "" {
@@ -99,76 +138,187 @@ func (s *Session) Page(ctx context.Context, opt PageOptions) (MessagePage, error
 		}
 		pos = p
 	}
-	st := s.a.cfg.Store
-	chunk := max(2*limit, 64)
-	var page MessagePage
+	pg := &pager{s: s, opt: opt, limit: limit, chunk: max(2*limit, 64)}
 	if opt.Order == OrderDesc {
-		// Walk back from pos (exclusive), or from the end.
-		var entries []transcript.Entry
-		var total int
-		var err error
-		if pos < 0 {
-			entries, total, err = store.ReadTail(ctx, st, s.key, chunk)
-			pos = total
-		} else {
-			entries, total, err = store.ReadRange(ctx, st, s.key, pos-chunk, pos)
-			pos = min(pos, total)
-		}
-		for {
-			if err != nil {
-				return MessagePage{}, err
-			}
-			start := pos - len(entries)
-			for i := len(entries) - 1; i >= 0; i-- {
-				if m, ok := messageOf(entries[i]); ok {
-					if len(page.Messages) == limit {
-						page.NextCursor = encodePageCursor(s.key, opt.Order, start+i+1)
-						return page, nil
-					}
-					page.Messages = append(page.Messages, m)
-				}
-			}
-			if start <= 0 {
-				return page, nil
-			}
-			pos = start
-			entries, _, err = store.ReadRange(ctx, st, s.key, pos-chunk, pos)
-		}
+		return pg.desc(ctx, pos)
 	}
-	// Ascending: walk forward from pos (inclusive), or from the start.
-	pos = max(pos, 0)
+	return pg.asc(ctx, max(pos, 0))
+}
+
+// pager makes one page.
+type pager struct {
+	s     *Session
+	opt   PageOptions
+	limit int
+	chunk int
+	br    *history.Branches
+	page  MessagePage
+}
+
+// take adds message m, of a turn on the active branch or not, unless the
+// page has no room: then it reports false.
+func (pg *pager) take(m Message, active bool) bool {
+	if !active && !pg.opt.AllBranches {
+		return true
+	}
+	if len(pg.page.Messages) == pg.limit {
+		return false
+	}
+	m.Superseded = !active
+	pg.page.Messages = append(pg.page.Messages, m)
+	return true
+}
+
+// finish gives the page's messages their versions.
+func (pg *pager) finish() MessagePage {
+	for i := range pg.page.Messages {
+		m := &pg.page.Messages[i]
+		m.Branch = branchInfo(pg.br, m.TurnID)
+	}
+	return pg.page
+}
+
+// desc walks back from pos (exclusive), or from the end when pos < 0.
+func (pg *pager) desc(ctx context.Context, pos int) (MessagePage, error) {
+	s, st, key := pg.s, pg.s.a.cfg.Store, pg.s.key
+	var entries []transcript.Entry
+	var total int
+	var err error
+	first := pos < 0
+	if first {
+		entries, total, err = store.ReadTail(ctx, st, key, pg.chunk)
+		pos = total
+	} else {
+		entries, total, err = store.ReadRange(ctx, st, key, pos-pg.chunk, pos)
+		pos = min(pos, total)
+	}
+	if err != nil {
+		return MessagePage{}, err
+	}
+	var v pageView
+	if first {
+		// The walk reads every entry after the page: the markers it needs.
+		// The agent's view, when current, holds more for the next pages.
+		v = pageView{marks: &history.Branches{}, from: total, to: total}
+		if len(entries) > 0 {
+			v.head = entries[len(entries)-1].ID
+			if c, ok := s.a.views.get(key); ok && c.to == total && c.head == v.head {
+				v = c
+			}
+		}
+	} else if v, err = s.markers(ctx, pos, total); err != nil {
+		return MessagePage{}, err
+	}
+	pg.br = v.marks
+	start := pos - len(entries)
+	peek := "" // the turn of the page's oldest message, once the page is full
 	for {
-		entries, total, err := store.ReadRange(ctx, st, s.key, pos, pos+chunk)
+		for i := len(entries) - 1; i >= 0; i-- {
+			p, e := start+i, entries[i]
+			if peek != "" && e.TurnID != peek {
+				return pg.end(v, p+1)
+			}
+			if e.Type == transcript.TypeBranch {
+				pg.br.Add(p, e)
+				continue
+			}
+			m, ok := messageOf(e)
+			if !ok || peek != "" {
+				continue
+			}
+			if !pg.take(m, pg.br.ActiveFrom(e.TurnID, p)) {
+				// Full. The entries of its oldest turn just before it may
+				// hold the turn's own marker, which says its versions.
+				pg.page.NextCursor = encodePageCursor(key, pg.opt.Order, p+1)
+				peek = pg.page.Messages[len(pg.page.Messages)-1].TurnID
+			}
+		}
+		if start <= 0 {
+			return pg.end(v, 0)
+		}
+		pos = start
+		entries, _, err = store.ReadRange(ctx, st, key, pos-pg.chunk, pos)
 		if err != nil {
 			return MessagePage{}, err
 		}
+		start = pos - len(entries)
+	}
+}
+
+// end finishes a descending page that read the transcript back to
+// position walked, keeping what its markers said for the next page.
+func (pg *pager) end(v pageView, walked int) (MessagePage, error) {
+	v.from = min(v.from, walked)
+	v.marks = pg.br
+	pg.s.a.views.put(pg.s.key, v)
+	return pg.finish(), nil
+}
+
+// asc walks forward from pos (inclusive).
+func (pg *pager) asc(ctx context.Context, pos int) (MessagePage, error) {
+	s, st, key := pg.s, pg.s.a.cfg.Store, pg.s.key
+	entries, total, err := store.ReadRange(ctx, st, key, pos, pos+pg.chunk)
+	if err != nil {
+		return MessagePage{}, err
+	}
+	v, err := s.markers(ctx, pos, total)
+	if err != nil {
+		return MessagePage{}, err
+	}
+	pg.br = v.marks
+	for {
 		for i, e := range entries {
-			if m, ok := messageOf(e); ok {
-				if len(page.Messages) == limit {
-					page.NextCursor = encodePageCursor(s.key, opt.Order, pos+i)
-					return page, nil
-				}
-				page.Messages = append(page.Messages, m)
+			m, ok := messageOf(e)
+			if !ok {
+				continue
+			}
+			if !pg.take(m, pg.br.ActiveFrom(e.TurnID, pos+i)) {
+				pg.page.NextCursor = encodePageCursor(key, pg.opt.Order, pos+i)
+				return pg.ascEnd(ctx, v)
 			}
 		}
 		pos += len(entries)
 		if len(entries) == 0 || pos >= total {
-			return page, nil
+			return pg.ascEnd(ctx, v)
+		}
+		if entries, _, err = store.ReadRange(ctx, st, key, pos, pos+pg.chunk); err != nil {
+			return MessagePage{}, err
 		}
 	}
 }
 
-// Messages returns the newest limit messages, oldest first; all of them
-// when limit is zero or less.
+// ascEnd finishes an ascending page: the entries of its first turn before
+// it may hold the turn's own marker, which says its versions.
+func (pg *pager) ascEnd(ctx context.Context, v pageView) (MessagePage, error) {
+	if len(pg.page.Messages) > 0 {
+		from, err := pg.s.peekBack(ctx, pg.br, v.from, pg.page.Messages[0].TurnID)
+		if err != nil {
+			return MessagePage{}, err
+		}
+		v.from, v.marks = from, pg.br
+		pg.s.a.views.put(pg.s.key, v)
+	}
+	return pg.finish(), nil
+}
+
+// Messages returns the newest limit messages of the active branch, oldest
+// first; all of them when limit is zero or less.
 func (s *Session) Messages(ctx context.Context, limit int) ([]Message, error) {
 	if limit <= 0 {
 		entries, err := s.a.cfg.Store.Read(ctx, s.key)
 		if err != nil {
 			return nil, err
 		}
+		br := &history.Branches{}
+		for i := len(entries) - 1; i >= 0; i-- {
+			if entries[i].Type == transcript.TypeBranch {
+				br.Add(i, entries[i])
+			}
+		}
 		var out []Message
-		for _, e := range entries {
-			if m, ok := messageOf(e); ok {
+		for i, e := range entries {
+			if m, ok := messageOf(e); ok && br.ActiveFrom(e.TurnID, i) {
+				m.Branch = branchInfo(br, e.TurnID)
 				out = append(out, m)
 			}
 		}

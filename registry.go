@@ -26,6 +26,7 @@ type slot struct {
 	held    bool
 	waiters []chan struct{}
 	refs    int           // holders and waiters
+	writers int           // holders and waiters that write (access writing)
 	elem    *list.Element // in idle, when refs == 0
 	st      *state        // cached state; nil when unknown
 	// abandoned is a turn this process started and could not end (its
@@ -39,8 +40,9 @@ func newRegistry(max int) *registry {
 }
 
 // acquire waits for the session's turn, in arrival order, until ctx is
-// done.
-func (r *registry) acquire(ctx context.Context, k store.Key) (*slot, error) {
+// done. A writer (write) is counted until its release, so that writing
+// reports it.
+func (r *registry) acquire(ctx context.Context, k store.Key, write bool) (*slot, error) {
 	r.mu.Lock()
 	s := r.slots[k]
 	if s == nil {
@@ -52,6 +54,9 @@ func (r *registry) acquire(ctx context.Context, k store.Key) (*slot, error) {
 		s.elem = nil
 	}
 	s.refs++
+	if write {
+		s.writers++
+	}
 	if !s.held {
 		s.held = true
 		r.mu.Unlock()
@@ -69,6 +74,9 @@ func (r *registry) acquire(ctx context.Context, k store.Key) (*slot, error) {
 		for i, w := range s.waiters {
 			if w == ch {
 				s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
+				if write {
+					s.writers--
+				}
 				r.unref(s)
 				r.mu.Unlock()
 				return nil, ctx.Err()
@@ -76,15 +84,19 @@ func (r *registry) acquire(ctx context.Context, k store.Key) (*slot, error) {
 		}
 		r.mu.Unlock()
 		// The slot was handed to us as we gave up: pass it on.
-		r.release(s)
+		r.release(s, write)
 		return nil, ctx.Err()
 	}
 }
 
-// release hands the slot to the next waiter, or frees it.
-func (r *registry) release(s *slot) {
+// release hands the slot to the next waiter, or frees it; write is
+// acquire's.
+func (r *registry) release(s *slot, write bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if write {
+		s.writers--
+	}
 	if len(s.waiters) > 0 {
 		next := s.waiters[0]
 		s.waiters = s.waiters[1:]
@@ -94,6 +106,15 @@ func (r *registry) release(s *slot) {
 	}
 	s.held = false
 	r.unref(s)
+}
+
+// writing reports whether a call of this process that writes (a turn, an
+// approval's resumed turn) holds session k or waits for it.
+func (r *registry) writing(k store.Key) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.slots[k]
+	return s != nil && s.writers > 0
 }
 
 // unref drops one reference; r.mu is held.

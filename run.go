@@ -30,10 +30,11 @@ type run struct {
 	started time.Time
 	usage   transcript.Usage
 	texts   []string
-	prior   transcript.Usage // what the turn used before this call (a resumed turn)
-	stopped bool             // the consumer stopped taking events
-	wrote   bool             // something of this call is in the transcript
-	ended   bool             // the turn's end, or its pause, is recorded
+	prior   transcript.Usage   // what the turn used before this call (a resumed turn)
+	stopped bool               // the consumer stopped taking events
+	wrote   bool               // something of this call is in the transcript
+	ended   bool               // the turn's end, or its pause, is recorded
+	marker  *transcript.Branch // what a regenerate or an edit writes before the prompt
 	// held is the last step's answer when the turn ends with it: it is
 	// appended with the turn's end, in one durable write, rather than
 	// synced on its own just before it.
@@ -127,9 +128,15 @@ func (r *run) observe(ctx context.Context, o Observation) {
 	a.obs.emit(ctx, o)
 }
 
-// begin starts a turn with prompt.
+// begin starts a turn with prompt. A turn that replaces others begins with
+// its marker, written with the prompt in one durable write: the two are
+// never apart in the transcript.
 func (r *run) begin(ctx context.Context, prompt string) error {
-	if _, err := r.w.append(ctx, transcript.TypeUserMessage, r.turnID, "", transcript.UserMessage{Text: prompt}); err != nil {
+	items := []item{{transcript.TypeUserMessage, r.turnID, "", transcript.UserMessage{Text: prompt}}}
+	if r.marker != nil {
+		items = append([]item{{transcript.TypeBranch, r.turnID, "", *r.marker}}, items...)
+	}
+	if _, err := r.w.appendAll(ctx, items); err != nil {
 		return err
 	}
 	r.wrote = true
@@ -473,12 +480,20 @@ func (r *run) pause(ctx context.Context) error {
 
 func (r *run) result(status transcript.Status) *Result {
 	return &Result{
-		SessionID: r.s.key.ID,
-		TurnID:    r.turnID,
-		Status:    status,
-		Text:      strings.Join(r.texts, "\n\n"),
-		Usage:     r.turnUsage(),
+		SessionID:  r.s.key.ID,
+		TurnID:     r.turnID,
+		Status:     status,
+		Text:       strings.Join(r.texts, "\n\n"),
+		Usage:      r.turnUsage(),
+		Supersedes: r.supersedes(),
 	}
+}
+
+func (r *run) supersedes() []string {
+	if r.marker == nil {
+		return nil
+	}
+	return r.marker.Supersedes
 }
 
 // end records the turn's end (after a governance notice, when there is

@@ -93,11 +93,11 @@ func (s *Session) with(ctx context.Context, mode access, fn func(ctx context.Con
 	if s.a.closed.Load() {
 		return ErrClosed
 	}
-	sl, err := s.a.reg.acquire(ctx, s.key)
+	sl, err := s.a.reg.acquire(ctx, s.key, mode == writing)
 	if err != nil {
 		return err
 	}
-	defer s.a.reg.release(sl)
+	defer s.a.reg.release(sl, mode == writing)
 	if mode == writing {
 		unlock, err := s.a.lockStore(ctx, s.key)
 		if err != nil {
@@ -289,16 +289,29 @@ type item struct {
 // durable write when the store can (store.AppendBatch): what is ready
 // together is synced together. Errors are append's.
 func (w writer) appendAll(ctx context.Context, items []item) ([]transcript.Entry, error) {
-	a := w.s.a
 	entries := make([]transcript.Entry, len(items))
-	head := w.sl.st.head
+	data := make([]any, len(items))
 	for i, it := range items {
-		e, err := transcript.New(a.now(), it.typ, it.turnID, it.data)
+		e, err := transcript.New(w.s.a.now(), it.typ, it.turnID, it.data)
 		if err != nil {
 			return nil, err
 		}
-		e.ParentID, e.Status = head, it.status
-		entries[i], head = e, e.ID
+		e.Status = it.status
+		entries[i], data[i] = e, it.data
+	}
+	return entries, w.appendEntries(ctx, entries, data)
+}
+
+// appendEntries appends entries after the session's head, chaining their
+// parentIds, in one durable write when the store can. data[i], when data
+// is not nil, is the value entries[i]'s data was made from. Errors are
+// append's.
+func (w writer) appendEntries(ctx context.Context, entries []transcript.Entry, data []any) error {
+	a := w.s.a
+	head := w.sl.st.head
+	for i := range entries {
+		entries[i].ParentID = head
+		head = entries[i].ID
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 	defer cancel()
@@ -311,12 +324,16 @@ func (w writer) appendAll(ctx context.Context, items []item) ([]transcript.Entry
 	if err != nil {
 		w.sl.st = nil
 		if errors.Is(err, store.ErrConflict) {
-			return entries, fmt.Errorf("%w: %w", ErrBusy, err)
+			return fmt.Errorf("%w: %w", ErrBusy, err)
 		}
-		return entries, fmt.Errorf("spool: session %s: %w", w.s.key, err)
+		return fmt.Errorf("spool: session %s: %w", w.s.key, err)
 	}
 	for i, e := range entries {
-		w.sl.st.apply(e, items[i].data)
+		var d any
+		if data != nil {
+			d = data[i]
+		}
+		w.sl.st.apply(e, d)
 	}
-	return entries, nil
+	return nil
 }

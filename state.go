@@ -124,6 +124,18 @@ func (st *state) apply(e transcript.Entry, data any) {
 		if (ok || e.DecodeData(&m) == nil) && m.ToolMode.Valid() {
 			st.mode = m.ToolMode
 		}
+	case transcript.TypeFork:
+		// A forked session starts with the mode and the grants of its
+		// source's turn.
+		f, ok := data.(transcript.Fork)
+		if ok || e.DecodeData(&f) == nil {
+			if f.ToolMode.Valid() {
+				st.mode = f.ToolMode
+			}
+			for _, t := range f.ApprovedTools {
+				st.approved[t] = true
+			}
+		}
 	case transcript.TypeTurnEnd:
 		end, ok := data.(transcript.TurnEnd)
 		if ok || e.DecodeData(&end) == nil {

@@ -36,39 +36,62 @@ func (s *Session) Stream(ctx context.Context, prompt string) iter.Seq2[Event, er
 			yield(Event{}, ErrEmptyPrompt)
 			return
 		}
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		// Without a store lock, another process may append first; until
-		// this turn has written anything, that only means starting over
-		// from the new head.
-		deadline := time.Now().Add(s.a.cfg.BusyTimeout)
-		for attempt := 1; ; attempt++ {
-			var r *run
-			err := s.with(ctx, writing, func(ctx context.Context, sl *slot) error {
-				if len(sl.st.pending) > 0 {
-					return fmt.Errorf("%w (session %s)", ErrApprovalPending, s.key)
-				}
-				if err := s.settleOpenTurn(ctx, sl); err != nil {
-					return err
-				}
-				created := sl.st.count == 0
-				r = s.newRun(sl, yield, cancel, transcript.NewID(s.a.now()))
-				if err := r.settle(ctx, r.begin(ctx, prompt)); err != nil {
-					return err
-				}
-				if created && !s.a.cfg.Retention.Unlimited() {
-					s.a.prune(ctx)
-				}
-				return nil
-			})
-			if err != nil && errors.Is(err, store.ErrConflict) && (r == nil || !r.wrote) && time.Now().Before(deadline) {
-				if sleepCtx(ctx, backoff(attempt)) == nil {
-					continue
-				}
+		s.newTurn(ctx, yield, true, func(context.Context, *slot, string) (opening, error) {
+			return opening{prompt: prompt}, nil
+		})
+	}
+}
+
+// opening is how a new turn begins: its prompt, after a marker when the
+// turn replaces others (a regenerate or an edit).
+type opening struct {
+	prompt string
+	marker *transcript.Branch
+}
+
+// newTurn runs a new turn to its end (or pause), passing its events to
+// yield: open says, holding the session, how the turn begins, given its
+// id. A turn of this process or another still running on the session is
+// waited for when wait is set, and is ErrTurnRunning otherwise.
+func (s *Session) newTurn(ctx context.Context, yield func(Event, error) bool, wait bool, open func(ctx context.Context, sl *slot, turnID string) (opening, error)) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Without a store lock, another process may append first; until
+	// this turn has written anything, that only means starting over
+	// from the new head.
+	deadline := time.Now().Add(s.a.cfg.BusyTimeout)
+	for attempt := 1; ; attempt++ {
+		var r *run
+		err := s.with(ctx, writing, func(ctx context.Context, sl *slot) error {
+			if len(sl.st.pending) > 0 {
+				return fmt.Errorf("%w (session %s)", ErrApprovalPending, s.key)
 			}
-			yieldError(yield, r, err)
-			return
+			if err := s.settleOpenTurn(ctx, sl, wait); err != nil {
+				return err
+			}
+			created := sl.st.count == 0
+			turnID := transcript.NewID(s.a.now())
+			o, err := open(ctx, sl, turnID)
+			if err != nil {
+				return err
+			}
+			r = s.newRun(sl, yield, cancel, turnID)
+			r.marker = o.marker
+			if err := r.settle(ctx, r.begin(ctx, o.prompt)); err != nil {
+				return err
+			}
+			if created && !s.a.cfg.Retention.Unlimited() {
+				s.a.prune(ctx)
+			}
+			return nil
+		})
+		if err != nil && errors.Is(err, store.ErrConflict) && (r == nil || !r.wrote) && time.Now().Before(deadline) {
+			if sleepCtx(ctx, backoff(attempt)) == nil {
+				continue
+			}
 		}
+		yieldError(yield, r, err)
+		return
 	}
 }
 
@@ -103,8 +126,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // this one: a process that died mid-turn, or one still running elsewhere.
 // Holding the store's lock (or with no other writer), a dead turn is
 // closed as cancelled. Without a lock, a turn still recently active may be
-// running in another process: wait for it up to BusyTimeout, then ErrBusy.
-func (s *Session) settleOpenTurn(ctx context.Context, sl *slot) error {
+// running in another process: with wait, wait for it up to BusyTimeout,
+// then ErrBusy; without, ErrTurnRunning at once.
+func (s *Session) settleOpenTurn(ctx context.Context, sl *slot, wait bool) error {
 	_, locked := s.a.cfg.Store.(store.Locker)
 	deadline := time.Now().Add(s.a.cfg.BusyTimeout)
 	for sl.st.open != nil {
@@ -119,6 +143,9 @@ func (s *Session) settleOpenTurn(ctx context.Context, sl *slot) error {
 				sl.abandoned = ""
 			}
 			return err
+		}
+		if !wait {
+			return fmt.Errorf("%w (session %s, in another process)", ErrTurnRunning, s.key)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w (session %s)", ErrBusy, s.key)
