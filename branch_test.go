@@ -236,7 +236,7 @@ func TestBranchRefusals(t *testing.T) {
 	}
 	res := send(t, s, ctx, "hello")
 	for name, err := range map[string]error{
-		"edit of an unknown turn": errOf(s.Edit(ctx, "nope", "x")),
+		"edit of an unknown turn":   errOf(s.Edit(ctx, "nope", "x")),
 		"switch to an unknown turn": s.SwitchBranch(ctx, "nope"),
 		"edit to a blank text":      errOf(s.Edit(ctx, res.TurnID, "  ")),
 	} {
