@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,12 +17,23 @@ import (
 // unmodified useChat / DefaultChatTransport client works against spool:
 //
 //   - The request is {id, messages, trigger, messageId}. The chat id is
-//     the session id. Only the newest message is read: a user message's
-//     text parts are the prompt (the history comes from the transcript,
-//     never from the client), and an assistant message whose tool parts
-//     are in state "approval-responded" answers those approvals, which
-//     resumes the turn. trigger "regenerate-message" is refused: a
-//     transcript is append-only.
+//     the session id. The newest message is what is asked: a user
+//     message's text parts are the prompt (the history comes from the
+//     transcript, never from the client), and an assistant message whose
+//     tool parts are in state "approval-responded" answers those
+//     approvals, which resumes the turn.
+//   - The earlier messages only place the newest one (aiTarget): a list
+//     that stops short of the session's newest turn, with the newest user
+//     message where an earlier question was, is an edit of that question
+//     (spool.Session.Edit), and so is submit-message with the messageId of
+//     the user message it replaces (useChat's sendMessage({messageId})).
+//     trigger "regenerate-message" (regenerate()) answers the turn again:
+//     the newest turn with Regenerate, an earlier one (regenerate({
+//     messageId})) with an edit of it to the same question. Assistant
+//     messages are placed by their ids, which are the ids of the turns
+//     (the start chunk's messageId); a list with no assistant message and
+//     no messageId always asks a new question, so that a client sending
+//     only its newest message keeps working.
 //   - The response is SSE "data: <chunk JSON>" lines: start (messageId:
 //     the turn id, or for a resumed turn the id of the message it
 //     continues), start-step, text-start/text-delta/text-end,
@@ -70,12 +82,9 @@ func (s *Server) handleAIChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch req.Trigger {
-	case "", "submit-message":
-	case "regenerate-message":
-		s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, "regenerating a message is not supported: spool transcripts are append-only; send a new message instead"))
-		return
+	case "", "submit-message", "regenerate-message":
 	default:
-		s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, `"trigger" must be "submit-message"`))
+		s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, `"trigger" must be "submit-message" or "regenerate-message"`))
 		return
 	}
 	if req.ID == "" {
@@ -101,19 +110,29 @@ func (s *Server) handleAIChat(w http.ResponseWriter, r *http.Request) {
 	var events iter.Seq2[spool.Event, error]
 	switch last.Role {
 	case "user":
-		var texts []string
-		for _, p := range last.Parts {
-			if p.Type == "text" {
-				texts = append(texts, p.Text)
-			}
-		}
-		prompt := strings.Join(texts, "\n")
+		prompt := userText(last)
 		if strings.TrimSpace(prompt) == "" {
 			s.writeError(w, r, errf(http.StatusBadRequest, CodeEmptyPrompt, "the newest user message has no text"))
 			return
 		}
-		events = sess.Stream(ctx, prompt)
+		t, err := aiTarget(ctx, sess, req)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		switch {
+		case t.regenerate:
+			events = sess.RegenerateStream(ctx)
+		case t.turn != "":
+			events = sess.EditStream(ctx, t.turn, prompt)
+		default:
+			events = sess.Stream(ctx, prompt)
+		}
 	case "assistant":
+		if req.Trigger == "regenerate-message" {
+			s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, "regenerate-message needs the messages up to the user message whose answer is regenerated"))
+			return
+		}
 		answers := approvalAnswers(last)
 		if len(answers) == 0 {
 			s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, "the newest message is neither a user message nor an assistant message with answered approvals"))
@@ -133,6 +152,92 @@ func (s *Server) handleAIChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	aw.run(events)
+}
+
+// aiAction is what a request whose newest message is a user message
+// asks: a new turn (the zero aiAction), the newest turn answered again
+// (regenerate), or the question of turn asked again as the newest
+// message's text.
+type aiAction struct {
+	regenerate bool
+	turn       string
+}
+
+// aiTarget places the newest user message of req in the session's active
+// branch (see the protocol notes above). The common request, a new
+// question after the newest answer, costs a read of the newest message;
+// placing an edit reads the session's messages.
+func aiTarget(ctx context.Context, sess *spool.Session, req aiChatRequest) (aiAction, error) {
+	msgs := req.Messages
+	last, prefix := msgs[len(msgs)-1], msgs[:len(msgs)-1]
+	regen := req.Trigger == "regenerate-message"
+	anchor, after := -1, 0 // the last assistant message before it, and the user messages since
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i].Role == "assistant" {
+			anchor = i
+			break
+		}
+		if prefix[i].Role == "user" {
+			after++
+		}
+	}
+	if !regen && anchor < 0 && req.MessageID == "" {
+		return aiAction{}, nil
+	}
+	newest, err := sess.Messages(ctx, 1)
+	if err != nil {
+		return aiAction{}, err
+	}
+	if len(newest) == 0 {
+		return aiAction{}, nil // nothing to edit or regenerate: ask
+	}
+	if !regen && req.MessageID == "" && prefix[anchor].ID == newest[0].TurnID && after == 0 {
+		return aiAction{}, nil
+	}
+	all, err := sess.Messages(ctx, 0)
+	if err != nil {
+		return aiAction{}, err
+	}
+	var turns []string
+	texts := map[string]string{}
+	for _, m := range all {
+		if m.Role == "user" && !slices.Contains(turns, m.TurnID) {
+			turns = append(turns, m.TurnID)
+			texts[m.TurnID] = m.Text
+		}
+		if m.Role == "user" && m.ID == req.MessageID {
+			req.MessageID = m.TurnID // the id of a user message the server gave
+		}
+	}
+	j := -1
+	switch {
+	case slices.Contains(turns, req.MessageID):
+		j = slices.Index(turns, req.MessageID)
+	case anchor >= 0 && slices.Contains(turns, prefix[anchor].ID):
+		j = slices.Index(turns, prefix[anchor].ID) + 1 + after
+	case anchor < 0 && (regen || req.MessageID != ""):
+		j = after // every message before it is a question
+	}
+	if j < 0 || j >= len(turns) {
+		if regen {
+			return aiAction{regenerate: true}, nil
+		}
+		return aiAction{}, nil // it follows the newest turn, or nothing places it: ask
+	}
+	if regen && j == len(turns)-1 && userText(last) == texts[turns[j]] {
+		return aiAction{regenerate: true}, nil
+	}
+	return aiAction{turn: turns[j]}, nil
+}
+
+func userText(m uiMessage) string {
+	var texts []string
+	for _, p := range m.Parts {
+		if p.Type == "text" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
 }
 
 // approvalAnswers returns the approvals a message answers: its tool parts

@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/server"
+	"github.com/spool-go/spool/transcript"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -171,15 +173,15 @@ func TestAIChatGolden(t *testing.T) {
 func TestAIChatBadRequests(t *testing.T) {
 	e := newEnv(t, spool.Config{}, server.Options{})
 	cases := map[string]any{
-		"no id":         map[string]any{"messages": []any{userMsg("u", "hi")}},
-		"no messages":   map[string]any{"id": "c"},
-		"regenerate":    map[string]any{"id": "c", "messages": []any{userMsg("u", "hi")}, "trigger": "regenerate-message"},
-		"blank text":    map[string]any{"id": "c", "messages": []any{userMsg("u", " ")}},
-		"invalid id":    map[string]any{"id": "a/b", "messages": []any{userMsg("u", "hi")}},
-		"no answers":    map[string]any{"id": "c", "messages": []any{map[string]any{"id": "a", "role": "assistant", "parts": []any{}}}},
-		"system":        map[string]any{"id": "c", "messages": []any{map[string]any{"id": "s", "role": "system", "parts": []any{}}}},
-		"malformed":     `{"id":`,
-		"wrong trigger": map[string]any{"id": "c", "messages": []any{userMsg("u", "hi")}, "trigger": "nope"},
+		"no id":                              map[string]any{"messages": []any{userMsg("u", "hi")}},
+		"no messages":                        map[string]any{"id": "c"},
+		"regenerate of an assistant message": map[string]any{"id": "c", "messages": []any{userMsg("u", "hi"), map[string]any{"id": "a", "role": "assistant", "parts": []any{}}}, "trigger": "regenerate-message"},
+		"blank text":                         map[string]any{"id": "c", "messages": []any{userMsg("u", " ")}},
+		"invalid id":                         map[string]any{"id": "a/b", "messages": []any{userMsg("u", "hi")}},
+		"no answers":                         map[string]any{"id": "c", "messages": []any{map[string]any{"id": "a", "role": "assistant", "parts": []any{}}}},
+		"system":                             map[string]any{"id": "c", "messages": []any{map[string]any{"id": "s", "role": "system", "parts": []any{}}}},
+		"malformed":                          `{"id":`,
+		"wrong trigger":                      map[string]any{"id": "c", "messages": []any{userMsg("u", "hi")}, "trigger": "nope"},
 	}
 	for name, body := range cases {
 		r := e.post("/api/chat", body)
@@ -190,22 +192,31 @@ func TestAIChatBadRequests(t *testing.T) {
 	}
 }
 
+// aiClient installs the "ai" package (npmPackages), copies
+// testdata/aisdk/script beside it, and returns node and the folder to run
+// the script in.
+func aiClient(t *testing.T, script string) (node, dir string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the AI SDK client test installs an npm package")
+	}
+	node, dir = npmPackages(t, "ai@6.0.326")
+	b, err := os.ReadFile(filepath.Join("testdata", "aisdk", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, script), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return node, dir
+}
+
 // The real client: the "ai" package's AbstractChat and
 // DefaultChatTransport (what useChat runs) against this server, approvals
 // included. Needs node and npm (the package is installed once into the
 // user's cache folder); skipped without them, except under CI=true.
 func TestAIChatRealClient(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the AI SDK client test installs an npm package")
-	}
-	node, dir := npmPackages(t, "ai@6.0.326")
-	script, err := os.ReadFile(filepath.Join("testdata", "aisdk", "chat.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "chat.mjs"), script, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	node, dir := aiClient(t, "chat.mjs")
 	e := newEnv(t, spool.Config{}, server.Options{})
 	ctx, cancel := contextWithTimeout(t, 60*time.Second)
 	defer cancel()
@@ -267,5 +278,95 @@ func TestAIChatRealClient(t *testing.T) {
 	// The session holds the four turns, each once.
 	if got := userTexts(t, e.transcriptOf("", "aisdk-chat")); len(got) != 4 {
 		t.Fatalf("transcript turns %q", got)
+	}
+}
+
+// TestAIChatBranchesRealClient: useChat's regenerate() and edit flows,
+// unchanged, with the real client: regenerate() of the newest answer,
+// sendMessage({messageId}) replacing the first question, the list cut by
+// hand and a new question sent after it, and regenerate({messageId}) of an
+// earlier answer. Each becomes a marker and a new turn in the session, and
+// the client's messages are the session's active branch.
+func TestAIChatBranchesRealClient(t *testing.T) {
+	node, dir := aiClient(t, "branches.mjs")
+	e := newEnv(t, spool.Config{}, server.Options{})
+	ctx, cancel := contextWithTimeout(t, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "branches.mjs", e.http.URL+"/api/chat")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
+	}
+	var got struct {
+		Errors []string
+		Steps  []struct {
+			Name, Status string
+			Messages     []struct{ ID, Line string }
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.Errors) > 0 {
+		t.Fatalf("client errors %v\n%s", got.Errors, out)
+	}
+	want := map[string][]string{
+		"two turns":    {"user: one", "assistant: echo: one", "user: two", "assistant: echo: two"},
+		"regenerate()": {"user: one", "assistant: echo: one", "user: two", "assistant: echo: two"},
+		"sendMessage({messageId}) of the first question": {"user: uno", "assistant: echo: uno"},
+		"setMessages(first two), then sendMessage":       {"user: uno", "assistant: echo: uno", "user: DOS", "assistant: echo: DOS"},
+		"regenerate({messageId}) of the second answer":   {"user: uno", "assistant: echo: uno", "user: DOS", "assistant: echo: DOS"},
+	}
+	session := e.transcriptOf("", "aisdk-branches")
+	checkChain(t, session)
+	var server []string
+	active := func() []string {
+		r := e.get("/v1/sessions/aisdk-branches/messages?order=asc")
+		var page struct{ Messages []spool.Message }
+		r.json(t, &page)
+		var ids []string
+		for _, m := range page.Messages {
+			if m.Role == "assistant" {
+				ids = append(ids, m.TurnID)
+			}
+		}
+		return ids
+	}
+	for _, st := range got.Steps {
+		var lines, ids []string
+		for i, m := range st.Messages {
+			lines = append(lines, m.Line)
+			if i%2 == 1 {
+				ids = append(ids, m.ID)
+			}
+		}
+		if st.Status != "ready" || strings.Join(lines, "\n") != strings.Join(want[st.Name], "\n") {
+			t.Fatalf("%s: status %s, messages\n  %s\nwant\n  %s", st.Name, st.Status, strings.Join(lines, "\n  "), strings.Join(want[st.Name], "\n  "))
+		}
+		server = ids
+	}
+	// The client's assistant messages are the session's active turns.
+	if got := active(); strings.Join(got, ",") != strings.Join(server, ",") {
+		t.Fatalf("the session's active branch is %v, the client shows %v", got, server)
+	}
+	// One marker per regenerate and edit, each of the kind the client asked.
+	var kinds []string
+	for _, en := range session {
+		if en.Type == transcript.TypeBranch {
+			var b transcript.Branch
+			en.DecodeData(&b)
+			kinds = append(kinds, string(b.Kind)+":"+strconv.Itoa(len(b.Supersedes)))
+		}
+	}
+	if strings.Join(kinds, " ") != "regenerate:1 edit:2 edit:2 edit:2" {
+		t.Fatalf("markers %v", kinds)
+	}
+	if n := len(userTexts(t, session)); n != 9 {
+		t.Fatalf("%d questions in the transcript, want 9 (nothing rewritten)", n)
 	}
 }

@@ -9,10 +9,14 @@
 //	GET    /v1/sessions                            ?limit=&cursor= → {"sessions":[…],"nextCursor":…|null}
 //	GET    /v1/sessions/{id}                       the session's info
 //	DELETE /v1/sessions/{id}                       204
-//	GET    /v1/sessions/{id}/messages              ?limit=&order=asc|desc&cursor= → {"messages":[…],"nextCursor":…|null}
+//	GET    /v1/sessions/{id}/messages              ?limit=&order=asc|desc&cursor=&branches=active|all → {"messages":[…],"nextCursor":…|null}
 //	GET    /v1/sessions/{id}/history               what the next model request carries → {"messages":[…]}
 //	GET    /v1/sessions/{id}/approvals             pending approvals → {"approvals":[…]}
 //	POST   /v1/sessions/{id}/approvals/{approval}  {"decision":"allow"|"deny","scope"?:"once"|"session","reason"?} → resumes the turn: SSE or JSON
+//	POST   /v1/sessions/{id}/regenerate            {} or no body → the newest turn answered again: SSE or JSON
+//	POST   /v1/sessions/{id}/turns/{turn}/edit     {"text"} → the turn's question asked as text, in its place: SSE or JSON
+//	POST   /v1/sessions/{id}/turns/{turn}/switch   → 204: that version of its place is active again
+//	POST   /v1/sessions/{id}/fork                  {"atTurn","sessionId"?} → 201 with the new session's info
 //	POST   /api/chat                               the AI SDK UI message stream protocol (useChat)
 //	POST   /mcp                                    the agent as a stateless MCP server (streamable HTTP), tool "send_message"
 //	POST   /channels/<name>/…                      the webhooks of Options.Channels (server/channel/slack, telegram, discord)
@@ -27,6 +31,23 @@
 //
 // A turn's JSON answer is a spool.Result: {"sessionId","turnId","status",
 // "text","usage",…}; status "awaiting_approval" lists "pendingApprovals".
+//
+// # Branches
+//
+// A conversation is a tree kept in an append-only transcript (see package
+// spool's Regenerate, Edit, SwitchBranch and Agent.Fork). The messages
+// route shows the active branch; a message of a turn with other versions
+// carries "branch":{"index","count","turns"} ("2 / 3", and the turn ids to
+// switch to), and branches=all lists every branch, messages off the
+// active one marked "superseded":true. Regenerate and edit answer like
+// /chat, their Result naming the turns they replaced ("supersedes").
+// Regenerate, edit and switch are refused with 409 while a turn runs
+// (turn_running) or an approval is pending (approval_pending); edit and
+// switch with 409 not_on_branch for a turn off the active branch; a turn
+// id the session does not have (on a user-scoped agent: another user's)
+// is 404 turn_not_found. Fork copies the active branch up to atTurn into
+// a new session of the caller's, 409 session_exists for a sessionId in
+// use.
 //
 // # Event streams
 //
@@ -83,9 +104,11 @@
 // limit, order or cursor, a session id in a body that no session can
 // have), 401, 403, 404 (an unknown route; a session that does
 // not exist or is not the caller's, including an id in a URL that no
-// session can have; an approval not pending), 405 with Allow, 409 (an
-// approval is pending; another process is running a turn on the session,
-// with Retry-After), 408 (request_timeout: the body did not arrive within
+// session can have; an approval not pending; a turn the session does not
+// have), 405 with Allow, 409 (an approval is pending; another process is
+// running a turn on the session, with Retry-After; a turn is running, or
+// is off the active branch, for regenerate, edit and switch; a fork's
+// session id is taken), 408 (request_timeout: the body did not arrive within
 // Options.ReadTimeout, 30 seconds by default), 410 (the session expired
 // with an approval pending), 413 (a body over Options.MaxBodyBytes, 1 MiB
 // by default), 429 (the

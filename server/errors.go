@@ -28,9 +28,13 @@ const (
 	CodeNotFound         = "not_found"          // 404: no such route
 	CodeSessionNotFound  = "session_not_found"  // 404: unknown, or not the caller's
 	CodeApprovalNotFound = "approval_not_found" // 404: no such pending approval
+	CodeTurnNotFound     = "turn_not_found"     // 404: no such turn in the session (or none to regenerate)
 	CodeMethodNotAllowed = "method_not_allowed" // 405, with Allow
 	CodeApprovalPending  = "approval_pending"   // 409: answer the pending approval first
 	CodeSessionBusy      = "session_busy"       // 409: another process is running a turn; retry
+	CodeTurnRunning      = "turn_running"       // 409: a turn is running on the session (regenerate, edit, switch), or has not ended (fork)
+	CodeNotOnBranch      = "not_on_branch"      // 409: the turn is not on the active branch (edit, switch)
+	CodeSessionExists    = "session_exists"     // 409: the fork's sessionId names a session that exists
 	CodeRequestTimeout   = "request_timeout"    // 408: the body did not arrive within Options.ReadTimeout
 	CodeSessionExpired   = "session_expired"    // 410: expired with an approval pending
 	CodeBodyTooLarge     = "body_too_large"     // 413
@@ -85,6 +89,14 @@ func apiErrorFor(err error) *apiError {
 		return &apiError{Status: http.StatusConflict, Code: CodeSessionBusy, Message: "another process is running a turn on this session; retry shortly", RetryAfter: 1}
 	case errors.Is(err, spool.ErrNoApproval):
 		return errf(http.StatusNotFound, CodeApprovalNotFound, "no such approval is pending on this session")
+	case errors.Is(err, spool.ErrNoTurn):
+		return errf(http.StatusNotFound, CodeTurnNotFound, "no such turn in this session (GET /v1/sessions/{id}/messages lists them), or no turn to regenerate")
+	case errors.Is(err, spool.ErrTurnRunning):
+		return errf(http.StatusConflict, CodeTurnRunning, "a turn is running on this session: wait for it to end, or stop it, first")
+	case errors.Is(err, spool.ErrNotOnBranch):
+		return errf(http.StatusConflict, CodeNotOnBranch, "the turn is not on the active branch: switch to it (or to the version of an earlier turn it follows) first")
+	case errors.Is(err, spool.ErrSessionExists):
+		return errf(http.StatusConflict, CodeSessionExists, `a session with that "sessionId" exists; leave it out for a fresh id`)
 	case errors.Is(err, store.ErrSessionExpired):
 		return errf(http.StatusGone, CodeSessionExpired, "the session expired with an approval pending; the approval can no longer be answered")
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalidKey):

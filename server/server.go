@@ -272,6 +272,10 @@ func (s *Server) routes() {
 	handle("GET", "/v1/sessions/{id}/history", s.handleHistory)
 	handle("GET", "/v1/sessions/{id}/approvals", s.handleApprovals)
 	handle("POST", "/v1/sessions/{id}/approvals/{approvalId}", s.handleDecide)
+	handle("POST", "/v1/sessions/{id}/regenerate", s.handleRegenerate)
+	handle("POST", "/v1/sessions/{id}/turns/{turnId}/edit", s.handleEdit)
+	handle("POST", "/v1/sessions/{id}/turns/{turnId}/switch", s.handleSwitch)
+	handle("POST", "/v1/sessions/{id}/fork", s.handleFork)
 	handle("POST", "/api/chat", s.handleAIChat)
 	// Stateless MCP: every request is a POST; there is no session to
 	// resume (GET) or end (DELETE).

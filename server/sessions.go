@@ -119,7 +119,11 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// handleMessages is GET /v1/sessions/{id}/messages?limit=&order=&cursor=.
+// handleMessages is GET /v1/sessions/{id}/messages?limit=&order=&cursor=&branches=:
+// the messages of the active branch (branches=active, the default) or of
+// every branch (branches=all, those off the active branch marked
+// "superseded"), each of a turn with other versions carrying
+// "branch":{"index","count","turns"}.
 func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 	ctx, sess, ok := s.existing(w, r)
 	if !ok {
@@ -136,7 +140,16 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, "order must be asc or desc"))
 		return
 	}
-	page, err := sess.Page(ctx, spool.PageOptions{Limit: limit, Order: order, Cursor: q.Get("cursor")})
+	var all bool
+	switch q.Get("branches") {
+	case "", "active":
+	case "all":
+		all = true
+	default:
+		s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, "branches must be active or all"))
+		return
+	}
+	page, err := sess.Page(ctx, spool.PageOptions{Limit: limit, Order: order, Cursor: q.Get("cursor"), AllBranches: all})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
