@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spool-go/spool"
@@ -25,6 +26,11 @@ const chatHelp = `commands:
   /open ID             continue another session
   /new                 start a new session
   /history             show what the next request carries
+  /retry               answer your last question again (the first answer is kept)
+  /edit [N]            change your last question, or your N-th: the old text is
+                       in the line to edit, and the answer starts again from there
+  /branches [N K]      list the questions that have other versions; with N K,
+                       go back to version K of question N
   /mode ask|auto|off   set how tool calls are treated
   /call TOOL {JSON}    have the echo model call a tool (get_time, save_note)
   /help                this list
@@ -356,6 +362,14 @@ func (c *chat) command(line string) error {
 		for _, m := range msgs {
 			c.say("%s: %s", m.Role, printable(m.Content))
 		}
+	case "/retry":
+		return c.turn(func(ctx context.Context, _ string) iter.Seq2[spool.Event, error] {
+			return c.sess.RegenerateStream(ctx)
+		}, "")
+	case "/edit":
+		return c.edit(arg)
+	case "/branches":
+		return c.branches(arg)
 	case "/mode":
 		if err := c.sess.SetToolMode(c.ctx, transcript.ToolMode(arg)); err != nil {
 			return err
@@ -363,6 +377,122 @@ func (c *chat) command(line string) error {
 		c.say("tool mode %s", arg)
 	default:
 		return fmt.Errorf("unknown command %s (/help lists them)", cmd)
+	}
+	return nil
+}
+
+// questions returns the questions of the session's active branch, oldest
+// first: the user message that opens each turn.
+func (c *chat) questions() ([]spool.Message, error) {
+	msgs, err := c.sess.Messages(c.ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []spool.Message
+	for _, m := range msgs {
+		if m.Role == model.RoleUser && (len(out) == 0 || out[len(out)-1].TurnID != m.TurnID) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// question returns question n (1-based) of qs, or the last when arg is
+// empty.
+func question(qs []spool.Message, arg, cmd string) (int, error) {
+	if len(qs) == 0 {
+		return 0, fmt.Errorf("%s: this session has no question yet", cmd)
+	}
+	if arg == "" {
+		return len(qs) - 1, nil
+	}
+	n, err := strconv.Atoi(arg)
+	if err != nil || n < 1 || n > len(qs) {
+		return 0, fmt.Errorf("%s: N must be a question's number, 1 to %d (/branches lists them)", cmd, len(qs))
+	}
+	return n - 1, nil
+}
+
+// edit is /edit [N]: the question in the line editor, changed by the
+// person, asked again in its place.
+func (c *chat) edit(arg string) error {
+	qs, err := c.questions()
+	if err != nil {
+		return err
+	}
+	i, err := question(qs, arg, "/edit")
+	if err != nil {
+		return err
+	}
+	if !c.interactive {
+		c.note("(the next line is the new text of question %d)", i+1)
+	}
+	line, err := c.in.Edit(c.out.paint(c.out.user, "edit> "), qs[i].Text)
+	switch {
+	case errors.Is(err, errInterrupt):
+		c.note("(edit cancelled)")
+		return nil
+	case err != nil:
+		return err
+	}
+	if strings.TrimSpace(line) == "" {
+		c.note("(edit cancelled: the text is empty)")
+		return nil
+	}
+	turnID := qs[i].TurnID
+	return c.turn(func(ctx context.Context, text string) iter.Seq2[spool.Event, error] {
+		return c.sess.EditStream(ctx, turnID, text)
+	}, line)
+}
+
+// branches is /branches [N K]: the questions with other versions, or
+// version K of question N made active again.
+func (c *chat) branches(arg string) error {
+	qs, err := c.questions()
+	if err != nil {
+		return err
+	}
+	if arg == "" {
+		found := false
+		for i, q := range qs {
+			if q.Branch != nil {
+				found = true
+				c.say("%3d  %d/%d  %s", i+1, q.Branch.Index, q.Branch.Count, clip(strings.Join(strings.Fields(printable(q.Text)), " "), 80))
+			}
+		}
+		if !found {
+			c.say("no question has another version (/retry and /edit make them)")
+			return nil
+		}
+		c.say("/branches N K goes back to version K of question N")
+		return nil
+	}
+	f := strings.Fields(arg)
+	if len(f) != 2 {
+		return errors.New("/branches takes no argument (a list), or N K: question N, version K")
+	}
+	i, err := question(qs, f[0], "/branches")
+	if err != nil {
+		return err
+	}
+	b := qs[i].Branch
+	k, err := strconv.Atoi(f[1])
+	if b == nil {
+		return fmt.Errorf("/branches: question %d has no other version", i+1)
+	}
+	if err != nil || k < 1 || k > b.Count {
+		return fmt.Errorf("/branches: K must be a version of question %d, 1 to %d", i+1, b.Count)
+	}
+	if err := c.sess.SwitchBranch(c.ctx, b.Turns[k-1]); err != nil {
+		return err
+	}
+	c.note("question %d is at version %d of %d", i+1, k, b.Count)
+	msgs, err := c.sess.Messages(c.ctx, 4)
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		c.note("  %s: %s", m.Role, clip(strings.Join(strings.Fields(printable(m.Text)), " "), 100))
 	}
 	return nil
 }

@@ -172,7 +172,7 @@ func TestChatHelpListsEveryCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, cmd := range []string{"/sessions", "/open", "/new", "/history", "/mode", "/call", "/help", "/quit"} {
+	for _, cmd := range []string{"/sessions", "/open", "/new", "/history", "/retry", "/edit", "/branches", "/mode", "/call", "/help", "/quit"} {
 		if !strings.Contains(out, "\n  "+cmd+" ") {
 			t.Errorf("/help leaves out %s:\n%s", cmd, out)
 		}

@@ -27,6 +27,9 @@ type input interface {
 	// Answer is Line for the answer to a question (an approval): it is
 	// kept out of the prompt history.
 	Answer(prompt string) (string, error)
+	// Edit is Line with text already typed, for the person to change: a
+	// question being edited. From a pipe, the next line is the new text.
+	Edit(prompt, text string) (string, error)
 }
 
 // maxPromptLine is the longest line chat reads from a pipe as a prompt.
@@ -77,6 +80,8 @@ func (p *pipeInput) Line(string) (string, error) {
 
 func (p *pipeInput) Answer(prompt string) (string, error) { return p.Line(prompt) }
 
+func (p *pipeInput) Edit(prompt, _ string) (string, error) { return p.Line(prompt) }
+
 // editorInput is the line editor on a terminal (github.com/reeflective/
 // readline, in its Emacs mode, reading the user's ~/.inputrc): cursor
 // keys, Home/End, Ctrl-A/E/W/U/K, Up and Down through the prompt history,
@@ -112,6 +117,18 @@ func (e *editorInput) Line(prompt string) (string, error) {
 		return "", err
 	}
 	return printable(line), nil
+}
+
+// Edit puts text in the line as a bracketed paste would (several lines
+// stay one prompt), with the cursor at its end, before the person types.
+// The editor's keys are bytes: each byte of text goes as one.
+func (e *editorInput) Edit(prompt, text string) (string, error) {
+	keys := []rune("\x1b[200~")
+	for _, b := range []byte(printable(text)) {
+		keys = append(keys, rune(b))
+	}
+	e.rl.Keys.Feed(false, append(keys, []rune("\x1b[201~")...)...)
+	return e.Line(prompt)
 }
 
 func (e *editorInput) Answer(prompt string) (string, error) {

@@ -1,7 +1,7 @@
 // Command spool talks to agents and manages their sessions.
 //
 //	spool chat                      talk to an agent in the terminal
-//	spool sessions ls|show|history|rm|prune|search|export|import
+//	spool sessions ls|show|history|fork|rm|prune|search|export|import
 //	spool serve                     the HTTP server
 //	spool bench invoke|chat         load-test a running server
 //	spool migrate --from URL --to URL
@@ -78,10 +78,11 @@ type command struct {
 // every level (see dispatch).
 var commands = &command{name: "spool", subs: []*command{
 	{name: "chat", summary: "talk to an agent in the terminal", run: runChat},
-	{name: "sessions", summary: "list, show, search, export, import and delete sessions", subs: []*command{
+	{name: "sessions", summary: "list, show, fork, search, export, import and delete sessions", subs: []*command{
 		{name: "ls", summary: "list sessions, newest activity first", run: sessionsLs},
 		{name: "show", summary: "print a session's transcript", run: sessionsShow},
 		{name: "history", summary: "print what the next model request would carry", run: sessionsHistory},
+		{name: "fork", summary: "copy a session up to one of its turns into a new session", run: sessionsFork},
 		{name: "rm", summary: "delete sessions", run: sessionsRm},
 		{name: "prune", summary: "delete sessions beyond a retention policy", run: sessionsPrune},
 		{name: "search", summary: "find text across sessions", run: sessionsSearch},

@@ -409,3 +409,50 @@ func TestProgressInTerminal(t *testing.T) {
 		t.Errorf("export showed no rate:\n%s", term.text())
 	}
 }
+
+// /edit puts the old question in the line editor, where it is edited like
+// any line (here: the cursor moved, a word changed, text added at the
+// end), and the answer starts again from the edited question; /retry and
+// /branches work on the same terminal.
+func TestChatEditInTheLineEditor(t *testing.T) {
+	data := t.TempDir()
+	root := filepath.Join(data, "sessions")
+	env := ptyEnv(t, data, "SPOOL_STORE=file:"+root)
+	term := startTerminal(t, env, "chat", "--session", "tree")
+	term.expect("> ")
+	term.send("where is my parcel" + keyEnter)
+	term.expect("echo: where is my parcel")
+	term.expect("> ")
+	term.send("thanks" + keyEnter)
+	term.expect("echo: thanks")
+	term.expect("> ")
+
+	term.send("/edit 1" + keyEnter)
+	term.expect("edit> where is my parcel") // the old text, ready to edit
+	term.send(ctrlW + "order" + ctrlA + "so, " + ctrlE + " 1042?" + keyEnter)
+	term.expect("echo: so, where is my order 1042?")
+	term.expect("> ")
+	term.send("/retry" + keyEnter)
+	term.expect("echo: so, where is my order 1042?")
+	term.expect("> ")
+	term.send("/branches" + keyEnter)
+	term.expect("1  3/3  so, where is my order 1042?")
+	term.expect("> ")
+	term.send("/branches 1 1" + keyEnter)
+	term.expect("question 1 is at version 1 of 3")
+	term.expect("> ")
+	// A Ctrl-C in the editor cancels the edit, and writes nothing.
+	term.send("/edit" + keyEnter)
+	term.expect("edit> thanks")
+	term.send(ctrlC)
+	term.expect("(edit cancelled)")
+	term.expect("> ")
+	term.send("/quit" + keyEnter)
+	if code := term.wait(); code != 0 {
+		t.Fatalf("/quit: exit %d", code)
+	}
+	want := []string{"where is my parcel", "thanks", "so, where is my order 1042?", "so, where is my order 1042?"}
+	if got := userPrompts(t, root); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("stored prompts %q, want %q", got, want)
+	}
+}

@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
@@ -125,12 +129,16 @@ func userNote(owner string) string {
 
 func sessionsShow(ctx context.Context, env *environ, args []string) error {
 	var c common
-	fs := newFlagSet("show", "spool sessions show ID [--json]", env)
+	fs := newFlagSet("show", "spool sessions show ID [--branches active|all] [--json]", env)
 	c.register(fs, env)
-	asJSON := fs.Bool("json", false, "print the transcript as JSON lines")
+	asJSON := fs.Bool("json", false, "print the transcript as JSON lines (with --branches all: as stored)")
+	branches := fs.String("branches", "active", "active: the active branch, without the turns regenerates and edits replaced; all: every entry, those of replaced turns marked")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
+	}
+	if *branches != "active" && *branches != "all" {
+		return usagef("--branches must be active or all")
 	}
 	st, k, err := sessionArg(ctx, env, &c, pos, "show")
 	if err != nil {
@@ -141,9 +149,13 @@ func sessionsShow(ctx context.Context, env *environ, args []string) error {
 	if err != nil {
 		return err
 	}
+	t := readTurns(entries)
 	if *asJSON {
 		enc := transcript.NewEncoder(env.stdout)
 		for _, e := range entries {
+			if *branches == "active" && !t.br.Active(e.TurnID) {
+				continue
+			}
 			if err := enc.Encode(e); err != nil {
 				return err
 			}
@@ -151,10 +163,127 @@ func sessionsShow(ctx context.Context, env *environ, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	prev := ""
 	for _, e := range entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Timestamp.Local().Format("2006-01-02 15:04:05"), label(e), describe(e))
+		active := t.br.Active(e.TurnID)
+		if *branches == "active" && !active {
+			continue
+		}
+		when := e.Timestamp.Local().Format("2006-01-02 15:04:05")
+		if e.TurnID != prev && t.asks[e.TurnID] {
+			// Each question's turn gets a line: its number on the active
+			// branch (what --at of sessions fork and /edit in chat take),
+			// its id and its versions.
+			num := "–"
+			if n := slices.Index(t.branch, e.TurnID); n >= 0 {
+				num = strconv.Itoa(n + 1)
+			}
+			head := e.TurnID
+			if v := t.br.Alternatives(e.TurnID); v != nil {
+				head += fmt.Sprintf("  version %d of %d", slices.Index(v, e.TurnID)+1, len(v))
+			}
+			if !active {
+				head += "  (replaced)"
+			}
+			fmt.Fprintf(tw, "%s\tturn %s\t%s\n", when, num, head)
+		}
+		prev = e.TurnID
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", when, label(e), describe(e))
 	}
 	return tw.Flush()
+}
+
+// turns is what sessions show and fork need of a transcript's turns: the
+// questions (turns whose first message is a user message), those on the
+// active branch in order, and what the branch markers say.
+type turns struct {
+	asks   map[string]bool
+	branch []string
+	br     *history.Branches
+}
+
+func readTurns(entries []transcript.Entry) turns {
+	t := turns{asks: map[string]bool{}, br: history.ReadBranches(entries)}
+	decided := map[string]bool{}
+	for _, e := range entries {
+		if !e.Type.IsMessage() || decided[e.TurnID] {
+			continue
+		}
+		decided[e.TurnID] = true
+		if e.Type == transcript.TypeUserMessage {
+			t.asks[e.TurnID] = true
+			if t.br.Active(e.TurnID) {
+				t.branch = append(t.branch, e.TurnID)
+			}
+		}
+	}
+	return t
+}
+
+func sessionsFork(ctx context.Context, env *environ, args []string) error {
+	var c common
+	fs := newFlagSet("fork", "spool sessions fork ID --at TURN [--to NEWID]", env)
+	c.register(fs, env)
+	at := fs.String("at", "", "the turn to copy up to, included: its id, or its number on the active branch (spool sessions show prints both)")
+	to := fs.String("to", "", "the new session's id (default: a fresh one)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if *at == "" && len(pos) == 1 {
+		return usagef("sessions fork needs --at TURN, the turn to copy up to (spool sessions show %s lists them)", pos[0])
+	}
+	if *to != "" {
+		if _, err := c.key(*to); err != nil {
+			return usagef("--to: %v", err)
+		}
+	}
+	st, k, err := sessionArg(ctx, env, &c, pos, "fork")
+	if err != nil {
+		return err
+	}
+	defer store.Close(st)
+	if *at == "" {
+		return usagef("sessions fork needs --at TURN, the turn to copy up to (spool sessions show %s lists them)", k.ID)
+	}
+	turnID := *at
+	if n, err := strconv.Atoi(*at); err == nil {
+		entries, err := st.Read(ctx, k)
+		if err != nil {
+			return err
+		}
+		b := readTurns(entries).branch
+		if n < 1 || n > len(b) {
+			return usagef("--at %d: the active branch of session %s has turns 1 to %d", n, k.ID, len(b))
+		}
+		turnID = b[n-1]
+	}
+	cfg := spool.Config{Name: k.Agent, Model: echo.New(), Store: st}
+	if k.Owner != "" {
+		cfg.Scope = spool.ScopeUser
+		ctx = spool.ContextWithUser(ctx, k.Owner)
+	}
+	agent, err := spool.New(cfg)
+	if err != nil {
+		return err
+	}
+	var opts []spool.ForkOption
+	if *to != "" {
+		opts = append(opts, spool.WithForkID(*to))
+	}
+	fork, err := agent.Fork(ctx, k.ID, turnID, opts...)
+	switch {
+	case errors.Is(err, spool.ErrNoTurn):
+		return usagef("--at %s: session %s has no such turn (spool sessions show %s lists them)", *at, k.ID, k.ID)
+	case errors.Is(err, spool.ErrSessionExists):
+		return usagef("--to %s: a session with that id exists (leave --to out for a fresh id)", *to)
+	case errors.Is(err, spool.ErrTurnRunning):
+		return fmt.Errorf("turn %s of session %s has not ended (it is running, or waits on an approval)", turnID, k.ID)
+	case err != nil:
+		return err
+	}
+	fmt.Fprintf(env.stdout, "forked %s at turn %s into %s\n", k.ID, turnID, fork.ID())
+	return nil
 }
 
 func sessionsHistory(ctx context.Context, env *environ, args []string) error {
@@ -364,6 +493,14 @@ func label(e transcript.Entry) string {
 		return "mode"
 	case transcript.TypeTurnEnd:
 		return "turn end"
+	case transcript.TypeBranch:
+		var d transcript.Branch
+		if e.DecodeData(&d) == nil && d.Kind != "" {
+			return string(d.Kind)
+		}
+		return "branch"
+	case transcript.TypeFork:
+		return "fork"
 	}
 	return string(e.Type)
 }
@@ -418,6 +555,25 @@ func describe(e transcript.Entry) string {
 		s := fmt.Sprintf("%s (%d in / %d out tokens, %s)", e.Status, d.Usage.InputTokens, d.Usage.OutputTokens, time.Duration(d.DurationMs)*time.Millisecond)
 		if d.Error != nil {
 			s += fmt.Sprintf(": %s %s", d.Error.Code, oneLine(d.Error.Message))
+		}
+		return s
+	case transcript.TypeBranch:
+		var d transcript.Branch
+		_ = e.DecodeData(&d)
+		s := "replaces " + strings.Join(d.Supersedes, ", ")
+		if len(d.Restores) > 0 {
+			s += "; brings back " + strings.Join(d.Restores, ", ")
+		}
+		return s
+	case transcript.TypeFork:
+		var d transcript.Fork
+		_ = e.DecodeData(&d)
+		s := fmt.Sprintf("copied from session %s up to turn %s", d.Source, d.TurnID)
+		if d.ToolMode != "" {
+			s += ", tool mode " + string(d.ToolMode)
+		}
+		if len(d.ApprovedTools) > 0 {
+			s += ", approved for the session: " + strings.Join(d.ApprovedTools, ", ")
 		}
 		return s
 	}
