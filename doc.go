@@ -26,6 +26,14 @@
 // the transcript (the window, the budget, failed and refused turns left
 // out).
 //
+// A conversation is a tree in the same append-only transcript:
+// [Session.Regenerate] answers the newest turn again, [Session.Edit] asks an
+// earlier question differently, [Session.SwitchBranch] goes back to a
+// version made before, and [Agent.Fork] copies a session up to a turn into
+// a new one. Each appends a marker and never rewrites an entry; the model is
+// sent the active branch only, and [Session.Messages] and [Session.Page]
+// show it with each turn's versions ([Message.Branch]).
+//
 // Calls on one session run one after the other, in arrival order; calls on
 // different sessions run concurrently; processes sharing a store keep a
 // session's order through the store's conditional append. Errors are

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -284,4 +286,50 @@ func TestAIChatPlacement(t *testing.T) {
 	wantLines(t, "markers", markers(), "edit "+strings.Join([]string{t2, t3, t4}, ","), "regenerate "+t5, "edit "+t1+","+t6)
 	lines, _ = messagesOf(t, e, "placed", "")
 	wantLines(t, "the active branch", lines, "user: one (2/2)", "assistant: echo: one (2/2)")
+}
+
+// TestREADMEBranchCurls runs the README's curl lines for branches, as a
+// person pastes them, against a server with a key: each answers without
+// an error, and they do what the README says.
+func TestREADMEBranchCurls(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("curl not found")
+	}
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const first = "curl -s -X POST localhost:8080/v1/sessions/demo/regenerate"
+	at := strings.Index(string(b), first)
+	if at < 0 {
+		t.Fatalf("README.md has no line %q", first)
+	}
+	block := string(b[at:])
+	block = block[:strings.Index(block, "```")]
+	e := newEnv(t, spool.Config{}, server.Options{Keys: testKeys(t)})
+	e.key = projectKey
+	var one spool.Result
+	e.post("/invoke", map[string]any{"prompt": "Where is order 1042?", "sessionId": "demo"}).json(t, &one)
+	e.post("/invoke", map[string]any{"prompt": "And 1043?", "sessionId": "demo"})
+	host := strings.TrimPrefix(e.http.URL, "http://")
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		line = strings.ReplaceAll(strings.ReplaceAll(line, "localhost:8080", host), "TURN_ID", one.TurnID)
+		if !strings.HasPrefix(line, "curl ") {
+			t.Fatalf("not a curl line: %q", line)
+		}
+		cmd := exec.Command("bash", "-c", strings.Replace(line, "curl", curl+" -w '\\n%{http_code}'", 1))
+		cmd.Env = append(os.Environ(), "AUTH=Authorization: Bearer "+projectKey)
+		out, err := cmd.CombinedOutput()
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if status := lines[len(lines)-1]; err != nil || (status != "200" && status != "201" && status != "204") {
+			t.Fatalf("%s\n%v: %s", line, err, out)
+		}
+	}
+	lines, _ := messagesOf(t, e, "demo", "")
+	wantLines(t, "demo after the README's curls", lines,
+		"user: Where is order 1042? (1/2)", "assistant: echo: Where is order 1042? (1/2)",
+		"user: And 1043? (2/2)", "assistant: echo: And 1043? (2/2)")
+	lines, _ = messagesOf(t, e, "demo-copy", "")
+	wantLines(t, "the fork", lines, "user: Where is order 1042?", "assistant: echo: Where is order 1042?")
 }
