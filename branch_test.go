@@ -695,3 +695,43 @@ func TestBranchesOnEveryStore(t *testing.T) {
 		})
 	}
 }
+
+// TestBranchWhileAnotherProcessRuns: a turn another process is running
+// (open, recently active, on a store without a lock) makes regenerate,
+// edit and switch fail at once with ErrTurnRunning, rather than wait, and
+// a fork at it fail too.
+func TestBranchWhileAnotherProcessRuns(t *testing.T) {
+	ctx := t.Context()
+	st := plainStore{memstore.New()}
+	a := newAgent(t, spool.Config{Store: st, BusyTimeout: time.Minute})
+	s := session(t, a, ctx, "s")
+	done := send(t, s, ctx, "hello")
+	entries, _ := st.Read(ctx, s.Key())
+	e, err := transcript.New(time.Now(), transcript.TypeUserMessage, transcript.NewID(time.Now()), transcript.UserMessage{Text: "elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ParentID = entries[len(entries)-1].ID
+	if err := st.Append(ctx, s.Key(), e); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for name, err := range map[string]error{
+		"regenerate": errOf(s.Regenerate(ctx)),
+		"edit":       errOf(s.Edit(ctx, done.TurnID, "hi")),
+		"switch":     s.SwitchBranch(ctx, done.TurnID),
+	} {
+		if !errors.Is(err, spool.ErrTurnRunning) {
+			t.Fatalf("%s while another process runs a turn = %v, want ErrTurnRunning", name, err)
+		}
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("the refusals took %v: they waited for the other turn", time.Since(start))
+	}
+	if _, err := a.Fork(ctx, "s", e.TurnID); !errors.Is(err, spool.ErrTurnRunning) {
+		t.Fatalf("Fork at a turn that has not ended = %v, want ErrTurnRunning", err)
+	}
+	if _, err := a.Fork(ctx, "s", done.TurnID); err != nil {
+		t.Fatalf("Fork at the turn before it: %v", err)
+	}
+}
