@@ -21,8 +21,10 @@ import (
 // history.Build over the transcript as stored at that moment. The session
 // is long enough for the state to forget old entries, and has every kind
 // of turn: tool steps, approvals allowed and denied, refused prompts,
-// stopped answers, stopped streams, and turns another process appends
-// between this one's.
+// stopped answers, stopped streams, turns another process appends
+// between this one's, and regenerates, edits (of recent turns and of
+// turns the state has forgotten) and switches, from this process and the
+// other.
 func TestRequestHistoryIsBuild(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -79,9 +81,72 @@ func TestRequestHistoryIsBuild(t *testing.T) {
 			s = session(t, a, ctx, "long")
 			o := session(t, other, ctx, "long")
 			r := rand.New(rand.NewPCG(7, 7))
+			branch := func(sess *spool.Session, k int) *spool.Result {
+				t.Helper()
+				msgs, err := sess.Messages(ctx, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var qs []spool.Message
+				for _, m := range msgs {
+					if m.Role == model.RoleUser && (len(qs) == 0 || qs[len(qs)-1].TurnID != m.TurnID) {
+						qs = append(qs, m)
+					}
+				}
+				if len(qs) == 0 {
+					return nil
+				}
+				var res *spool.Result
+				switch k {
+				case 0:
+					res, err = sess.Regenerate(ctx)
+				case 1:
+					q := qs[len(qs)-1-r.IntN(min(len(qs), 3))]
+					if r.IntN(4) == 0 {
+						q = qs[r.IntN(len(qs))] // far back, forgotten by the state
+					}
+					res, err = sess.Edit(ctx, q.TurnID, "edited "+q.Text)
+				default:
+					for _, q := range qs {
+						if q.Branch != nil && r.IntN(2) == 0 {
+							err = sess.SwitchBranch(ctx, q.Branch.Turns[r.IntN(q.Branch.Count)])
+							break
+						}
+					}
+				}
+				var te *spool.TurnError
+				if err != nil && !errors.As(err, &te) {
+					t.Fatal(err)
+				}
+				return res
+			}
+			resolve := func(sess *spool.Session, res *spool.Result) {
+				t.Helper()
+				var err error
+				for res != nil && len(res.Pending) > 0 {
+					ap := res.Pending[0]
+					if r.IntN(2) == 0 {
+						res, err = sess.Approve(ctx, ap.ID, transcript.ApprovalScopeOnce)
+					} else {
+						res, err = sess.Deny(ctx, ap.ID, "not today")
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			for i := range 260 {
 				p := fmt.Sprint("prompt ", i)
-				switch k := r.IntN(20); {
+				switch k := r.IntN(23); {
+				case k >= 20:
+					// A regenerate, an edit or a switch, here or in the
+					// other process (this one catches up with its marker).
+					sess := s
+					if r.IntN(3) == 0 {
+						sess = o
+					}
+					resolve(sess, branch(sess, k-20))
+					continue
 				case k < 3:
 					p = "tool " + p
 				case k < 5:
@@ -110,21 +175,21 @@ func TestRequestHistoryIsBuild(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for len(res.Pending) > 0 {
-					ap := res.Pending[0]
-					if r.IntN(2) == 0 {
-						res, err = s.Approve(ctx, ap.ID, transcript.ApprovalScopeOnce)
-					} else {
-						res, err = s.Deny(ctx, ap.ID, "not today")
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-				}
+				resolve(s, res)
 			}
 			entries, _ := s.Transcript(ctx)
 			if requests < 200 || len(entries) < 800 {
 				t.Fatalf("%d requests over %d entries, want at least 200 over 800: the run checked too little", requests, len(entries))
+			}
+			kinds := map[transcript.BranchKind]int{}
+			for _, e := range entries {
+				var b transcript.Branch
+				if e.Type == transcript.TypeBranch && e.DecodeData(&b) == nil {
+					kinds[b.Kind]++
+				}
+			}
+			if kinds[transcript.BranchRegenerate] < 5 || kinds[transcript.BranchEdit] < 5 || kinds[transcript.BranchSwitch] < 3 {
+				t.Fatalf("markers %v: the run branched too little", kinds)
 			}
 			got, err := s.History(ctx)
 			if err != nil || !reflect.DeepEqual(got, history.Build(entries, opt)) {
