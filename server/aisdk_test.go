@@ -192,35 +192,27 @@ func TestAIChatBadRequests(t *testing.T) {
 	}
 }
 
-// aiClient installs the "ai" package (npmPackages), copies
-// testdata/aisdk/script beside it, and returns node and the folder to run
-// the script in.
-func aiClient(t *testing.T, script string) (node, dir string) {
+// runAIClient runs testdata/aisdk/script with node against url, the real
+// "ai" package installed beside it (npmPackages), and returns what it
+// printed.
+func runAIClient(t *testing.T, script, url string) []byte {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the AI SDK client test installs an npm package")
 	}
-	node, dir = npmPackages(t, "ai@6.0.326")
-	b, err := os.ReadFile(filepath.Join("testdata", "aisdk", script))
-	if err != nil {
-		t.Fatal(err)
+	node, dir := npmPackages(t, "ai@6.0.326")
+	for _, f := range []string{script, "memorychat.mjs"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "aisdk", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, script), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return node, dir
-}
-
-// The real client: the "ai" package's AbstractChat and
-// DefaultChatTransport (what useChat runs) against this server, approvals
-// included. Needs node and npm (the package is installed once into the
-// user's cache folder); skipped without them, except under CI=true.
-func TestAIChatRealClient(t *testing.T) {
-	node, dir := aiClient(t, "chat.mjs")
-	e := newEnv(t, spool.Config{}, server.Options{})
 	ctx, cancel := contextWithTimeout(t, 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "chat.mjs", e.http.URL+"/api/chat")
+	cmd := exec.CommandContext(ctx, node, script, url)
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
@@ -228,8 +220,18 @@ func TestAIChatRealClient(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); ok {
 			stderr = string(ee.Stderr)
 		}
-		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
+		t.Fatalf("node %s: %v\n%s\n%s", script, err, out, stderr)
 	}
+	return out
+}
+
+// The real client: the "ai" package's AbstractChat and
+// DefaultChatTransport (what useChat runs) against this server, approvals
+// included. Needs node and npm (the package is installed once into the
+// user's cache folder); skipped without them, except under CI=true.
+func TestAIChatRealClient(t *testing.T) {
+	e := newEnv(t, spool.Config{}, server.Options{})
+	out := runAIClient(t, "chat.mjs", e.http.URL+"/api/chat")
 	var got struct {
 		Status   string
 		Errors   []string
@@ -288,20 +290,8 @@ func TestAIChatRealClient(t *testing.T) {
 // earlier answer. Each becomes a marker and a new turn in the session, and
 // the client's messages are the session's active branch.
 func TestAIChatBranchesRealClient(t *testing.T) {
-	node, dir := aiClient(t, "branches.mjs")
 	e := newEnv(t, spool.Config{}, server.Options{})
-	ctx, cancel := contextWithTimeout(t, 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "branches.mjs", e.http.URL+"/api/chat")
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
-	}
+	out := runAIClient(t, "branches.mjs", e.http.URL+"/api/chat")
 	var got struct {
 		Errors []string
 		Steps  []struct {

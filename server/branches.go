@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -21,11 +22,7 @@ import (
 // the active branch answered again (spool.Session.Regenerate), answered
 // like /chat.
 func (s *Server) handleRegenerate(w http.ResponseWriter, r *http.Request) {
-	if err := decodeOptional(r, &struct{}{}); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ctx, sess, ok := s.existing(w, r)
+	ctx, sess, ok := s.existingNoBody(w, r)
 	if !ok {
 		return
 	}
@@ -57,11 +54,7 @@ func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 // what followed it (spool.Session.SwitchBranch). 204; the messages route
 // then shows the branch.
 func (s *Server) handleSwitch(w http.ResponseWriter, r *http.Request) {
-	if err := decodeOptional(r, &struct{}{}); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ctx, sess, ok := s.existing(w, r)
+	ctx, sess, ok := s.existingNoBody(w, r)
 	if !ok {
 		return
 	}
@@ -127,6 +120,16 @@ func (s *Server) answerTurn(w http.ResponseWriter, r *http.Request, events func(
 		return
 	}
 	s.streamEvents(w, r, events)
+}
+
+// existingNoBody is existing for a route that takes no fields: its body
+// is left out, empty or {}.
+func (s *Server) existingNoBody(w http.ResponseWriter, r *http.Request) (context.Context, *spool.Session, bool) {
+	if err := decodeOptional(r, &struct{}{}); err != nil {
+		s.writeError(w, r, err)
+		return nil, nil, false
+	}
+	return s.existing(w, r)
 }
 
 // decodeOptional is decodeJSON for a route whose body may be left out

@@ -7,19 +7,8 @@
 // "role: text" lines with their ids, and any error the client recorded.
 //
 // usage: node branches.mjs http://127.0.0.1:PORT/api/chat
-import { AbstractChat, DefaultChatTransport } from 'ai';
-
-class State {
-  constructor() { this.messages = []; this.status = 'ready'; this.error = undefined; }
-  pushMessage(m) { this.messages = this.messages.concat(m); }
-  popMessage() { this.messages = this.messages.slice(0, -1); }
-  replaceMessage(i, m) { this.messages = [...this.messages.slice(0, i), this.snapshot(m), ...this.messages.slice(i + 1)]; }
-  snapshot(v) { return structuredClone(v); }
-}
-
-class Chat extends AbstractChat {
-  constructor(opts) { super({ ...opts, state: new State() }); }
-}
+import { DefaultChatTransport } from 'ai';
+import { Chat } from './memorychat.mjs';
 
 const errors = [];
 const chat = new Chat({
