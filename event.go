@@ -58,6 +58,12 @@ type Result struct {
 	Pending   []Approval            `json:"pendingApprovals,omitempty"` // when Status is StatusAwaitingApproval
 	Error     *transcript.ErrorInfo `json:"error,omitempty"`            // when Status is error or cancelled
 	Notice    string                `json:"notice,omitempty"`           // why a guard or limit stopped the turn
+	// Model names the model that answered (the agent's model; empty when
+	// it has no name).
+	Model string `json:"model,omitempty"`
+	// DurationMs is how long the turn ran, as its stored end says; zero
+	// while the turn is paused on approvals.
+	DurationMs int64 `json:"durationMs,omitempty"`
 	// Supersedes lists the turns a regenerate or an edit took off the
 	// active branch for this one, the replaced turn first.
 	Supersedes []string `json:"supersedes,omitempty"`

@@ -485,6 +485,7 @@ func (r *run) result(status transcript.Status) *Result {
 		Status:     status,
 		Text:       strings.Join(r.texts, "\n\n"),
 		Usage:      r.turnUsage(),
+		Model:      r.s.a.modelName,
 		Supersedes: r.supersedes(),
 	}
 }
@@ -537,7 +538,7 @@ func (r *run) end(ctx context.Context, status transcript.Status, noticeKind, not
 		slog.String("session", r.s.key.ID), slog.String("turn", r.turnID), slog.String("status", string(status)),
 		slog.String("code", string(code)), slog.Int64("inputTokens", end.Usage.InputTokens), slog.Int64("outputTokens", end.Usage.OutputTokens))
 	res := r.result(status)
-	res.Error = end.Error
+	res.Error, res.DurationMs = end.Error, end.DurationMs
 	res.cause = cause
 	if noticeKind != "" {
 		res.Notice = noticeMsg

@@ -36,11 +36,15 @@ import (
 //     only its newest message keeps working.
 //   - The response is SSE "data: <chunk JSON>" lines: start (messageId:
 //     the turn id, or for a resumed turn the id of the message it
-//     continues), start-step, text-start/text-delta/text-end,
-//     tool-input-available, tool-approval-request, tool-output-available,
-//     tool-output-error, tool-output-denied, finish-step, error, finish,
-//     and "data: [DONE]". Chunks carry only the fields the protocol
-//     documents: the client validates them.
+//     continues; GET /api/chat/{id} gives the message the same id),
+//     start-step, text-start/text-delta/text-end, tool-input-available,
+//     tool-approval-request, tool-output-available, tool-output-error,
+//     tool-output-denied, finish-step, error, finish (with
+//     messageMetadata, an aiMetadata: model, usage, status, durationMs),
+//     and "data: [DONE]". The result of a call answered by an approval
+//     comes before the first step of the resumed turn, outside any step.
+//     Chunks carry only the fields the protocol documents: the client
+//     validates them.
 
 // aiChatRequest is the body DefaultChatTransport sends. Unknown fields are
 // allowed: clients add their own.
@@ -106,7 +110,7 @@ func (s *Server) handleAIChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	last := req.Messages[len(req.Messages)-1]
-	aw := &aiWriter{s: s, w: w, r: r, denied: map[string]bool{}}
+	aw := &aiWriter{s: s, w: w, r: r, denied: map[string]bool{}, calls: map[string]bool{}}
 	var events iter.Seq2[spool.Event, error]
 	switch last.Role {
 	case "user":
@@ -309,6 +313,7 @@ type aiWriter struct {
 	sse       *sseWriter
 	messageID string
 	denied    map[string]bool // call ids whose approval was denied
+	calls     map[string]bool // call ids this response streamed the input of
 	stepOpen  bool
 	textID    string // the open text part, "" when none
 	failed    bool
@@ -361,6 +366,10 @@ type (
 		Type      string `json:"type"`
 		ErrorText string `json:"errorText"`
 	}
+	chunkFinish struct {
+		Type            string      `json:"type"`
+		MessageMetadata *aiMetadata `json:"messageMetadata,omitempty"`
+	}
 )
 
 func (a *aiWriter) send(v any) {
@@ -397,13 +406,15 @@ func (a *aiWriter) closeStep() {
 	}
 }
 
-// finish ends the stream, with an error chunk first when errText is set.
-func (a *aiWriter) finish(errText string) {
+// finish ends the stream, with an error chunk first when errText is set;
+// the finish chunk carries the message's metadata when the turn's result
+// is known.
+func (a *aiWriter) finish(errText string, md *aiMetadata) {
 	a.closeStep()
 	if errText != "" {
 		a.send(chunkError{Type: "error", ErrorText: errText})
 	}
-	a.send(chunkType{Type: "finish"})
+	a.send(chunkFinish{Type: "finish", MessageMetadata: md})
 	if a.sse != nil && !a.failed {
 		a.sse.raw("[DONE]")
 	}
@@ -421,7 +432,7 @@ func (a *aiWriter) run(events iter.Seq2[spool.Event, error]) {
 				a.s.writeError(a.w, a.r, err)
 				return
 			}
-			a.finish(a.s.streamError(a.r, err).Message)
+			a.finish(a.s.streamError(a.r, err).Message, nil)
 			return
 		}
 		if a.sse == nil {
@@ -435,7 +446,11 @@ func (a *aiWriter) run(events iter.Seq2[spool.Event, error]) {
 			return // the client went away: stopping stops the turn
 		}
 		if ev.Kind == spool.EventTurnEnd {
-			a.finish(turnEndError(ev.Result))
+			var md *aiMetadata
+			if ev.Result != nil {
+				md = resultMetadata(ev.Result)
+			}
+			a.finish(turnEndError(ev.Result), md)
 			return
 		}
 	}
@@ -457,6 +472,7 @@ func (a *aiWriter) event(ev spool.Event) {
 	case spool.EventToolCall:
 		a.openStep()
 		a.closeText()
+		a.calls[ev.ToolCall.ID] = true
 		a.send(chunkToolInput{Type: "tool-input-available", ToolCallID: ev.ToolCall.ID, ToolName: ev.ToolCall.Name, Input: ev.ToolCall.Arguments})
 	case spool.EventStepEnd:
 		// The step stays open until the next one starts, so that its
@@ -466,8 +482,13 @@ func (a *aiWriter) event(ev spool.Event) {
 		a.openStep()
 		a.send(chunkApproval{Type: "tool-approval-request", ApprovalID: ev.Approval.ID, ToolCallID: ev.Approval.CallID})
 	case spool.EventToolResult:
-		a.openStep()
+		// The result of a call an earlier response streamed (an approval
+		// answered now) belongs to the step that asked for it: it opens
+		// no step, which would leave an empty step-start part.
 		tr := ev.ToolResult
+		if a.calls[tr.CallID] {
+			a.openStep()
+		}
 		switch {
 		case a.denied[tr.CallID]:
 			a.send(chunkToolDenied{Type: "tool-output-denied", ToolCallID: tr.CallID})

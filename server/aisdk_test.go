@@ -59,7 +59,7 @@ var documented = map[string][]string{
 	"tool-output-error":     {"errorText", "toolCallId", "type"},
 	"tool-output-denied":    {"toolCallId", "type"},
 	"finish-step":           {"type"},
-	"finish":                {"type"},
+	"finish":                {"messageMetadata", "type"},
 	"error":                 {"errorText", "type"},
 }
 
@@ -90,13 +90,15 @@ func checkChunks(t *testing.T, chunks []string) {
 }
 
 var (
-	ulidRE = regexp.MustCompile(`[0-9A-HJKMNP-TV-Z]{26}`)
-	callRE = regexp.MustCompile(`"call_[A-Za-z0-9_]+"`)
+	ulidRE     = regexp.MustCompile(`[0-9A-HJKMNP-TV-Z]{26}`)
+	callRE     = regexp.MustCompile(`"call_[A-Za-z0-9_]+"`)
+	durationRE = regexp.MustCompile(`"durationMs":[0-9]+`)
 )
 
 func normalize(chunks []string) string {
 	s := strings.Join(chunks, "\n") + "\n"
 	s = ulidRE.ReplaceAllString(s, "ULID")
+	s = durationRE.ReplaceAllString(s, `"durationMs":N`)
 	return callRE.ReplaceAllString(s, `"call_ID"`)
 }
 

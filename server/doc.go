@@ -18,6 +18,7 @@
 //	POST   /v1/sessions/{id}/turns/{turn}/switch   → 204: that version of its place is active again
 //	POST   /v1/sessions/{id}/fork                  {"atTurn","sessionId"?} → 201 with the new session's info
 //	POST   /api/chat                               the AI SDK UI message stream protocol (useChat)
+//	GET    /api/chat/{id}                          the stored conversation as the AI SDK's UIMessages → {"id","messages":[…]}
 //	POST   /mcp                                    the agent as a stateless MCP server (streamable HTTP), tool "send_message"
 //	POST   /channels/<name>/…                      the webhooks of Options.Channels (server/channel/slack, telegram, discord)
 //	GET    /healthz                                liveness: {"status":"ok"}; touches nothing

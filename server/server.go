@@ -277,6 +277,7 @@ func (s *Server) routes() {
 	handle("POST", "/v1/sessions/{id}/turns/{turnId}/switch", s.handleSwitch)
 	handle("POST", "/v1/sessions/{id}/fork", s.handleFork)
 	handle("POST", "/api/chat", s.handleAIChat)
+	handle("GET", "/api/chat/{id}", s.handleAIChatLoad)
 	// Stateless MCP: every request is a POST; there is no session to
 	// resume (GET) or end (DELETE).
 	handle("POST", "/mcp", s.mcpHandler().ServeHTTP)
@@ -429,7 +430,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 // than the UI.
 func (s *Server) isAPIPath(path string) bool {
 	switch {
-	case path == "/invoke", path == "/chat", path == "/api/chat", path == "/mcp", path == "/metrics",
+	case path == "/invoke", path == "/chat", path == "/api/chat", strings.HasPrefix(path, "/api/chat/"), path == "/mcp", path == "/metrics",
 		path == "/v1", strings.HasPrefix(path, "/v1/"):
 		return true
 	}

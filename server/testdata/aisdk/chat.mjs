@@ -6,7 +6,7 @@
 //
 // usage: node chat.mjs http://127.0.0.1:PORT/api/chat
 import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
-import { Chat } from './memorychat.mjs';
+import { Chat, settle } from './memorychat.mjs';
 
 const errors = [];
 const chat = new Chat({
@@ -15,19 +15,6 @@ const chat = new Chat({
   sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
   onError: (e) => errors.push(String(e && e.message || e)),
 });
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// settle waits until no request runs and no answered approval waits to be sent.
-async function settle() {
-  for (let i = 0; i < 500; i++) {
-    await sleep(10);
-    const last = chat.lastMessage;
-    const waiting = last && last.parts.some((p) => p.state === 'approval-responded');
-    if ((chat.status === 'ready' || chat.status === 'error') && !waiting) return;
-  }
-  throw new Error('chat did not settle; status ' + chat.status);
-}
 
 function approvalPart() {
   return chat.lastMessage.parts.find((p) => p.state === 'approval-requested');
@@ -39,11 +26,11 @@ await chat.sendMessage({ text: '/call save_note {"text":"milk"}' });
 let part = approvalPart();
 if (!part) throw new Error('no approval requested: ' + JSON.stringify(chat.lastMessage) + ' ' + errors.join('; '));
 await chat.addToolApprovalResponse({ id: part.approval.id, approved: true });
-await settle();
+await settle(chat);
 await chat.sendMessage({ text: '/call save_note {"text":"eggs"}' });
 part = approvalPart();
 if (!part) throw new Error('no second approval requested');
 await chat.addToolApprovalResponse({ id: part.approval.id, approved: false, reason: 'no eggs' });
-await settle();
+await settle(chat);
 
 process.stdout.write(JSON.stringify({ status: chat.status, errors, messages: chat.messages }));

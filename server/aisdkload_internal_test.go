@@ -1,0 +1,77 @@
+package server
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool/transcript"
+)
+
+// TestUIMessagesTurnEnds: how each end of a turn reloads, as the model
+// will see it: a refused prompt has an answer with no parts and the
+// notice, a stopped answer loses its text (history rule 3), a failed
+// turn keeps what it said with the error, a call whose arguments a model
+// wrote as text has them as a string, and a turn still running has no
+// status.
+func TestUIMessagesTurnEnds(t *testing.T) {
+	now := time.Now()
+	var entries []transcript.Entry
+	add := func(typ transcript.Type, turn string, status transcript.Status, data any) {
+		e, err := transcript.New(now, typ, turn, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Status = status
+		entries = append(entries, e)
+	}
+	add(transcript.TypeUserMessage, "t1", "", transcript.UserMessage{Text: "bad"})
+	add(transcript.TypeGovernanceNotice, "t1", "", transcript.GovernanceNotice{Kind: transcript.NoticePromptRefused, Message: "refused"})
+	add(transcript.TypeTurnEnd, "t1", transcript.StatusPromptBlocked, transcript.TurnEnd{})
+	add(transcript.TypeUserMessage, "t2", "", transcript.UserMessage{Text: "q2"})
+	add(transcript.TypeAssistantMessage, "t2", "", transcript.AssistantMessage{Text: "secret", Model: "m"})
+	add(transcript.TypeGovernanceNotice, "t2", "", transcript.GovernanceNotice{Kind: transcript.NoticeResponseStopped, Message: "stopped"})
+	add(transcript.TypeTurnEnd, "t2", transcript.StatusResponseBlocked, transcript.TurnEnd{DurationMs: 7})
+	add(transcript.TypeUserMessage, "t3", "", transcript.UserMessage{Text: "q3"})
+	add(transcript.TypeAssistantMessage, "t3", "", transcript.AssistantMessage{Text: "half", Model: "m",
+		ToolCalls: []transcript.ToolCall{{ID: "c1", Name: "x", Arguments: json.RawMessage(`{"a":1}`)}}})
+	add(transcript.TypeTurnEnd, "t3", transcript.StatusError, transcript.TurnEnd{Usage: transcript.Usage{InputTokens: 2, OutputTokens: 3}, DurationMs: 9,
+		Error: &transcript.ErrorInfo{Code: transcript.CodeModelError, Message: "boom"}})
+	add(transcript.TypeUserMessage, "t4", "", transcript.UserMessage{Text: "q4"})
+	add(transcript.TypeAssistantMessage, "t4", "", transcript.AssistantMessage{Model: "m", Usage: &transcript.Usage{InputTokens: 1, OutputTokens: 1},
+		ToolCalls: []transcript.ToolCall{{ID: "c2", Name: "y", Arguments: json.RawMessage(`"not json"`)}}})
+
+	b, err := json.Marshal(uiMessages(entries))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	json.Unmarshal(b, &got)
+	want := []string{
+		`{"parts":[{"text":"bad","type":"text"}],"role":"user"}`,
+		`{"id":"t1","metadata":{"notice":"refused","status":"prompt_blocked","durationMs":0,"usage":{"inputTokens":0,"outputTokens":0}},"parts":[],"role":"assistant"}`,
+		`{"parts":[{"text":"q2","type":"text"}],"role":"user"}`,
+		`{"id":"t2","metadata":{"model":"m","notice":"stopped","status":"response_blocked","durationMs":7,"usage":{"inputTokens":0,"outputTokens":0}},"parts":[{"type":"step-start"}],"role":"assistant"}`,
+		`{"parts":[{"text":"q3","type":"text"}],"role":"user"}`,
+		`{"id":"t3","metadata":{"durationMs":9,"error":{"code":"model_error","message":"boom"},"model":"m","status":"error","usage":{"inputTokens":2,"outputTokens":3}},"parts":[{"type":"step-start"},{"state":"done","text":"half","type":"text"},{"input":{"a":1},"state":"input-available","toolCallId":"c1","type":"tool-x"}],"role":"assistant"}`,
+		`{"parts":[{"text":"q4","type":"text"}],"role":"user"}`,
+		`{"id":"t4","metadata":{"model":"m","usage":{"inputTokens":1,"outputTokens":1}},"parts":[{"type":"step-start"},{"input":"not json","state":"input-available","toolCallId":"c2","type":"tool-y"}],"role":"assistant"}`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d messages: %s", len(got), b)
+	}
+	for i, w := range want {
+		if got[i]["role"] == "user" {
+			delete(got[i], "id") // the entry's id
+		}
+		var wm map[string]any
+		if err := json.Unmarshal([]byte(w), &wm); err != nil {
+			t.Fatal(err)
+		}
+		g, _ := json.Marshal(got[i])
+		ww, _ := json.Marshal(wm)
+		if string(g) != string(ww) {
+			t.Errorf("message %d:\n got %s\nwant %s", i, g, ww)
+		}
+	}
+}
