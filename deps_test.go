@@ -69,6 +69,8 @@ const depsRules = `
 	server < internal/apicontract;
 	# The deploy recipes' checks, tests only.
 	internal/spooltest < deploy;
+	# The example apps' tests.
+	internal/spooltest, internal/browsertest < examples/usechat;
 	server, model/echo, store/memstore, internal/apicontract < internal/chatfake;
 
 	# The layers of the design, stated once more as prohibitions.
