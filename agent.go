@@ -109,6 +109,12 @@ type Config struct {
 	BusyTimeout time.Duration
 	StaleTurn   time.Duration
 
+	// MaxWatchers bounds the watchers (Session.Watch) of all the agent's
+	// sessions at once, and MaxSessionWatchers those of one session;
+	// a watch over either is ErrTooManyWatchers. Defaults 10000 and 100;
+	// negative for no bound.
+	MaxWatchers, MaxSessionWatchers int
+
 	// Clock returns the time; default time.Now. Tests inject one.
 	Clock func() time.Time
 }
@@ -125,6 +131,7 @@ type Agent struct {
 	log       *slog.Logger
 	reg       *registry
 	views     *pageViews
+	live      *liveHub
 	used      atomic.Int64 // tokens used by this agent's turns
 	closed    atomic.Bool
 }
@@ -168,6 +175,12 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.StaleTurn <= 0 {
 		cfg.StaleTurn = 2 * time.Minute
 	}
+	if cfg.MaxWatchers == 0 {
+		cfg.MaxWatchers = 10000
+	}
+	if cfg.MaxSessionWatchers == 0 {
+		cfg.MaxSessionWatchers = 100
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
@@ -191,6 +204,7 @@ func New(cfg Config) (*Agent, error) {
 		log:   cfg.Logger.With("agent", cfg.Name),
 		reg:   newRegistry(1024),
 		views: newPageViews(1024),
+		live:  newLiveHub(cfg.MaxSessionWatchers, cfg.MaxWatchers),
 	}
 	for _, t := range cfg.Tools {
 		if _, dup := a.tools[t.Name()]; dup {

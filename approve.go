@@ -52,6 +52,7 @@ func (s *Session) Resolve(ctx context.Context, approvalID string, d Decision) it
 				return fmt.Errorf("%w: approval %q of session %s", ErrNoApproval, approvalID, s.key)
 			}
 			r = s.newRun(sl, yield, cancel, p.TurnID)
+			defer r.done()
 			r.wrote = true // the turn is under way: a failure from here on ends it
 			r.observe(ctx, Observation{Kind: ObserveTurnStart})
 			r.emit(Event{Kind: EventTurnStart})

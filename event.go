@@ -25,6 +25,9 @@ const (
 
 // Event is one thing that happened in a turn, as Stream yields it.
 type Event struct {
+	// ID identifies the event in its session (an EventID, "P.N"): the
+	// same for every consumer and watcher of the turn.
+	ID         string                 `json:"id,omitempty"`
 	Kind       EventKind              `json:"kind"`
 	TurnID     string                 `json:"turnId,omitempty"`
 	Text       string                 `json:"text,omitempty"`

@@ -39,15 +39,20 @@ type run struct {
 	// appended with the turn's end, in one durable write, rather than
 	// synced on its own just before it.
 	held []item
+	live *liveTurn // the run as watchers see it
 }
 
 func (s *Session) newRun(sl *slot, yield func(Event, error) bool, cancel context.CancelFunc, turnID string) *run {
 	r := &run{s: s, sl: sl, w: s.writer(sl), yield: yield, cancel: cancel, turnID: turnID, started: time.Now()}
+	r.live = s.a.live.begin(s.key, turnID, int64(sl.st.count), cancel)
 	if t := sl.st.open; t != nil && t.id == turnID {
 		r.prior = t.usage
 	}
 	return r
 }
+
+// done ends the run for its watchers.
+func (r *run) done() { r.s.a.live.finish(r.live) }
 
 // turnUsage is what the whole turn has used: before this call and in it.
 func (r *run) turnUsage() transcript.Usage { return r.prior.Add(r.usage) }
@@ -107,10 +112,13 @@ func asStoreError(err error) error {
 // emit passes ev to the consumer and reports whether it wants more. Once it
 // does not, the run's context is cancelled and nothing more is emitted.
 func (r *run) emit(ev Event) bool {
+	ev.TurnID = r.turnID
+	// Watchers get every event, also after the consumer stopped (its
+	// turn's end, recorded cancelled, above all).
+	r.live.add(&ev)
 	if r.stopped {
 		return false
 	}
-	ev.TurnID = r.turnID
 	if !r.yield(ev, nil) {
 		r.stopped = true
 		r.cancel()

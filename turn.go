@@ -76,6 +76,7 @@ func (s *Session) newTurn(ctx context.Context, yield func(Event, error) bool, wa
 				return err
 			}
 			r = s.newRun(sl, yield, cancel, turnID)
+			defer r.done()
 			r.marker = o.marker
 			if err := r.settle(ctx, r.begin(ctx, o.prompt)); err != nil {
 				return err

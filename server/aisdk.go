@@ -124,14 +124,15 @@ func (s *Server) handleAIChat(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		switch {
-		case t.regenerate:
-			events = sess.RegenerateStream(ctx)
-		case t.turn != "":
-			events = sess.EditStream(ctx, t.turn, prompt)
-		default:
-			events = sess.Stream(ctx, prompt)
-		}
+		events = s.detach(ctx, func(ctx context.Context) iter.Seq2[spool.Event, error] {
+			switch {
+			case t.regenerate:
+				return sess.RegenerateStream(ctx)
+			case t.turn != "":
+				return sess.EditStream(ctx, t.turn, prompt)
+			}
+			return sess.Stream(ctx, prompt)
+		})
 	case "assistant":
 		if req.Trigger == "regenerate-message" {
 			s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, "regenerate-message needs the messages up to the user message whose answer is regenerated"))
@@ -146,11 +147,12 @@ func (s *Server) handleAIChat(w http.ResponseWriter, r *http.Request) {
 		if aw.messageID == "" {
 			aw.messageID = last.ID
 		}
-		events, err = s.resolveAll(ctx, sess, answers, aw.denied)
+		resolve, err := s.resolveAll(ctx, sess, answers, aw.denied)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
+		events = s.detach(ctx, resolve)
 	default:
 		s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, "the newest message must be from the user, or answer approvals"))
 		return
@@ -258,10 +260,10 @@ func approvalAnswers(m uiMessage) []uiApproval {
 }
 
 // resolveAll answers the approvals still pending among answers, one after
-// the other, as one stream of events; the pauses between them are left
-// out. The call ids of denied calls are put in denied. None pending is
-// ErrNoApproval.
-func (s *Server) resolveAll(ctx context.Context, sess *spool.Session, answers []uiApproval, denied map[string]bool) (iter.Seq2[spool.Event, error], error) {
+// the other, as one stream of events (run under the context it is given);
+// the pauses between them are left out. The call ids of denied calls are
+// put in denied. None pending is ErrNoApproval.
+func (s *Server) resolveAll(ctx context.Context, sess *spool.Session, answers []uiApproval, denied map[string]bool) (func(context.Context) iter.Seq2[spool.Event, error], error) {
 	pending, err := sess.PendingApprovals(ctx)
 	if err != nil {
 		return nil, err
@@ -282,23 +284,25 @@ func (s *Server) resolveAll(ctx context.Context, sess *spool.Session, answers []
 	if len(todo) == 0 {
 		return nil, spool.ErrNoApproval
 	}
-	return func(yield func(spool.Event, error) bool) {
-		for i, a := range todo {
-			d := spool.Decision{Allow: *a.Approved, Scope: transcript.ApprovalScopeOnce, Reason: a.Reason}
-			lastOne := i == len(todo)-1
-			for ev, err := range sess.Resolve(ctx, a.ID, d) {
-				if err != nil {
-					yield(ev, err)
-					return
-				}
-				if ev.Kind == spool.EventTurnStart && i > 0 {
-					continue
-				}
-				if ev.Kind == spool.EventTurnEnd && !lastOne && ev.Result.Status == spool.StatusAwaitingApproval {
-					continue
-				}
-				if !yield(ev, nil) {
-					return
+	return func(ctx context.Context) iter.Seq2[spool.Event, error] {
+		return func(yield func(spool.Event, error) bool) {
+			for i, a := range todo {
+				d := spool.Decision{Allow: *a.Approved, Scope: transcript.ApprovalScopeOnce, Reason: a.Reason}
+				lastOne := i == len(todo)-1
+				for ev, err := range sess.Resolve(ctx, a.ID, d) {
+					if err != nil {
+						yield(ev, err)
+						return
+					}
+					if ev.Kind == spool.EventTurnStart && i > 0 {
+						continue
+					}
+					if ev.Kind == spool.EventTurnEnd && !lastOne && ev.Result.Status == spool.StatusAwaitingApproval {
+						continue
+					}
+					if !yield(ev, nil) {
+						return
+					}
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"iter"
 	"net/http"
 
 	"github.com/spool-go/spool"
@@ -26,7 +27,7 @@ func (s *Server) handleRegenerate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.answerTurn(w, r, sess.RegenerateStream(ctx))
+	s.answerTurn(w, r, s.detach(ctx, sess.RegenerateStream))
 }
 
 type editRequest struct {
@@ -46,7 +47,10 @@ func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.answerTurn(w, r, sess.EditStream(ctx, r.PathValue("turnId"), req.Text))
+	turnID := r.PathValue("turnId")
+	s.answerTurn(w, r, s.detach(ctx, func(ctx context.Context) iter.Seq2[spool.Event, error] {
+		return sess.EditStream(ctx, turnID, req.Text)
+	}))
 }
 
 // handleSwitch is POST /v1/sessions/{id}/turns/{turnId}/switch: that

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -42,8 +43,21 @@ func (c *HTTPChannel) Listen(ctx context.Context, d channel.Dispatcher) error {
 // Send implements channel.Driver: the payload goes to the oldest request
 // waiting on target.
 func (c *HTTPChannel) Send(ctx context.Context, target channel.Target, p channel.Payload) error {
-	return c.q.Deliver(ctx, target, p)
+	err := c.q.Deliver(ctx, target, p)
+	if rel, ok := p.Origin.(turnRelease); ok && p.Final {
+		rel()
+	}
+	if errors.Is(err, channel.ErrGone) && c.s.opts.OnDisconnect != DisconnectCancel {
+		// The client went away; its turn runs on (for watchers, or to be
+		// stopped by POST /v1/sessions/{id}/stop).
+		return nil
+	}
+	return err
 }
+
+// turnRelease is the Origin of a /chat request's Inbound: it releases the
+// turn's context once its final payload is sent.
+type turnRelease func()
 
 // Close implements channel.Driver.
 func (c *HTTPChannel) Close() error {
@@ -90,18 +104,27 @@ func (c *HTTPChannel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d := c.d
 	c.mu.Unlock()
 	rid := RequestIDFromContext(r.Context())
-	in := channel.Inbound{Target: channel.Target{SessionID: id, User: user}, Text: *req.Text}
-	p, err := c.q.Accept(r.Context(), d, in, func() {
+	target := channel.Target{SessionID: id, User: user}
+	if m := s.opts.MaxQueue; m > 0 && c.q.Len(target) >= m {
+		writeAPIError(w, &apiError{Status: http.StatusTooManyRequests, Code: CodeQueueFull,
+			Message: "too many requests wait on this session; retry later", RetryAfter: 1}, errorBody{})
+		return
+	}
+	tctx, release := s.turnContext(r.Context())
+	in := channel.Inbound{Target: target, Text: *req.Text, Origin: turnRelease(release)}
+	p, err := c.q.Accept(tctx, d, in, func() {
 		if s.opts.OnAccept != nil {
 			s.opts.OnAccept(rid, id)
 		}
 	})
 	if err != nil {
+		release()
 		writeAPIError(w, closedError(), errorBody{})
 		return
 	}
 	// However this handler ends, the request stops waiting: a turn still
-	// running for it stops at its next event and is recorded cancelled.
+	// running for it runs on without it (Options.OnDisconnect continue),
+	// or stops at its next event, recorded cancelled (cancel).
 	defer p.Abandon()
 	w.Header().Set(SessionHeader, id)
 	if wantsSSE(r) {
@@ -148,7 +171,7 @@ func (c *HTTPChannel) stream(w http.ResponseWriter, r *http.Request, p *channel.
 		select {
 		case pl := <-p.Payloads():
 			if !pl.Final {
-				if sse.event(string(pl.Event.Kind), pl.Event) != nil {
+				if sse.eventID(string(pl.Event.Kind), pl.Event.ID, pl.Event) != nil {
 					return
 				}
 				continue

@@ -167,7 +167,7 @@ func TestChatSSETurnError(t *testing.T) {
 func TestChatArrivalOrder(t *testing.T) {
 	var mu sync.Mutex
 	var accepted []string
-	opts := server.Options{OnAccept: func(rid, sid string) {
+	opts := server.Options{MaxQueue: 32, OnAccept: func(rid, sid string) {
 		mu.Lock()
 		accepted = append(accepted, rid)
 		mu.Unlock()
@@ -206,11 +206,11 @@ func TestChatArrivalOrder(t *testing.T) {
 	}
 }
 
-// A client that disconnects mid-stream leaves its turn recorded
-// cancelled: a real client over a real connection, closed after the
-// first piece of text.
+// With --on-disconnect cancel, a client that disconnects mid-stream
+// leaves its turn recorded cancelled: a real client over a real
+// connection, closed after the first piece of text.
 func TestChatDisconnectCancelsTurn(t *testing.T) {
-	e := newEnv(t, spool.Config{Model: echo.New(echo.WithDelay(30 * time.Millisecond))}, server.Options{})
+	e := newEnv(t, spool.Config{Model: echo.New(echo.WithDelay(30 * time.Millisecond))}, server.Options{OnDisconnect: server.DisconnectCancel})
 	long := strings.Repeat("word ", 200)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -17,6 +17,7 @@
 //	POST   /v1/sessions/{id}/turns/{turn}/edit     {"text"} → the turn's question asked as text, in its place: SSE or JSON
 //	POST   /v1/sessions/{id}/turns/{turn}/switch   → 204: that version of its place is active again
 //	POST   /v1/sessions/{id}/fork                  {"atTurn","sessionId"?} → 201 with the new session's info
+//	POST   /v1/sessions/{id}/stop                  → {"sessionId","turnId"}: the running turn ended, recorded cancelled (404 not_running when none)
 //	POST   /api/chat                               the AI SDK UI message stream protocol (useChat)
 //	GET    /api/chat/{id}                          the stored conversation as the AI SDK's UIMessages → {"id","messages":[…]}
 //	POST   /mcp                                    the agent as a stateless MCP server (streamable HTTP), tool "send_message"
@@ -50,13 +51,30 @@
 // a new session of the caller's, 409 session_exists for a sessionId in
 // use.
 //
+// # Live turns
+//
+// A turn belongs to its session, not to the connection that started it.
+// With Options.OnDisconnect continue (the default; spool serve
+// --on-disconnect), a turn started over /chat, /api/chat, /invoke, the
+// approval route, regenerate or edit runs to its end when its client goes
+// away, on a context that keeps the request's values but not its
+// cancellation, bounded by Options.TurnTimeout (an abandoned turn cannot
+// hold a model call forever) and ended by Close. Stopping is explicit:
+// POST /v1/sessions/{id}/stop (spool.Session.Stop) ends the running turn,
+// recorded cancelled, and answers once that is recorded. With
+// OnDisconnect cancel, a client that goes away stops its turn, as before.
+// /chat queues at most Options.MaxQueue requests per session; more are
+// 429 queue_full with Retry-After.
+//
 // # Event streams
 //
 // /chat and the approval route answer with Server-Sent Events when the
 // request has Accept: text/event-stream. Each event is named by the kind
 // of the runtime's event (turn_start, step_start, text, tool_call,
 // approval_request, tool_result, step_end, delegate, turn_end) and its
-// data is that spool.Event as JSON; a stream that fails ends with an
+// data is that spool.Event as JSON, its SSE id the event's id
+// (spool.EventID, "P.N", also in the data as "id"); every stream opens
+// with a retry: hint (RetryHint). A stream that fails ends with an
 // "error" event whose data is {"error":{"code","message"}}. /chat sends
 // a "session" event first, {"sessionId"}, also in the X-Spool-Session-Id
 // header. Events are flushed as they are produced, and comment lines

@@ -29,6 +29,8 @@ const (
 	CodeSessionNotFound  = "session_not_found"  // 404: unknown, or not the caller's
 	CodeApprovalNotFound = "approval_not_found" // 404: no such pending approval
 	CodeTurnNotFound     = "turn_not_found"     // 404: no such turn in the session (or none to regenerate)
+	CodeNotRunning       = "not_running"        // 404: no turn is running on the session (stop)
+	CodeBadEventID       = "bad_event_id"       // 400: a Last-Event-ID (or after) that is not an event id of the session
 	CodeMethodNotAllowed = "method_not_allowed" // 405, with Allow
 	CodeApprovalPending  = "approval_pending"   // 409: answer the pending approval first
 	CodeSessionBusy      = "session_busy"       // 409: another process is running a turn; retry
@@ -40,6 +42,8 @@ const (
 	CodeBodyTooLarge     = "body_too_large"     // 413
 	CodeRateLimited      = "rate_limited"       // 429: the model provider is rate limiting
 	CodeOverBudget       = "over_budget"        // 429: the session or the agent used its token budget
+	CodeQueueFull        = "queue_full"         // 429: too many /chat requests wait on the session; retry after Retry-After
+	CodeTooManyWatchers  = "too_many_watchers"  // 429: the session or the server has as many watchers as it allows
 	CodeInternal         = "internal"           // 500
 	CodeModelError       = "model_error"        // 502: the turn ended with an error of the model
 	CodeUnavailable      = "unavailable"        // 503: shutting down, the channel closed
@@ -93,6 +97,12 @@ func apiErrorFor(err error) *apiError {
 		return errf(http.StatusNotFound, CodeTurnNotFound, "no such turn in this session (GET /v1/sessions/{id}/messages lists them), or no turn to regenerate")
 	case errors.Is(err, spool.ErrTurnRunning):
 		return errf(http.StatusConflict, CodeTurnRunning, "a turn is running on this session: wait for it to end, or stop it, first")
+	case errors.Is(err, spool.ErrNotRunning):
+		return errf(http.StatusNotFound, CodeNotRunning, "no turn is running on this session")
+	case errors.Is(err, spool.ErrBadEventID):
+		return errf(http.StatusBadRequest, CodeBadEventID, "the Last-Event-ID (or after) is not an event id of this session: want P.N as the events carry it")
+	case errors.Is(err, spool.ErrTooManyWatchers):
+		return &apiError{Status: http.StatusTooManyRequests, Code: CodeTooManyWatchers, Message: "too many clients are watching this session or this server; retry later", RetryAfter: 5}
 	case errors.Is(err, spool.ErrNotOnBranch):
 		return errf(http.StatusConflict, CodeNotOnBranch, "the turn is not on the active branch: switch to it (or to the version of an earlier turn it follows) first")
 	case errors.Is(err, spool.ErrSessionExists):

@@ -215,6 +215,7 @@ func (e *env) get(path string, header ...string) resp {
 // sseEvent is one event of a stream; comments are collected apart.
 type sseEvent struct {
 	name string
+	id   string
 	data string
 }
 
@@ -238,6 +239,10 @@ func readSSE(t *testing.T, r io.Reader) (events []sseEvent, comments int) {
 			comments++
 		case strings.HasPrefix(line, "event: "):
 			cur.name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "id: "):
+			cur.id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "retry: "):
+			// The reconnection hint, which opens every stream.
 		case strings.HasPrefix(line, "data: "):
 			data = append(data, strings.TrimPrefix(line, "data: "))
 		default:

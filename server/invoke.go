@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"mime"
 	"net/http"
 	"os"
@@ -53,7 +54,10 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := sess.Send(ctx, *req.Prompt)
+	prompt := *req.Prompt
+	res, err := spool.Collect(s.detach(ctx, func(ctx context.Context) iter.Seq2[spool.Event, error] {
+		return sess.Stream(ctx, prompt)
+	}))
 	s.writeResult(w, r, res, err)
 }
 

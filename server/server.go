@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -97,7 +98,40 @@ type Options struct {
 	// default, the global providers are not used unless given.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// OnDisconnect says what a turn started over HTTP (/chat, /api/chat,
+	// the /v1 routes that run turns) does when its client goes away:
+	// DisconnectContinue (the default) runs it to its end, for the
+	// client or any other to follow again (GET /v1/sessions/{id}/events,
+	// GET /api/chat/{id}/stream) or to stop (POST
+	// /v1/sessions/{id}/stop); DisconnectCancel stops it, recorded
+	// cancelled.
+	OnDisconnect Disconnect
+	// TurnTimeout bounds a turn that runs on after its client went away,
+	// so that an abandoned turn cannot hold a model call forever; it is
+	// then recorded cancelled. Default 10 minutes (DefaultTurnTimeout).
+	TurnTimeout time.Duration
+	// MaxQueue bounds the /chat requests waiting on one session, the one
+	// being answered included: over it a request is answered 429
+	// queue_full with Retry-After. Default 16 (DefaultMaxQueue);
+	// negative for no bound.
+	MaxQueue int
 }
+
+// Disconnect is what a turn does when its HTTP client goes away
+// (Options.OnDisconnect).
+type Disconnect string
+
+// Disconnect policies.
+const (
+	DisconnectContinue Disconnect = "continue" // the turn runs to its end (the default)
+	DisconnectCancel   Disconnect = "cancel"   // the turn stops, recorded cancelled
+)
+
+// DefaultTurnTimeout is the default of Options.TurnTimeout.
+const DefaultTurnTimeout = 10 * time.Minute
+
+// DefaultMaxQueue is the default of Options.MaxQueue.
+const DefaultMaxQueue = 16
 
 // DefaultMaxBodyBytes is the default cap on request bodies.
 const DefaultMaxBodyBytes = 1 << 20
@@ -126,6 +160,11 @@ type Server struct {
 	draining atomic.Bool // /readyz answers 503 (Drain)
 	refusing atomic.Bool // new requests are answered 503 (Shutdown)
 	closed   atomic.Bool // Close was called
+	// base ends the turns that outlive their requests, at Close; turns
+	// counts them.
+	base     context.Context
+	endTurns context.CancelFunc
+	turns    sync.WaitGroup
 }
 
 // connected is a driver of Options.Channels and its dispatcher.
@@ -146,6 +185,15 @@ func New(agent *spool.Agent, opts Options) *Server {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = 15 * time.Second
 	}
+	if opts.OnDisconnect == "" {
+		opts.OnDisconnect = DisconnectContinue
+	}
+	if opts.TurnTimeout <= 0 {
+		opts.TurnTimeout = DefaultTurnTimeout
+	}
+	if opts.MaxQueue == 0 {
+		opts.MaxQueue = DefaultMaxQueue
+	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
 	}
@@ -163,6 +211,7 @@ func New(agent *spool.Agent, opts Options) *Server {
 		log:        opts.Logger,
 	}
 	s.inflight.idle = make(chan struct{}, 1)
+	s.base, s.endTurns = context.WithCancel(context.Background())
 	s.chat = newHTTPChannel(s)
 	// Listen only records the dispatcher; it cannot fail.
 	s.dispatch, _ = channel.Connect(context.Background(), agent, s.chat)
@@ -202,6 +251,8 @@ func (s *Server) Channel() *HTTPChannel { return s.chat }
 func (s *Server) Close() error {
 	s.closed.Store(true)
 	err := s.chat.Close()
+	s.endTurns()
+	s.turns.Wait()
 	for _, c := range s.channels {
 		if cerr := c.driver.Close(); err == nil {
 			err = cerr
@@ -234,17 +285,23 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			d.Drain()
 		}
 	}
-	done := make(chan struct{})
+	done, detached := make(chan struct{}), make(chan struct{})
 	go func() {
 		for _, c := range s.channels {
 			c.dispatch.Wait()
 		}
 		close(done)
 	}()
+	go func() {
+		s.turns.Wait()
+		close(detached)
+	}()
 	if s.inflight.until(ctx) == nil {
-		select {
-		case <-done:
-		case <-ctx.Done():
+		for _, ch := range []chan struct{}{done, detached} {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+			}
 		}
 	}
 	return s.Close()
@@ -276,6 +333,7 @@ func (s *Server) routes() {
 	handle("POST", "/v1/sessions/{id}/turns/{turnId}/edit", s.handleEdit)
 	handle("POST", "/v1/sessions/{id}/turns/{turnId}/switch", s.handleSwitch)
 	handle("POST", "/v1/sessions/{id}/fork", s.handleFork)
+	handle("POST", "/v1/sessions/{id}/stop", s.handleStop)
 	handle("POST", "/api/chat", s.handleAIChat)
 	handle("GET", "/api/chat/{id}", s.handleAIChatLoad)
 	// Stateless MCP: every request is a POST; there is no session to

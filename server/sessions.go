@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"iter"
 	"net/http"
 	"strconv"
 
@@ -238,7 +239,10 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	events := sess.Resolve(ctx, r.PathValue("approvalId"), d)
+	approvalID := r.PathValue("approvalId")
+	events := s.detach(ctx, func(ctx context.Context) iter.Seq2[spool.Event, error] {
+		return sess.Resolve(ctx, approvalID, d)
+	})
 	if !wantsSSE(r) {
 		res, err := spool.Collect(events)
 		s.writeResult(w, r, res, err)
@@ -268,7 +272,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, events fun
 		if sse == nil {
 			sse = startSSE(w, s.opts.KeepAlive, nil)
 		}
-		if sse.event(string(ev.Kind), ev) != nil {
+		if sse.eventID(string(ev.Kind), ev.ID, ev) != nil {
 			return // the client went away: stopping stops the turn
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,10 +48,16 @@ func startSSE(w http.ResponseWriter, keepAlive time.Duration, extra map[string]s
 	}
 	w.WriteHeader(http.StatusOK)
 	s := &sseWriter{w: w, rc: http.NewResponseController(w), last: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
-	s.flush()
+	// How long a client waits before it reconnects (with Last-Event-ID)
+	// after losing the stream.
+	s.write("retry: " + strconv.Itoa(int(RetryHint/time.Millisecond)) + "\n\n")
 	go s.keepAlive(keepAlive)
 	return s
 }
+
+// RetryHint is the reconnection delay every event stream advises its
+// clients (the SSE retry: field).
+const RetryHint = 2 * time.Second
 
 func (s *sseWriter) keepAlive(every time.Duration) {
 	defer close(s.done)
@@ -73,12 +80,21 @@ func (s *sseWriter) keepAlive(every time.Duration) {
 // event writes one event: an event: line when name is not empty, and v
 // as JSON on a data: line. It returns the first write error of the
 // stream, so a caller learns that the client went away.
-func (s *sseWriter) event(name string, v any) error {
+func (s *sseWriter) event(name string, v any) error { return s.eventID(name, "", v) }
+
+// eventID is event with an id: line when id is not empty, so that a
+// client that reconnects names the last event it had (Last-Event-ID).
+func (s *sseWriter) eventID(name, id string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
 	var sb strings.Builder
+	if id != "" {
+		sb.WriteString("id: ")
+		sb.WriteString(id)
+		sb.WriteByte('\n')
+	}
 	if name != "" {
 		sb.WriteString("event: ")
 		sb.WriteString(name)

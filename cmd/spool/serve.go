@@ -23,6 +23,8 @@ import (
 const serveSynopsis = `spool serve [--addr 127.0.0.1:8080] [--store URL] [--model SPEC] [--keys FILE] [--api-key KEY]
                    [--agent NAME] [--scope project|user] [--instructions TEXT] [--mode ask|auto|off]
                    [--channels slack,telegram,discord] [--read-timeout 30s] [--grace 30s] [--drain-delay 0s]
+                   [--on-disconnect continue|cancel] [--turn-timeout 10m] [--max-queue 16]
+                   [--max-watchers 10000] [--max-session-watchers 100]
                    [--metrics | --metrics-addr HOST:PORT] [--log-format text|json] [--log-level info]
                    [--config FILE] [--print-config]
 
@@ -45,6 +47,10 @@ type serveFlags struct {
 	exposeVersion                bool
 	metrics                      bool
 	metricsAddr                  string
+	onDisconnect                 string
+	turnTimeout                  time.Duration
+	maxQueue                     int
+	maxWatchers, maxSessionWatch int
 	logs                         logFlags
 	config                       string
 	printConfig                  bool
@@ -77,6 +83,11 @@ func (f *serveFlags) register(fs *flagSet, env *environ, chf *channelFlags) {
 	fs.BoolVar(&f.exposeVersion, "expose-version", false, "name the version in /healthz and /readyz")
 	fs.BoolVar(&f.metrics, "metrics", false, "serve Prometheus metrics at /metrics (behind the keys, like the API)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at /metrics on this address instead, without keys (keep it private)")
+	fs.StringVar(&f.onDisconnect, "on-disconnect", string(server.DisconnectContinue), "what a turn does when its HTTP client goes away: continue (to its end; stop it with POST /v1/sessions/{id}/stop, follow it again with /v1/sessions/{id}/events) or cancel")
+	fs.DurationVar(&f.turnTimeout, "turn-timeout", server.DefaultTurnTimeout, "longest a turn runs on after its HTTP client went away; it is then recorded cancelled")
+	fs.IntVar(&f.maxQueue, "max-queue", server.DefaultMaxQueue, "most /chat requests waiting on one session; more are answered 429 with Retry-After")
+	fs.IntVar(&f.maxWatchers, "max-watchers", 10000, "most clients following sessions live at once (/v1/sessions/{id}/events, /api/chat/{id}/stream); more are answered 429")
+	fs.IntVar(&f.maxSessionWatch, "max-session-watchers", 100, "most clients following one session live at once; more are answered 429")
 	f.logs.register(fs.FlagSet)
 	chf.register(fs.FlagSet)
 	fs.StringVar(&f.config, "config", "", "a TOML file of settings, keys named as the flags: addr = \"0.0.0.0:8080\" (env SPOOL_CONFIG)")
@@ -120,6 +131,14 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 	}
 	if f.maxBody <= 0 || f.keepAlive <= 0 || f.readBody <= 0 || f.readyTimeout <= 0 || f.grace < 0 || f.drainDelay < 0 {
 		return usagef("--max-body, --keep-alive, --read-timeout and --ready-timeout must be positive, --grace and --drain-delay not negative")
+	}
+	switch server.Disconnect(f.onDisconnect) {
+	case server.DisconnectContinue, server.DisconnectCancel:
+	default:
+		return usagef("--on-disconnect must be continue or cancel (got %q)", f.onDisconnect)
+	}
+	if f.turnTimeout <= 0 || f.maxQueue <= 0 || f.maxWatchers <= 0 || f.maxSessionWatch <= 0 {
+		return usagef("--turn-timeout, --max-queue, --max-watchers and --max-session-watchers must be positive")
 	}
 	if _, err := f.common.namespace(); err != nil {
 		return err
@@ -176,6 +195,9 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 		Scope:        spool.Scope(f.scope),
 		ToolMode:     transcript.ToolMode(f.mode),
 		Logger:       log,
+
+		MaxWatchers:        f.maxWatchers,
+		MaxSessionWatchers: f.maxSessionWatch,
 	}
 	if err := tel.instrument(&cfg, f.storeURL); err != nil {
 		return err
@@ -196,6 +218,9 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 		AllowedOrigins: splitList(f.allowOrigins),
 		UI:             web.Handler(), // the chat page at /
 		Channels:       channels,
+		OnDisconnect:   server.Disconnect(f.onDisconnect),
+		TurnTimeout:    f.turnTimeout,
+		MaxQueue:       f.maxQueue,
 	}
 	if f.exposeVersion {
 		opts.Version = moduleVersion()

@@ -289,6 +289,8 @@ func TestServeRefusals(t *testing.T) {
 		{[]string{"--user", "bob"}, 2, "--user"},
 		{[]string{"--scope", "team"}, 2, "--scope"},
 		{[]string{"--mode", "yolo"}, 2, "--mode"},
+		{[]string{"--on-disconnect", "pause"}, 2, "--on-disconnect must be continue or cancel"},
+		{[]string{"--max-queue", "0"}, 2, "--max-queue"},
 		{[]string{"--addr", "nonsense"}, 2, "--addr"},
 	}
 	for _, c := range cases {

@@ -111,6 +111,12 @@ export async function deleteSession(id) {
   await request('DELETE', `v1/sessions/${seg(id)}`);
 }
 
+// stopTurn stops the turn running on a session (a client that merely
+// goes away leaves it running).
+export async function stopTurn(id) {
+  await request('POST', `v1/sessions/${seg(id)}/stop`);
+}
+
 // events yields the events of an event-stream response as {type, data}
 // with data parsed from JSON.
 async function* events(res) {

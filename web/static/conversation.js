@@ -314,6 +314,9 @@ export class Conversation {
   }
 
   stop() {
+    // The server runs a turn on when its client goes away: stop it
+    // there, then stop reading.
+    if (this.id !== null && this.running.has(this.key)) api.stopTurn(this.id).catch(() => {});
     this.running.get(this.key)?.abort();
   }
 

@@ -1,0 +1,411 @@
+package spool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spool-go/spool/store"
+)
+
+// Live turns.
+//
+// Every run of a turn (from a prompt, a regenerate or an edit, or from an
+// approval decision) is registered in its agent's live hub while it runs:
+// its events are kept, in order, with their ids, so that any number of
+// watchers (Session.Watch) can follow it from its beginning or from any
+// event, at their own pace, and Session.Stop can end it. The turn never
+// waits on a watcher: a watcher reads the turn's events where they are
+// kept and is woken when there are more.
+//
+// A run's events stay in the hub for RecentTurn after it ended, so that a
+// client that lost its connection just before the end still gets the rest
+// exactly.
+
+// RecentTurn is how long a finished run's events are kept for watchers
+// that reconnect after its end.
+const RecentTurn = time.Minute
+
+// EventID identifies an event of a session. It is written "P.N": P is the
+// position of the run that produced the event in the session's transcript
+// (how many entries the transcript had when the run began), N the event's
+// place in that run, from 1. Ids are monotonic per session (a later run
+// begins at a later position) and the same on every replica, since they
+// come from the transcript and the run. The zero EventID is "before
+// everything".
+type EventID struct {
+	Pos int64 // entries in the transcript when the run began
+	N   int64 // the event's place in its run, from 1
+}
+
+// String returns "P.N".
+func (id EventID) String() string {
+	return strconv.FormatInt(id.Pos, 10) + "." + strconv.FormatInt(id.N, 10)
+}
+
+// IsZero reports whether id is the zero EventID.
+func (id EventID) IsZero() bool { return id == EventID{} }
+
+// Before reports whether id comes before other.
+func (id EventID) Before(other EventID) bool {
+	return id.Pos < other.Pos || (id.Pos == other.Pos && id.N < other.N)
+}
+
+// ErrBadEventID: an event id that is not "P.N" with two non-negative
+// integers, or that names no event of the session (Watch).
+var ErrBadEventID = errors.New("spool: bad event id")
+
+// ParseEventID parses "P.N". Anything else is ErrBadEventID.
+func ParseEventID(s string) (EventID, error) {
+	p, n, ok := strings.Cut(s, ".")
+	pos, err1 := strconv.ParseInt(p, 10, 64)
+	num, err2 := strconv.ParseInt(n, 10, 64)
+	if !ok || err1 != nil || err2 != nil || pos < 0 || num < 0 || len(s) > 41 ||
+		strings.HasPrefix(p, "+") || strings.HasPrefix(n, "+") {
+		return EventID{}, fmt.Errorf("%w %q (want P.N, two non-negative integers)", ErrBadEventID, truncate(s, 64))
+	}
+	return EventID{Pos: pos, N: num}, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// ErrNotRunning: Stop on a session with no turn running.
+var ErrNotRunning = errors.New("spool: no turn is running on the session")
+
+// ErrTooManyWatchers: Watch over the agent's bound of watchers, for the
+// session (Config.MaxSessionWatchers) or in all (Config.MaxWatchers).
+var ErrTooManyWatchers = errors.New("spool: too many watchers")
+
+// liveHub holds the live runs of an agent's sessions.
+type liveHub struct {
+	mu       sync.Mutex
+	turns    map[store.Key]*liveTurn     // the newest run of each session, running or recent
+	next     map[store.Key]chan struct{} // closed when a run begins on the session
+	watchers map[store.Key]int           // watchers per session
+	total    int                         // watchers in all
+	maxEach  int                         // Config.MaxSessionWatchers
+	maxAll   int                         // Config.MaxWatchers
+	timers   map[*liveTurn]*time.Timer   // forgetting finished runs
+	relay    func(store.Key, *liveTurn)  // set by the notifier bridge, nil without
+}
+
+func newLiveHub(maxEach, maxAll int) *liveHub {
+	return &liveHub{
+		turns:    map[store.Key]*liveTurn{},
+		next:     map[store.Key]chan struct{}{},
+		watchers: map[store.Key]int{},
+		timers:   map[*liveTurn]*time.Timer{},
+		maxEach:  maxEach,
+		maxAll:   maxAll,
+	}
+}
+
+// liveTurn is one run's events as watchers see them.
+type liveTurn struct {
+	key    store.Key
+	turnID string
+	pos    int64
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	events []Event
+	wake   chan struct{} // closed (and replaced) when events grow or the run ends
+	done   bool
+	ended  chan struct{} // closed when the run ended
+}
+
+// begin registers a run starting at pos.
+func (h *liveHub) begin(key store.Key, turnID string, pos int64, cancel context.CancelFunc) *liveTurn {
+	t := &liveTurn{key: key, turnID: turnID, pos: pos, cancel: cancel, wake: make(chan struct{}), ended: make(chan struct{})}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if old := h.turns[key]; old != nil {
+		if tm := h.timers[old]; tm != nil {
+			tm.Stop()
+			delete(h.timers, old)
+		}
+	}
+	h.turns[key] = t
+	if ch := h.next[key]; ch != nil {
+		close(ch)
+		delete(h.next, key)
+	}
+	return t
+}
+
+// add keeps ev, giving it its id, and wakes the watchers.
+func (t *liveTurn) add(ev *Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ev.ID = EventID{Pos: t.pos, N: int64(len(t.events)) + 1}.String()
+	t.events = append(t.events, *ev)
+	close(t.wake)
+	t.wake = make(chan struct{})
+}
+
+// finish marks the run ended; the hub forgets it after RecentTurn.
+func (h *liveHub) finish(t *liveTurn) {
+	t.mu.Lock()
+	if t.done {
+		t.mu.Unlock()
+		return
+	}
+	t.done = true
+	close(t.wake)
+	close(t.ended)
+	t.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.turns[t.key] == t {
+		h.timers[t] = time.AfterFunc(RecentTurn, func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			delete(h.timers, t)
+			if h.turns[t.key] == t {
+				delete(h.turns, t.key)
+			}
+		})
+	}
+}
+
+// since returns the events after n (a count), whether the run is over,
+// and a channel closed when that changes.
+func (t *liveTurn) since(n int) ([]Event, bool, <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.events[min(n, len(t.events)):], t.done, t.wake
+}
+
+// over reports whether the run ended with no events after the first n.
+func (t *liveTurn) over(n int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.done && n >= len(t.events)
+}
+
+// current returns the session's newest run (nil when none is known) and a
+// channel closed when a newer one begins.
+func (h *liveHub) current(key store.Key) (*liveTurn, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.currentLocked(key)
+}
+
+func (h *liveHub) currentLocked(key store.Key) (*liveTurn, <-chan struct{}) {
+	ch := h.next[key]
+	if ch == nil {
+		ch = make(chan struct{})
+		h.next[key] = ch
+	}
+	return h.turns[key], ch
+}
+
+// running returns the session's run that has not ended, or nil.
+func (h *liveHub) running(key store.Key) *liveTurn {
+	h.mu.Lock()
+	t := h.turns[key]
+	h.mu.Unlock()
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return nil
+	}
+	return t
+}
+
+// join counts a watcher of key, within the bounds, and returns what
+// current does, as one step: a watcher counted is one that will see the
+// session's next run.
+func (h *liveHub) join(key store.Key) (*liveTurn, <-chan struct{}, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.maxAll > 0 && h.total >= h.maxAll {
+		return nil, nil, fmt.Errorf("%w: the agent has %d watchers, its bound", ErrTooManyWatchers, h.total)
+	}
+	if h.maxEach > 0 && h.watchers[key] >= h.maxEach {
+		return nil, nil, fmt.Errorf("%w: session %s has %d watchers, its bound", ErrTooManyWatchers, key, h.watchers[key])
+	}
+	h.watchers[key]++
+	h.total++
+	t, next := h.currentLocked(key)
+	return t, next, nil
+}
+
+func (h *liveHub) leave(key store.Key) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.total--
+	if h.watchers[key]--; h.watchers[key] <= 0 {
+		delete(h.watchers, key)
+		if _, ok := h.turns[key]; !ok {
+			// Nobody waits for the session's next run any more.
+			delete(h.next, key)
+		}
+	}
+}
+
+// Running reports whether a turn of this session is running in this
+// process (its Agent value), and its id.
+func (s *Session) Running() (turnID string, ok bool) {
+	t := s.a.live.running(s.key)
+	if t == nil {
+		return "", false
+	}
+	return t.turnID, true
+}
+
+// Stop ends the turn running on the session in this process (started by
+// Stream, Send, Resolve, Regenerate or Edit, whoever consumes it): it is
+// recorded as cancelled, like a turn whose caller's context ended. Stop
+// returns once the turn's end is recorded, or when ctx ends, with the turn's id. With no turn
+// running it is ErrNotRunning.
+func (s *Session) Stop(ctx context.Context) (turnID string, err error) {
+	t := s.a.live.running(s.key)
+	if t == nil {
+		return "", fmt.Errorf("%w (session %s)", ErrNotRunning, s.key)
+	}
+	t.cancel()
+	select {
+	case <-t.ended:
+		return t.turnID, nil
+	case <-ctx.Done():
+		return t.turnID, ctx.Err()
+	}
+}
+
+// WatchOptions say where Watch starts and when it ends.
+type WatchOptions struct {
+	// After is the id of the last event the watcher has: Watch yields the
+	// events after it. The zero After starts at the beginning of the run
+	// in progress.
+	After EventID
+	// Follow keeps the watch going after the run ends: later runs of the
+	// session are yielded as they happen, until ctx ends. Without it the
+	// watch ends with the run (at once when none runs).
+	Follow bool
+}
+
+// Watch yields the session's live events as the turns producing them run
+// in this process: the run in progress from its beginning (or after
+// opt.After), and with opt.Follow every later run. Each event carries its
+// id (Event.ID). A watcher never slows the turn: it reads the run's
+// events at its own pace. The watch ends when ctx does; its error is not
+// yielded. An After beyond the session's transcript is ErrBadEventID;
+// over the agent's bounds, ErrTooManyWatchers.
+func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		h := s.a.live
+		t, next, err := h.join(s.key)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		defer h.leave(s.key)
+		if !opt.After.IsZero() {
+			if t == nil || opt.After.Pos > t.pos {
+				_, total, err := store.ReadTail(ctx, s.a.cfg.Store, s.key, 1)
+				if err != nil {
+					yield(Event{}, err)
+					return
+				}
+				if opt.After.Pos > int64(total) {
+					yield(Event{}, fmt.Errorf("%w: %s names no event of session %s", ErrBadEventID, opt.After, s.key))
+					return
+				}
+			}
+		}
+		after := opt.After
+		for first := true; ; first = false {
+			if !first {
+				t, next = h.current(s.key)
+			}
+			n := -1 // where to start in t; -1: nothing of t to yield
+			switch {
+			case t == nil || t.pos < after.Pos:
+			case after.IsZero():
+				// Without an id, the watch starts at the running run's
+				// beginning; a run already over is not replayed.
+				if _, done, _ := t.since(0); !done {
+					n = 0
+				} else {
+					after = EventID{Pos: t.pos, N: maxEvents}
+				}
+			case t.pos == after.Pos:
+				if n = int(min(after.N, maxEvents)); t.over(n) {
+					n = -1
+				}
+			default:
+				n = 0 // a run after the watcher's last event: all of it
+			}
+			if n >= 0 {
+				last, ok := s.follow(ctx, t, n, yield)
+				if !ok || !opt.Follow {
+					return
+				}
+				after = last
+				continue
+			}
+			if !opt.Follow {
+				return
+			}
+			select {
+			case <-next:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// maxEvents stands for "past every event of its run" in an EventID.
+const maxEvents = 1 << 40
+
+// follow yields t's events after the first n until the run ends. It
+// returns the id of the last one it had and false when the watcher
+// stopped or ctx ended.
+func (s *Session) follow(ctx context.Context, t *liveTurn, n int, yield func(Event, error) bool) (EventID, bool) {
+	last := EventID{Pos: t.pos, N: int64(n)}
+	for {
+		evs, done, wake := t.since(n)
+		for _, ev := range evs {
+			if !yield(ev, nil) {
+				return last, false
+			}
+			n++
+			last.N = int64(n)
+		}
+		if done {
+			if t.over(n) {
+				// Past every event of the run: the next run begins later.
+				return EventID{Pos: t.pos, N: maxEvents}, true
+			}
+			continue
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return last, false
+		}
+	}
+}
+
+// Watchers returns how many watchers follow the session in this process.
+func (s *Session) Watchers() int {
+	h := s.a.live
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.watchers[s.key]
+}

@@ -1,0 +1,193 @@
+package spool_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/model/echo"
+	"github.com/spool-go/spool/transcript"
+)
+
+// runningTurn starts a slow turn on sess, consumed on its own goroutine,
+// and returns once it runs; the channel gets its result.
+func runningTurn(t *testing.T, sess *spool.Session, prompt string) <-chan *spool.Result {
+	t.Helper()
+	out := make(chan *spool.Result, 1)
+	started := make(chan struct{})
+	go func() {
+		var res *spool.Result
+		for ev, err := range sess.Stream(context.Background(), prompt) {
+			if err != nil {
+				break
+			}
+			if ev.Kind == spool.EventText && started != nil {
+				close(started)
+				started = nil
+			}
+			if ev.Kind == spool.EventTurnEnd {
+				res = ev.Result
+			}
+		}
+		out <- res
+	}()
+	<-started
+	return out
+}
+
+// Stop ends the running turn, whoever consumes it, recorded cancelled,
+// and returns once that is recorded; with none running it is
+// ErrNotRunning.
+func TestStop(t *testing.T) {
+	a := newAgent(t, spool.Config{Model: echo.New(echo.WithDelay(10 * time.Millisecond))})
+	ctx := context.Background()
+	sess := session(t, a, ctx, "s")
+	if _, err := sess.Stop(ctx); !errors.Is(err, spool.ErrNotRunning) {
+		t.Fatalf("stop with nothing running: %v", err)
+	}
+	done := runningTurn(t, sess, strings.Repeat("word ", 500))
+	turnID, err := sess.Stop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.Status != transcript.StatusCancelled || res.TurnID != turnID {
+		t.Fatalf("stopped turn %s ended %+v", turnID, res)
+	}
+	entries, _ := sess.Transcript(ctx)
+	checkWellFormed(t, entries)
+	if last := entries[len(entries)-1]; last.Type != transcript.TypeTurnEnd || last.Status != transcript.StatusCancelled {
+		t.Fatalf("last entry %s %s", last.Type, last.Status)
+	}
+	if _, ok := sess.Running(); ok {
+		t.Fatal("a turn still runs after Stop")
+	}
+}
+
+// Watchers follow a running turn from its beginning or from any event,
+// each at its own pace: the text each gets is the stored answer exactly.
+// With Follow, the next turns come too.
+func TestWatch(t *testing.T) {
+	a := newAgent(t, spool.Config{Model: echo.New(echo.WithDelay(2 * time.Millisecond))})
+	ctx := context.Background()
+	sess := session(t, a, ctx, "w")
+	// With nothing running, a watch without Follow ends at once.
+	for _, err := range sess.Watch(ctx, spool.WatchOptions{}) {
+		t.Fatalf("a watch of an idle session yielded (%v)", err)
+	}
+	prompt := strings.Repeat("word ", 40)
+	done := runningTurn(t, sess, prompt)
+	var first []spool.Event
+	for ev, err := range sess.Watch(ctx, spool.WatchOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = append(first, ev)
+	}
+	res := <-done
+	if first[0].Kind != spool.EventTurnStart || first[len(first)-1].Kind != spool.EventTurnEnd {
+		t.Fatalf("the watch ran %s … %s", first[0].Kind, first[len(first)-1].Kind)
+	}
+	if got := texts(first); got != res.Text {
+		t.Fatalf("watched %q, answered %q", got, res.Text)
+	}
+	// Reconnecting after any event gives exactly the rest, also after
+	// the turn ended (its events stay for RecentTurn).
+	for k := range first {
+		after, err := spool.ParseEventID(first[k].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rest []spool.Event
+		for ev, err := range sess.Watch(ctx, spool.WatchOptions{After: after}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest = append(rest, ev)
+		}
+		if got := texts(first[:k+1]) + texts(rest); got != res.Text || len(rest) != len(first)-k-1 {
+			t.Fatalf("after event %d: %d events, text %q", k, len(rest), got)
+		}
+	}
+	// Follow: a watcher that stays sees the next turns as they run.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan string, 1)
+	go func() {
+		var evs []spool.Event
+		for ev, err := range sess.Watch(wctx, spool.WatchOptions{Follow: true}) {
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			evs = append(evs, ev)
+			if ev.Kind == spool.EventTurnEnd {
+				got <- texts(evs)
+				return
+			}
+		}
+		got <- "the watch ended"
+	}()
+	for sess.Watchers() < 1 {
+		select {
+		case g := <-got:
+			t.Fatal(g)
+		default:
+			time.Sleep(time.Millisecond)
+		}
+	}
+	next, err := sess.Send(ctx, "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := <-got; g != next.Text {
+		t.Fatalf("following, saw %q; the turn answered %q", g, next.Text)
+	}
+	// An id past the transcript is refused, as is nonsense.
+	if _, err := spool.ParseEventID("3.x"); !errors.Is(err, spool.ErrBadEventID) {
+		t.Fatalf("parse 3.x: %v", err)
+	}
+	for _, err := range sess.Watch(ctx, spool.WatchOptions{After: spool.EventID{Pos: 999, N: 1}}) {
+		if !errors.Is(err, spool.ErrBadEventID) {
+			t.Fatalf("an id past the transcript: %v", err)
+		}
+	}
+}
+
+// A session's watchers are bounded.
+func TestWatchBound(t *testing.T) {
+	a := newAgent(t, spool.Config{MaxSessionWatchers: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sess := session(t, a, ctx, "b")
+	go func() {
+		for range sess.Watch(ctx, spool.WatchOptions{Follow: true}) {
+		}
+	}()
+	waitWatchers(t, a, sess, 1)
+	for _, err := range sess.Watch(ctx, spool.WatchOptions{}) {
+		if !errors.Is(err, spool.ErrTooManyWatchers) {
+			t.Fatalf("a second watcher: %v", err)
+		}
+	}
+}
+
+func waitWatchers(t *testing.T, a *spool.Agent, sess *spool.Session, n int) {
+	t.Helper()
+	for sess.Watchers() < n {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func texts(evs []spool.Event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		if ev.Kind == spool.EventText {
+			b.WriteString(ev.Text)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"sync"
+
+	"github.com/spool-go/spool"
+)
+
+// A turn belongs to its session, not to the request that started it: with
+// Options.OnDisconnect continue, a turn started over HTTP runs on its own
+// goroutine, under a context without the request's cancellation (its
+// values kept: the request id, the user, the trace), bounded by
+// Options.TurnTimeout and ended by Close. The request passes the turn's
+// events on as they come; a request that goes away stops only its own
+// reading.
+
+// turnContext returns the context of a turn started by a request with
+// context ctx, and the function that releases it once the turn ended.
+func (s *Server) turnContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.opts.OnDisconnect == DisconnectCancel {
+		return context.WithCancel(ctx)
+	}
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.TurnTimeout)
+	stop := context.AfterFunc(s.base, cancel)
+	return tctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// detach runs the turn start returns (given the turn's context) and
+// returns its events for the request whose context is ctx. With
+// OnDisconnect cancel the turn runs inline, as the request reads it, and
+// stops when the request does. With continue it runs to its end on a
+// goroutine of its own; the events wait for the request in a buffer, so
+// that a slow or gone client never holds the turn, and the buffer is
+// dropped once the request stops reading.
+func (s *Server) detach(ctx context.Context, start func(ctx context.Context) iter.Seq2[spool.Event, error]) iter.Seq2[spool.Event, error] {
+	if s.opts.OnDisconnect == DisconnectCancel {
+		return start(ctx)
+	}
+	tctx, release := s.turnContext(ctx)
+	b := &eventBuffer{wake: make(chan struct{})}
+	s.turns.Add(1)
+	go func() {
+		defer s.turns.Done()
+		defer release()
+		defer b.close()
+		for ev, err := range start(tctx) {
+			b.add(ev, err)
+		}
+	}()
+	return b.read(ctx)
+}
+
+// eventBuffer holds a detached turn's events for the request reading
+// them.
+type eventBuffer struct {
+	mu    sync.Mutex
+	items []bufferedEvent
+	done  bool
+	gone  bool // the reader stopped: keep nothing more
+	wake  chan struct{}
+}
+
+type bufferedEvent struct {
+	ev  spool.Event
+	err error
+}
+
+func (b *eventBuffer) add(ev spool.Event, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gone {
+		return
+	}
+	b.items = append(b.items, bufferedEvent{ev, err})
+	close(b.wake)
+	b.wake = make(chan struct{})
+}
+
+func (b *eventBuffer) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.done = true
+	close(b.wake)
+	b.wake = make(chan struct{})
+}
+
+// read yields the events as they come, until the turn's last or until
+// ctx ends.
+func (b *eventBuffer) read(ctx context.Context) iter.Seq2[spool.Event, error] {
+	return func(yield func(spool.Event, error) bool) {
+		defer func() {
+			b.mu.Lock()
+			b.gone, b.items = true, nil
+			b.mu.Unlock()
+		}()
+		for {
+			b.mu.Lock()
+			items, done, wake := b.items, b.done, b.wake
+			b.items = nil
+			b.mu.Unlock()
+			for _, it := range items {
+				if !yield(it.ev, it.err) {
+					return
+				}
+			}
+			if done && len(items) == 0 {
+				return
+			}
+			if len(items) > 0 {
+				continue
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// stopResponse is the answer of POST /v1/sessions/{id}/stop.
+type stopResponse struct {
+	SessionID string `json:"sessionId"`
+	TurnID    string `json:"turnId"`
+}
+
+// handleStop is POST /v1/sessions/{id}/stop: the turn running on the
+// session ends, recorded cancelled; the answer comes once that is
+// recorded. No turn running is 404 not_running.
+func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
+	ctx, sess, ok := s.existingNoBody(w, r)
+	if !ok {
+		return
+	}
+	turnID, err := sess.Stop(ctx)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, stopResponse{SessionID: sess.ID(), TurnID: turnID})
+}
