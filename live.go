@@ -96,7 +96,6 @@ type liveHub struct {
 	maxEach  int                         // Config.MaxSessionWatchers
 	maxAll   int                         // Config.MaxWatchers
 	timers   map[*liveTurn]*time.Timer   // forgetting finished runs
-	relay    func(store.Key, *liveTurn)  // set by the notifier bridge, nil without
 }
 
 func newLiveHub(maxEach, maxAll int) *liveHub {
@@ -296,6 +295,11 @@ type WatchOptions struct {
 	// session are yielded as they happen, until ctx ends. Without it the
 	// watch ends with the run (at once when none runs).
 	Follow bool
+	// Ready, when set, is called once the watch is in place (counted
+	// within the bounds, After checked), before its first event: what
+	// can fail has not, and every run from now on is seen. A server
+	// sends its response header then.
+	Ready func()
 }
 
 // Watch yields the session's live events as the turns producing them run
@@ -326,6 +330,9 @@ func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, 
 					return
 				}
 			}
+		}
+		if opt.Ready != nil {
+			opt.Ready()
 		}
 		after := opt.After
 		for first := true; ; first = false {

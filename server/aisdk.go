@@ -320,6 +320,7 @@ type aiWriter struct {
 	calls     map[string]bool // call ids this response streamed the input of
 	stepOpen  bool
 	textID    string // the open text part, "" when none
+	eventID   string // the id of the event whose chunks are being sent
 	failed    bool
 }
 
@@ -377,7 +378,7 @@ type (
 )
 
 func (a *aiWriter) send(v any) {
-	if a.sse != nil && !a.failed && a.sse.event("", v) != nil {
+	if a.sse != nil && !a.failed && a.sse.eventID("", a.eventID, v) != nil {
 		a.failed = true
 	}
 }
@@ -445,6 +446,7 @@ func (a *aiWriter) run(events iter.Seq2[spool.Event, error]) {
 			}
 			a.begin()
 		}
+		a.eventID = ev.ID
 		a.event(ev)
 		if a.failed {
 			return // the client went away: stopping stops the turn

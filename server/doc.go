@@ -18,8 +18,10 @@
 //	POST   /v1/sessions/{id}/turns/{turn}/switch   → 204: that version of its place is active again
 //	POST   /v1/sessions/{id}/fork                  {"atTurn","sessionId"?} → 201 with the new session's info
 //	POST   /v1/sessions/{id}/stop                  → {"sessionId","turnId"}: the running turn ended, recorded cancelled (404 not_running when none)
+//	GET    /v1/sessions/{id}/events                SSE of the session's live events: Last-Event-ID or ?after= resumes, ?follow=1 stays for the next turns
 //	POST   /api/chat                               the AI SDK UI message stream protocol (useChat)
 //	GET    /api/chat/{id}                          the stored conversation as the AI SDK's UIMessages → {"id","messages":[…]}
+//	GET    /api/chat/{id}/stream                   the AI SDK resume route: the running turn's UI message stream, 204 when none
 //	POST   /mcp                                    the agent as a stateless MCP server (streamable HTTP), tool "send_message"
 //	POST   /channels/<name>/…                      the webhooks of Options.Channels (server/channel/slack, telegram, discord)
 //	GET    /healthz                                liveness: {"status":"ok"}; touches nothing
@@ -65,6 +67,17 @@
 // OnDisconnect cancel, a client that goes away stops its turn, as before.
 // /chat queues at most Options.MaxQueue requests per session; more are
 // 429 queue_full with Retry-After.
+//
+// Any client can follow a turn: GET /v1/sessions/{id}/events streams the
+// running turn from its beginning, or every event after Last-Event-ID
+// (or ?after=), and ends with the turn; ?follow=1 stays open for the
+// session's next turns. The replay and the live events join with no gap
+// and no repeat (spool.Session.Watch). GET /api/chat/{id}/stream is the
+// same for the AI SDK: the running turn's UI message stream from the
+// start of its assistant message (the client's replay), 204 when none
+// runs. A malformed Last-Event-ID, or one past the session, is 400
+// bad_event_id; watchers over the agent's bounds are 429
+// too_many_watchers.
 //
 // # Event streams
 //

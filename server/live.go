@@ -2,9 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"net/http"
 	"sync"
+
+	"github.com/spool-go/spool/store"
 
 	"github.com/spool-go/spool"
 )
@@ -144,4 +147,93 @@ func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, stopResponse{SessionID: sess.ID(), TurnID: turnID})
+}
+
+// handleEvents is GET /v1/sessions/{id}/events: the session's live
+// events as SSE, each with its id. With Last-Event-ID (or ?after=; the
+// header wins, since a reconnecting EventSource sends it with the URL it
+// first opened) the stream replays every event after that one, else it
+// starts at the running turn's beginning; it ends with the turn (at once,
+// empty, when none runs) unless ?follow=1, which keeps it open for the
+// next turns. A malformed id, or one past the session's transcript, is
+// 400 bad_event_id.
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var opt spool.WatchOptions
+	switch q.Get("follow") {
+	case "", "0", "false":
+	case "1", "true":
+		opt.Follow = true
+	default:
+		s.writeError(w, r, errf(http.StatusBadRequest, CodeBadRequest, `"follow" must be 1 or 0 (true or false)`))
+		return
+	}
+	raw := q.Get("after")
+	if h := r.Header.Get("Last-Event-ID"); h != "" {
+		raw = h
+	}
+	if raw != "" {
+		id, err := spool.ParseEventID(raw)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		opt.After = id
+	}
+	ctx, sess, ok := s.existing(w, r)
+	if !ok {
+		return
+	}
+	var sse *sseWriter
+	opt.Ready = func() { sse = startSSE(w, s.opts.KeepAlive, nil) }
+	defer func() {
+		if sse != nil {
+			sse.close()
+		}
+	}()
+	for ev, err := range sess.Watch(ctx, opt) {
+		if err != nil {
+			if sse == nil {
+				s.writeError(w, r, err)
+			} else {
+				sse.event("error", errorBody{Error: s.streamError(r, err)})
+			}
+			return
+		}
+		if sse.eventID(string(ev.Kind), ev.ID, ev) != nil {
+			return // the client went away; the turn goes on
+		}
+	}
+}
+
+// handleAIStream is GET /api/chat/{id}/stream, the AI SDK's resume
+// route (useChat({resume: true}), chat.resumeStream()): 204 when no turn
+// runs on the chat's session, else the running turn's UI message stream
+// from the start of its assistant message (the client replaces what it
+// had of that message with it), live until the turn ends.
+func (s *Server) handleAIStream(w http.ResponseWriter, r *http.Request) {
+	ctx, _, aerr := s.withUser(r)
+	if aerr != nil {
+		s.writeError(w, r, aerr)
+		return
+	}
+	sess, err := s.agent.Session(ctx, r.PathValue("id"))
+	if errors.Is(err, store.ErrInvalidKey) {
+		w.WriteHeader(http.StatusNoContent) // no session has that id: nothing runs
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if _, running := sess.Running(); !running {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	aw := &aiWriter{s: s, w: w, r: r, denied: map[string]bool{}}
+	aw.run(sess.Watch(ctx, spool.WatchOptions{}))
+	if aw.sse == nil {
+		// The turn ended in between.
+		w.WriteHeader(http.StatusNoContent)
+	}
 }

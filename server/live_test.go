@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -219,5 +222,226 @@ func TestChatQueueBound(t *testing.T) {
 	}
 	if r := e.post("/chat", map[string]any{"sessionId": "other", "text": "fine"}); r.status != 200 {
 		t.Fatalf("another session: %d %s", r.status, r.body)
+	}
+}
+
+// texts of a stream's text events, and their ids.
+func streamText(t *testing.T, evs []sseEvent) (string, []string) {
+	t.Helper()
+	var b strings.Builder
+	var ids []string
+	for _, ev := range evs {
+		if ev.id != "" {
+			ids = append(ids, ev.id)
+		}
+		if ev.name != "text" {
+			continue
+		}
+		var e spool.Event
+		if err := json.Unmarshal([]byte(ev.data), &e); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(e.Text)
+	}
+	return b.String(), ids
+}
+
+// A client that loses its /chat stream after k events reconnects with
+// Last-Event-ID (or ?after=) to GET /v1/sessions/{id}/events and gets
+// exactly the rest: the text of both parts is the stored answer, no gap
+// and no repeated event, for several k, before and after the turn ended.
+func TestResumeWithLastEventID(t *testing.T) {
+	e := newEnv(t, spool.Config{Model: slowModel()}, server.Options{})
+	prompt := strings.Repeat("word ", 20)
+	for _, k := range []int{1, 2, 5, 12, 30} {
+		for _, how := range []string{"header", "query", "after-end"} {
+			id := fmt.Sprintf("r-%d-%s", k, how)
+			ls := e.open("POST", "/chat", map[string]any{"sessionId": id, "text": prompt})
+			ls.next() // the session event
+			var first []sseEvent
+			for range k {
+				ev, ok := ls.next()
+				if !ok {
+					break
+				}
+				first = append(first, ev)
+			}
+			ls.drop()
+			last := first[len(first)-1].id
+			path, hdr := "/v1/sessions/"+id+"/events", []string{"Last-Event-ID", last}
+			switch how {
+			case "query":
+				path, hdr = path+"?after="+last, nil
+			case "after-end":
+				e.waitEnded("", id)
+			}
+			var rest []sseEvent
+			if first[len(first)-1].name != "turn_end" {
+				rest = e.open("GET", path, nil, hdr...).until("turn_end")
+			}
+			text, ids := streamText(t, append(first, rest...))
+			entries := e.waitEnded("", id)
+			if want := lastAnswer(t, entries); text != want || turnEnds(entries)[0] != transcript.StatusOK {
+				t.Fatalf("k=%d %s: got %q, stored %q", k, how, text, want)
+			}
+			for i := 1; i < len(ids); i++ {
+				a, _ := spool.ParseEventID(ids[i-1])
+				b, err := spool.ParseEventID(ids[i])
+				if err != nil || !a.Before(b) || b.N != a.N+1 {
+					t.Fatalf("k=%d %s: id %s after %s", k, how, ids[i], ids[i-1])
+				}
+			}
+		}
+	}
+}
+
+// GET /v1/sessions/{id}/events?follow=1 is a live session: it stays open
+// and streams every turn as it runs, whoever starts it.
+func TestEventsFollow(t *testing.T) {
+	e := newEnv(t, spool.Config{}, server.Options{})
+	e.post("/invoke", map[string]any{"prompt": "first", "sessionId": "live"})
+	ls := e.open("GET", "/v1/sessions/live/events?follow=1", nil)
+	if ls.res.StatusCode != 200 {
+		t.Fatalf("follow: %d", ls.res.StatusCode)
+	}
+	for _, p := range []string{"second", "third"} {
+		var res spool.Result
+		e.post("/invoke", map[string]any{"prompt": p, "sessionId": "live"}).json(t, &res)
+		text, _ := streamText(t, ls.until("turn_end"))
+		if text != res.Text {
+			t.Fatalf("the follower saw %q; the turn answered %q", text, res.Text)
+		}
+	}
+	// Without follow, and nothing running, the stream is empty.
+	if evs := e.open("GET", "/v1/sessions/live/events", nil); evs != nil {
+		if ev, ok := evs.next(); ok {
+			t.Fatalf("an idle session streamed %v", ev)
+		}
+	}
+}
+
+// Bad input is a clear 4xx that leaks nothing: a malformed
+// Last-Event-ID, one past the session, another user's session, a deleted
+// session, a bad follow.
+func TestEventsBadInput(t *testing.T) {
+	e := newEnv(t, spool.Config{Scope: spool.ScopeUser}, server.Options{Keys: testKeys(t)})
+	alice := []string{"Authorization", "Bearer " + aliceKey}
+	bob := []string{"Authorization", "Bearer " + bobKey}
+	e.post("/invoke", map[string]any{"prompt": "mine", "sessionId": "a"}, alice...)
+	e.post("/invoke", map[string]any{"prompt": "gone", "sessionId": "d"}, alice...)
+	e.do(req{method: "DELETE", path: "/v1/sessions/d", header: map[string]string{alice[0]: alice[1]}})
+	for _, c := range []struct {
+		path, lastID string
+		who          []string
+		status       int
+		code         string
+	}{
+		{"/v1/sessions/a/events", "nonsense", alice, 400, server.CodeBadEventID},
+		{"/v1/sessions/a/events", "1.-2", alice, 400, server.CodeBadEventID},
+		{"/v1/sessions/a/events", "99999.1", alice, 400, server.CodeBadEventID},
+		{"/v1/sessions/a/events?after=x.y", "", alice, 400, server.CodeBadEventID},
+		{"/v1/sessions/a/events?follow=maybe", "", alice, 400, server.CodeBadRequest},
+		{"/v1/sessions/a/events", "0.1", bob, 404, server.CodeSessionNotFound},
+		{"/v1/sessions/d/events", "0.1", alice, 404, server.CodeSessionNotFound},
+	} {
+		h := map[string]string{c.who[0]: c.who[1]}
+		if c.lastID != "" {
+			h["Last-Event-ID"] = c.lastID
+		}
+		r := e.do(req{method: "GET", path: c.path, header: h})
+		if r.status != c.status || r.errCode(t) != c.code || strings.Contains(string(r.body), "mine") {
+			t.Fatalf("%s with %q: %d %s", c.path, c.lastID, r.status, r.body)
+		}
+	}
+	// The AI SDK's resume route: nothing running is 204, for any id.
+	for _, id := range []string{"a", "never-was", "d"} {
+		if r := e.do(req{method: "GET", path: "/api/chat/" + id + "/stream", header: map[string]string{bob[0]: bob[1]}}); r.status != 204 {
+			t.Fatalf("resume of %s: %d %s", id, r.status, r.body)
+		}
+	}
+}
+
+// The real AI SDK client resumes: AbstractChat and DefaultChatTransport
+// start a slow turn, drop the connection (chat.stop()), and a new chat,
+// as a page reload makes it, calls resumeStream (what useChat({resume:
+// true}) does): its assistant message is the stored answer exactly.
+func TestAIChatResumeRealClient(t *testing.T) {
+	e := newEnv(t, spool.Config{Model: echo.New(echo.WithDelay(15 * time.Millisecond))}, server.Options{})
+	out := runAIClient(t, "resume.mjs", e.http.URL+"/api/chat")
+	var got struct {
+		Idle     string
+		Dropped  string
+		Errors   []string
+		Messages []struct {
+			ID    string
+			Role  string
+			Parts []struct{ Type, Text string }
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	entries := e.waitEnded("", "resume-chat")
+	want := lastAnswer(t, entries)
+	if len(got.Messages) != 2 || got.Messages[1].Role != "assistant" {
+		t.Fatalf("messages after resume: %s", out)
+	}
+	var text string
+	for _, p := range got.Messages[1].Parts {
+		if p.Type == "text" {
+			text += p.Text
+		}
+	}
+	if text != want || len(got.Errors) > 0 || got.Idle != "ready" {
+		t.Fatalf("resumed %q (errors %v, idle resume %s); stored %q", text, got.Errors, got.Idle, want)
+	}
+	if got.Dropped == "" || got.Dropped == want {
+		t.Fatalf("the dropped stream had %q: not part-way", got.Dropped)
+	}
+	if ends := turnEnds(entries); len(ends) != 1 || ends[0] != transcript.StatusOK {
+		t.Fatalf("turn ends %v", ends)
+	}
+}
+
+// TestREADMEResumeCurl runs the README's Last-Event-ID curl line, as a
+// person pastes it with the id of the last event they had, against a
+// turn that runs on after its client went away: curl gets the rest.
+func TestREADMEResumeCurl(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("curl not found")
+	}
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "curl -N localhost:8080/v1/sessions/demo/events -H \"$AUTH\" -H 'Last-Event-ID: "
+	at := strings.Index(string(b), prefix)
+	if at < 0 {
+		t.Fatalf("README.md has no line %q…", prefix)
+	}
+	line := string(b[at:])
+	line = line[:strings.Index(line, "\n")]
+	e := newEnv(t, spool.Config{Model: slowModel()}, server.Options{Keys: testKeys(t)})
+	e.key = projectKey
+	ls := e.open("POST", "/chat", map[string]any{"sessionId": "demo", "text": strings.Repeat("word ", 15)})
+	first := []sseEvent{}
+	for range 4 {
+		ev, _ := ls.next()
+		first = append(first, ev)
+	}
+	ls.drop()
+	line = strings.ReplaceAll(line, "localhost:8080", strings.TrimPrefix(e.http.URL, "http://"))
+	line = strings.Replace(line, "12.3", first[len(first)-1].id, 1)
+	cmd := exec.Command("bash", "-c", strings.Replace(line, "curl", curl, 1))
+	cmd.Env = append(os.Environ(), "AUTH=Authorization: Bearer "+projectKey)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	rest, _ := readSSE(t, strings.NewReader(string(out)))
+	text, _ := streamText(t, append(first, rest...))
+	if want := lastAnswer(t, e.waitEnded("", "demo")); text != want {
+		t.Fatalf("the README's curl completed %q; stored %q", text, want)
 	}
 }

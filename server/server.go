@@ -334,8 +334,10 @@ func (s *Server) routes() {
 	handle("POST", "/v1/sessions/{id}/turns/{turnId}/switch", s.handleSwitch)
 	handle("POST", "/v1/sessions/{id}/fork", s.handleFork)
 	handle("POST", "/v1/sessions/{id}/stop", s.handleStop)
+	handle("GET", "/v1/sessions/{id}/events", s.handleEvents)
 	handle("POST", "/api/chat", s.handleAIChat)
 	handle("GET", "/api/chat/{id}", s.handleAIChatLoad)
+	handle("GET", "/api/chat/{id}/stream", s.handleAIStream)
 	// Stateless MCP: every request is a POST; there is no session to
 	// resume (GET) or end (DELETE).
 	handle("POST", "/mcp", s.mcpHandler().ServeHTTP)
