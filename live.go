@@ -266,15 +266,16 @@ func (s *Session) Running() (turnID string, ok bool) {
 	return t.turnID, true
 }
 
-// Stop ends the turn running on the session in this process (started by
-// Stream, Send, Resolve, Regenerate or Edit, whoever consumes it): it is
+// Stop ends the turn running on the session (started by Stream, Send,
+// Resolve, Regenerate or Edit, whoever consumes it), in this process or,
+// when the store is a store.Notifier, in another sharing the store: it is
 // recorded as cancelled, like a turn whose caller's context ended. Stop
 // returns once the turn's end is recorded, or when ctx ends, with the turn's id. With no turn
 // running it is ErrNotRunning.
 func (s *Session) Stop(ctx context.Context) (turnID string, err error) {
 	t := s.a.live.running(s.key)
 	if t == nil {
-		return "", fmt.Errorf("%w (session %s)", ErrNotRunning, s.key)
+		return s.stopElsewhere(ctx)
 	}
 	t.cancel()
 	select {
@@ -330,6 +331,13 @@ func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, 
 					return
 				}
 			}
+		}
+		// A run this process has (running, or the one the watcher was
+		// in) is followed here; otherwise another process may run the
+		// session's turn, and the store's notifications carry it.
+		local := t != nil && (h.running(s.key) == t || (!opt.After.IsZero() && opt.After.Pos <= t.pos))
+		if !local && s.watchRelayed(ctx, opt, yield) {
+			return
 		}
 		if opt.Ready != nil {
 			opt.Ready()
@@ -415,4 +423,46 @@ func (s *Session) Watchers() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.watchers[s.key]
+}
+
+// OpenTurn returns the turn that has begun on the session and not ended:
+// one running in this process, or else the transcript's (running in
+// another process, or left open by one that died).
+func (s *Session) OpenTurn(ctx context.Context) (turnID string, ok bool, err error) {
+	if id, ok := s.Running(); ok {
+		return id, true, nil
+	}
+	err = s.with(ctx, reading, func(ctx context.Context, sl *slot) error {
+		if sl.st.open != nil {
+			turnID, ok = sl.st.open.id, true
+		}
+		return nil
+	})
+	return turnID, ok, err
+}
+
+// stopElsewhere stops the open turn of another process through the
+// store's notifications, and waits until its end is recorded.
+func (s *Session) stopElsewhere(ctx context.Context) (string, error) {
+	turnID, open, err := s.OpenTurn(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !open {
+		return "", fmt.Errorf("%w (session %s)", ErrNotRunning, s.key)
+	}
+	if err := s.a.notify(ctx, s.key, relayMsg{T: "stop"}); err != nil {
+		if errors.Is(err, errors.ErrUnsupported) {
+			return "", fmt.Errorf("%w in this process (session %s; its store carries no notifications to the process running it)", ErrNotRunning, s.key)
+		}
+		return "", err
+	}
+	for {
+		if _, still, err := s.OpenTurn(ctx); err != nil || !still {
+			return turnID, err
+		}
+		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+			return turnID, err
+		}
+	}
 }

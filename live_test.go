@@ -20,13 +20,14 @@ func runningTurn(t *testing.T, sess *spool.Session, prompt string) <-chan *spool
 	started := make(chan struct{})
 	go func() {
 		var res *spool.Result
+		first := true
 		for ev, err := range sess.Stream(context.Background(), prompt) {
 			if err != nil {
 				break
 			}
-			if ev.Kind == spool.EventText && started != nil {
+			if ev.Kind == spool.EventText && first {
 				close(started)
-				started = nil
+				first = false
 			}
 			if ev.Kind == spool.EventTurnEnd {
 				res = ev.Result

@@ -226,7 +226,11 @@ func (s *Server) handleAIStream(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if _, running := sess.Running(); !running {
+	if _, running, err := sess.OpenTurn(ctx); err != nil || !running {
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/server"
+	"github.com/spool-go/spool/store/memstore"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -443,5 +444,77 @@ func TestREADMEResumeCurl(t *testing.T) {
 	text, _ := streamText(t, append(first, rest...))
 	if want := lastAnswer(t, e.waitEnded("", "demo")); text != want {
 		t.Fatalf("the README's curl completed %q; stored %q", text, want)
+	}
+}
+
+// Two replicas sharing a store with notifications (here the memory
+// store's hub): a client that drops its /chat stream on one reconnects to
+// the other, with Last-Event-ID, and gets exactly the rest; the other
+// stops the turn, follows the session live, and answers the AI SDK's
+// resume.
+func TestResumeOnOtherReplica(t *testing.T) {
+	st := memstore.New()
+	one := newEnv(t, spool.Config{Model: slowModel(), Store: st}, server.Options{})
+	two := newEnv(t, spool.Config{Model: slowModel(), Store: st}, server.Options{})
+	prompt := strings.Repeat("word ", 20)
+	for _, k := range []int{1, 3, 10} {
+		id := fmt.Sprintf("x-%d", k)
+		ls := one.open("POST", "/chat", map[string]any{"sessionId": id, "text": prompt})
+		ls.next()
+		var first []sseEvent
+		for range k {
+			ev, _ := ls.next()
+			first = append(first, ev)
+		}
+		ls.drop()
+		rest := two.open("GET", "/v1/sessions/"+id+"/events", nil, "Last-Event-ID", first[len(first)-1].id).until("turn_end")
+		text, ids := streamText(t, append(first, rest...))
+		if want := lastAnswer(t, one.waitEnded("", id)); text != want {
+			t.Fatalf("k=%d: across replicas got %q, stored %q", k, text, want)
+		}
+		for i := 1; i < len(ids); i++ {
+			a, _ := spool.ParseEventID(ids[i-1])
+			b, _ := spool.ParseEventID(ids[i])
+			if b.Pos != a.Pos || b.N != a.N+1 {
+				t.Fatalf("k=%d: id %s after %s", k, ids[i], ids[i-1])
+			}
+		}
+	}
+	// The AI SDK's resume, on the replica that does not run the turn.
+	ls := one.open("POST", "/chat", map[string]any{"sessionId": "ai", "text": prompt})
+	ls.until("text")
+	hr := two.newRequest(context.Background(), req{method: "GET", path: "/api/chat/ai/stream"})
+	res, err := two.http.Client().Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, _ := readSSE(t, res.Body)
+	res.Body.Close()
+	var text strings.Builder
+	for _, c := range chunks {
+		var ch struct{ Type, Delta string }
+		json.Unmarshal([]byte(c.data), &ch)
+		if ch.Type == "text-delta" {
+			text.WriteString(ch.Delta)
+		}
+	}
+	if want := lastAnswer(t, one.waitEnded("", "ai")); res.StatusCode != 200 || text.String() != want {
+		t.Fatalf("resume on the other replica: %d %q, stored %q", res.StatusCode, text.String(), want)
+	}
+	// Follow on one replica, turns on the other.
+	f := two.open("GET", "/v1/sessions/ai/events?follow=1", nil)
+	var r spool.Result
+	one.post("/invoke", map[string]any{"prompt": "followed", "sessionId": "ai"}).json(t, &r)
+	if got, _ := streamText(t, f.until("turn_end")); got != r.Text {
+		t.Fatalf("following the other replica: %q, answered %q", got, r.Text)
+	}
+	// Stop on the other replica.
+	ls = one.open("POST", "/chat", map[string]any{"sessionId": "stop", "text": strings.Repeat("word ", 300)})
+	ls.until("text")
+	if r := two.post("/v1/sessions/stop/stop", nil); r.status != 200 {
+		t.Fatalf("stop on the other replica: %d %s", r.status, r.body)
+	}
+	if ends := turnEnds(one.waitEnded("", "stop")); ends[0] != transcript.StatusCancelled {
+		t.Fatalf("turn ends %v", ends)
 	}
 }

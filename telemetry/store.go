@@ -19,7 +19,7 @@ import (
 // attributes spool.store (name: "postgres", "redis", "file", …),
 // spool.store.operation ("append", "append_batch", "append_bulk", "read",
 // "read_range", "read_tail", "list", "stat", "delete", "prune", "search",
-// "lock", "namespaces", "ping") and, when the call failed, error.type
+// "lock", "namespaces", "ping", "notify", "listen") and, when the call failed, error.type
 // ("conflict", "not_found", "invalid_key", "corrupt", "expired",
 // "cancelled", "deadline_exceeded", or "_OTHER"). Nothing of a key or an
 // entry is recorded. mp nil is the global MeterProvider.
@@ -32,7 +32,7 @@ import (
 //     generated for each combination, storecaps.go);
 //   - the capabilities that package store's functions of the same names
 //     fall back from (store.BatchAppender, BulkAppender, RangeReader,
-//     TailReader, Stater, Pruner, Searcher) it always has, each calling
+//     TailReader, Stater, Pruner, Searcher, Notifier) it always has, each calling
 //     that function on s: s's own method when it has one, else the same
 //     fallback a caller of the function on s would get;
 //   - store.Expiring and io.Closer it always has too, answering as a store
@@ -172,6 +172,25 @@ func (s *instrumented) Search(ctx context.Context, ns store.Namespace, q store.S
 	hits, err := store.Search(ctx, s.inner, ns, q)
 	s.record(ctx, "search", start, err)
 	return hits, err
+}
+
+func (s *instrumented) Notify(ctx context.Context, key store.Key, msg []byte) error {
+	start := time.Now()
+	err := store.Notify(ctx, s.inner, key, msg)
+	if !errors.Is(err, errors.ErrUnsupported) {
+		s.record(ctx, "notify", start, err)
+	}
+	return err
+}
+
+// Listen measures the time to begin listening.
+func (s *instrumented) Listen(ctx context.Context, key store.Key) (<-chan []byte, error) {
+	start := time.Now()
+	ch, err := store.Listen(ctx, s.inner, key)
+	if !errors.Is(err, errors.ErrUnsupported) {
+		s.record(ctx, "listen", start, err)
+	}
+	return ch, err
 }
 
 // TTL implements store.Expiring: the inner store's TTL, or zero (never)

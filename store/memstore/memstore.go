@@ -42,6 +42,7 @@ type Store struct {
 	mu         sync.RWMutex
 	namespaces map[store.Namespace]map[string]*session
 	locks      storekit.LocalLocks
+	hub        store.Hub
 }
 
 type session struct {
@@ -58,7 +59,19 @@ var (
 	_ store.Pruner          = (*Store)(nil)
 	_ store.NamespaceLister = (*Store)(nil)
 	_ store.Locker          = (*Store)(nil)
+	_ store.Notifier        = (*Store)(nil)
 )
+
+// Notify implements store.Notifier: the store lives in one process, so
+// its notifications are an in-process hub's (store.Hub).
+func (s *Store) Notify(ctx context.Context, key store.Key, msg []byte) error {
+	return s.hub.Notify(ctx, key, msg)
+}
+
+// Listen implements store.Notifier (see Notify).
+func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error) {
+	return s.hub.Listen(ctx, key)
+}
 
 // New returns an empty store.
 func New() *Store {
