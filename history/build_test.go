@@ -101,6 +101,38 @@ var goldenCases = []struct {
 	{"branch-regenerate-switch-cap-3", "branch_regenerate_switch", Options{MaxMessages: 3}},
 	{"branch-rules", "branch_rules", Options{}},
 	{"branch-rules-cap-1", "branch_rules", Options{MaxMessages: 1}},
+
+	// Rule 10: six turns, the first four (one with a tool call) covered,
+	// the newest two kept; then the window and the budget on the result:
+	// the summary is one unit of two messages, cut whole. By
+	// ApproxTokens the two kept turns are 30 tokens, the summary 56.
+	{"compaction", "compaction", Options{Instructions: "You are a support agent."}},
+	{"compaction-cap-2", "compaction", Options{MaxMessages: 2}},
+	{"compaction-cap-5", "compaction", Options{MaxMessages: 5}},
+	{"compaction-cap-6", "compaction", Options{MaxMessages: 6}},
+	{"compaction-budget-40", "compaction", Options{Budget: 40}},
+	{"compaction-budget-85", "compaction", Options{Budget: 85}},
+	{"compaction-budget-86", "compaction", Options{Budget: 86}},
+	// Refused, failed and cancelled turns in the range and out of it; a
+	// stopped answer's question before the range merges into the
+	// summary's question, one in the range is covered, one after it
+	// merges into the next question.
+	{"compaction-statuses", "compaction_statuses", Options{}},
+	{"compaction-statuses-cap-3", "compaction_statuses", Options{MaxMessages: 3}},
+	// A rolling summary takes the place of the one it extends; one that
+	// would cover a turn waiting on an approval covers nothing, and that
+	// turn is sent (rule 8), with a cap of 1 too.
+	{"compaction-rolling", "compaction_rolling", Options{}},
+	{"compaction-rolling-cap-1", "compaction_rolling", Options{MaxMessages: 1}},
+	// Rule 11 first: an edit after the range keeps the compaction; an
+	// edit of a covered turn ends it; a compaction of the new branch
+	// applies; a switch back to the covered turn makes the first apply
+	// again, and the newer one, whose turn left the branch, not.
+	{"compaction-branch-kept", "compaction_branch_kept", Options{}},
+	{"compaction-branch-edit", "compaction_branch_edit", Options{}},
+	{"compaction-branch-new", "compaction_branch_new", Options{}},
+	{"compaction-branch-switch", "compaction_branch_switch", Options{}},
+	{"compaction-branch-switch-cap-4", "compaction_branch_switch", Options{MaxMessages: 4}},
 }
 
 func TestBuildGolden(t *testing.T) {

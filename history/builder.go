@@ -51,6 +51,11 @@ type Builder struct {
 	activeFinal   int
 	activeCurrent int
 
+	// Rule 10: every session.compaction entry taken in, oldest first, and
+	// the one the history uses (the newest that applies), or nil.
+	compactions []*compaction
+	sum         *compaction
+
 	// Approval bookkeeping, decoded only while an open turn asks.
 	asking    []int32             // open turns that hold an approval request
 	decisions []int32             // positions of approval.decision entries
@@ -149,6 +154,11 @@ func (b *Builder) take(i int, data any) {
 		b.mark(i)
 		return
 	}
+	if e.Type == transcript.TypeCompaction {
+		// Like a marker, a compaction belongs to no turn.
+		b.compact(i)
+		return
+	}
 	if b.turns == nil {
 		// A plain turn is three entries.
 		b.turns = make([]turn, 0, cap(b.entries)/3+1)
@@ -218,6 +228,9 @@ func (b *Builder) mark(i int) {
 	for _, id := range br.Restores {
 		b.setSuperseded(id, false)
 	}
+	if len(b.compactions) > 0 {
+		b.pick()
+	}
 }
 
 func (b *Builder) setSuperseded(id string, superseded bool) {
@@ -231,6 +244,7 @@ func (b *Builder) setSuperseded(id string, superseded bool) {
 	}
 	t.superseded = superseded
 	t.changed = b.tick
+	b.flipped(k)
 	b.branched, b.stale, b.redecide = true, true, true
 	if t.ended() {
 		b.setKept(k, b.keptEnded(t))
@@ -340,6 +354,11 @@ func (b *Builder) refresh() {
 	if b.branched {
 		current, final = b.activeTurns()
 	}
+	if b.sum != nil && current < int(b.sum.last) {
+		// The summary is a turn with messages, ended: an open turn before
+		// it is not the current one.
+		current = int(b.sum.last)
+	}
 	b.activeCurrent, b.activeFinal = current, final
 	consider := func(k int) {
 		t := &b.turns[k]
@@ -372,7 +391,7 @@ func (b *Builder) refresh() {
 	}
 	b.newest = -1
 	for k := len(b.turns) - 1; k >= 0; k-- {
-		if b.turns[k].kept {
+		if b.keptAt(k) {
 			b.newest = k
 			break
 		}
@@ -444,10 +463,16 @@ func (b *Builder) waitsOnApproval(k int) bool {
 	return false
 }
 
-// prevKept returns the newest kept turn before k, or -1.
+// prevKept returns the newest kept turn before k, or -1. The turns a
+// summary covers are stepped over at once, not one by one: a compacted
+// session's window costs what it sends, however many turns it covers.
 func (b *Builder) prevKept(k int) int {
 	for k--; k >= 0; k-- {
-		if b.turns[k].kept {
+		if b.covered(k) {
+			k = int(b.sum.first)
+			continue
+		}
+		if b.keptAt(k) {
 			return k
 		}
 	}
@@ -478,6 +503,14 @@ func (b *Builder) positions(k int) iter.Seq[int] {
 func (b *Builder) onlyUser(t *turn) bool {
 	return t.lastAsst < 0 || (t.ended() && b.entries[t.end].Status == transcript.StatusResponseBlocked)
 }
+
+// onlyUserAt is onlyUser for turn k, which may be the summary's anchor: a
+// summary ends with its answer.
+func (b *Builder) onlyUserAt(k int) bool { return !b.isSummary(k) && b.onlyUser(&b.turns[k]) }
+
+// endsWithUserAt is endsWithUser for turn k, which may be the summary's
+// anchor.
+func (b *Builder) endsWithUserAt(k int) bool { return !b.isSummary(k) && b.endsWithUser(&b.turns[k]) }
 
 // endsWithUser reports whether the last message the turn sends is a user
 // message. Tool results follow the assistant step that made the call, so

@@ -33,13 +33,16 @@
 //     oldest turns are left out. The newest turn is always sent.
 //  8. A turn waiting on an approval is always in the window.
 //  9. Options.Instructions go in front as a system message.
+//  10. Compaction: a session.compaction entry replaces the turns it covers
+//     with its summary, sent as two messages in their place (see
+//     Compaction); it never covers a turn that had not ended when it was
+//     written, so never a turn with an unanswered tool call or one waiting
+//     on an approval, and rule 8 still holds. The newest compaction that
+//     applies wins. The window and the budget then apply to the result.
 //  11. Branches: a turn superseded by a regenerate or an edit marker
 //     (a session.branch entry) is left out, and so is everything in it:
 //     the history follows the active branch. Nothing is rewritten or
 //     deleted to get there.
-//
-// (Rule 10, compaction, is the compaction change's; see "Branches and
-// compaction" below for how the two meet.)
 //
 // # Details the rules leave open
 //
@@ -71,7 +74,7 @@
 // still running or waiting on a person, and is left without a result.
 //
 // approval.request, approval.decision, session.mode, session.fork,
-// session.branch, governance.notice and assistant.turn_end entries are not
+// session.branch, session.compaction, governance.notice and assistant.turn_end entries are not
 // messages, and entry types Build does not know are ignored. Entry data that does not decode is read as far as it
 // goes: a user.message whose text is not a string is an empty message.
 //
@@ -105,15 +108,58 @@
 // same markers for the readers that show a conversation, with the versions
 // of each turn ("2 / 3").
 //
+// # Compaction
+//
+// A session.compaction entry (transcript.Compaction) names a first and a
+// last turn by id and carries a summary. Like a marker it belongs to no
+// turn, whatever its turnId, and names only turns that began before it.
+// The turns it covers are the turns from the first to the last, in the
+// order of rule 1, that were on the active branch when it was written. It
+// can cover them only if both named turns were on the active branch then,
+// the first not after the last, and every turn it covers had ended (had
+// an assistant.turn_end): a compaction that names anything else covers
+// nothing, ever. The runtime writes compactions only of that kind, and
+// also never covers the newest turns (spool.CompactOptions.KeepTurns, at
+// least one), so the newest turn is always sent as itself.
+//
+// The summary takes the place of the covered turns: where the last of
+// them was, the history sends two messages, a user message SummaryRequest
+// and an assistant message SummaryPrefix followed by the summary
+// (SummaryMessages). As a question and its answer they are a turn like any
+// other to the later rules: a stopped answer's question before them merges
+// into the request (rule 5), the window and the budget take or leave the
+// pair whole (rules 6 and 7), and what every provider requires of a
+// conversation still holds: OpenAI, Anthropic and Ollama all take a
+// history that starts with a user message, alternates user and assistant
+// messages (Anthropic refuses two user messages in a row) and answers
+// every tool call; a user message alone (as other SDKs send summaries)
+// would merge into the next question, and a system message in the middle
+// is refused by Anthropic. Refused, failed and cancelled turns among the
+// covered are left out as before: the summary stands for the ok and
+// response_blocked turns of the range. The covered turns' approval
+// decisions still decide, and the summary counts as the newest turn with
+// a message for the open-turn rule, so that the history is exactly that
+// of the transcript with the covered turns replaced by the summary's turn
+// (TestCompactionIsReplacement).
+//
+// Compactions are never undone by removing them: a later compaction
+// covering the same turns and more (a rolling summary, whose summary
+// folds the earlier one in) takes an earlier one's place by being newer.
+// Of the compactions that apply, only the newest is used; the others are
+// ignored, whatever turns they cover.
+//
 // # Branches and compaction
 //
-// Decided with the compaction change, for whichever of the two is built
-// into the Builder second: the active branch is decided first (rule 11). A
-// compaction entry applies only while every turn it covers is on the
-// active branch, and is otherwise ignored: an edit or regenerate that
-// supersedes a covered turn makes that compaction inapplicable (a later
-// compaction may cover the new branch), and a switch back makes it apply
-// again. Among the compactions that apply, the newest covering one wins.
+// The active branch is decided first (rule 11). A compaction applies only
+// while the turns between its first and its last on the active branch
+// are still exactly the turns it covers: an edit or a regenerate that
+// supersedes a covered turn makes it inapplicable (a later compaction may
+// cover the new branch), a switch back makes it apply again, and a switch
+// that brings back into its range a turn it did not cover makes it
+// inapplicable too. An edit of a turn after its range leaves it applying.
+// Among the compactions that apply, the newest wins; so a fork (which
+// copies the active branch) copies the compaction that applies at its
+// turn, and its history is the source's.
 //
 // # Window and budget
 //
@@ -140,11 +186,14 @@
 // and tokens, and redoes a unit only when an entry changed one of the turns
 // it is made of: a turn's end, a decision on its approval, an entry of a
 // turn resumed after another began, a marker that supersedes or restores
-// it. A model request on a long session
+// it, a compaction that starts or stops applying. The turns a summary
+// covers are stepped over at once, never looked at. A model request on a long session
 // then costs the entries added since the last one, plus copying the window
 // out. Builder.Forget drops the entries its window can no longer need, so a
 // Builder kept for a long session holds about a window; it then reports,
 // through Window's full, when it cannot tell without the entries it
 // dropped. TestBuilderMatchesBuild and FuzzBuilder hold a Builder fed one
-// entry at a time to Build after every append.
+// entry at a time to Build after every append. Forget keeps every
+// compaction and every turn from the first one a compaction covers: a
+// marker may yet make an older compaction the one that applies.
 package history

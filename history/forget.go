@@ -35,6 +35,11 @@ func (b *Builder) Forget() {
 	for _, k := range b.asking {
 		cut = min(cut, int(b.turns[k].first))
 	}
+	// Every compaction is kept with the turns it covers: a marker may yet
+	// make an older one the one that applies.
+	for _, c := range b.compactions {
+		cut = min(cut, int(b.turns[c.first].first))
+	}
 	if cut < forgetMin || 2*cut < len(b.entries) {
 		return
 	}

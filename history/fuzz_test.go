@@ -52,7 +52,7 @@ func fuzzTranscript(in []byte) (entries []transcript.Entry, values []any, opt Op
 	}
 	turns, cur := 1, 0
 	for i := 0; i+1 < len(in) && len(entries) < 200; i += 2 {
-		op, arg := in[i]%12, int(in[i+1])
+		op, arg := in[i]%13, int(in[i+1])
 		switch arg & 3 {
 		case 0:
 			cur = turns
@@ -104,6 +104,10 @@ func fuzzTranscript(in []byte) (entries []transcript.Entry, values []any, opt Op
 			data = json.RawMessage([]string{`{"text":1,"toolCalls":{},"callId":2}`, `{"toolCalls":[{"id":3}]}`, `{"approvalId":""}`, `nope`}[(arg>>4)%4])
 		case 11:
 			typ, data = transcript.TypeAssistantMessage, transcript.AssistantMessage{ToolCalls: []transcript.ToolCall{{ID: call(0)}, {ID: call(0)}}}
+		case 12:
+			// A session.compaction (rule 10), covering turns that may or
+			// may not have begun, ended, or be on the active branch.
+			typ, data = transcript.TypeCompaction, fuzzCompaction(arg>>2, turns, turnID, len(entries))
 		}
 		entries = append(entries, fuzzEntry(len(entries), tid, typ, status, data))
 		if _, raw := data.(json.RawMessage); raw {
@@ -134,6 +138,18 @@ func fuzzMarker(sub, arg, turns int, turnID func(int) string) transcript.Branch 
 		b.Supersedes, b.Restores = []string{turnID(t)}, []string{turnID((t + 1 + arg/3) % (turns + 1))}
 	}
 	return b
+}
+
+// fuzzCompaction returns the data of a compaction: from a turn to the
+// same or a later one; turns itself names a turn not begun yet, and now
+// and then the last turn comes before the first.
+func fuzzCompaction(arg, turns int, turnID func(int) string, n int) transcript.Compaction {
+	first := arg % 3 % turns // rolling summaries start at the first turns
+	last := first + (arg>>2)%(turns-first+1)
+	if arg&0x20 != 0 && first > 0 {
+		first, last = last, first-1
+	}
+	return transcript.Compaction{Summary: fmt.Sprintf("s%d", n), FirstTurn: turnID(first), LastTurn: turnID(last), Turns: last - first + 1}
 }
 
 func fuzzEntry(n int, turn string, typ transcript.Type, status transcript.Status, data any) transcript.Entry {

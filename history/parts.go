@@ -19,6 +19,7 @@ type part struct {
 	approvalID  string                // an approval request's or decision's id
 	hasApproval bool                  // approvalID was found: a string, not empty
 	branch      *transcript.Branch    // a session.branch marker's turns; nil when it names none
+	summary     *summaryPart          // a session.compaction's summary and turns; nil when it names none
 }
 
 // The shapes the parts are decoded from.
@@ -86,6 +87,8 @@ func (b *Builder) part(i int) *part {
 		p.approvalID, p.hasApproval = approvalID(e.Data)
 	case transcript.TypeBranch:
 		p.branch = decodeBranch(e.Data)
+	case transcript.TypeCompaction:
+		p.summary = decodeCompaction(e.Data)
 	}
 	b.parts[i] = p
 	return p
@@ -148,6 +151,13 @@ func partFromData(typ transcript.Type, data any) *part {
 	case transcript.ApprovalRequest:
 		if typ == transcript.TypeApprovalRequest && utf8.ValidString(d.ApprovalID) {
 			return &part{approvalID: d.ApprovalID, hasApproval: d.ApprovalID != ""}
+		}
+	case *transcript.Compaction:
+		return partFromData(typ, *d)
+	case transcript.Compaction:
+		if typ == transcript.TypeCompaction && d.FirstTurn != "" && d.LastTurn != "" &&
+			validStrings([]string{d.Summary, d.FirstTurn, d.LastTurn}) {
+			return &part{summary: &summaryPart{text: d.Summary, first: d.FirstTurn, last: d.LastTurn}}
 		}
 	case *transcript.Branch:
 		return partFromData(typ, *d)

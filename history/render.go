@@ -33,7 +33,7 @@ type unit struct {
 func (b *Builder) unitOf(k int) (prev int, waiting bool) {
 	waiting = b.turns[k].waiting
 	prev = b.prevKept(k)
-	for prev >= 0 && b.onlyUser(&b.turns[prev]) {
+	for prev >= 0 && b.onlyUserAt(prev) {
 		waiting = waiting || b.turns[prev].waiting
 		prev = b.prevKept(prev)
 	}
@@ -49,11 +49,14 @@ func (b *Builder) render(k, prev int) *unit {
 		b.turns[k].unit = u
 	}
 	newest := k == b.newest
+	if b.isSummary(k) {
+		return b.renderSummary(u, k, prev, newest)
+	}
 	if u.ok && u.prev == prev && u.newest == newest && !b.changedSince(max(prev, 0), k, u.stamp) {
 		return u
 	}
 	r := renderer{b: b, acc: u.msgs[:0]}
-	if prev >= 0 && b.endsWithUser(&b.turns[prev]) {
+	if prev >= 0 && b.endsWithUserAt(prev) {
 		r.users(prev, b.turns[prev].lastAsst)
 	}
 	for m := prev + 1; m < k; m++ {
@@ -70,7 +73,12 @@ func (b *Builder) render(k, prev int) *unit {
 	default:
 		r.turn(k, t.lastAsst) // its trailing questions open the next unit
 	}
-	*u = unit{ok: true, prev: prev, newest: newest, stamp: b.tick, msgs: r.acc}
+	return b.finish(u, prev, newest, r.acc)
+}
+
+// finish keeps msgs as unit u's rendering and counts its tokens.
+func (b *Builder) finish(u *unit, prev int, newest bool, msgs []model.Message) *unit {
+	*u = unit{ok: true, prev: prev, newest: newest, stamp: b.tick, msgs: msgs}
 	if b.opt.Budget > 0 {
 		for i := range u.msgs {
 			u.tokens += b.opt.count(u.msgs[i])

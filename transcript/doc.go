@@ -27,4 +27,15 @@
 // naming the source session and turn, followed by copies of the source's
 // entries of the active branch up to that turn: the same ids, turn ids,
 // timestamps and data, chained anew.
+//
+// # Compaction without loss
+//
+// A session that lasts for months outgrows what a model request can carry.
+// A session.compaction entry (Compaction) records a summary of a run of
+// turns, from its first to its last, and the history sends the summary in
+// their place (history rule 10). Nothing is removed or rewritten: the
+// covered turns stay in the transcript, every reader still shows them, and
+// a newer compaction (a rolling summary) takes an older one's place by
+// being newer. A program that does not know session.compaction ignores it
+// and sends the turns themselves.
 package transcript

@@ -23,6 +23,7 @@ const (
 	TypeTurnEnd          Type = "assistant.turn_end"
 	TypeBranch           Type = "session.branch"
 	TypeFork             Type = "session.fork"
+	TypeCompaction       Type = "session.compaction"
 )
 
 // IsMessage reports whether entries of type t are messages of the
