@@ -70,8 +70,9 @@ func decodeCompaction(data []byte) *summaryPart {
 // compact takes in the compaction at position i. It can cover its turns
 // when both are turns that began before it, the first not after the last,
 // both on the active branch, and every turn of the active branch between
-// them ended: a compaction never covers a turn still running, waiting on
-// an approval or with a call unanswered. Otherwise it covers nothing,
+// them that has a message ended: a compaction never covers a turn still
+// running, waiting on an approval or with a call unanswered. (A turn with
+// no message, such as a session.mode entry's, sends nothing either way.) Otherwise it covers nothing,
 // ever. Being the newest, it wins if it can.
 func (b *Builder) compact(i int) {
 	p := b.part(i).summary
@@ -89,7 +90,7 @@ func (b *Builder) compact(i int) {
 	c := &compaction{pos: int32(i), first: int32(fk), last: int32(lk)}
 	c.valid = fk <= lk && !b.turns[fk].superseded && !b.turns[lk].superseded
 	for k := fk; c.valid && k <= lk; k++ {
-		if t := &b.turns[k]; !t.superseded && !t.ended() {
+		if t := &b.turns[k]; !t.superseded && !t.ended() && t.firstMsg >= 0 {
 			c.valid = false
 		}
 	}

@@ -22,13 +22,15 @@ import (
 //
 // A compaction applies when, as it was written, its first and last turns
 // had begun, the first not after the last, both on the active branch, and
-// every turn of the active branch between them had ended; and the turns
+// every turn of the active branch between them that had a message had
+// ended; and the turns
 // between them on the active branch now are the same as then.
 func replaced(entries []transcript.Entry) (out []transcript.Entry, ok bool) {
 	index := map[string]int{}
 	var order []string
 	superseded := map[string]bool{}
 	ended := map[string]bool{}
+	said := map[string]bool{} // turns with a message
 	type comp struct {
 		first, last int
 		covered     map[string]bool
@@ -66,7 +68,7 @@ func replaced(entries []transcript.Entry) (out []transcript.Entry, ok bool) {
 			for _, id := range order[f : l+1] {
 				if !superseded[id] {
 					covered[id] = true
-					valid = valid && ended[id]
+					valid = valid && (ended[id] || !said[id])
 				}
 			}
 			if valid {
@@ -79,6 +81,9 @@ func replaced(entries []transcript.Entry) (out []transcript.Entry, ok bool) {
 			}
 			if e.Type == transcript.TypeTurnEnd {
 				ended[e.TurnID] = true
+			}
+			if e.Type.IsMessage() {
+				said[e.TurnID] = true
 			}
 		}
 	}
@@ -239,4 +244,65 @@ func checkKeptInOrder(entries []transcript.Entry) error {
 		j++
 	}
 	return nil
+}
+
+// TestPlanCompactionApplies: on the random transcripts of
+// TestCompactionIsReplacement, a compaction made by PlanCompaction and
+// appended applies at once, extends the summary in use, and leaves the
+// newest keep turns with a message and every unended one as they are.
+func TestPlanCompactionApplies(t *testing.T) {
+	planned := 0
+	for seed := range 1500 {
+		r := rand.New(rand.NewPCG(uint64(seed), 10))
+		in := make([]byte, 3+2*(1+r.IntN(90)))
+		for i := range in {
+			in[i] = byte(r.UintN(256))
+		}
+		for i := 3; i+1 < len(in); i += 2 {
+			if x := r.IntN(20); x < 2 {
+				in[i] = 12
+			} else if x < 9 {
+				in[i], in[i+1] = 6, in[i+1]&^(7<<2)
+			}
+		}
+		entries, _, _ := fuzzTranscript(in)
+		keep := 1 + seed%3
+		p, ok := PlanCompaction(entries, keep)
+		if !ok {
+			continue
+		}
+		planned++
+		if p.Previous != nil && p.Previous.FirstTurn != p.FirstTurn {
+			t.Fatalf("seed %d: plan from %s does not extend the summary from %s", seed, p.FirstTurn, p.Previous.FirstTurn)
+		}
+		c := fuzzEntry(len(entries), "tc", transcript.TypeCompaction, "", transcript.Compaction{Summary: "planned", FirstTurn: p.FirstTurn, LastTurn: p.LastTurn, Turns: p.Turns})
+		all := append(entries[:len(entries):len(entries)], c)
+		b := NewBuilder(Options{MaxMessages: NoLimit})
+		for _, e := range all {
+			b.Add(e)
+		}
+		s, ok := b.Summary()
+		if !ok || s.ID != c.ID {
+			t.Fatalf("seed %d, keep %d: the planned compaction %s–%s does not apply (summary in use %+v)\ntranscript:\n%s", seed, keep, p.FirstTurn, p.LastTurn, s, dumpEntries(entries))
+		}
+		// The newest keep turns with a message, and every open one, are
+		// sent as themselves.
+		said := []int{}
+		for k := range b.turns {
+			if tr := &b.turns[k]; !tr.superseded && tr.firstMsg >= 0 {
+				said = append(said, k)
+				if !tr.ended() && b.covered(k) {
+					t.Fatalf("seed %d: open turn %d covered", seed, k)
+				}
+			}
+		}
+		for _, k := range said[len(said)-keep:] {
+			if b.covered(k) || b.isSummary(k) {
+				t.Fatalf("seed %d: one of the newest %d turns (%d) covered", seed, keep, k)
+			}
+		}
+	}
+	if planned < 300 {
+		t.Fatalf("only %d plans", planned)
+	}
 }

@@ -116,8 +116,8 @@
 // The turns it covers are the turns from the first to the last, in the
 // order of rule 1, that were on the active branch when it was written. It
 // can cover them only if both named turns were on the active branch then,
-// the first not after the last, and every turn it covers had ended (had
-// an assistant.turn_end): a compaction that names anything else covers
+// the first not after the last, and every turn it covers that had a
+// message had ended (had an assistant.turn_end): a compaction that names anything else covers
 // nothing, ever. The runtime writes compactions only of that kind, and
 // also never covers the newest turns (spool.CompactOptions.KeepTurns, at
 // least one), so the newest turn is always sent as itself.

@@ -31,7 +31,9 @@ type unit struct {
 // unitOf returns, for the anchor k, the anchor of the unit before it (or
 // -1) and whether the unit holds a turn waiting on an approval.
 func (b *Builder) unitOf(k int) (prev int, waiting bool) {
-	waiting = b.turns[k].waiting
+	// A summary is ended, whatever the turn it is anchored at (one with
+	// no message) holds.
+	waiting = b.turns[k].waiting && !b.isSummary(k)
 	prev = b.prevKept(k)
 	for prev >= 0 && b.onlyUserAt(prev) {
 		waiting = waiting || b.turns[prev].waiting
