@@ -117,6 +117,11 @@ type Config struct {
 
 	// Clock returns the time; default time.Now. Tests inject one.
 	Clock func() time.Time
+
+	// Compaction sets when sessions are compacted by themselves and how
+	// (history rule 10); the zero value never compacts on its own, and
+	// Session.Compact works either way.
+	Compaction Compaction
 }
 
 // Agent runs sessions of one configuration. It is safe for concurrent
@@ -134,6 +139,7 @@ type Agent struct {
 	live      *liveHub
 	used      atomic.Int64 // tokens used by this agent's turns
 	closed    atomic.Bool
+	bg        background // automatic compactions
 }
 
 // New returns an agent for cfg.
@@ -187,6 +193,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if err := cfg.Compaction.check(); err != nil {
+		return nil, err
+	}
 	if cfg.Store == nil {
 		s, err := store.Open(context.Background(), "file:")
 		if err != nil {
@@ -230,8 +239,11 @@ func (a *Agent) Store() store.Store { return a.cfg.Store }
 
 // Close closes the agent's store if it holds resources. Turns still
 // running finish first only if their callers wait for them; Close does not.
+// An automatic compaction in progress is stopped (its summarizer's context
+// is cancelled; nothing half-done is appended) and waited for.
 func (a *Agent) Close() error {
 	a.closed.Store(true)
+	a.bg.stop()
 	return store.Close(a.cfg.Store)
 }
 

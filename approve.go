@@ -58,6 +58,9 @@ func (s *Session) Resolve(ctx context.Context, approvalID string, d Decision) it
 			r.emit(Event{Kind: EventTurnStart})
 			return r.settle(ctx, r.resume(ctx, p, d))
 		})
+		if err == nil {
+			s.afterTurn(ctx)
+		}
 		yieldError(yield, r, err)
 	}
 }

@@ -201,7 +201,7 @@ func readConversation(entries []transcript.Entry) *conversation {
 	}
 	seen := map[string]*scan{} // every turn, asking or not
 	for i, e := range entries {
-		if e.Type == transcript.TypeBranch {
+		if e.Type == transcript.TypeBranch || e.Type == transcript.TypeCompaction {
 			continue
 		}
 		sc := seen[e.TurnID]

@@ -41,6 +41,13 @@ var (
 	// ErrSessionExists: Fork into a session id that already has a
 	// transcript.
 	ErrSessionExists = errors.New("spool: a session with that id exists")
+	// ErrNothingToCompact: Compact of a session with no turn it may cover
+	// (every turn is among the newest KeepTurns, or the next one has not
+	// ended, or the summary in use covers them all).
+	ErrNothingToCompact = errors.New("spool: nothing to compact")
+	// ErrSummarizer: a compaction's summarizer failed, timed out or wrote
+	// no text; nothing was appended. The error wraps the summarizer's.
+	ErrSummarizer = errors.New("spool: the summarizer failed")
 )
 
 // TurnError is returned by Send when a turn ended with status error or

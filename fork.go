@@ -30,7 +30,8 @@ func WithForkID(id string) ForkOption {
 // session as they were then, and the entries of the turns on the active
 // branch up to atTurn follow, copied with their ids, turn ids and
 // timestamps (markers, and the turns they had superseded, are not
-// copied). Both sessions are the caller's: a user-scoped agent forks a
+// copied), with the compaction that applies at that turn (written before
+// the next turn began), if one does. Both sessions are the caller's: a user-scoped agent forks a
 // user's session into a session of the same user.
 //
 // It reads the source once and writes the copy in one batch
@@ -71,7 +72,13 @@ func (a *Agent) Fork(ctx context.Context, id, atTurn string, opts ...ForkOption)
 	if !t.ended {
 		return nil, fmt.Errorf("%w: turn %s of session %s has not ended", ErrTurnRunning, atTurn, src)
 	}
-	copies, head := forkEntries(entries[:t.last+1], a)
+	// Compactions right after the turn cover it and the turns before: they
+	// are part of the session as it stood then.
+	end := t.last + 1
+	for end < len(entries) && entries[end].Type == transcript.TypeCompaction {
+		end++
+	}
+	copies, head := forkEntries(entries[:end], a)
 	head.Source, head.TurnID = id, atTurn
 	first, err := transcript.New(a.now(), transcript.TypeFork, transcript.NewID(a.now()), head)
 	if err != nil {
@@ -117,8 +124,18 @@ func forkEntries(prefix []transcript.Entry, a *Agent) ([]transcript.Entry, trans
 		head.ApprovedTools = append(head.ApprovedTools, tool)
 	}
 	slices.Sort(head.ApprovedTools)
+	// The compaction that applies at the turn comes along, where it was:
+	// it covers turns of the active branch only, so it applies in the copy
+	// too, and the copy's history is the source's (rule 10).
+	summary, _ := st.hist.Summary()
 	var out []transcript.Entry
 	for _, e := range prefix {
+		if e.Type == transcript.TypeCompaction {
+			if e.ID == summary.ID {
+				out = append(out, e)
+			}
+			continue
+		}
 		if t, ok := c.byID[e.TurnID]; ok && e.Type != transcript.TypeBranch && c.active(t) {
 			out = append(out, e)
 		}

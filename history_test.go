@@ -22,9 +22,9 @@ import (
 // is long enough for the state to forget old entries, and has every kind
 // of turn: tool steps, approvals allowed and denied, refused prompts,
 // stopped answers, stopped streams, turns another process appends
-// between this one's, and regenerates, edits (of recent turns and of
-// turns the state has forgotten) and switches, from this process and the
-// other.
+// between this one's, regenerates, edits (of recent turns and of turns
+// the state has forgotten) and switches, and compactions (rule 10), from
+// this process and the other.
 func TestRequestHistoryIsBuild(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -135,9 +135,26 @@ func TestRequestHistoryIsBuild(t *testing.T) {
 					}
 				}
 			}
-			for i := range 260 {
+			compacted := 0
+			summarize := func(ctx context.Context, in spool.SummaryInput) (spool.Summary, error) {
+				return spool.Summary{Text: fmt.Sprintf("%s+%d", in.Previous, len(in.Messages))}, nil
+			}
+			for i := range 300 {
 				p := fmt.Sprint("prompt ", i)
-				switch k := r.IntN(23); {
+				switch k := r.IntN(26); {
+				case k >= 23:
+					// A compaction, here or in the other process.
+					sess := s
+					if k == 25 {
+						sess = o
+					}
+					_, err := sess.Compact(ctx, spool.CompactOptions{KeepTurns: 1 + r.IntN(3), Summarizer: summarize})
+					if err == nil {
+						compacted++
+					} else if !errors.Is(err, spool.ErrNothingToCompact) {
+						t.Fatal(err)
+					}
+					continue
 				case k >= 20:
 					// A regenerate, an edit or a switch, here or in the
 					// other process (this one catches up with its marker).
@@ -190,6 +207,9 @@ func TestRequestHistoryIsBuild(t *testing.T) {
 			}
 			if kinds[transcript.BranchRegenerate] < 5 || kinds[transcript.BranchEdit] < 5 || kinds[transcript.BranchSwitch] < 3 {
 				t.Fatalf("markers %v: the run branched too little", kinds)
+			}
+			if compacted < 10 {
+				t.Fatalf("%d compactions: the run compacted too little", compacted)
 			}
 			got, err := s.History(ctx)
 			if err != nil || !reflect.DeepEqual(got, history.Build(entries, opt)) {

@@ -18,7 +18,7 @@ import (
 // the same CallID), also for a tool call that never ran because it was
 // denied, named no tool, or came while tools were off (its end's Outcome
 // says which). A turn resumed after an approval starts again with
-// ObserveTurnStart. ObserveApproval stands alone.
+// ObserveTurnStart. ObserveApproval and ObserveCompaction stand alone.
 //
 // Observe is called synchronously on the turn's goroutine; it must be safe
 // for concurrent use and should return quickly.
@@ -44,6 +44,10 @@ const (
 	ObserveToolStart  ObservationKind = "tool.start"  // Tool, CallID
 	ObserveToolEnd    ObservationKind = "tool.end"    // Tool, CallID, Duration, Outcome
 	ObserveApproval   ObservationKind = "approval"    // Tool, CallID, Verdict, ApprovalScope
+	// A compaction (Session.Compact, or automatic after a turn), with the
+	// model that summarized and what it used; ErrorCode says why it
+	// failed, when it did. TurnID is the compaction entry's.
+	ObserveCompaction ObservationKind = "compaction" // Model, Usage, Duration, ErrorCode
 
 	// A channel driver's posts to a chat platform (see Agent.Observe):
 	// one sent or failed for every message posted or edited.

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"sync"
+	"time"
 
 	"github.com/spool-go/spool/store"
 )
@@ -33,6 +34,10 @@ type slot struct {
 	// store failed): the next call closes it at once, without waiting for
 	// it as if another process were running it.
 	abandoned string
+	// compactFailures counts the automatic compactions that failed in a
+	// row; none is tried again before compactAfter.
+	compactFailures int
+	compactAfter    time.Time
 }
 
 func newRegistry(max int) *registry {

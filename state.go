@@ -21,9 +21,11 @@ type state struct {
 	approved     map[string]bool     // tools approved for the rest of the session
 	pending      []Approval          // in request order
 	requests     map[string]Approval // every approval request by id, for decisions
-	used         int64               // tokens of the session's ended turns
-	open         *openTurn
-	hist         *history.Builder // the history of what st has seen
+	used         int64               // tokens of the session's ended turns and compactions
+	// sinceCompaction counts the turns ended since the last compaction.
+	sinceCompaction int
+	open            *openTurn
+	hist            *history.Builder // the history of what st has seen
 }
 
 // openTurn is a turn that has started and not ended: running, paused on
@@ -136,7 +138,14 @@ func (st *state) apply(e transcript.Entry, data any) {
 				st.approved[t] = true
 			}
 		}
+	case transcript.TypeCompaction:
+		st.sinceCompaction = 0
+		c, ok := data.(transcript.Compaction)
+		if (ok || e.DecodeData(&c) == nil) && c.Usage != nil {
+			st.used += c.Usage.InputTokens + c.Usage.OutputTokens
+		}
 	case transcript.TypeTurnEnd:
+		st.sinceCompaction++
 		end, ok := data.(transcript.TurnEnd)
 		if ok || e.DecodeData(&end) == nil {
 			st.used += end.Usage.InputTokens + end.Usage.OutputTokens

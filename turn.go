@@ -91,6 +91,9 @@ func (s *Session) newTurn(ctx context.Context, yield func(Event, error) bool, wa
 				continue
 			}
 		}
+		if err == nil {
+			s.afterTurn(ctx)
+		}
 		yieldError(yield, r, err)
 		return
 	}

@@ -51,10 +51,16 @@ type CompactionPlan struct {
 // on an approval, or left with a call unanswered), so a compaction made by
 // the plan always applies when it is appended right after entries.
 func PlanCompaction(entries []transcript.Entry, keep int) (CompactionPlan, bool) {
-	keep = max(keep, 1)
 	b := NewBuilder(Options{MaxMessages: NoLimit})
 	b.addAll(entries)
-	b.refresh()
+	return b.PlanCompaction(keep)
+}
+
+// PlanCompaction is PlanCompaction of the entries given so far, which
+// must be the whole transcript (Base 0). Its cost is a pass over the
+// turns and the decoding of the turns it adds, not of the transcript.
+func (b *Builder) PlanCompaction(keep int) (CompactionPlan, bool) {
+	keep = max(keep, 1)
 	var said []int // the turns of the active branch with a message
 	for k := range b.turns {
 		if t := &b.turns[k]; !t.superseded && t.firstMsg >= 0 {
@@ -71,7 +77,7 @@ func PlanCompaction(entries []transcript.Entry, keep int) (CompactionPlan, bool)
 		after, first = int(b.sum.last), int(b.sum.first)
 	}
 	last := -1
-	newSet := map[string]bool{}
+	var fresh []int
 	for _, k := range said[:len(said)-keep] {
 		if k <= after {
 			continue
@@ -79,9 +85,8 @@ func PlanCompaction(entries []transcript.Entry, keep int) (CompactionPlan, bool)
 		if !b.turns[k].ended() {
 			break
 		}
-		id := b.entries[b.turns[k].first].TurnID
-		p.New = append(p.New, id)
-		newSet[id] = true
+		p.New = append(p.New, b.entries[b.turns[k].first].TurnID)
+		fresh = append(fresh, k)
 		last = k
 		if first < 0 {
 			first = k
@@ -104,9 +109,11 @@ func PlanCompaction(entries []transcript.Entry, keep int) (CompactionPlan, bool)
 	p.FirstTurn = b.entries[b.turns[first].first].TurnID
 	p.LastTurn = b.entries[b.turns[last].first].TurnID
 	var covered []transcript.Entry
-	for _, e := range entries {
-		if newSet[e.TurnID] && e.Type != transcript.TypeBranch && e.Type != transcript.TypeCompaction {
-			covered = append(covered, e)
+	for _, k := range fresh {
+		for i := range b.positions(k) {
+			if e := b.entries[i]; e.Type != transcript.TypeBranch && e.Type != transcript.TypeCompaction {
+				covered = append(covered, e)
+			}
 		}
 	}
 	p.Messages = Build(covered, Options{MaxMessages: NoLimit})

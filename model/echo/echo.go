@@ -18,6 +18,10 @@
 //     summary of them, one line per result: "tool <name> returned:
 //     <result>". It never calls a tool in answer to a tool result, so a
 //     turn always ends.
+//   - A summary request (model.NewSummaryRequest with the default
+//     instructions, as spool's compaction sends) is answered with a
+//     deterministic summary (see Summary): the summary so far, then one
+//     line per user message of the turns being folded in, abridged.
 //   - Every response ends with an EventUsage counting about four bytes per
 //     token, rounded up: InputTokens from the bytes of every message's
 //     content and tool call arguments in the request, OutputTokens from the
@@ -220,7 +224,10 @@ func Reply(req *model.Request) []model.Event {
 		text  string
 		calls []transcript.ToolCall
 	)
+	previous, users, isSummary := model.ReadSummaryRequest(req)
 	switch {
+	case isSummary:
+		text = Summary(previous, users)
 	case len(msgs) > 0 && msgs[len(msgs)-1].Role == model.RoleTool:
 		text = summarize(msgs)
 	default:
@@ -386,3 +393,27 @@ func inputBytes(req *model.Request) int {
 
 // tokens converts a byte count to tokens at four bytes a token, rounded up.
 func tokens(bytes int) int64 { return int64((bytes + 3) / 4) }
+
+// SummaryLine is the most runes of a user message a summary of the echo
+// model keeps.
+const SummaryLine = 60
+
+// Summary is the echo model's answer to a summary request: previous (the
+// summary so far), when not empty, followed by a line "- " and the user
+// message for each of users, its runs of white space made one space and
+// abridged to SummaryLine runes ("…" marks the cut). It is a pure function
+// of its input, so tests can assert exact histories.
+func Summary(previous string, users []string) string {
+	lines := []string{}
+	if previous != "" {
+		lines = append(lines, previous)
+	}
+	for _, u := range users {
+		r := []rune(strings.Join(strings.Fields(u), " "))
+		if len(r) > SummaryLine {
+			r = append(r[:SummaryLine-1], '…')
+		}
+		lines = append(lines, "- "+string(r))
+	}
+	return strings.Join(lines, "\n")
+}

@@ -356,3 +356,25 @@ func TestEchoRegistered(t *testing.T) {
 		t.Errorf("Name = %q", m.(model.Named).Name())
 	}
 }
+
+// TestEchoSummary: a summary request gets the summary so far and one
+// abridged line per user message, the same every time.
+func TestEchoSummary(t *testing.T) {
+	long := strings.Repeat("word ", 20)
+	req := model.NewSummaryRequest("", "- earlier", []model.Message{
+		{Role: model.RoleUser, Content: "Where is\n order 1042?"},
+		{Role: model.RoleAssistant, Content: "In Lyon."},
+		{Role: model.RoleUser, Content: long},
+	})
+	var got strings.Builder
+	for ev, err := range echo.New().Stream(t.Context(), req) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.WriteString(ev.Text)
+	}
+	want := "- earlier\n- Where is order 1042?\n- " + strings.Repeat("word ", 11) + "word…"
+	if got.String() != want {
+		t.Errorf("summary\n%q\nwant\n%q", got.String(), want)
+	}
+}
