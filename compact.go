@@ -135,17 +135,17 @@ type CompactOptions struct {
 
 // CompactResult says what a compaction did.
 type CompactResult struct {
-	EntryID   string // the session.compaction entry appended
-	FirstTurn string // the first turn it covers
-	LastTurn  string // the last turn it covers
-	Turns     int    // the turns with a message it covers, the earlier summary's included
-	NewTurns  int    // the turns it folded into the earlier summary
-	Previous  string // the compaction entry it extends; "" for none
-	Summary   string
-	Model     string
-	Usage     transcript.Usage
-	Before    HistorySize // the history the next request carried before it
-	After     HistorySize // and after it
+	EntryID   string           `json:"entryId"`            // the session.compaction entry appended
+	FirstTurn string           `json:"firstTurn"`          // the first turn it covers
+	LastTurn  string           `json:"lastTurn"`           // the last turn it covers
+	Turns     int              `json:"turns"`              // the turns with a message it covers, the earlier summary's included
+	NewTurns  int              `json:"newTurns"`           // the turns it folded into the earlier summary
+	Previous  string           `json:"previous,omitempty"` // the compaction entry it extends; "" for none
+	Summary   string           `json:"summary"`
+	Model     string           `json:"model,omitempty"`
+	Usage     transcript.Usage `json:"usage"`
+	Before    HistorySize      `json:"before"` // the history the next request carried before it
+	After     HistorySize      `json:"after"`  // and after it
 }
 
 // HistorySize is the size of a history: its messages (the system message

@@ -119,3 +119,11 @@ func (b *Builder) PlanCompaction(keep int) (CompactionPlan, bool) {
 	p.Messages = Build(covered, Options{MaxMessages: NoLimit})
 	return p, true
 }
+
+// SummaryOf returns the compaction the history of the whole transcript
+// entries uses, and false when none applies.
+func SummaryOf(entries []transcript.Entry) (Summary, bool) {
+	b := NewBuilder(Options{MaxMessages: NoLimit})
+	b.addAll(entries)
+	return b.Summary()
+}

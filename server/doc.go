@@ -10,7 +10,7 @@
 //	GET    /v1/sessions/{id}                       the session's info
 //	DELETE /v1/sessions/{id}                       204
 //	GET    /v1/sessions/{id}/messages              ?limit=&order=asc|desc&cursor=&branches=active|all → {"messages":[…],"nextCursor":…|null}
-//	GET    /v1/sessions/{id}/history               what the next model request carries → {"messages":[…]}
+//	GET    /v1/sessions/{id}/history               what the next model request carries → {"messages":[…],"summary"?:{…}}
 //	GET    /v1/sessions/{id}/approvals             pending approvals → {"approvals":[…]}
 //	POST   /v1/sessions/{id}/approvals/{approval}  {"decision":"allow"|"deny","scope"?:"once"|"session","reason"?} → resumes the turn: SSE or JSON
 //	POST   /v1/sessions/{id}/regenerate            {} or no body → the newest turn answered again: SSE or JSON
@@ -19,6 +19,7 @@
 //	POST   /v1/sessions/{id}/fork                  {"atTurn","sessionId"?} → 201 with the new session's info
 //	POST   /v1/sessions/{id}/stop                  → {"sessionId","turnId"}: the running turn ended, recorded cancelled (404 not_running when none)
 //	GET    /v1/sessions/{id}/events                SSE of the session's live events: Last-Event-ID or ?after= resumes, ?follow=1 stays for the next turns
+//	POST   /v1/sessions/{id}/compact               {"keepTurns"?} or no body → the compaction's spool.CompactResult
 //	POST   /api/chat                               the AI SDK UI message stream protocol (useChat)
 //	GET    /api/chat/{id}                          the stored conversation as the AI SDK's UIMessages → {"id","messages":[…]}
 //	GET    /api/chat/{id}/stream                   the AI SDK resume route: the running turn's UI message stream, 204 when none

@@ -37,6 +37,8 @@ const (
 	CodeTurnRunning      = "turn_running"       // 409: a turn is running on the session (regenerate, edit, switch), or has not ended (fork)
 	CodeNotOnBranch      = "not_on_branch"      // 409: the turn is not on the active branch (edit, switch)
 	CodeSessionExists    = "session_exists"     // 409: the fork's sessionId names a session that exists
+	CodeNothingToCompact = "nothing_to_compact" // 409: no turn a compaction may cover (compact)
+	CodeSummarizerFailed = "summarizer_failed"  // 502: the compaction's summarizer failed, timed out or wrote nothing
 	CodeRequestTimeout   = "request_timeout"    // 408: the body did not arrive within Options.ReadTimeout
 	CodeSessionExpired   = "session_expired"    // 410: expired with an approval pending
 	CodeBodyTooLarge     = "body_too_large"     // 413
@@ -105,6 +107,10 @@ func apiErrorFor(err error) *apiError {
 		return &apiError{Status: http.StatusTooManyRequests, Code: CodeTooManyWatchers, Message: "too many clients are watching this session or this server; retry later", RetryAfter: 5}
 	case errors.Is(err, spool.ErrNotOnBranch):
 		return errf(http.StatusConflict, CodeNotOnBranch, "the turn is not on the active branch: switch to it (or to the version of an earlier turn it follows) first")
+	case errors.Is(err, spool.ErrNothingToCompact):
+		return errf(http.StatusConflict, CodeNothingToCompact, "nothing to compact: every turn is among the newest kept, has not ended, or is summarized already")
+	case errors.Is(err, spool.ErrSummarizer):
+		return errf(http.StatusBadGateway, CodeSummarizerFailed, "the summarizer failed, so nothing was changed: "+err.Error())
 	case errors.Is(err, spool.ErrSessionExists):
 		return errf(http.StatusConflict, CodeSessionExists, `a session with that "sessionId" exists; leave it out for a fresh id`)
 	case errors.Is(err, store.ErrSessionExpired):

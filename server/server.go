@@ -335,6 +335,7 @@ func (s *Server) routes() {
 	handle("POST", "/v1/sessions/{id}/fork", s.handleFork)
 	handle("POST", "/v1/sessions/{id}/stop", s.handleStop)
 	handle("GET", "/v1/sessions/{id}/events", s.handleEvents)
+	handle("POST", "/v1/sessions/{id}/compact", s.handleCompact)
 	handle("POST", "/api/chat", s.handleAIChat)
 	handle("GET", "/api/chat/{id}", s.handleAIChatLoad)
 	handle("GET", "/api/chat/{id}/stream", s.handleAIStream)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
@@ -177,9 +178,19 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
 	if msgs == nil {
 		msgs = []model.Message{}
 	}
+	entries, err := sess.Transcript(ctx)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var sum *historySummary
+	if hs, ok := history.SummaryOf(entries); ok {
+		sum = summaryIn(msgs, hs)
+	}
 	writeJSON(w, http.StatusOK, struct {
 		Messages []model.Message `json:"messages"`
-	}{msgs})
+		Summary  *historySummary `json:"summary,omitempty"`
+	}{msgs, sum})
 }
 
 // handleApprovals is GET /v1/sessions/{id}/approvals: the tool calls

@@ -163,6 +163,7 @@ func sessionsShow(ctx context.Context, env *environ, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	inUse, _ := history.SummaryOf(entries)
 	prev := ""
 	for _, e := range entries {
 		active := t.br.Active(e.TurnID)
@@ -188,7 +189,11 @@ func sessionsShow(ctx context.Context, env *environ, args []string) error {
 			fmt.Fprintf(tw, "%s\tturn %s\t%s\n", when, num, head)
 		}
 		prev = e.TurnID
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", when, label(e), describe(e))
+		desc := describe(e)
+		if e.Type == transcript.TypeCompaction {
+			desc = t.compaction(e, inUse.ID == e.ID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", when, label(e), desc)
 	}
 	return tw.Flush()
 }
@@ -200,6 +205,26 @@ type turns struct {
 	asks   map[string]bool
 	branch []string
 	br     *history.Branches
+}
+
+// compaction describes a compaction entry with the numbers of the turns it
+// covers on the active branch, and whether the history uses it (rule 10).
+func (t turns) compaction(e transcript.Entry, inUse bool) string {
+	var d transcript.Compaction
+	_ = e.DecodeData(&d)
+	num := func(id string) string {
+		if n := slices.Index(t.branch, id); n >= 0 {
+			return strconv.Itoa(n + 1)
+		}
+		return id
+	}
+	s := fmt.Sprintf("turns %s to %s summarized (%d turns)", num(d.FirstTurn), num(d.LastTurn), d.Turns)
+	if inUse {
+		s += ", in use"
+	} else {
+		s += ", not in use"
+	}
+	return s + ": " + clip(strings.Join(strings.Fields(d.Summary), " "), 120)
 }
 
 func readTurns(entries []transcript.Entry) turns {
@@ -501,6 +526,8 @@ func label(e transcript.Entry) string {
 		return "branch"
 	case transcript.TypeFork:
 		return "fork"
+	case transcript.TypeCompaction:
+		return "compaction"
 	}
 	return string(e.Type)
 }
