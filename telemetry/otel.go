@@ -142,15 +142,7 @@ func (o *Observer) Observe(ctx context.Context, ob spool.Observation) {
 	case spool.ObserveModelEnd:
 		o.end(ob.TurnID+"/model", ob.Time, string(ob.ErrorCode),
 			attrInput.Int64(ob.Usage.InputTokens), attrOutput.Int64(ob.Usage.OutputTokens))
-		common := []attribute.KeyValue{attrOperation.String("chat"), attrModel.String(ob.Model)}
-		if ob.ErrorCode != "" {
-			common = append(common, attrErrorType.String(string(ob.ErrorCode)))
-		}
-		o.duration.Record(ctx, ob.Duration.Seconds(), metric.WithAttributes(common...))
-		if ob.ErrorCode == "" {
-			o.tokens.Record(ctx, ob.Usage.InputTokens, metric.WithAttributes(append(common, attrTokenType.String("input"))...))
-			o.tokens.Record(ctx, ob.Usage.OutputTokens, metric.WithAttributes(append(common, attrTokenType.String("output"))...))
-		}
+		o.recordModel(ctx, "chat", ob)
 	case spool.ObserveToolStart:
 		o.start(ctx, ob.TurnID+"/tool/"+ob.CallID, ob.TurnID, "execute_tool "+ob.Tool, trace.SpanKindInternal, ob.Time,
 			attrOperation.String("execute_tool"), attrToolName.String(ob.Tool), attrToolCallID.String(ob.CallID))
@@ -161,6 +153,10 @@ func (o *Observer) Observe(ctx context.Context, ob spool.Observation) {
 		}
 		o.end(ob.TurnID+"/tool/"+ob.CallID, ob.Time, code, attrOutcome.String(string(ob.Outcome)))
 		o.tools.Record(ctx, ob.Duration.Seconds(), metric.WithAttributes(attrToolName.String(ob.Tool), attrOutcome.String(string(ob.Outcome))))
+	case spool.ObserveCompaction:
+		// A summarizer's request: counted with the model requests, so the
+		// tokens a session's compactions use are in the same metrics.
+		o.recordModel(ctx, "compaction", ob)
 	case spool.ObserveApproval:
 		o.mu.Lock()
 		turn, ok := o.spans[ob.TurnID]
@@ -170,6 +166,20 @@ func (o *Observer) Observe(ctx context.Context, ob spool.Observation) {
 				attrToolName.String(ob.Tool), attrToolCallID.String(ob.CallID),
 				attrDecision.String(string(ob.Verdict)), attrApprovScope.String(string(ob.ApprovalScope))))
 		}
+	}
+}
+
+// recordModel records the duration and the tokens of a model request
+// (operation chat) or a summarizer's (compaction) that ob reports.
+func (o *Observer) recordModel(ctx context.Context, operation string, ob spool.Observation) {
+	common := []attribute.KeyValue{attrOperation.String(operation), attrModel.String(ob.Model)}
+	if ob.ErrorCode != "" {
+		common = append(common, attrErrorType.String(string(ob.ErrorCode)))
+	}
+	o.duration.Record(ctx, ob.Duration.Seconds(), metric.WithAttributes(common...))
+	if ob.ErrorCode == "" {
+		o.tokens.Record(ctx, ob.Usage.InputTokens, metric.WithAttributes(append(common, attrTokenType.String("input"))...))
+		o.tokens.Record(ctx, ob.Usage.OutputTokens, metric.WithAttributes(append(common, attrTokenType.String("output"))...))
 	}
 }
 

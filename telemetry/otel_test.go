@@ -120,3 +120,45 @@ func TestSpansAndMetrics(t *testing.T) {
 		t.Fatalf("metrics %v", found)
 	}
 }
+
+// TestCompactionMetrics: a compaction's summarizer request is counted in
+// the token and duration metrics, as operation compaction.
+func TestCompactionMetrics(t *testing.T) {
+	ctx := context.Background()
+	reader := sdkmetric.NewManualReader()
+	obs, err := telemetry.NewObserver(sdktrace.NewTracerProvider(), sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := spool.New(spool.Config{Model: echo.New(), Store: memstore.New(), Observers: []spool.Observer{obs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := agent.Session(ctx, "long")
+	for _, p := range []string{"one", "two"} {
+		if _, err := s.Send(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Compact(ctx, spool.CompactOptions{KeepTurns: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[int64])
+			if m.Name != "gen_ai.client.token.usage" || !ok {
+				continue
+			}
+			for _, dp := range h.DataPoints {
+				if v, _ := dp.Attributes.Value("gen_ai.operation.name"); v.AsString() == "compaction" && dp.Sum > 0 {
+					return
+				}
+			}
+		}
+	}
+	t.Fatal("no token usage of operation compaction")
+}
