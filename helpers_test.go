@@ -93,7 +93,8 @@ func checkWellFormed(t *testing.T, entries []transcript.Entry) {
 				t.Fatalf("entry %d: turn %s resumes after another turn: turns interleave", i, e.TurnID)
 			}
 			switch e.Type {
-			case transcript.TypeUserMessage, transcript.TypeSessionMode, transcript.TypeBranch, transcript.TypeFork:
+			case transcript.TypeUserMessage, transcript.TypeSessionMode, transcript.TypeBranch, transcript.TypeFork,
+				transcript.TypeCompaction, transcript.TypeGovernanceNotice:
 			default:
 				t.Fatalf("entry %d: turn %s starts with %s", i, e.TurnID, e.Type)
 			}

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv("SPOOL_TEST_CHILD_SQLITE"); path != "" {
 		os.Exit(childHangs(path))
 	}
+	if dir := os.Getenv("SPOOL_TEST_CHILD_COMPACT"); dir != "" {
+		os.Exit(childCompactHangs(dir))
+	}
 	os.Exit(m.Run())
 }
 
