@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"reflect"
 	"sync"
 	"testing"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/history"
+	"github.com/spool-go/spool/internal/teststores"
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/filestore"
 	"github.com/spool-go/spool/store/memstore"
@@ -157,4 +161,36 @@ func newFileStore(t *testing.T) store.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// TestCompactionOnEveryStore: a compaction on every store, read back by a
+// new agent (as another process would), which sends the summary in place
+// of the covered turns and still shows every message: a compaction is an
+// entry like any other, kept without a new capability.
+func TestCompactionOnEveryStore(t *testing.T) {
+	for name, open := range teststores.All() {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			st := open(t)
+			a := newAgent(t, spool.Config{Store: st})
+			s := session(t, a, ctx, "long")
+			sendAll(t, s, "one", "two", "three")
+			if _, err := s.Compact(ctx, spool.CompactOptions{KeepTurns: 1}); err != nil {
+				t.Fatal(err)
+			}
+			b := newAgent(t, spool.Config{Store: st})
+			got, err := session(t, b, ctx, "long").History(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := append(history.SummaryMessages("- one\n- two"),
+				model.Message{Role: model.RoleUser, Content: "three"}, model.Message{Role: model.RoleAssistant, Content: "echo: three"})
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: history from a new agent\n%v\nwant\n%v", name, got, want)
+			}
+			if msgs, err := session(t, b, ctx, "long").Messages(ctx, 0); err != nil || len(msgs) != 6 {
+				t.Fatalf("%s: %d messages (%v), want all 6", name, len(msgs), err)
+			}
+		})
+	}
 }
