@@ -170,14 +170,7 @@ func (b *Builder) renderSummary(u *unit, k, prev int, newest bool) *unit {
 		return u
 	}
 	r := renderer{b: b, acc: u.msgs[:0]}
-	if prev >= 0 && b.endsWithUserAt(prev) {
-		r.users(prev, b.turns[prev].lastAsst)
-	}
-	for m := prev + 1; m < first; m++ {
-		if b.turns[m].kept {
-			r.users(m, -1)
-		}
-	}
+	r.merged(prev, first)
 	msgs := SummaryMessages(b.part(int(b.sum.pos)).summary.text)
 	r.user(msgs[0].Content)
 	r.acc = append(r.acc, msgs[1])

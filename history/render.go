@@ -58,14 +58,7 @@ func (b *Builder) render(k, prev int) *unit {
 		return u
 	}
 	r := renderer{b: b, acc: u.msgs[:0]}
-	if prev >= 0 && b.endsWithUserAt(prev) {
-		r.users(prev, b.turns[prev].lastAsst)
-	}
-	for m := prev + 1; m < k; m++ {
-		if b.turns[m].kept {
-			r.users(m, -1)
-		}
-	}
+	r.merged(prev, k)
 	t := &b.turns[k]
 	switch {
 	case b.onlyUser(t):
@@ -112,6 +105,21 @@ type toolResult struct {
 
 type denial struct {
 	callID, reason string
+}
+
+// merged appends the questions that open the unit after anchor prev, up
+// to turn until: the trailing user messages of prev, and every kept turn
+// in between (each sends only user messages). Rule 5 merges them.
+func (r *renderer) merged(prev, until int) {
+	b := r.b
+	if prev >= 0 && b.endsWithUserAt(prev) {
+		r.users(prev, b.turns[prev].lastAsst)
+	}
+	for m := prev + 1; m < until; m++ {
+		if b.turns[m].kept {
+			r.users(m, -1)
+		}
+	}
 }
 
 // users appends the user messages of turn k that come after position from.

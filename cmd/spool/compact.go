@@ -35,12 +35,7 @@ func sessionsCompact(ctx context.Context, env *environ, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg := spool.Config{Name: k.Agent, Model: m, Store: st}
-	if k.Owner != "" {
-		cfg.Scope = spool.ScopeUser
-		ctx = spool.ContextWithUser(ctx, k.Owner)
-	}
-	agent, err := spool.New(cfg)
+	ctx, agent, err := agentFor(ctx, k, st, m)
 	if err != nil {
 		return err
 	}

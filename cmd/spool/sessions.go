@@ -283,12 +283,7 @@ func sessionsFork(ctx context.Context, env *environ, args []string) error {
 		}
 		turnID = b[n-1]
 	}
-	cfg := spool.Config{Name: k.Agent, Model: echo.New(), Store: st}
-	if k.Owner != "" {
-		cfg.Scope = spool.ScopeUser
-		ctx = spool.ContextWithUser(ctx, k.Owner)
-	}
-	agent, err := spool.New(cfg)
+	ctx, agent, err := agentFor(ctx, k, st, echo.New())
 	if err != nil {
 		return err
 	}
@@ -309,6 +304,18 @@ func sessionsFork(ctx context.Context, env *environ, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "forked %s at turn %s into %s\n", k.ID, turnID, fork.ID())
 	return nil
+}
+
+// agentFor returns an agent of the session k on st, answering with m,
+// and the context its calls need (the user of a user-scoped session).
+func agentFor(ctx context.Context, k store.Key, st store.Store, m model.Model) (context.Context, *spool.Agent, error) {
+	cfg := spool.Config{Name: k.Agent, Model: m, Store: st}
+	if k.Owner != "" {
+		cfg.Scope = spool.ScopeUser
+		ctx = spool.ContextWithUser(ctx, k.Owner)
+	}
+	agent, err := spool.New(cfg)
+	return ctx, agent, err
 }
 
 func sessionsHistory(ctx context.Context, env *environ, args []string) error {
