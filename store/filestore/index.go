@@ -173,6 +173,23 @@ func (ix *index) listingLocked() []*rec {
 	return ix.sorted
 }
 
+// firstLocked returns the first k records in listing order, choosing them
+// in one pass over the records. The caller holds ix.mu.
+func (ix *index) firstLocked(k int) []*rec {
+	first := make([]*rec, 0, k+1)
+	for _, r := range ix.recs {
+		if len(first) == k && cmpRec(r, first[k-1]) >= 0 {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(first, r, cmpRec)
+		first = slices.Insert(first, i, r)
+		if len(first) > k {
+			first = first[:k]
+		}
+	}
+	return first
+}
+
 // checkCase refuses a session id that differs only in case from one the
 // namespace has, on file systems that fold case, where both would be one file.
 // On other file systems both are separate sessions. It asks the index, and
@@ -282,16 +299,24 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 	if err := s.ready(ctx, ix); err != nil {
 		return page, err
 	}
+	n := opt.PageSize()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	all := ix.listingLocked()
+	var all []*rec
+	if after == nil && ix.sorted == nil {
+		// A first page from records not in order yet (a cold Store):
+		// choose the page, and one more to know whether a next one
+		// follows, rather than sorting every session.
+		all = ix.firstLocked(n + 1)
+	} else {
+		all = ix.listingLocked()
+	}
 	i := 0
 	if after != nil {
 		i = sort.Search(len(all), func(i int) bool {
 			return after.Before(all[i].info.LastActivity, all[i].info.ID)
 		})
 	}
-	n := opt.PageSize()
 	page.Sessions = make([]store.SessionInfo, 0, min(n, len(all)-i))
 	for ; i < len(all) && len(page.Sessions) < n; i++ {
 		if err := ix.openTitleLocked(all[i]); err != nil {

@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +82,25 @@ func FuzzParseRecord(f *testing.F) {
 			if _, r2, err := ix.parseRecord(string(back[:len(back)-1])); err != nil || r2.info != r.info || r2.head != r.head {
 				t.Fatalf("re-encoded record differs: %v", err)
 			}
+		}
+	})
+}
+
+// FuzzParseInt holds the records' number parsers to strconv's.
+func FuzzParseInt(f *testing.F) {
+	for _, s := range []string{"0", "42", "-7", "+3", "9223372036854775807", "9223372036854775808", "18446744073709551615", "1844674407370955161599", "", "1x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parseInt(s)
+		w, werr := strconv.ParseInt(s, 10, 64)
+		if v != w || (err == nil) != (werr == nil) {
+			t.Fatalf("parseInt(%q) = %d, %v; strconv: %d, %v", s, v, err, w, werr)
+		}
+		u, err := parseUint(s)
+		x, xerr := strconv.ParseUint(s, 10, 64)
+		if u != x || (err == nil) != (xerr == nil) {
+			t.Fatalf("parseUint(%q) = %d, %v; strconv: %d, %v", s, u, err, x, xerr)
 		}
 	})
 }
