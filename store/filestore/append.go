@@ -131,7 +131,7 @@ var retentionHook func(victims []rec)
 // synced at once. It reports whether the append created the session.
 func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, entries []transcript.Entry, plains [][]byte, create bool, dirs *dirSyncs) (bool, error) {
 	e := entries[0]
-	release, err := s.lockStripe(ctx, key)
+	release, err := s.sessions.Lock(ctx, key)
 	if err != nil {
 		return false, err
 	}
@@ -350,7 +350,7 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 		unmark := s.markWriter(ix)
 		defer unmark()
 	}
-	release, err := s.lockStripe(ctx, key)
+	release, err := s.sessions.Lock(ctx, key)
 	if err != nil {
 		return false, err
 	}
