@@ -34,6 +34,11 @@ func (i *SessionInfo) Apply(key Key, e transcript.Entry) {
 				i.Title = Title(m.Text)
 			}
 		}
+	case transcript.TypeSessionTitle:
+		var t transcript.SessionTitle
+		if e.DecodeData(&t) == nil && oneLine(t.Title) != "" {
+			i.Title = oneLine(t.Title)
+		}
 	case transcript.TypeApprovalRequest:
 		i.PendingApprovals++
 	case transcript.TypeApprovalDecision:
@@ -43,9 +48,30 @@ func (i *SessionInfo) Apply(key Key, e transcript.Entry) {
 	}
 }
 
+// Retitles reports whether e renames its session (a session.title entry
+// with a title): a store that keeps the title of its list records apart
+// from SessionInfo.Apply sets it from such an entry even when the session
+// has one, where it otherwise keeps the first.
+func Retitles(e transcript.Entry) bool {
+	if e.Type != transcript.TypeSessionTitle {
+		return false
+	}
+	var t transcript.SessionTitle
+	return e.DecodeData(&t) == nil && oneLine(t.Title) != ""
+}
+
 // Title returns the beginning of text as a one-line title: runs of white
-// space become one space, and at most TitleLength runes are kept.
+// space become one space, and at most TitleLength runes are kept. Leading
+// command lines (a line such as "/call save_note {...}" that scripts a
+// tool call) are no title: the text after them is, and a text of nothing
+// else gives none, so that the next user message names the session.
 func Title(text string) string {
+	return oneLine(skipCommands(text))
+}
+
+// oneLine is text as one trimmed line of at most TitleLength runes: what
+// a title is, whether taken from a message or given by a rename.
+func oneLine(text string) string {
 	var b strings.Builder
 	n := 0
 	space := false
@@ -72,4 +98,38 @@ func Title(text string) string {
 		n++
 	}
 	return b.String()
+}
+
+// skipCommands returns text after its leading command lines: lines whose
+// first word is a slash and a lower-case name ("/call", "/retry"), not a
+// path ("/etc/hosts").
+func skipCommands(text string) string {
+	for {
+		t := strings.TrimLeftFunc(text, unicode.IsSpace)
+		if !isCommand(t) {
+			return text
+		}
+		_, rest, ok := strings.Cut(t, "\n")
+		if !ok {
+			return ""
+		}
+		text = rest
+	}
+}
+
+func isCommand(line string) bool {
+	if len(line) < 2 || line[0] != '/' {
+		return false
+	}
+	for i := 1; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c >= 'a' && c <= 'z', c == '_', c == '-', i > 1 && c >= '0' && c <= '9':
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			return i > 1
+		default:
+			return false
+		}
+	}
+	return true
 }

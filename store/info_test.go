@@ -23,6 +23,14 @@ func TestTitle(t *testing.T) {
 		{strings.Repeat("x", 78) + " y", strings.Repeat("x", 78) + " y"},
 		{strings.Repeat("x", 80) + " y", strings.Repeat("x", 80)},
 		{"日本語の 質問", "日本語の 質問"},
+		// Command lines are no title; the text after them is.
+		{`/call save_note {"text":"milk"}`, ""},
+		{"/call save_note {}\nPlease keep this", "Please keep this"},
+		{"  /retry\n/call x {}\n  Then this", "Then this"},
+		{"/etc/hosts is missing", "/etc/hosts is missing"},
+		{"/ alone", "/ alone"},
+		{"/Call with a capital", "/Call with a capital"},
+		{"/2fa codes", "/2fa codes"},
 	}
 	for _, tt := range tests {
 		got := store.Title(tt.in)

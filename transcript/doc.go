@@ -23,6 +23,10 @@
 // program that does not know session.branch sees every version one after
 // the other, as it would in a transcript without markers.
 //
+// A session.title entry (SessionTitle) renames the session: list records
+// carry the newest one as the title, in place of the beginning of the
+// first user message.
+//
 // A session forked from another (session.fork, Fork) starts with an entry
 // naming the source session and turn, followed by copies of the source's
 // entries of the active branch up to that turn: the same ids, turn ids,

@@ -403,7 +403,7 @@ func (s *Store) applyEntry(r *rec, key store.Key, e transcript.Entry) error {
 	hadTitle := r.info.Title != "" || r.sealedTitle != ""
 	title := r.info.Title
 	r.info.Apply(key, e)
-	if hadTitle {
+	if hadTitle && !store.Retitles(e) {
 		r.info.Title = title
 		return nil
 	}

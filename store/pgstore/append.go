@@ -20,6 +20,7 @@ type row struct {
 	line     []byte // the entry, as transcript.AppendJSON writes it
 	tsNs     int64
 	title    string // the title the entry gives a session that has none
+	retitle  bool   // the entry renames the session: title replaces its title
 	messages int    // 1 for a message, else 0
 	pending  int    // +1 for an approval request, -1 for a decision, else 0
 	search   *string
@@ -33,7 +34,7 @@ func newRow(key store.Key, e transcript.Entry) (row, error) {
 	}
 	var d store.SessionInfo
 	d.Apply(key, e)
-	r := row{line: line, tsNs: nanos(e.Timestamp), title: d.Title, messages: d.MessageCount}
+	r := row{line: line, tsNs: nanos(e.Timestamp), title: d.Title, retitle: store.Retitles(e), messages: d.MessageCount}
 	switch e.Type {
 	case transcript.TypeApprovalRequest:
 		r.pending = 1
@@ -66,7 +67,7 @@ const appendNextSQL = `WITH s AS (
 		entries = entries + 1,
 		last_ns = GREATEST(last_ns, $5),
 		message_count = message_count + $6,
-		title = CASE WHEN title = '' THEN $7 ELSE title END,
+		title = CASE WHEN title = '' OR $13 THEN $7 ELSE title END,
 		pending = GREATEST(pending + $8, 0)
 	WHERE agent = $1 AND owner = $2 AND id = $3 AND head = $9
 		AND (last_ns >= $10 OR pending > 0)
@@ -107,7 +108,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	err = retry(ctx, func() (err error) {
 		tag, err = s.pool.Exec(ctx, s.sql(appendNextSQL),
 			key.Agent, key.Owner, key.ID, e.ID, r.tsNs, r.messages, r.title, r.pending,
-			e.ParentID, s.cutoff(), r.line, r.search)
+			e.ParentID, s.cutoff(), r.line, r.search, r.retitle)
 		return err
 	})
 	if err != nil {
@@ -302,7 +303,7 @@ func (s *Store) appendBulkTx(ctx context.Context, batches []store.Batch, rows []
 				continue
 			}
 			q.Queue(s.sql(appendNextSQL), k.Agent, k.Owner, k.ID, e.ID, r.tsNs, r.messages, r.title, r.pending,
-				e.ParentID, s.cutoff(), r.line, r.search)
+				e.ParentID, s.cutoff(), r.line, r.search, r.retitle)
 		}
 	}
 	res := s.pool.SendBatch(ctx, &q)

@@ -116,6 +116,10 @@ func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, 
 	case e.Type == transcript.TypeApprovalDecision:
 		pending = "-1"
 	}
+	retitle := "0"
+	if store.Retitles(e) {
+		retitle = "1"
+	}
 	gc := 0
 	if s.ttl > 0 {
 		gc = s.gcSample
@@ -127,7 +131,7 @@ func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, 
 		strconv.FormatInt(e.Timestamp.UnixNano(), 10), member(e.Timestamp, key.ID),
 		isMessage, one.Title, pending,
 		s.ttl.Milliseconds(), s.pendingTTL.Milliseconds(),
-		gc, k.sessionPrefix(), nonce(),
+		gc, k.sessionPrefix(), nonce(), retitle,
 	}
 	return keys, args, nil
 }

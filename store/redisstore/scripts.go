@@ -42,7 +42,9 @@ end
 // 7 title candidate or "", 8 pending approvals delta ("1", "-1" or "0"),
 // 9 TTL in ms (0: none), 10 TTL in ms while an approval is pending (0:
 // keep until deleted), 11 how many index members to sample for stale
-// ones, 12 the namespace's session key prefix, 13 a nonce of this Append call.
+// ones, 12 the namespace's session key prefix, 13 a nonce of this Append call,
+// 14 "1" when the entry renames the session (its title candidate replaces
+// the title).
 //
 // go-redis sends a command again when the connection fails after it was
 // written, so the script may run twice for one call; the nonce, kept in
@@ -119,7 +121,7 @@ end
 if ARGV[6] == '1' then
   msgs = msgs + 1
 end
-if ARGV[7] ~= '' and (not title or title == '') then
+if ARGV[7] ~= '' and (not title or title == '' or ARGV[14] == '1') then
   title = ARGV[7]
 end
 if ARGV[8] == '1' then

@@ -20,7 +20,7 @@ const (
 		FROM sessions WHERE agent = ? AND owner = ? AND id = ?`
 	deleteSessionSQL = `DELETE FROM sessions WHERE sid = ?`
 	updateSessionSQL = `UPDATE sessions SET
-		last_activity = ?, title = coalesce(title, ?), messages = ?, pending = ?, entries = ?, head = ?
+		last_activity = ?, title = coalesce(?, title), messages = ?, pending = ?, entries = ?, head = ?
 		WHERE sid = ?`
 	insertSessionSQL = `INSERT INTO sessions
 		(agent, owner, id, started, last_activity, title, messages, pending, entries, head)
@@ -120,11 +120,13 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries
 	if hadTitle {
 		info.Title = "-" // Apply must not replace it; the stored one stays
 	}
+	retitled := false // a rename replaces the stored title
 	for _, e := range entries {
 		info.Apply(key, e)
+		retitled = retitled || store.Retitles(e)
 	}
-	var title any
-	if !hadTitle && info.Title != "" {
+	var title any // nil keeps the stored title
+	if (!hadTitle || retitled) && info.Title != "" {
 		if title, err = s.sealTitle(key, info.Title); err != nil {
 			return fmt.Errorf("sqlitestore: session %s: sealing title: %w", key, err)
 		}

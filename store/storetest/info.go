@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ var infoChecks = []check{
 	{"Info/Fields", testInfoFields},
 	{"Info/ClockGoingBack", testInfoClockBack},
 	{"Info/NoUserMessage", testInfoNoUserMessage},
+	{"Info/Rename", testInfoRename},
 }
 
 var deleteChecks = []check{
@@ -197,5 +199,37 @@ func testDeleteUnknown(t *testing.T, s store.Store) {
 	}
 	if err := s.Delete(t.Context(), key); err != nil {
 		t.Errorf("Delete of a session already deleted must not be an error; got %v", err)
+	}
+}
+
+// testInfoRename checks that a session.title entry (a rename) is the
+// title from then on, replacing the one of the first user message, that
+// the newest rename wins, and that a blank one changes nothing; and that
+// a first message of nothing but a command line leaves the title to the
+// next user message.
+func testInfoRename(t *testing.T, s store.Store) {
+	key := newNamespace().Key(name("sess"))
+	start := base()
+	steps := []struct {
+		typ   transcript.Type
+		data  any
+		title string
+	}{
+		{transcript.TypeUserMessage, transcript.UserMessage{Text: `/call save_note {"text":"milk"}`}, ""},
+		{transcript.TypeUserMessage, transcript.UserMessage{Text: "What is on my list?"}, "What is on my list?"},
+		{transcript.TypeSessionTitle, transcript.SessionTitle{Title: "  Groceries\nfor the week "}, "Groceries for the week"},
+		{transcript.TypeUserMessage, transcript.UserMessage{Text: "Another question"}, "Groceries for the week"},
+		{transcript.TypeSessionTitle, transcript.SessionTitle{Title: " \t "}, "Groceries for the week"},
+		{transcript.TypeSessionTitle, transcript.SessionTitle{Title: "Shopping"}, "Shopping"},
+	}
+	var entries []transcript.Entry
+	for i, st := range steps {
+		e := NewEntry(Head(entries), start.Add(time.Duration(i)*time.Second), st.typ, st.data)
+		appendAll(t, s, key, e)
+		entries = append(entries, e)
+		checkInfo(t, s, key, entries, "after step "+strconv.Itoa(i+1))
+		if got := listed(t, s, key).Title; got != st.title {
+			t.Errorf("after step %d (%s), the title is %q, want %q", i+1, st.typ, got, st.title)
+		}
 	}
 }
