@@ -72,7 +72,7 @@ func types(entries []transcript.Entry) []transcript.Type {
 
 // checkWellFormed checks that a transcript is one chain and that its turns
 // never interleave: each turn's entries are contiguous, start with a user
-// message (or a session.mode, session.branch or session.fork entry of its
+// message (or a session.mode, session.title, session.branch or session.fork entry of its
 // own; a regenerate's or an edit's marker, before its user message) and
 // end with at most one turn end.
 func checkWellFormed(t *testing.T, entries []transcript.Entry) {
@@ -93,7 +93,7 @@ func checkWellFormed(t *testing.T, entries []transcript.Entry) {
 				t.Fatalf("entry %d: turn %s resumes after another turn: turns interleave", i, e.TurnID)
 			}
 			switch e.Type {
-			case transcript.TypeUserMessage, transcript.TypeSessionMode, transcript.TypeBranch, transcript.TypeFork,
+			case transcript.TypeUserMessage, transcript.TypeSessionMode, transcript.TypeSessionTitle, transcript.TypeBranch, transcript.TypeFork,
 				transcript.TypeCompaction, transcript.TypeGovernanceNotice:
 			default:
 				t.Fatalf("entry %d: turn %s starts with %s", i, e.TurnID, e.Type)

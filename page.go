@@ -110,6 +110,12 @@ type PageOptions struct {
 type MessagePage struct {
 	Messages   []Message `json:"messages"`
 	NextCursor string    `json:"nextCursor"` // empty on the last page
+	// Turns describes, in transcript order, each turn of which the page
+	// read entries other than user messages: the turns of its messages,
+	// and one whose end lies just after the page's (descending) or before
+	// it (ascending). A turn split between pages is described by each from
+	// its part, so a reader merges them by TurnID.
+	Turns []TurnInfo `json:"turns,omitempty"`
 }
 
 // Page returns one page of the session's messages, reading only the part
@@ -153,6 +159,7 @@ type pager struct {
 	chunk int
 	br    *history.Branches
 	page  MessagePage
+	turns turnInfos
 }
 
 // take adds message m, of a turn on the active branch or not, unless the
@@ -175,6 +182,7 @@ func (pg *pager) finish() MessagePage {
 		m := &pg.page.Messages[i]
 		m.Branch = branchInfo(pg.br, m.TurnID)
 	}
+	pg.page.Turns = pg.turns.list(pg.opt.Order == OrderDesc)
 	return pg.page
 }
 
@@ -218,6 +226,7 @@ func (pg *pager) desc(ctx context.Context, pos int) (MessagePage, error) {
 			if peek != "" && e.TurnID != peek {
 				return pg.end(v, p+1)
 			}
+			pg.turns.note(e)
 			if e.Type == transcript.TypeBranch {
 				pg.br.Add(p, e)
 				continue
@@ -268,6 +277,7 @@ func (pg *pager) asc(ctx context.Context, pos int) (MessagePage, error) {
 	pg.br = v.marks
 	for {
 		for i, e := range entries {
+			pg.turns.note(e)
 			m, ok := messageOf(e)
 			if !ok {
 				continue
