@@ -9,7 +9,9 @@
 //	GET    /v1/sessions                            ?limit=&cursor= → {"sessions":[…],"nextCursor":…|null}
 //	GET    /v1/sessions/{id}                       the session's info
 //	DELETE /v1/sessions/{id}                       204
-//	GET    /v1/sessions/{id}/messages              ?limit=&order=asc|desc&cursor=&branches=active|all → {"messages":[…],"nextCursor":…|null}
+//	PATCH  /v1/sessions/{id}                       {"title"} → renamed (a session.title entry): the session's info
+//	GET    /v1/search                              ?q=&limit=&session= → {"hits":[{sessionId, entryId, snippet, time, title}]}, newest first
+//	GET    /v1/sessions/{id}/messages              ?limit=&order=asc|desc&cursor=&branches=active|all → {"messages":[…],"nextCursor":…|null,"turns":[…]}
 //	GET    /v1/sessions/{id}/history               what the next model request carries → {"messages":[…],"summary"?:{…}}
 //	GET    /v1/sessions/{id}/approvals             pending approvals → {"approvals":[…]}
 //	POST   /v1/sessions/{id}/approvals/{approval}  {"decision":"allow"|"deny","scope"?:"once"|"session","reason"?} → resumes the turn: SSE or JSON

@@ -325,6 +325,8 @@ func (s *Server) routes() {
 	handle("GET", "/v1/sessions", s.handleList)
 	handle("GET", "/v1/sessions/{id}", s.handleInfo)
 	handle("DELETE", "/v1/sessions/{id}", s.handleDelete)
+	handle("PATCH", "/v1/sessions/{id}", s.handleRename)
+	handle("GET", "/v1/search", s.handleSearch)
 	handle("GET", "/v1/sessions/{id}/messages", s.handleMessages)
 	handle("GET", "/v1/sessions/{id}/history", s.handleHistory)
 	handle("GET", "/v1/sessions/{id}/approvals", s.handleApprovals)

@@ -21,8 +21,9 @@ type sessionList struct {
 
 // messageList is the answer of GET /v1/sessions/{id}/messages.
 type messageList struct {
-	Messages   []spool.Message `json:"messages"`
-	NextCursor *string         `json:"nextCursor"`
+	Messages   []spool.Message  `json:"messages"`
+	NextCursor *string          `json:"nextCursor"`
+	Turns      []spool.TurnInfo `json:"turns,omitempty"`
 }
 
 func cursorOrNull(c string) *string {
@@ -156,7 +157,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := messageList{Messages: page.Messages, NextCursor: cursorOrNull(page.NextCursor)}
+	out := messageList{Messages: page.Messages, NextCursor: cursorOrNull(page.NextCursor), Turns: page.Turns}
 	if out.Messages == nil {
 		out.Messages = []spool.Message{}
 	}
