@@ -78,12 +78,13 @@ type command struct {
 // every level (see dispatch).
 var commands = &command{name: "spool", subs: []*command{
 	{name: "chat", summary: "talk to an agent in the terminal", run: runChat},
-	{name: "sessions", summary: "list, show, fork, compact, search, export, import and delete sessions", subs: []*command{
+	{name: "sessions", summary: "list, show, fork, compact, rename, search, export, import and delete sessions", subs: []*command{
 		{name: "ls", summary: "list sessions, newest activity first", run: sessionsLs},
 		{name: "show", summary: "print a session's transcript", run: sessionsShow},
 		{name: "history", summary: "print what the next model request would carry", run: sessionsHistory},
 		{name: "fork", summary: "copy a session up to one of its turns into a new session", run: sessionsFork},
 		{name: "compact", summary: "summarize a session's older turns for the model, keeping every entry", run: sessionsCompact},
+		{name: "rename", summary: "give a session a title", run: sessionsRename},
 		{name: "rm", summary: "delete sessions", run: sessionsRm},
 		{name: "prune", summary: "delete sessions beyond a retention policy", run: sessionsPrune},
 		{name: "search", summary: "find text across sessions", run: sessionsSearch},
