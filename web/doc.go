@@ -6,12 +6,31 @@
 // The page talks only to the server's own API, with relative URLs (so it
 // also works mounted under a path prefix with http.StripPrefix):
 // GET v1/sessions for the conversation list (newest first, the next page
-// when the list's end scrolls into view), GET v1/sessions/{id}/messages
-// with order=desc for a conversation (older pages when its top scrolls
-// into view), POST chat with Accept: text/event-stream for a message and
-// its streamed answer, POST v1/sessions/{id}/approvals/{approval} for
-// Allow, Deny and Always (allow for the session), DELETE
-// v1/sessions/{id} after a confirmation dialog.
+// when the list's end scrolls into view), GET v1/search for the search
+// box (hits open their message, loading older pages as needed),
+// GET v1/sessions/{id}/messages with order=desc for a conversation (older
+// pages when its top scrolls into view; each page's turns say how they
+// ended, their model, usage and duration, and how their approvals were
+// answered), GET v1/sessions/{id}/history for the "What the model sees"
+// panel, POST chat with Accept: text/event-stream for a message and its
+// streamed answer, POST v1/sessions/{id}/approvals/{approval} for Allow,
+// Deny and Always (allow for the session), POST .../regenerate,
+// .../turns/{turnId}/edit and .../turns/{turnId}/switch for Regenerate,
+// Edit and the "2 / 3" version switcher, PATCH v1/sessions/{id} for
+// Rename, and DELETE v1/sessions/{id} after a confirmation dialog (from the
+// conversation or its entry in the list).
+//
+// # Markdown
+//
+// Answers are GitHub-flavoured Markdown, rendered as they stream: marked
+// parses, highlight.js colours fenced code, DOMPurify sanitizes into a
+// DocumentFragment. Raw HTML in an answer shows as text, images become
+// links (an answer never makes the browser fetch anything), and only
+// http(s) and mailto links are kept, opening a new tab with
+// rel="noopener noreferrer". The three libraries are pinned files under
+// static/vendor, listed with version, license, tarball integrity and
+// SHA-256 in vendor/manifest.json; scripts/vendor-web updates them from
+// npm and TestVendoredFiles checks them.
 //
 // # API keys
 //
@@ -24,11 +43,13 @@
 //
 // # Guarantees
 //
-// Content (model answers, tool arguments and results, session titles) is
-// only ever put into the page as text, never parsed as HTML, and the
-// Content-Security-Policy allows scripts, styles and connections to the
-// page's own origin only, with no inline script and Trusted Types
-// required, so that a mistake cannot turn content into markup.
+// Content (user messages, tool arguments and results, session titles) is
+// only ever put into the page as text, never parsed as HTML; answers are
+// parsed only through DOMPurify, as above. The Content-Security-Policy
+// allows scripts, styles and connections to the page's own origin only,
+// with no inline script and Trusted Types required, with DOMPurify's
+// policy the only one allowed, so that a mistake cannot turn content into
+// markup.
 //
 // The page is served with "Cache-Control: no-cache" and a strong ETag
 // (it is checked on every load, and costs a 304 when unchanged); its

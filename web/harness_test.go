@@ -99,6 +99,57 @@ func (s *spoolServer) invoke(t *testing.T, session, prompt string) {
 	}
 }
 
+// answers returns the texts of a session's assistant messages with text,
+// oldest first, as the transcript holds them.
+func (s *spoolServer) answers(t *testing.T, session string) []string {
+	t.Helper()
+	code, b := s.do(t, "GET", "/v1/sessions/"+session+"/messages?order=asc&limit=1000", nil)
+	if code != 200 {
+		t.Fatalf("messages of %s: %d %s", session, code, b)
+	}
+	var page struct {
+		Messages []struct{ Role, Text string }
+	}
+	if err := json.Unmarshal(b, &page); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range page.Messages {
+		if m.Role == "assistant" && m.Text != "" {
+			out = append(out, m.Text)
+		}
+	}
+	return out
+}
+
+// decideAll answers every pending approval of a session ("allow" or
+// "deny") through the API.
+func (s *spoolServer) decideAll(t *testing.T, session, decision string) {
+	t.Helper()
+	code, body := s.do(t, "GET", "/v1/sessions/"+session+"/approvals", nil)
+	var p struct{ Approvals []struct{ ID string } }
+	if err := json.Unmarshal(body, &p); code != 200 || err != nil || len(p.Approvals) == 0 {
+		t.Fatalf("approvals of %s: %d %s", session, code, body)
+	}
+	for _, a := range p.Approvals {
+		if code, body := s.do(t, "POST", "/v1/sessions/"+session+"/approvals/"+a.ID, map[string]string{"decision": decision}); code != 200 {
+			t.Fatalf("%s %s: %d %s", decision, a.ID, code, body)
+		}
+	}
+}
+
+// historyLen is the number of messages the next request of a session
+// carries.
+func (s *spoolServer) historyLen(t *testing.T, session string) int {
+	t.Helper()
+	code, body := s.do(t, "GET", "/v1/sessions/"+session+"/history", nil)
+	var h struct{ Messages []json.RawMessage }
+	if err := json.Unmarshal(body, &h); code != 200 || err != nil {
+		t.Fatalf("history of %s: %d %s", session, code, body)
+	}
+	return len(h.Messages)
+}
+
 // sessionIDs lists the ids of every session, newest first.
 func (s *spoolServer) sessionIDs(t *testing.T) []string {
 	t.Helper()
@@ -124,8 +175,9 @@ const stepTimeout = 30 * time.Second
 
 // tab is a browser tab of one test.
 type tab struct {
-	t   *testing.T
-	ctx context.Context
+	t      *testing.T
+	ctx    context.Context
+	mobile bool // a phone: Enter starts a new line, the button sends
 
 	mu          sync.Mutex
 	problems    []string // uncaught exceptions and console errors of the page
@@ -138,7 +190,7 @@ type tab struct {
 func newTab(t *testing.T, browser context.Context, width, height int64, mobile bool) *tab {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(browser)
-	tb := &tab{t: t, ctx: ctx}
+	tb := &tab{t: t, ctx: ctx, mobile: mobile}
 	t.Cleanup(func() {
 		cancel()
 		tb.mu.Lock()

@@ -25,10 +25,13 @@ var static embed.FS
 // scripts, styles, images and connections from the page's own origin
 // only, no inline script or style, no eval, no plugins, no framing, and
 // Trusted Types required, so that assigning a string to innerHTML or a
-// similar sink throws instead of parsing markup.
+// similar sink throws instead of parsing markup. The one policy allowed
+// is DOMPurify's ("dompurify"), which the Markdown renderer's sanitizer
+// creates for the HTML it parses and cleans; no other policy can be
+// created, so no other code can turn a string into markup.
 const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; " +
 	"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; " +
-	"frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'"
+	"frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types dompurify"
 
 // Cache-Control values: the page is checked on every load, versioned
 // assets never.

@@ -191,8 +191,11 @@ func TestPrefix(t *testing.T) {
 	}
 }
 
-// Content goes into the page as text only: no module uses an HTML sink
-// or evaluates strings, and nothing is loaded from elsewhere.
+// Content goes into the page as text only: no module of ours uses an HTML
+// sink or evaluates strings, and nothing is loaded from elsewhere. The
+// vendored libraries (static/vendor, see TestVendoredFiles) are held by
+// the CSP instead: their sinks take only what DOMPurify's Trusted Types
+// policy made, and eval is not allowed at all.
 func TestNoHTMLSinks(t *testing.T) {
 	sinks := regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|setTimeout\(\s*['"\x60]|srcdoc|createContextualFragment|DOMParser`)
 	remote := regexp.MustCompile(`(?:src|href|from|import|url)\s*[=(]?\s*['"]?(?:https?:)?//`)
@@ -204,7 +207,7 @@ func TestNoHTMLSinks(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if m := sinks.Find(b); m != nil && path.Ext(name) == ".js" {
+		if m := sinks.Find(b); m != nil && path.Ext(name) == ".js" && !strings.HasPrefix(name, "static/vendor/") {
 			t.Errorf("%s uses %s", name, m)
 		}
 		if m := remote.Find(b); m != nil {

@@ -31,6 +31,8 @@ export function friendly(err) {
       return 'The model provider is rate limiting requests. Try again later.';
     case 'cancelled':
       return 'The answer was stopped.';
+    case 'turn_running':
+      return 'A turn is running in this conversation: wait for it to end, or stop it.';
     case 'connection_lost':
       return 'The connection to the server was lost before the answer was complete. Reload to see what was recorded.';
   }
@@ -106,6 +108,28 @@ export async function approvals(id, signal) {
   return (await json(await request('GET', `v1/sessions/${seg(id)}/approvals`, { signal }))).approvals;
 }
 
+// history returns what the next model request would carry:
+// [{role, content, toolCalls?, toolCallId?}].
+export async function history(id, signal) {
+  return (await json(await request('GET', `v1/sessions/${seg(id)}/history`, { signal }))).messages;
+}
+
+// search returns {hits: [{sessionId, entryId, snippet, time, title}]},
+// newest first.
+export async function search(q, limit, signal) {
+  return json(await request('GET', `v1/search${query({ q, limit })}`, { signal }));
+}
+
+// rename gives a session a title and returns its info.
+export async function rename(id, title) {
+  return json(await request('PATCH', `v1/sessions/${seg(id)}`, { body: { title } }));
+}
+
+// switchBranch makes a version of a turn active again.
+export async function switchBranch(id, turnId) {
+  await request('POST', `v1/sessions/${seg(id)}/turns/${seg(turnId)}/switch`);
+}
+
 // deleteSession deletes a session.
 export async function deleteSession(id) {
   await request('DELETE', `v1/sessions/${seg(id)}`);
@@ -164,6 +188,24 @@ export async function* chat(id, text, signal) {
 export async function* decide(id, approvalId, decision, scope, signal) {
   const res = await request('POST', `v1/sessions/${seg(id)}/approvals/${seg(approvalId)}`, {
     body: { decision, scope },
+    accept: 'text/event-stream',
+    signal,
+  });
+  yield* events(res);
+}
+
+// regenerate answers the newest turn again and yields the new turn's
+// events.
+export async function* regenerate(id, signal) {
+  const res = await request('POST', `v1/sessions/${seg(id)}/regenerate`, { accept: 'text/event-stream', signal });
+  yield* events(res);
+}
+
+// edit asks turnId's question again as text, in place of it and what
+// followed, and yields the new turn's events.
+export async function* edit(id, turnId, text, signal) {
+  const res = await request('POST', `v1/sessions/${seg(id)}/turns/${seg(turnId)}/edit`, {
+    body: { text },
     accept: 'text/event-stream',
     signal,
   });

@@ -1,13 +1,17 @@
-// The chat UI: wiring of the list, the conversation view, the message
-// box, the delete dialog and the API key form. Routes live in the URL's
-// fragment (#/c/<id>, #/new, #/), so a reload reopens what was open.
+// The chat UI: wiring of the list, the search, the conversation view, the
+// "what the model sees" panel, the message box, the rename and delete
+// dialogs, the colour scheme and the API key form. Routes live in the
+// URL's fragment (#/c/<id>, #/c/<id>/m/<entry id> for a message found by
+// search, #/new, #/), so a reload reopens what was open.
 
 import * as api from './api.js';
 import { ApiError, friendly } from './api.js';
 import { apiKey, setKey, forgetKey, remembered } from './auth.js';
 import { $ } from './dom.js';
-import { SessionList } from './list.js';
+import { SessionList, titleOf } from './list.js';
 import { Conversation } from './conversation.js';
+import { HistoryPanel } from './history.js';
+import { Search } from './search.js';
 
 const app = $('app');
 const prompt = $('prompt');
@@ -16,8 +20,11 @@ const sendButton = $('send');
 const stopButton = $('stop');
 const composerError = $('composer-error');
 const title = $('conv-title');
+const renameButton = $('rename');
 const deleteButton = $('delete');
 const deleteDialog = $('delete-dialog');
+const renameDialog = $('rename-dialog');
+const historyButton = $('show-history');
 const authPanel = $('auth');
 const authForm = $('auth-form');
 const authKey = $('auth-key');
@@ -28,6 +35,7 @@ const list = new SessionList({
   end: $('list-end'),
   scroller: $('list-scroller'),
   onError: handleError,
+  onDelete: askDelete,
 });
 const conv = new Conversation({
   scroller: $('scroller'),
@@ -37,6 +45,25 @@ const conv = new Conversation({
   empty: $('empty'),
   onError: handleError,
   onRunning: updateComposer,
+  onTurnEnd: (id) => {
+    refresh(id);
+    if (conv.id === id) panel.refresh();
+  },
+});
+const panel = new HistoryPanel({
+  panel: $('history-panel'),
+  list: $('history-list'),
+  status: $('history-status'),
+  onError: handleError,
+});
+const search = new Search({
+  form: $('search-form'),
+  input: $('search'),
+  panel: $('search-panel'),
+  list: $('search-results'),
+  status: $('search-status'),
+  listView: $('list-scroller'),
+  onError: handleError,
 });
 
 let currentTitle = '';
@@ -65,30 +92,48 @@ function setTitle(text) {
   document.title = `${text} · spool`;
 }
 
+// A phone's keyboard has no Shift+Enter: there Enter starts a new line
+// and the Send button sends.
+const touch = () => matchMedia('(pointer: coarse)').matches;
+
 function updateComposer() {
   const running = conv.isRunning();
   sendButton.hidden = running;
   stopButton.hidden = !running;
   app.dataset.running = running ? 'true' : 'false';
+  const missing = conv.missing;
+  prompt.disabled = missing;
+  sendButton.disabled = missing;
+  $('prompt-hint').textContent = missing
+    ? 'This conversation does not exist (it may have been deleted): start a new one.'
+    : touch()
+      ? 'Enter starts a new line; the Send button sends.'
+      : 'Enter sends; Shift+Enter starts a new line. Escape stops an answer.';
 }
 
 function showComposerError(text) {
   composerError.textContent = text;
 }
 
+function setOpenActions(enabled) {
+  deleteButton.disabled = !enabled;
+  renameButton.disabled = !enabled;
+}
+
 // --- routes
 
 async function route(focus) {
   showComposerError('');
-  const m = /^#\/c\/(.+)$/.exec(location.hash);
+  const m = /^#\/c\/([^/]+)(?:\/m\/([^/]+))?$/.exec(location.hash);
   if (m) {
-    let id = m[1];
-    try {
-      id = decodeURIComponent(id);
-    } catch {
-      // keep it as written
-    }
-    await openConversation(id, focus);
+    const dec = (s) => {
+      try {
+        return decodeURIComponent(s);
+      } catch {
+        return s; // keep it as written
+      }
+    };
+    await openConversation(dec(m[1]), focus, m[2] ? dec(m[2]) : '');
   } else if (location.hash === '#/new') {
     newConversation(focus);
   } else {
@@ -102,9 +147,10 @@ function showList(focus) {
   conv.showNew();
   list.setCurrent(null);
   setTitle('New conversation');
-  deleteButton.disabled = true;
+  setOpenActions(false);
   app.dataset.pane = 'list';
   updateComposer();
+  panel.show(null);
   // Back from a conversation: focus returns to its entry.
   if (focus && !list.focusItem(left)) $('new-chat').focus();
 }
@@ -113,30 +159,39 @@ function newConversation(focus) {
   conv.showNew();
   list.setCurrent(null);
   setTitle('New conversation');
-  deleteButton.disabled = true;
+  setOpenActions(false);
   app.dataset.pane = 'conversation';
   updateComposer();
+  panel.show(null);
   if (focus) prompt.focus();
 }
 
-async function openConversation(id, focus) {
+async function openConversation(id, focus, entryId) {
   app.dataset.pane = 'conversation';
+  if (conv.id === id && entryId && !conv.missing) {
+    // A search hit in the open conversation: no need to load it again.
+    if (!(await conv.reveal(entryId))) announce('That message is not on the version of the conversation shown.');
+    return;
+  }
   list.setCurrent(id);
   setTitle('Loading…');
-  deleteButton.disabled = true;
+  setOpenActions(false);
   const info = api.sessionInfo(id);
   info.catch(() => {}); // reported through open below
   const opening = conv.open(id);
   updateComposer();
-  if (focus) prompt.focus();
+  panel.show(id);
+  if (focus && !entryId) prompt.focus();
   try {
     await opening;
     const s = await info;
     if (conv.id !== id) return;
-    setTitle((s.title || '').trim() || 'Untitled conversation');
-    deleteButton.disabled = false;
+    setTitle(titleOf(s));
+    setOpenActions(true);
+    if (entryId && !(await conv.reveal(entryId))) announce('That message is not on the version of the conversation shown.');
   } catch (err) {
     if (err.name === 'AbortError' || conv.id !== id) return;
+    updateComposer();
     if (handleError(err)) return;
     setTitle(err.code === 'session_not_found' ? 'Conversation not found' : 'Conversation');
     conv.showError(friendly(err));
@@ -147,6 +202,10 @@ async function openConversation(id, focus) {
 
 async function send() {
   const text = prompt.value;
+  if (conv.missing) {
+    showComposerError('This conversation does not exist: start a new one.');
+    return;
+  }
   if (!text.trim()) {
     showComposerError('Write a message first.');
     return;
@@ -170,7 +229,8 @@ async function send() {
       list.upsert({ id: sid, title: text, lastActivity: new Date().toISOString(), messageCount: 1 });
       list.setCurrent(sid);
       setTitle(text.trim().slice(0, 80));
-      deleteButton.disabled = false;
+      setOpenActions(true);
+      panel.show(sid);
     },
   );
   if (!res.ok && !res.shown) {
@@ -182,19 +242,18 @@ async function send() {
     }
     if (!handleError(res.err)) showComposerError(friendly(res.err));
   }
-  if (res.id) refresh(res.id);
   if (document.activeElement === document.body) prompt.focus();
 }
 
 // refresh updates a session's entry in the list (and the title) after a
-// turn.
+// turn or an approval.
 async function refresh(id) {
   try {
     const s = await api.sessionInfo(id);
     list.upsert(s);
     if (conv.id === id) {
-      setTitle((s.title || '').trim() || 'Untitled conversation');
-      deleteButton.disabled = false;
+      setTitle(titleOf(s));
+      setOpenActions(true);
     }
   } catch (err) {
     handleError(err);
@@ -211,7 +270,7 @@ composer.addEventListener('submit', (e) => {
   send();
 });
 prompt.addEventListener('keydown', (e) => {
-  if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && !e.altKey && !e.ctrlKey && !e.metaKey) {
+  if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && !e.altKey && !e.ctrlKey && !e.metaKey && !touch()) {
     e.preventDefault();
     composer.requestSubmit();
   }
@@ -225,30 +284,147 @@ stopButton.addEventListener('click', () => {
   prompt.focus();
 });
 
-// --- delete
+// --- keyboard: Escape stops, Ctrl+Shift+O starts anew, Ctrl+K searches
 
-deleteButton.addEventListener('click', () => {
+document.addEventListener('keydown', (e) => {
+  const mod = e.ctrlKey || e.metaKey;
+  if (e.key === 'Escape' && !e.defaultPrevented && conv.isRunning() && !document.querySelector('dialog[open]')) {
+    e.preventDefault();
+    conv.stop();
+    prompt.focus();
+  } else if (mod && e.shiftKey && (e.key === 'O' || e.key === 'o')) {
+    e.preventDefault();
+    if (location.hash === '#/new') route(true);
+    else location.hash = '#/new';
+  } else if (mod && !e.shiftKey && (e.key === 'k' || e.key === 'K')) {
+    e.preventDefault();
+    app.dataset.pane = 'list';
+    search.focus();
+  }
+});
+
+// --- the history panel
+
+function setPanel(open) {
+  $('history-panel').hidden = !open;
+  historyButton.setAttribute('aria-expanded', String(open));
+  app.dataset.panel = open ? 'open' : 'closed';
+  if (open) {
+    panel.show(conv.id);
+    $('close-history').focus();
+  }
+}
+historyButton.addEventListener('click', () => setPanel($('history-panel').hidden));
+$('close-history').addEventListener('click', () => {
+  setPanel(false);
+  historyButton.focus();
+});
+
+// --- rename
+
+renameButton.addEventListener('click', () => {
   if (!conv.id) return;
-  $('delete-name').textContent = currentTitle;
+  $('rename-title').value = currentTitle;
+  $('rename-error').textContent = '';
+  renameDialog.returnValue = '';
+  renameDialog.showModal();
+  $('rename-title').select();
+});
+
+$('rename-form').addEventListener('submit', async (e) => {
+  if (e.submitter?.value !== 'rename') return; // Cancel closes the dialog
+  e.preventDefault();
+  const id = conv.id;
+  const text = $('rename-title').value.trim();
+  if (!text) {
+    $('rename-error').textContent = 'Enter a title.';
+    return;
+  }
+  $('rename-confirm').disabled = true;
+  try {
+    const s = await api.rename(id, text);
+    list.update(s);
+    if (conv.id === id) setTitle(titleOf(s));
+    renameDialog.close('rename');
+    announce('Conversation renamed.');
+  } catch (err) {
+    if (!handleError(err)) $('rename-error').textContent = `Could not rename: ${friendly(err)}`;
+  } finally {
+    $('rename-confirm').disabled = false;
+  }
+});
+
+// --- delete, from the conversation or from its entry in the list
+
+let doomed = null;
+
+function askDelete(id, name) {
+  doomed = id;
+  $('delete-name').textContent = name;
   deleteDialog.returnValue = '';
   deleteDialog.showModal();
+}
+
+deleteButton.addEventListener('click', () => {
+  if (conv.id) askDelete(conv.id, currentTitle);
 });
 
 deleteDialog.addEventListener('close', async () => {
-  if (deleteDialog.returnValue !== 'delete' || !conv.id) return;
-  const id = conv.id;
+  // (The close event comes a task later: a Cancel's may arrive after the
+  // dialog opened again, so it leaves doomed as it is.)
+  const id = doomed;
+  if (deleteDialog.returnValue !== 'delete' || !id) return;
+  doomed = null;
   try {
     await api.deleteSession(id);
   } catch (err) {
-    if (!handleError(err)) showComposerError(`Could not delete the conversation: ${friendly(err)}`);
+    if (!handleError(err)) {
+      if (conv.id === id) showComposerError(`Could not delete the conversation: ${friendly(err)}`);
+      else announce(`Could not delete the conversation: ${friendly(err)}`);
+    }
     return;
   }
   list.remove(id);
+  search.forget(id);
   announce('Conversation deleted.');
-  if (location.hash === '#/') route(true);
-  else location.hash = '#/';
+  if (conv.id === id) {
+    if (location.hash === '#/') route(true);
+    else location.hash = '#/';
+  }
   $('new-chat').focus();
 });
+
+// --- colour scheme: the system's, or light or dark as chosen
+
+const schemes = ['system', 'light', 'dark'];
+const schemeNames = { system: 'as the system', light: 'light', dark: 'dark' };
+
+function scheme() {
+  return document.documentElement.dataset.theme || 'system';
+}
+
+function showScheme() {
+  const s = scheme();
+  const b = $('theme');
+  b.textContent = s === 'dark' ? '☾' : s === 'light' ? '☀' : '◐';
+  b.setAttribute('aria-label', `Colour scheme: ${schemeNames[s]}`);
+  b.title = `Colour scheme: ${schemeNames[s]} (click to change)`;
+}
+
+$('theme').addEventListener('click', () => {
+  const next = schemes[(schemes.indexOf(scheme()) + 1) % schemes.length];
+  if (next === 'system') delete document.documentElement.dataset.theme;
+  else document.documentElement.dataset.theme = next;
+  try {
+    if (next === 'system') localStorage.removeItem('spool.theme');
+    else localStorage.setItem('spool.theme', next);
+  } catch {
+    // not kept: storage is unavailable
+  }
+  showScheme();
+  announce(`Colour scheme: ${schemeNames[next]}.`);
+});
+showScheme();
 
 // --- API key
 

@@ -1,58 +1,125 @@
 // The conversation view: one session's messages, newest at the bottom,
 // older pages prepended when the top scrolls into view, and turns
-// streamed in as they run.
+// streamed in as they run. Each turn ends with a footer that says how it
+// ended as the model will see it (a stopped, failed or refused turn is
+// left out of the next request), its model, usage and duration, and its
+// versions ("2 / 3") when it was regenerated or edited.
 
 import * as api from './api.js';
 import { ApiError, friendly } from './api.js';
 import { h, when, compactJSON } from './dom.js';
+import { render } from './markdown.js';
 
 const PAGE = 30;
+// Tool arguments and results longer than this are folded.
+const FOLD = 160;
 
 const said = (who) => h('span', { class: 'visually-hidden' }, `${who}: `);
 
-function userItem(text, time) {
-  return h('li', { class: 'msg user' }, said('You'), h('div', { class: 'body' }, text), time ? when(time) : null);
-}
-
-function assistantItem(content, time) {
-  return h('li', { class: 'msg assistant' }, said('Assistant'), h('div', { class: 'body' }, content), time ? when(time) : null);
-}
-
-function toolCallItem(call) {
+function userItem(m) {
   return h(
     'li',
-    { class: 'tool call', dataset: { callId: call.id || '' } },
+    { class: 'msg user', dataset: { turnId: m.turnId || '', id: m.id || '' } },
+    said('You'),
+    h('div', { class: 'body' }, m.text),
+    m.time ? when(m.time) : null,
+  );
+}
+
+function markdownBody(text) {
+  const body = h('div', { class: 'body md' });
+  body.append(render(text));
+  return body;
+}
+
+function assistantItem(m) {
+  return h(
+    'li',
+    { class: 'msg assistant', dataset: { turnId: m.turnId || '', id: m.id || '' } },
+    said('Assistant'),
+    markdownBody(m.text),
+    m.time ? when(m.time) : null,
+  );
+}
+
+// folded shows text in a <details> that starts closed when it is long.
+function folded(cls, summary, text) {
+  const d = h('details', { class: 'fold' }, h('summary', {}, summary), h('pre', { class: cls }, text));
+  if (text.length <= FOLD) d.open = true;
+  return d;
+}
+
+function preview(text) {
+  const one = text.replace(/\s+/g, ' ');
+  return one.length > 60 ? `${one.slice(0, 60)}…` : one;
+}
+
+function toolCallItem(call, turnId) {
+  const args = compactJSON(call.arguments);
+  return h(
+    'li',
+    { class: 'tool call', dataset: { callId: call.id || '', turnId: turnId || '' } },
     h('span', { class: 'tag' }, 'Tool call'),
     h('code', { class: 'name' }, call.name),
-    h('code', { class: 'args' }, compactJSON(call.arguments)),
+    folded('args', args.length > FOLD ? preview(args) : 'Arguments', args),
   );
 }
 
-function toolResultItem(r) {
+function toolResultItem(r, turnId) {
+  const out = r.result ?? '';
   return h(
     'li',
-    { class: r.isError ? 'tool result failed' : 'tool result', dataset: { callId: r.callId || '' } },
+    { class: r.isError ? 'tool result failed' : 'tool result', dataset: { callId: r.callId || '', turnId: turnId || '' } },
     h('span', { class: 'tag' }, r.isError ? 'Tool error' : 'Tool result'),
     h('code', { class: 'name' }, r.tool),
-    h('span', { class: 'out' }, r.result),
+    folded('out', out.length > FOLD ? preview(out) : 'Output', out),
   );
 }
 
-function noticeItem(text, error) {
-  return h('li', { class: error ? 'notice failed' : 'notice', role: error ? 'alert' : null }, text);
+function noticeItem(text, error, turnId) {
+  return h('li', { class: error ? 'notice failed' : 'notice', role: error ? 'alert' : null, dataset: { turnId: turnId || '' } }, text);
 }
 
 // renderMessage returns the items of a message of the API.
 function renderMessage(m) {
   switch (m.role) {
     case 'user':
-      return [userItem(m.text, m.time)];
+      return [userItem(m)];
     case 'assistant':
-      return [m.text ? assistantItem(m.text, m.time) : null, ...(m.toolCalls || []).map(toolCallItem)].filter(Boolean);
+      return [m.text ? assistantItem(m) : null, ...(m.toolCalls || []).map((c) => toolCallItem(c, m.turnId))].filter(Boolean);
     case 'tool':
-      return [toolResultItem({ callId: m.toolCallId, tool: m.tool, result: m.text, isError: m.isError })];
+      return [toolResultItem({ callId: m.toolCallId, tool: m.tool, result: m.text, isError: m.isError }, m.turnId)];
   }
   return [];
+}
+
+// ending says how a turn ended as the next request sees it, or null for
+// a turn that ended well (or has not ended).
+export function ending(t) {
+  const notice = (t.notices || []).map((n) => n.message).filter(Boolean).join(' ') || t.notice || '';
+  const left = 'It is left out of what the model sees next.';
+  switch (t.status) {
+    case 'cancelled':
+      return { kind: 'cancelled', text: `Stopped before the answer was complete. ${left}` };
+    case 'error':
+      return { kind: 'error', text: `Failed: ${t.error?.message || 'the turn ended with an error.'} ${left}` };
+    case 'prompt_blocked':
+      return { kind: 'refused', text: `Refused: ${notice || 'a guard refused this message.'} ${left}` };
+    case 'response_blocked':
+      return { kind: 'refused', text: `Answer withheld: ${notice || 'a guard stopped the answer.'} The model sees only the question.` };
+  }
+  return null;
+}
+
+const plural = (n, one) => `${n.toLocaleString()} ${one}${n === 1 ? '' : 's'}`;
+
+// meta is the footer's line of model, tokens and time.
+function meta(t) {
+  const parts = [];
+  if (t.model) parts.push(t.model);
+  if (t.usage) parts.push(`${plural(t.usage.inputTokens || 0, 'token')} in, ${(t.usage.outputTokens || 0).toLocaleString()} out`);
+  if (t.durationMs) parts.push(`${(t.durationMs / 1000).toFixed(t.durationMs < 10000 ? 1 : 0)} s`);
+  return parts.join(' · ');
 }
 
 // Turn renders the events of one streamed turn (or resumed turn) into the
@@ -62,7 +129,8 @@ class Turn {
   constructor(conv) {
     this.conv = conv;
     this.gen = conv.gen;
-    this.text = null; // the Text node the current answer grows in
+    this.id = '';
+    this.raw = ''; // the Markdown of the answer being streamed
     this.bubble = null;
     this.ended = false;
   }
@@ -77,6 +145,7 @@ class Turn {
 
   apply(ev) {
     const d = ev.data;
+    if (d.turnId && !this.id) this.id = d.turnId;
     switch (ev.type) {
       case 'text':
         this.append(d.text || '');
@@ -87,7 +156,7 @@ class Turn {
         break;
       case 'tool_call':
         this.close();
-        this.add(toolCallItem(d.toolCall));
+        this.add(toolCallItem(d.toolCall, this.id));
         break;
       case 'approval_request':
         this.close();
@@ -95,7 +164,7 @@ class Turn {
         break;
       case 'tool_result':
         this.close();
-        this.add(toolResultItem(d.toolResult));
+        this.add(toolResultItem(d.toolResult, this.id));
         if (this.visible) this.conv.settle(d.toolResult.callId);
         break;
       case 'turn_end':
@@ -112,14 +181,17 @@ class Turn {
     if (!this.visible || !delta) return;
     const stick = this.conv.atBottom();
     if (!this.bubble) {
-      this.text = document.createTextNode('');
-      this.bubble = assistantItem(this.text);
+      this.raw = '';
+      this.bubble = assistantItem({ text: '', turnId: this.id });
       this.bubble.setAttribute('aria-busy', 'true');
       this.bubble.dataset.deltas = '0';
       this.conv.add(this.bubble);
     }
-    // appendData grows the one Text node: each delta shows as it comes.
-    this.text.appendData(delta);
+    // The whole answer so far is rendered again: Markdown read from its
+    // start is the only way to place a delta (it may close a list, a
+    // fence or an emphasis that began long before).
+    this.raw += delta;
+    this.bubble.querySelector('.body').replaceChildren(render(this.raw));
     this.bubble.dataset.deltas = String(Number(this.bubble.dataset.deltas) + 1);
     if (stick) this.conv.scrollToEnd();
   }
@@ -130,30 +202,29 @@ class Turn {
       this.bubble.append(when(new Date().toISOString()));
     }
     this.bubble = null;
-    this.text = null;
   }
 
   end(result) {
     this.close();
     this.ended = true;
-    if (result.notice) this.add(noticeItem(result.notice, false));
-    if (result.status === 'error') {
-      this.add(noticeItem(`Error: ${result.error?.message || 'the turn ended with an error.'}`, true));
-    } else if (result.status === 'cancelled') {
-      this.add(noticeItem('The answer was cancelled.', true));
-    }
+    if (!this.visible) return;
+    const id = result.turnId || this.id;
+    if (result.status === 'awaiting_approval') return;
+    this.conv.noteTurn({ turnId: id, status: result.status, usage: result.usage, error: result.error, notice: result.notice });
   }
 
   fail(err) {
     this.close();
     this.ended = true;
-    this.add(noticeItem(`Error: ${friendly(err)}`, true));
+    this.add(noticeItem(`Error: ${friendly(err)}`, true, this.id));
   }
 
   stopped() {
     this.close();
     this.ended = true;
-    this.add(noticeItem('Stopped.', false));
+    // The turn is recorded as cancelled: say so as its footer will.
+    if (this.id && this.visible) this.conv.noteTurn({ turnId: this.id, status: 'cancelled' });
+    else this.add(noticeItem('Stopped.', false, this.id));
   }
 
   // finish is called when the stream ends.
@@ -163,7 +234,7 @@ class Turn {
 }
 
 export class Conversation {
-  constructor({ scroller, log, ol, older, empty, onError, onRunning }) {
+  constructor({ scroller, log, ol, older, empty, onError, onRunning, onTurnEnd }) {
     this.scroller = scroller;
     this.log = log;
     this.ol = ol;
@@ -171,11 +242,15 @@ export class Conversation {
     this.empty = empty;
     this.onError = onError;
     this.onRunning = onRunning;
+    this.onTurnEnd = onTurnEnd;
     this.id = null;
+    this.missing = false; // the open id names no session
     this.draft = Symbol('draft');
     this.gen = 0; // changes whenever the view shows something else
     this.cursor = '';
     this.loading = false;
+    this.turns = new Map(); // turn id → what the API said of it (TurnInfo), merged
+    this.branches = new Map(); // turn id → {index, count, turns}
     this.abort = new AbortController();
     this.running = new Map(); // session id (or draft symbol) → AbortController
     this.io = new IntersectionObserver(
@@ -196,9 +271,12 @@ export class Conversation {
     this.abort = new AbortController();
     this.io.disconnect();
     this.id = id;
+    this.missing = false;
     this.draft = Symbol('draft');
     this.cursor = '';
     this.loading = false;
+    this.turns = new Map();
+    this.branches = new Map();
     this.ol.replaceChildren();
     this.older.textContent = 'Loading older messages…';
     this.older.hidden = true;
@@ -212,6 +290,17 @@ export class Conversation {
     this.empty.hidden = false;
   }
 
+  // absorb keeps what a page says of its turns and versions.
+  absorb(page) {
+    for (const t of page.turns || []) {
+      const old = this.turns.get(t.turnId) || {};
+      const merged = { ...old };
+      for (const [k, v] of Object.entries(t)) if (v != null && v !== '') merged[k] = v;
+      this.turns.set(t.turnId, merged);
+    }
+    for (const m of page.messages) if (m.branch) this.branches.set(m.turnId, m.branch);
+  }
+
   // open shows session id: its newest page of messages and its pending
   // approvals. It throws what the API throws, or an AbortError when
   // another open superseded it.
@@ -220,12 +309,21 @@ export class Conversation {
     const gen = this.gen;
     const signal = this.abort.signal;
     this.quiet(true);
+    this.scroller.setAttribute('aria-busy', 'true');
     try {
-      const [page, pending] = await Promise.all([api.messages(id, PAGE, '', signal), api.approvals(id, signal)]);
+      let page, pending;
+      try {
+        [page, pending] = await Promise.all([api.messages(id, PAGE, '', signal), api.approvals(id, signal)]);
+      } catch (err) {
+        if (gen === this.gen && err.code === 'session_not_found') this.missing = true;
+        throw err;
+      }
       if (gen !== this.gen) throw new DOMException('superseded', 'AbortError');
+      this.absorb(page);
       const items = page.messages.toReversed().flatMap(renderMessage);
       this.ol.append(...items);
       for (const a of pending) this.addApproval(a);
+      this.decorate();
       this.cursor = page.nextCursor || '';
       if (!this.ol.children.length) {
         this.empty.textContent = 'This conversation has no messages yet.';
@@ -235,14 +333,29 @@ export class Conversation {
       this.scrollToEnd();
       if (this.cursor) this.io.observe(this.older);
     } finally {
-      if (gen === this.gen) this.quiet(false);
+      if (gen === this.gen) {
+        this.quiet(false);
+        this.scroller.setAttribute('aria-busy', 'false');
+      }
+    }
+  }
+
+  // reload shows the conversation again from the API, keeping the view at
+  // its end (after a regenerate, an edit or a switch of versions).
+  async reload() {
+    if (!this.id) return;
+    try {
+      await this.open(this.id);
+    } catch (err) {
+      if (err.name !== 'AbortError') this.onError(err);
     }
   }
 
   // loadOlder prepends the page of messages before those shown, keeping
-  // what is on screen where it is.
+  // what is on screen where it is. It resolves to false when there is no
+  // older page.
   async loadOlder() {
-    if (this.loading || !this.cursor || !this.id) return;
+    if (this.loading || !this.cursor || !this.id) return false;
     const gen = this.gen;
     this.loading = true;
     let page;
@@ -254,12 +367,14 @@ export class Conversation {
         this.older.textContent = `Could not load older messages: ${friendly(err)}`;
         this.onError(err);
       }
-      return;
+      return false;
     }
-    if (gen !== this.gen) return;
+    if (gen !== this.gen) return false;
     const fromBottom = this.scroller.scrollHeight - this.scroller.scrollTop;
     this.quiet(true);
+    this.absorb(page);
     this.ol.prepend(...page.messages.toReversed().flatMap(renderMessage));
+    this.decorate();
     this.cursor = page.nextCursor || '';
     this.older.hidden = !this.cursor;
     // Content grew above: move by as much, so nothing on screen jumps.
@@ -270,6 +385,26 @@ export class Conversation {
       this.io.unobserve(this.older);
       this.io.observe(this.older);
     }
+    return true;
+  }
+
+  // reveal scrolls to the message with entry id, loading older pages
+  // until it is shown; false when it is not on the active branch.
+  async reveal(entryId) {
+    const find = () => this.ol.querySelector(`li[data-id="${CSS.escape(entryId)}"]`);
+    let li = find();
+    while (!li && this.cursor) {
+      while (this.loading) await new Promise((r) => setTimeout(r, 50));
+      if (!(await this.loadOlder()) && !this.cursor) break;
+      li = find();
+    }
+    if (!li) return false;
+    for (const old of this.ol.querySelectorAll('li.found')) old.classList.remove('found');
+    li.classList.add('found');
+    li.setAttribute('tabindex', '-1');
+    li.scrollIntoView({ block: 'center' });
+    li.focus({ preventScroll: true });
+    return true;
   }
 
   // quiet stops the log from announcing messages loaded from history
@@ -299,7 +434,7 @@ export class Conversation {
 
   // addUser shows a message the user sends and returns its item.
   addUser(text) {
-    const li = userItem(text, new Date().toISOString());
+    const li = userItem({ text, time: new Date().toISOString() });
     this.add(li);
     this.scrollToEnd();
     return li;
@@ -307,6 +442,203 @@ export class Conversation {
 
   showError(message) {
     this.add(noticeItem(message, true));
+  }
+
+  // noteTurn records how a turn that just ran ended and shows it.
+  noteTurn(t) {
+    if (!t.turnId) return;
+    const old = this.turns.get(t.turnId) || {};
+    this.turns.set(t.turnId, { ...old, ...t });
+    this.decorate();
+  }
+
+  // refreshTurns asks the API what it recorded of the newest turns (model,
+  // duration, versions) and shows it.
+  async refreshTurns() {
+    if (!this.id) return;
+    const gen = this.gen;
+    try {
+      const page = await api.messages(this.id, PAGE, '', this.abort.signal);
+      if (gen !== this.gen) return;
+      this.absorb(page);
+      this.decorate();
+    } catch (err) {
+      if (err.name !== 'AbortError') this.onError(err);
+    }
+  }
+
+  // decorate gives each turn shown its footer and its user message its
+  // Edit button; the newest turn gets Regenerate.
+  decorate() {
+    const lastOf = new Map();
+    const userOf = new Map();
+    const footOf = new Map();
+    for (const li of this.ol.children) {
+      const t = li.dataset.turnId;
+      if (!t) continue;
+      if (li.classList.contains('turn-foot')) {
+        if (footOf.has(t)) li.remove();
+        else footOf.set(t, li);
+        continue;
+      }
+      lastOf.set(t, li);
+      if (li.classList.contains('user') && !userOf.has(t)) userOf.set(t, li);
+    }
+    const newest = [...lastOf.keys()].at(-1);
+    for (const [t, last] of lastOf) {
+      const info = this.turns.get(t);
+      const br = this.branches.get(t);
+      const end = info ? ending(info) : null;
+      for (const li of this.ol.querySelectorAll(`li[data-turn-id="${CSS.escape(t)}"]:not(.turn-foot)`)) {
+        li.classList.toggle('left-out', !!end && end.kind !== 'refused');
+      }
+      const u = userOf.get(t);
+      if (u && this.id && !u.querySelector('.edit')) {
+        u.append(h('button', { type: 'button', class: 'link edit', onclick: () => this.startEdit(u, t) }, 'Edit'));
+      }
+      let foot = footOf.get(t);
+      const wanted = info || br || t === newest;
+      if (!wanted) {
+        foot?.remove();
+        continue;
+      }
+      if (!foot) foot = h('li', { class: 'turn-foot', dataset: { turnId: t } });
+      // After the turn's last item: a paused turn grows past its footer.
+      if (last.nextElementSibling !== foot) last.after(foot);
+      this.fillFoot(foot, t, info, br, end, t === newest);
+      for (const d of info?.decisions || []) this.markDecision(d);
+    }
+    // Footers whose turn is gone (replaced by a new version) go too.
+    for (const foot of this.ol.querySelectorAll('li.turn-foot')) {
+      if (!lastOf.has(foot.dataset.turnId)) foot.remove();
+    }
+  }
+
+  // markDecision says on a tool call how a person answered its approval.
+  markDecision(d) {
+    const call = this.ol.querySelector(`li.tool.call[data-call-id="${CSS.escape(d.callId)}"]`);
+    if (!call) return;
+    const text = d.decision === 'deny' ? 'Denied' : d.scope === 'session' ? 'Allowed for this conversation' : 'Allowed once';
+    let tag = call.querySelector('.decision');
+    if (!tag) {
+      tag = h('span', { class: `decision ${d.decision}` });
+      call.querySelector('.name').after(tag);
+    }
+    tag.textContent = text;
+  }
+
+  fillFoot(foot, t, info, br, end, newest) {
+    const parts = [];
+    if (end) {
+      parts.push(h('p', { class: `ending ${end.kind}`, role: 'note' }, end.text));
+    }
+    const row = h('div', { class: 'foot-row' });
+    if (br && br.count > 1) {
+      const go = (i) => this.switchTo(br.turns[i - 1]);
+      row.append(
+        h(
+          'span',
+          { class: 'versions', role: 'group', 'aria-label': 'Versions of this turn' },
+          h('button', { type: 'button', class: 'link prev', 'aria-label': 'Previous version', disabled: br.index <= 1, onclick: () => go(br.index - 1) }, '‹'),
+          h('span', { class: 'count' }, `${br.index} / ${br.count}`),
+          h('button', { type: 'button', class: 'link next', 'aria-label': 'Next version', disabled: br.index >= br.count, onclick: () => go(br.index + 1) }, '›'),
+        ),
+      );
+    }
+    const m = info ? meta(info) : '';
+    if (m) row.append(h('span', { class: 'meta' }, m));
+    if (newest && this.id) {
+      row.append(h('button', { type: 'button', class: 'link regenerate', onclick: () => this.regenerate(t) }, 'Regenerate'));
+    }
+    if (row.childNodes.length) parts.push(row);
+    foot.replaceChildren(...parts);
+  }
+
+  // startEdit turns a user message into a box to ask it again.
+  startEdit(li, turnId) {
+    if (li.querySelector('form') || this.isRunning()) return;
+    const body = li.querySelector('.body');
+    const old = body.textContent;
+    const box = h('textarea', { class: 'edit-box', rows: String(Math.min(8, old.split('\n').length + 1)), 'aria-label': 'Edit your message' });
+    box.value = old;
+    const form = h(
+      'form',
+      { class: 'edit-form' },
+      box,
+      h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'button primary' }, 'Send'), h('button', { type: 'button', class: 'button cancel' }, 'Cancel')),
+    );
+    const cancel = () => {
+      form.remove();
+      body.hidden = false;
+      li.querySelector('.edit').hidden = false;
+      li.querySelector('.edit').focus();
+    };
+    form.querySelector('.cancel').addEventListener('click', cancel);
+    box.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        e.stopPropagation();
+        cancel();
+      }
+    });
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      const text = box.value;
+      if (!text.trim() || text === old) return cancel();
+      this.edit(li, turnId, text);
+    });
+    body.hidden = true;
+    li.querySelector('.edit').hidden = true;
+    li.insertBefore(form, body.nextSibling);
+    box.focus();
+  }
+
+  // removeFrom takes the items of turnId and every later one off the view.
+  removeFrom(li) {
+    while (li.nextSibling) li.nextSibling.remove();
+    li.remove();
+  }
+
+  async edit(li, turnId, text) {
+    const id = this.id;
+    this.removeFrom(li);
+    const item = this.addUser(text);
+    const res = await this.run((signal) => api.edit(id, turnId, text, signal));
+    if (!res.ok && !res.shown) {
+      item.remove();
+      this.showError(`Could not edit the message: ${friendly(res.err)}`);
+      this.onError(res.err);
+    }
+    await this.reload();
+  }
+
+  async regenerate(turnId) {
+    if (this.isRunning()) return;
+    const id = this.id;
+    // The question stays; what answered it is replaced.
+    const items = [...this.ol.querySelectorAll(`li[data-turn-id="${CSS.escape(turnId)}"]`)];
+    const user = items.find((li) => li.classList.contains('user'));
+    for (const li of items) if (li !== user) li.remove();
+    for (const card of this.ol.querySelectorAll('li.approval')) if (card.dataset.turnId === turnId) card.remove();
+    const res = await this.run((signal) => api.regenerate(id, signal));
+    if (!res.ok && !res.shown) {
+      this.showError(`Could not regenerate the answer: ${friendly(res.err)}`);
+      this.onError(res.err);
+    }
+    await this.reload();
+  }
+
+  async switchTo(turnId) {
+    if (this.isRunning() || !turnId) return;
+    try {
+      await api.switchBranch(this.id, turnId);
+    } catch (err) {
+      this.showError(`Could not switch versions: ${friendly(err)}`);
+      this.onError(err);
+      return;
+    }
+    await this.reload();
+    this.onTurnEnd?.(this.id);
   }
 
   isRunning() {
@@ -340,6 +672,7 @@ export class Conversation {
     const ctl = new AbortController();
     const turn = new Turn(this);
     let started = false;
+    let stopped = false;
     const setRunning = (k) => {
       this.running.set(k, ctl);
       this.onRunning();
@@ -363,6 +696,12 @@ export class Conversation {
           if (fromDraft) onSession?.(id, adopted);
           continue;
         }
+        if (!started && turn.visible) {
+          // The user message shown before the turn began is the turn's.
+          const tid = ev.data.turnId;
+          const last = [...this.ol.querySelectorAll('li.msg.user')].at(-1);
+          if (tid && last && !last.dataset.turnId) last.dataset.turnId = tid;
+        }
         started = true;
         turn.apply(ev);
       }
@@ -371,6 +710,7 @@ export class Conversation {
     } catch (err) {
       if (err.name === 'AbortError') {
         turn.stopped();
+        stopped = true;
         return { ok: true, id };
       }
       // Refused: nothing was recorded, the caller says so. A connection
@@ -382,10 +722,15 @@ export class Conversation {
     } finally {
       this.running.delete(key);
       this.onRunning();
-      if (!turn.visible && id && id === this.id) {
-        // The view was reopened while the turn ran: show what it wrote.
+      if ((!turn.visible || stopped) && id && id === this.id) {
+        // The view was reopened while the turn ran, or the turn was
+        // stopped part-way: show what the transcript holds of it (a stop
+        // may come after the server has recorded more, or all).
         this.open(id).catch(() => {});
+      } else if (turn.visible && id) {
+        this.refreshTurns();
       }
+      if (id) this.onTurnEnd?.(id);
     }
   }
 
@@ -407,7 +752,12 @@ export class Conversation {
     ];
     const card = h(
       'li',
-      { class: 'approval', tabindex: '-1', 'aria-labelledby': heading, dataset: { approvalId: a.id, callId: a.callId } },
+      {
+        class: 'approval',
+        tabindex: '-1',
+        'aria-labelledby': heading,
+        dataset: { approvalId: a.id, callId: a.callId, turnId: a.turnId || '' },
+      },
       h('p', { class: 'question', id: heading }, 'Allow the tool ', h('code', {}, a.tool), ' to run?'),
       h('pre', { class: 'args' }, JSON.stringify(a.arguments ?? {}, null, 2)),
       h(

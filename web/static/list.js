@@ -8,12 +8,16 @@ import { h, when } from './dom.js';
 
 const PAGE = 20;
 
+// titleOf is how a session is named on screen.
+export const titleOf = (s) => (s.title || '').trim() || 'Untitled conversation';
+
 export class SessionList {
-  constructor({ ul, end, scroller, onError }) {
+  constructor({ ul, end, scroller, onError, onDelete }) {
     this.ul = ul;
     this.end = end;
     this.scroller = scroller;
     this.onError = onError;
+    this.onDelete = onDelete;
     this.cursor = '';
     this.done = false;
     this.loading = false;
@@ -89,10 +93,11 @@ export class SessionList {
 
   render(s) {
     const n = s.messageCount || 0;
+    const title = titleOf(s);
     const link = h(
       'a',
       { href: `#/c/${encodeURIComponent(s.id)}`, class: 'session' },
-      h('span', { class: 'title', title: s.title || null }, (s.title || '').trim() || 'Untitled conversation'),
+      h('span', { class: 'title', title: s.title || null }, title),
       h(
         'span',
         { class: 'meta' },
@@ -102,7 +107,24 @@ export class SessionList {
       ),
     );
     if (s.id === this.current) link.setAttribute('aria-current', 'page');
-    return h('li', { dataset: { id: s.id } }, link);
+    const del = h(
+      'button',
+      { type: 'button', class: 'row-delete', 'aria-label': `Delete “${title}”`, title: 'Delete' },
+      '×',
+    );
+    del.addEventListener('click', () => this.onDelete?.(s.id, title));
+    return h('li', { dataset: { id: s.id } }, link, del);
+  }
+
+  // title returns the title shown for session id, if listed.
+  title(id) {
+    return this.item(id)?.querySelector('.title')?.textContent ?? '';
+  }
+
+  // update shows s in place (its activity did not change).
+  update(s) {
+    const li = this.item(s.id);
+    if (li) li.replaceWith(this.render(s));
   }
 
   // upsert shows s at the top of the list (its activity is the newest).
