@@ -203,7 +203,7 @@ func testStateTrue(t *testing.T, b context.Context, srv *spoolServer) {
 		endings := eval[[]string](tb, `[...document.querySelectorAll('#messages .turn-foot .ending')].map(e => e.className + ': ' + e.textContent)`)
 		want := []string{
 			"ending cancelled: Stopped before the answer was complete. It is left out of what the model sees next.",
-			"ending error: Failed: the provider answered 502 It is left out of what the model sees next.",
+			"ending error: Failed: the provider answered 502. It is left out of what the model sees next.",
 			"ending refused: Refused: This prompt is not allowed here. It is left out of what the model sees next.",
 		}
 		if !slices.Equal(endings, want) {

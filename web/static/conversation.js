@@ -95,18 +95,21 @@ function renderMessage(m) {
 
 // ending says how a turn ended as the next request sees it, or null for
 // a turn that ended well (or has not ended).
+// sentence ends text with a full stop unless it has one.
+const sentence = (s) => (/[.!?…]$/.test(s) ? s : `${s}.`);
+
 export function ending(t) {
-  const notice = (t.notices || []).map((n) => n.message).filter(Boolean).join(' ') || t.notice || '';
+  const notice = (t.notices || []).map((n) => sentence(n.message)).filter(Boolean).join(' ') || t.notice || '';
   const left = 'It is left out of what the model sees next.';
   switch (t.status) {
     case 'cancelled':
       return { kind: 'cancelled', text: `Stopped before the answer was complete. ${left}` };
     case 'error':
-      return { kind: 'error', text: `Failed: ${t.error?.message || 'the turn ended with an error.'} ${left}` };
+      return { kind: 'error', text: `Failed: ${sentence(t.error?.message || 'the turn ended with an error')} ${left}` };
     case 'prompt_blocked':
-      return { kind: 'refused', text: `Refused: ${notice || 'a guard refused this message.'} ${left}` };
+      return { kind: 'refused', text: `Refused: ${sentence(notice || 'a guard refused this message')} ${left}` };
     case 'response_blocked':
-      return { kind: 'refused', text: `Answer withheld: ${notice || 'a guard stopped the answer.'} The model sees only the question.` };
+      return { kind: 'refused', text: `Answer withheld: ${sentence(notice || 'a guard stopped the answer')} The model sees only the question.` };
   }
   return null;
 }
@@ -117,7 +120,7 @@ const plural = (n, one) => `${n.toLocaleString()} ${one}${n === 1 ? '' : 's'}`;
 function meta(t) {
   const parts = [];
   if (t.model) parts.push(t.model);
-  if (t.usage) parts.push(`${plural(t.usage.inputTokens || 0, 'token')} in, ${(t.usage.outputTokens || 0).toLocaleString()} out`);
+  if (t.usage && (t.usage.inputTokens || t.usage.outputTokens)) parts.push(`${plural(t.usage.inputTokens || 0, 'token')} in, ${(t.usage.outputTokens || 0).toLocaleString()} out`);
   if (t.durationMs) parts.push(`${(t.durationMs / 1000).toFixed(t.durationMs < 10000 ? 1 : 0)} s`);
   return parts.join(' · ');
 }
