@@ -189,7 +189,7 @@ func TestMethodNotAllowedAndUnknownRoutes(t *testing.T) {
 		{"GET", "/invoke", "POST"},
 		{"PUT", "/chat", "POST"},
 		{"POST", "/v1/sessions", "GET, HEAD"},
-		{"PATCH", "/v1/sessions/x", "GET, HEAD, DELETE"},
+		{"PUT", "/v1/sessions/x", "GET, HEAD, DELETE, PATCH"},
 		{"DELETE", "/v1/sessions/x/approvals/y", "POST"},
 		{"GET", "/api/chat", "POST"},
 		{"GET", "/mcp", "POST"},
