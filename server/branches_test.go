@@ -292,21 +292,7 @@ func TestAIChatPlacement(t *testing.T) {
 // person pastes them, against a server with a key: each answers without
 // an error, and they do what the README says.
 func TestREADMEBranchCurls(t *testing.T) {
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("curl not found")
-	}
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const first = "curl -s -X POST localhost:8080/v1/sessions/demo/regenerate"
-	at := strings.Index(string(b), first)
-	if at < 0 {
-		t.Fatalf("README.md has no line %q", first)
-	}
-	block := string(b[at:])
-	block = block[:strings.Index(block, "```")]
+	curl, block := readmeFrom(t, "curl -s -X POST localhost:8080/v1/sessions/demo/regenerate", "```")
 	e := newEnv(t, spool.Config{}, server.Options{Keys: testKeys(t)})
 	e.key = projectKey
 	var one spool.Result

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -376,4 +378,29 @@ func keyOf(a *spool.Agent, owner, id string) store.Key {
 
 func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(t.Context(), d)
+}
+
+// readmeFrom returns the path of curl and the README's text from the
+// first occurrence of start up to the next end (what a person copies to
+// paste into a shell); the test skips without curl and fails when the
+// README no longer has start.
+func readmeFrom(t *testing.T, start, end string) (curl, text string) {
+	t.Helper()
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("curl not found")
+	}
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := strings.Index(string(b), start)
+	if at < 0 {
+		t.Fatalf("README.md has no line %q…", start)
+	}
+	text = string(b[at:])
+	if n := strings.Index(text, end); n >= 0 {
+		text = text[:n]
+	}
+	return curl, text
 }

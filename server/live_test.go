@@ -408,21 +408,7 @@ func TestAIChatResumeRealClient(t *testing.T) {
 // person pastes it with the id of the last event they had, against a
 // turn that runs on after its client went away: curl gets the rest.
 func TestREADMEResumeCurl(t *testing.T) {
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("curl not found")
-	}
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const prefix = "curl -N localhost:8080/v1/sessions/demo/events -H \"$AUTH\" -H 'Last-Event-ID: "
-	at := strings.Index(string(b), prefix)
-	if at < 0 {
-		t.Fatalf("README.md has no line %q…", prefix)
-	}
-	line := string(b[at:])
-	line = line[:strings.Index(line, "\n")]
+	curl, line := readmeFrom(t, "curl -N localhost:8080/v1/sessions/demo/events -H \"$AUTH\" -H 'Last-Event-ID: ", "\n")
 	e := newEnv(t, spool.Config{Model: slowModel()}, server.Options{Keys: testKeys(t)})
 	e.key = projectKey
 	ls := e.open("POST", "/chat", map[string]any{"sessionId": "demo", "text": strings.Repeat("word ", 15)})
