@@ -3,7 +3,7 @@
 // serve, and drives it in headless Chromium the way a person does: send
 // and watch the answer stream, approve a tool call, reload the page and
 // find the conversation as it was (the app loads GET /api/chat/{id}),
-// regenerate an answer. Screenshots at desktop and phone sizes go to
+// regenerate an answer, and reload mid-answer to see it resume. Screenshots at desktop and phone sizes go to
 // $SPOOL_ARTIFACTS/<test> when that is set, else to the test's
 // ArtifactDir (kept with go test -artifacts).
 //
@@ -31,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	cdppage "github.com/chromedp/cdproto/page"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -332,4 +333,127 @@ func TestUseChatApp(t *testing.T) {
 func userText(line string) string {
 	_, text, _ := strings.Cut(line, ": ")
 	return "user: " + text
+}
+
+// recorder is run in the page before its own scripts, on every load: it
+// notes each fetch the page makes with its status, and every text the
+// newest answer shows, so that the test sees what happened right after a
+// reload, before it could have asked.
+const recorder = `
+window.fetches = [];
+const fetch0 = window.fetch;
+window.fetch = async (...args) => {
+  const url = String(args[0] && args[0].url || args[0]);
+  const res = await fetch0(...args);
+  fetches.push(res.status + ' ' + new URL(url, location.href).pathname);
+  return res;
+};
+window.answerTexts = [];
+new MutationObserver(() => {
+  const t = [...document.querySelectorAll('.msg.assistant .text')].at(-1)?.textContent;
+  if (t !== undefined && answerTexts.at(-1) !== t) answerTexts.push(t);
+}).observe(document, {subtree: true, childList: true, characterData: true});
+`
+
+// TestUseChatResume: a reload while an answer streams. The app uses
+// useChat({resume: true}), so the new page asks GET /api/chat/{id}/stream
+// for the running answer and shows it growing to its end, which is the
+// stored answer. The served echo model is slowed with the spec
+// "echo:?delay=100ms" so that the reload lands mid-answer.
+func TestUseChatResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the example with npm and runs Chromium")
+	}
+	node := tool(t, "node")
+	browsertest.Chromium(t)
+	build(t)
+	spool := spooltest.Serve(t, spooltest.Options{}, "--store", "file:"+t.TempDir(), "--model", "echo:?delay=100ms")
+	app := serveApp(t, node, spool.URL)
+	browser := browsertest.NewBrowser(t)
+	p := newPage(t, browser)
+	if _, err := chromedp.Call(browser, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: recorder}); err != nil {
+		t.Fatalf("add the recorder: %v", err)
+	}
+	const chat = "usechat-resume"
+	p.do(chromedp.EmulateViewport(1280, 800), chromedp.Navigate(app+"/?chat="+chat))
+
+	// An answer of 60 words at 100ms a word: a few words in, reload.
+	words := make([]string, 60)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%d", i+1)
+	}
+	question := strings.Join(words, " ")
+	p.do(chromedp.WaitVisible(chromedp.ID("send")), chromedp.SendKeys(chromedp.ID("prompt"), question), chromedp.Click(chromedp.ID("send")))
+	p.waitFor("a few words of the answer", `[...document.querySelectorAll('.msg.assistant .text')].at(-1)?.textContent.includes('w3')`)
+	answerID := eval[string](p, `[...document.querySelectorAll('.msg.assistant')].at(-1).dataset.id`)
+	p.do(chromedp.Reload())
+
+	// The new page resumes: it shows part of the answer, still streaming.
+	p.waitFor("the resumed answer streaming", `document.querySelector('main')?.dataset.status === 'streaming' && !!document.querySelector('.msg.assistant .text')`)
+	p.screenshot("resuming-desktop", 1280, 800)
+	p.settle()
+	p.screenshot("resumed-phone", 390, 844)
+	p.screenshot("resumed-desktop", 1280, 800)
+
+	want := "echo: " + question
+	msgs := p.messages()
+	if len(msgs) != 2 || msgs[1] != "assistant "+answerID+": "+want+metaText(p) {
+		t.Fatalf("after the resume the page shows\n%s\nwant the answer %s: %q", strings.Join(msgs, "\n"), answerID, want)
+	}
+	fetches := eval[[]string](p, `fetches`)
+	if !slices.Contains(fetches, "200 /api/chat/"+chat+"/stream") {
+		t.Fatalf("the reloaded page fetched %v: no 200 from GET /api/chat/%s/stream", fetches, chat)
+	}
+	// The page showed the answer partly and then whole: it resumed
+	// mid-answer rather than loading a finished one.
+	texts := eval[[]string](p, `answerTexts`)
+	partial := false
+	for _, s := range texts {
+		if s != want && strings.HasPrefix(want, s) && strings.Contains(s, "w1") {
+			partial = true
+		}
+		if !strings.HasPrefix(want, s) {
+			t.Fatalf("the resumed page showed %q, not a part of %q (all: %q)", s, want, texts)
+		}
+	}
+	if !partial || texts[len(texts)-1] != want {
+		t.Fatalf("the resumed page showed %q: want parts of the answer, then all of it", texts)
+	}
+
+	// It ends with the stored answer: GET /api/chat/{id}.
+	var stored struct {
+		Messages []struct {
+			ID       string
+			Role     string
+			Parts    []struct{ Type, Text string }
+			Metadata struct{ Status string }
+		}
+	}
+	res, err := http.Get(spool.URL + "/api/chat/" + chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored.Messages) != 2 {
+		t.Fatalf("stored %d messages, want 2: %+v", len(stored.Messages), stored)
+	}
+	last := stored.Messages[1]
+	var text strings.Builder
+	for _, part := range last.Parts {
+		if part.Type == "text" {
+			text.WriteString(part.Text)
+		}
+	}
+	if last.ID != answerID || text.String() != want || last.Metadata.Status != "ok" {
+		t.Fatalf("stored answer %s %q (status %q), want %s %q ok", last.ID, text.String(), last.Metadata.Status, answerID, want)
+	}
+}
+
+// metaText is the metadata line under the newest answer.
+func metaText(p *page) string {
+	p.t.Helper()
+	return eval[string](p, `[...document.querySelectorAll('.msg.assistant')].at(-1).querySelector('.meta')?.textContent ?? ''`)
 }

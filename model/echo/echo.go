@@ -34,7 +34,9 @@
 //
 // A Model is safe for concurrent use. Importing the package registers the
 // provider "echo" with model.Open; the spec "echo:<name>" sets the name the
-// model reports.
+// model reports, and a query after the name sets options (see ParseSpec):
+// "echo:?delay=50ms" is a slow echo model, as
+// "spool serve --model 'echo:?delay=50ms'" serves it for trying resume.
 package echo
 
 import (
@@ -42,6 +44,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"iter"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -56,11 +59,44 @@ const DefaultName = "echo"
 
 func init() {
 	model.Register("echo", func(name string, _ model.Config) (model.Model, error) {
-		if name == "" {
-			return New(), nil
+		opts, err := ParseSpec(name)
+		if err != nil {
+			return nil, err
 		}
-		return New(WithName(name)), nil
+		return New(opts...), nil
 	})
+}
+
+// ParseSpec reads the part of a model spec after "echo:", of the form
+// NAME?delay=DURATION, where both parts are optional: "" is the default
+// model, "parrot" one named parrot, "?delay=50ms" one that waits 50ms
+// before each event (WithDelay), and "parrot?delay=1s" both. The delay is
+// a time.ParseDuration string, not negative. Any other query key is an
+// error, so that a misspelt option is not silently ignored.
+func ParseSpec(spec string) ([]Option, error) {
+	name, query, _ := strings.Cut(spec, "?")
+	var opts []Option
+	if name != "" {
+		opts = append(opts, WithName(name))
+	}
+	values, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("echo: spec %q: bad options: %w", spec, err)
+	}
+	for key, vs := range values {
+		if key != "delay" {
+			return nil, fmt.Errorf("echo: spec %q: unknown option %q (known: delay)", spec, key)
+		}
+		if len(vs) != 1 {
+			return nil, fmt.Errorf("echo: spec %q: delay given %d times", spec, len(vs))
+		}
+		d, err := time.ParseDuration(vs[0])
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("echo: spec %q: delay %q: want a duration such as 50ms, not negative", spec, vs[0])
+		}
+		opts = append(opts, WithDelay(d))
+	}
+	return opts, nil
 }
 
 // Model is the echo model. Make one with New.

@@ -2,7 +2,9 @@
 // from POST /api/chat, answers tool approvals, regenerates, and loads a
 // stored conversation with GET /api/chat/{id}. The chat id (the spool
 // session id) is in the address, ?chat=ID, so a reload shows the same
-// conversation.
+// conversation; with resume: true, a reload while an answer streams picks
+// that answer up again from GET /api/chat/{id}/stream (spool runs the turn
+// on when the page goes away).
 import { useChat } from '@ai-sdk/react';
 import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
 import { useEffect, useState } from 'react';
@@ -43,6 +45,9 @@ function Chat({ id, initial }) {
   const { messages, sendMessage, status, error, stop, regenerate, addToolApprovalResponse } = useChat({
     id,
     messages: initial,
+    // On mount, GET /api/chat/{id}/stream: the running answer's stream
+    // from its start, or 204 when nothing runs.
+    resume: true,
     transport: new DefaultChatTransport({ api: '/api/chat' }),
     // An answered approval goes back to the server at once, which resumes the turn.
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
