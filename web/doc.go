@@ -12,7 +12,10 @@
 // pages when its top scrolls into view; each page's turns say how they
 // ended, their model, usage and duration, and how their approvals were
 // answered), GET v1/sessions/{id}/history for the "What the model sees"
-// panel, POST chat with Accept: text/event-stream for a message and its
+// panel and for the divider "Earlier turns summarized" (after the last
+// turn its "summary" covers, opening to the summary's text; the covered
+// turns stay shown), POST v1/sessions/{id}/compact for the panel's Compact
+// button (what it covered, or why nothing was), POST chat with Accept: text/event-stream for a message and its
 // streamed answer, POST v1/sessions/{id}/approvals/{approval} for Allow,
 // Deny and Always (allow for the session), POST .../regenerate,
 // .../turns/{turnId}/edit and .../turns/{turnId}/switch for Regenerate,

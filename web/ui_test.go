@@ -117,6 +117,7 @@ func testUI(t *testing.T, b context.Context) {
 	t.Run("what the model sees", func(t *testing.T) { testModelSees(t, b, srv) })
 	t.Run("keyboard and phone", func(t *testing.T) { testKeyboardPhone(t, b, srv) })
 	t.Run("branches", func(t *testing.T) { testBranches(t, b, srv) })
+	t.Run("compact", func(t *testing.T) { testCompact(t, b, srv) })
 }
 
 // both runs f in a desktop tab and in a phone tab.
@@ -577,4 +578,121 @@ func (tb *tab) scheme(s string) {
 	}); err != nil {
 		tb.t.Fatalf("emulate prefers-color-scheme: %s: %v", s, err)
 	}
+}
+
+// testCompact presses Compact in the "What the model sees" panel: the
+// older turns summarized (echo's summary lists their questions), the
+// panel showing the summary pair, the conversation keeping every turn
+// with a divider after the covered ones that opens to the summary; and a
+// conversation too short to compact says so.
+func testCompact(t *testing.T, b context.Context, srv *spoolServer) {
+	srv.invoke(t, "compact-short", "only one question")
+	both(t, b, func(t *testing.T, tb *tab, phone bool) {
+		id := "compact-desktop"
+		if phone {
+			id = "compact-phone"
+		}
+		for i := 1; i <= 7; i++ {
+			srv.invoke(t, id, fmt.Sprintf("question %d", i))
+		}
+		tb.open(srv.URL + "/#/c/" + id)
+		tb.waitFor("the conversation", `document.querySelectorAll('#messages .msg.user').length === 7`)
+		if n := tb.count(`#messages li.summary-divider`); n != 0 {
+			t.Errorf("%d summary dividers before compacting", n)
+		}
+		tb.do(chromedp.Click(chromedp.ID("show-history")))
+		tb.waitFor("the history", `document.querySelectorAll('#history-list li').length === 14 && document.getElementById('history-panel').getAttribute('aria-busy') === 'false'`)
+		if !eval[bool](tb, `(b => !b.disabled && b.textContent === 'Compact')(document.getElementById('compact'))`) {
+			t.Errorf("no enabled Compact button in the panel")
+		}
+		tb.do(chromedp.Click(chromedp.ID("compact")))
+		// The agent keeps its newest 4 turns: turns 1 to 3 summarized.
+		got := tb.poll("what Compact did", `(t => t.startsWith('Summarized') ? t : '')(document.getElementById('compact-status').textContent)`)
+		if !strings.HasPrefix(got, "Summarized 3 turns: 14 → 10 messages") {
+			t.Errorf("Compact says %q", got)
+		}
+		tb.waitFor("the panel anew", `document.querySelectorAll('#history-list li').length === 10 && document.getElementById('history-panel').getAttribute('aria-busy') === 'false'`)
+
+		code, body := srv.do(t, "GET", "/v1/sessions/"+id+"/history", nil)
+		var hist struct {
+			Summary *struct{ EntryID, FirstTurn, LastTurn, Text string }
+		}
+		if err := json.Unmarshal(body, &hist); code != 200 || err != nil || hist.Summary == nil {
+			t.Fatalf("history after compacting: %d %s", code, body)
+		}
+		for i := 1; i <= 3; i++ {
+			if !strings.Contains(hist.Summary.Text, fmt.Sprintf("question %d", i)) {
+				t.Errorf("the summary %q leaves out question %d", hist.Summary.Text, i)
+			}
+		}
+		// The panel marks the pair that stands in for turns 1 to 3.
+		marked := eval[[]string](tb, `[...document.querySelectorAll('#history-list li.summary')].map(li => li.className + ' | ' + li.querySelector('.content').textContent)`)
+		wantMarked := []string{"hmsg user summary | Summarize the earlier part of our conversation.",
+			"hmsg assistant summary | Summary of the earlier part of our conversation:\n\n" + hist.Summary.Text}
+		if !slices.Equal(marked, wantMarked) {
+			t.Errorf("the panel marks %q, want %q", marked, wantMarked)
+		}
+		if got := eval[string](tb, `[...document.querySelectorAll('#history-list li')][2].querySelector('.content').textContent`); got != "question 4" {
+			t.Errorf("after the summary the panel shows %q, want question 4", got)
+		}
+		if got := tb.text("#history-status"); !strings.Contains(got, "carries 10 messages") || !strings.Contains(got, "marked Summary") {
+			t.Errorf("the panel says %q", got)
+		}
+		if phone && !eval[bool](tb, `document.documentElement.scrollWidth <= window.innerWidth`) {
+			t.Errorf("the panel widens the page on a phone")
+		}
+		tb.shot("compacted-panel")
+
+		// The conversation keeps every turn, with the divider after turn 3.
+		tb.waitFor("the divider", `document.querySelector('#messages li.summary-divider')`)
+		if n := tb.count(`#messages .msg.user`); n != 7 {
+			t.Errorf("after compacting the conversation shows %d questions, want 7", n)
+		}
+		at := eval[[]string](tb, `(d => [d.previousElementSibling.dataset.turnId, d.nextElementSibling.querySelector('.body').textContent, d.querySelector('summary').textContent])(document.querySelector('#messages li.summary-divider'))`)
+		if !slices.Equal(at, []string{hist.Summary.LastTurn, "question 4", "Earlier turns summarized"}) {
+			t.Errorf("the divider (turn before, question after, label) %q, want after turn %s", at, hist.Summary.LastTurn)
+		}
+		if n := tb.count(`#messages li.summary-divider`); n != 1 {
+			t.Errorf("%d dividers", n)
+		}
+		tb.do(chromedp.Click(chromedp.ID("close-history")))
+		if eval[bool](tb, `document.querySelector('#messages li.summary-divider details').open`) {
+			t.Errorf("the divider is open before it is pressed")
+		}
+		tb.do(chromedp.ScrollIntoView(chromedp.CSS(`#messages li.summary-divider`)), chromedp.Click(chromedp.CSS(`#messages li.summary-divider summary`)))
+		tb.waitFor("the divider open", `document.querySelector('#messages li.summary-divider details').open`)
+		if got := tb.text(`#messages li.summary-divider .summary-text`); got != hist.Summary.Text {
+			t.Errorf("the divider opens to %q, want the summary %q", got, hist.Summary.Text)
+		}
+		if !eval[bool](tb, `document.querySelector('#messages li.summary-divider .summary-text').checkVisibility()`) {
+			t.Errorf("the summary's text is not visible when the divider is open")
+		}
+		if phone && !eval[bool](tb, `document.documentElement.scrollWidth <= window.innerWidth`) {
+			t.Errorf("the divider widens the page on a phone")
+		}
+		tb.shot("compacted-divider")
+		// After a reload it is still there.
+		tb.do(chromedp.Reload())
+		tb.waitReady()
+		tb.waitFor("the divider after a reload", `document.querySelector('#messages li.summary-divider') && document.querySelectorAll('#messages .msg.user').length === 7`)
+
+		// Too short to compact: a readable message, nothing written.
+		tb.open(srv.URL + "/#/c/compact-short")
+		tb.waitFor("the short conversation", `document.querySelectorAll('#messages .msg.user').length === 1`)
+		tb.do(chromedp.Click(chromedp.ID("show-history")))
+		tb.waitFor("its history", `document.querySelectorAll('#history-list li').length === 2 && document.getElementById('history-panel').getAttribute('aria-busy') === 'false'`)
+		if got := tb.text("#compact-status"); got != "" {
+			t.Errorf("another conversation's Compact result is still shown: %q", got)
+		}
+		tb.do(chromedp.Click(chromedp.ID("compact")))
+		got = tb.poll("why nothing was compacted", `(e => e.classList.contains('failed') ? e.textContent : '')(document.getElementById('compact-status'))`)
+		if got != "Not compacted. Nothing to compact yet: the newest turns are kept as they are, and there are no older ended turns to summarize." {
+			t.Errorf("Compact on a short conversation says %q", got)
+		}
+		if tb.count(`#messages li.summary-divider`) != 0 || tb.count(`#history-list li.summary`) != 0 {
+			t.Errorf("a summary shows for a conversation that was not compacted")
+		}
+		tb.shot("nothing-to-compact")
+		tb.do(chromedp.Click(chromedp.ID("close-history")))
+	})
 }

@@ -33,6 +33,10 @@ export function friendly(err) {
       return 'The answer was stopped.';
     case 'turn_running':
       return 'A turn is running in this conversation: wait for it to end, or stop it.';
+    case 'nothing_to_compact':
+      return 'Nothing to compact yet: the newest turns are kept as they are, and there are no older ended turns to summarize.';
+    case 'summarizer_failed':
+      return 'The model could not write the summary, so nothing was compacted. Try again later.';
     case 'connection_lost':
       return 'The connection to the server was lost before the answer was complete. Reload to see what was recorded.';
   }
@@ -109,9 +113,18 @@ export async function approvals(id, signal) {
 }
 
 // history returns what the next model request would carry:
-// [{role, content, toolCalls?, toolCallId?}].
+// {messages: [{role, content, toolCalls?, toolCallId?}], summary?}, with
+// summary ({entryId, firstTurn, lastTurn, text, index}) while a
+// compaction stands in for older turns.
 export async function history(id, signal) {
-  return (await json(await request('GET', `v1/sessions/${seg(id)}/history`, { signal }))).messages;
+  return json(await request('GET', `v1/sessions/${seg(id)}/history`, { signal }));
+}
+
+// compact summarizes the session's older turns for the model (the agent's
+// number of newest turns kept as they are) and returns the CompactResult:
+// {entryId, firstTurn, lastTurn, turns, newTurns, summary, before, after}.
+export async function compact(id) {
+  return json(await request('POST', `v1/sessions/${seg(id)}/compact`));
 }
 
 // search returns {hits: [{sessionId, entryId, snippet, time, title}]},

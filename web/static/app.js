@@ -54,7 +54,12 @@ const panel = new HistoryPanel({
   panel: $('history-panel'),
   list: $('history-list'),
   status: $('history-status'),
+  compactButton: $('compact'),
+  compactStatus: $('compact-status'),
   onError: handleError,
+  onCompacted: (id) => {
+    if (conv.id === id) conv.reload();
+  },
 });
 const search = new Search({
   form: $('search-form'),

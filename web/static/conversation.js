@@ -80,6 +80,22 @@ function noticeItem(text, error, turnId) {
   return h('li', { class: error ? 'notice failed' : 'notice', role: error ? 'alert' : null, dataset: { turnId: turnId || '' } }, text);
 }
 
+// summaryItem is the divider after the turns a compaction summarized for
+// the model, folded to its text.
+function summaryItem(s) {
+  return h(
+    'li',
+    { class: 'summary-divider', dataset: { entryId: s.entryId } },
+    h(
+      'details',
+      {},
+      h('summary', {}, 'Earlier turns summarized'),
+      h('p', { class: 'hint' }, 'The model now reads this summary in place of the turns above; they stay in the conversation.'),
+      h('pre', { class: 'summary-text' }, s.text),
+    ),
+  );
+}
+
 // renderMessage returns the items of a message of the API.
 function renderMessage(m) {
   switch (m.role) {
@@ -254,6 +270,7 @@ export class Conversation {
     this.loading = false;
     this.turns = new Map(); // turn id → what the API said of it (TurnInfo), merged
     this.branches = new Map(); // turn id → {index, count, turns}
+    this.summary = null; // the compaction the model's history uses, if any
     this.abort = new AbortController();
     this.running = new Map(); // session id (or draft symbol) → AbortController
     this.io = new IntersectionObserver(
@@ -280,6 +297,7 @@ export class Conversation {
     this.loading = false;
     this.turns = new Map();
     this.branches = new Map();
+    this.summary = null;
     this.ol.replaceChildren();
     this.older.textContent = 'Loading older messages…';
     this.older.hidden = true;
@@ -314,15 +332,22 @@ export class Conversation {
     this.quiet(true);
     this.scroller.setAttribute('aria-busy', 'true');
     try {
-      let page, pending;
+      let page, pending, hist;
       try {
-        [page, pending] = await Promise.all([api.messages(id, PAGE, '', signal), api.approvals(id, signal)]);
+        // The history says whether a summary stands in for older turns;
+        // without it the conversation still shows, without the divider.
+        [page, pending, hist] = await Promise.all([
+          api.messages(id, PAGE, '', signal),
+          api.approvals(id, signal),
+          api.history(id, signal).catch(() => null),
+        ]);
       } catch (err) {
         if (gen === this.gen && err.code === 'session_not_found') this.missing = true;
         throw err;
       }
       if (gen !== this.gen) throw new DOMException('superseded', 'AbortError');
       this.absorb(page);
+      this.summary = hist?.summary || null;
       const items = page.messages.toReversed().flatMap(renderMessage);
       this.ol.append(...items);
       for (const a of pending) this.addApproval(a);
@@ -515,6 +540,28 @@ export class Conversation {
     for (const foot of this.ol.querySelectorAll('li.turn-foot')) {
       if (!lastOf.has(foot.dataset.turnId)) foot.remove();
     }
+    this.placeSummary(lastOf);
+  }
+
+  // placeSummary puts the divider "Earlier turns summarized" after the
+  // last turn the summary in use covers (after its footer), once that
+  // turn is shown; it opens to the summary's text. The covered turns stay
+  // above it: the transcript keeps them, only the model's history is
+  // shorter.
+  placeSummary(lastOf) {
+    const s = this.summary;
+    let div = this.ol.querySelector('li.summary-divider');
+    const last = s && lastOf.get(s.lastTurn);
+    if (!last) {
+      div?.remove();
+      return;
+    }
+    if (div?.dataset.entryId !== s.entryId) {
+      div?.remove();
+      div = summaryItem(s);
+    }
+    const foot = last.nextElementSibling?.classList.contains('turn-foot') ? last.nextElementSibling : last;
+    if (foot.nextElementSibling !== div) foot.after(div);
   }
 
   // markDecision says on a tool call how a person answered its approval.

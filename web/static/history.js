@@ -2,7 +2,9 @@
 // of the open conversation carries, exactly as GET v1/sessions/{id}/history
 // gives it (the history rules applied: refused, failed and stopped turns
 // left out, only the active branch, the window and the budget), each
-// message as the plain text the model reads.
+// message as the plain text the model reads. Compact summarizes the
+// older turns for the model (POST v1/sessions/{id}/compact) and says what
+// it covered; the two messages standing in for them are marked.
 
 import * as api from './api.js';
 import { friendly } from './api.js';
@@ -11,13 +13,18 @@ import { h, compactJSON } from './dom.js';
 const roles = { user: 'User', assistant: 'Assistant', tool: 'Tool result', system: 'System' };
 
 export class HistoryPanel {
-  constructor({ panel, list, status, onError }) {
+  constructor({ panel, list, status, compactButton, compactStatus, onError, onCompacted }) {
     this.panel = panel;
     this.list = list;
     this.status = status;
+    this.compactButton = compactButton;
+    this.compactStatus = compactStatus;
     this.onError = onError;
+    this.onCompacted = onCompacted;
     this.id = null;
     this.gen = 0;
+    this.compacting = false;
+    compactButton.addEventListener('click', () => this.compact());
   }
 
   get open() {
@@ -26,8 +33,10 @@ export class HistoryPanel {
 
   // show loads the history of session id (nothing for a new one).
   async show(id) {
+    if (id !== this.id) this.compactStatus.textContent = '';
     this.id = id;
     const gen = ++this.gen;
+    this.compactButton.disabled = !id || this.compacting;
     if (!this.open) return;
     if (!id) {
       this.list.replaceChildren();
@@ -35,9 +44,9 @@ export class HistoryPanel {
       return;
     }
     this.panel.setAttribute('aria-busy', 'true');
-    let msgs;
+    let hist;
     try {
-      msgs = await api.history(id);
+      hist = await api.history(id);
     } catch (err) {
       if (gen !== this.gen) return;
       this.panel.setAttribute('aria-busy', 'false');
@@ -51,9 +60,13 @@ export class HistoryPanel {
       return;
     }
     if (gen !== this.gen) return;
-    this.list.replaceChildren(...msgs.map(item));
+    const msgs = hist.messages;
+    const at = hist.summary ? hist.summary.index : -1;
+    this.list.replaceChildren(...msgs.map((m, i) => item(m, at >= 0 && (i === at || i === at + 1))));
     const n = msgs.length;
-    this.status.textContent = `The next request carries ${n} message${n === 1 ? '' : 's'}, after the agent's instructions.`;
+    let text = `The next request carries ${n} message${n === 1 ? '' : 's'}, after the agent's instructions.`;
+    if (at >= 0) text += ' Two of them, marked Summary, stand in for the earlier turns.';
+    this.status.textContent = text;
     this.panel.setAttribute('aria-busy', 'false');
   }
 
@@ -61,12 +74,53 @@ export class HistoryPanel {
   refresh() {
     if (this.open) this.show(this.id);
   }
+
+  // compact summarizes the open conversation's older turns, says what it
+  // covered, and shows the history anew.
+  async compact() {
+    const id = this.id;
+    if (!id || this.compacting) return;
+    this.compacting = true;
+    this.compactButton.disabled = true;
+    this.compactButton.setAttribute('aria-busy', 'true');
+    this.compactStatus.classList.remove('failed');
+    this.compactStatus.textContent = 'Summarizing the earlier turns…';
+    try {
+      const r = await api.compact(id);
+      if (id !== this.id) return;
+      this.compactStatus.textContent = covered(r);
+      this.refresh();
+      this.onCompacted?.(id);
+    } catch (err) {
+      if (id !== this.id) return;
+      this.compactStatus.classList.add('failed');
+      this.compactStatus.textContent = `Not compacted. ${friendly(err)}`;
+      if (!['nothing_to_compact', 'turn_running', 'summarizer_failed'].includes(err.code)) this.onError(err);
+    } finally {
+      this.compacting = false;
+      this.compactButton.removeAttribute('aria-busy');
+      this.compactButton.disabled = !this.id;
+    }
+  }
 }
 
-function item(m) {
+const plural = (n, one) => `${n} ${one}${n === 1 ? '' : 's'}`;
+
+// covered says what a CompactResult summarized: "Summarized 6 turns: 40 →
+// 12 messages", and how many were new when it extends an earlier summary.
+function covered(r) {
+  let text = `Summarized ${plural(r.turns, 'turn')}: ${r.before.messages} → ${plural(r.after.messages, 'message')}`;
+  if (r.before.tokens && r.after.tokens) text += `, about ${r.before.tokens} → ${r.after.tokens} tokens`;
+  text += '.';
+  if (r.newTurns !== r.turns) text += ` ${plural(r.newTurns, 'turn')} added to the earlier summary.`;
+  return text;
+}
+
+function item(m, summary) {
   const parts = [h('span', { class: 'role' }, roles[m.role] || m.role)];
+  if (summary) parts.push(h('span', { class: 'tag' }, 'Summary'));
   if (m.toolCallId) parts.push(h('code', { class: 'call-id' }, m.toolCallId));
-  const li = h('li', { class: `hmsg ${m.role}` }, h('div', { class: 'head' }, ...parts));
+  const li = h('li', { class: `hmsg ${m.role}${summary ? ' summary' : ''}` }, h('div', { class: 'head' }, ...parts));
   if (m.content) li.append(h('pre', { class: 'content' }, m.content));
   for (const c of m.toolCalls || []) {
     li.append(h('pre', { class: 'content call' }, `${c.name}(${compactJSON(c.arguments)})`));
