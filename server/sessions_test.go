@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/spool-go/spool"
@@ -35,6 +36,9 @@ func TestListSessionsPages(t *testing.T) {
 		}
 		var b listBody
 		r.json(t, &b)
+		if !strings.Contains(string(r.body), `"compactions":0`) {
+			t.Fatalf("list records carry no compaction count: %s", r.body)
+		}
 		for _, s := range b.Sessions {
 			ids = append(ids, s.ID)
 		}

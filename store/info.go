@@ -39,6 +39,8 @@ func (i *SessionInfo) Apply(key Key, e transcript.Entry) {
 		if e.DecodeData(&t) == nil && oneLine(t.Title) != "" {
 			i.Title = oneLine(t.Title)
 		}
+	case transcript.TypeCompaction:
+		i.Compactions++
 	case transcript.TypeApprovalRequest:
 		i.PendingApprovals++
 	case transcript.TypeApprovalDecision:

@@ -129,6 +129,7 @@ type SessionInfo struct {
 	Title            string    `json:"title"`            // the beginning of the first user message
 	MessageCount     int       `json:"messageCount"`     // entries whose type IsMessage
 	PendingApprovals int       `json:"pendingApprovals"` // approval requests not yet decided
+	Compactions      int       `json:"compactions"`      // session.compaction entries: how often the history was compacted
 	Entries          int       `json:"entries"`          // every entry of the transcript
 }
 

@@ -45,13 +45,15 @@ func TestSessionsCommands(t *testing.T) {
 				Sessions []struct {
 					ID               string `json:"id"`
 					PendingApprovals int    `json:"pendingApprovals"`
+					Compactions      *int   `json:"compactions"`
 				} `json:"sessions"`
 				NextCursor *string `json:"nextCursor"`
 			}
 			if err := json.Unmarshal([]byte(out), &page); err != nil || code != 0 || len(page.Sessions) != 1 || page.NextCursor == nil {
 				t.Fatalf("ls --json: %d %s %v", code, out, err)
 			}
-			if page.Sessions[0].ID != "beta" || page.Sessions[0].PendingApprovals != 1 {
+			if page.Sessions[0].ID != "beta" || page.Sessions[0].PendingApprovals != 1 ||
+				page.Sessions[0].Compactions == nil || *page.Sessions[0].Compactions != 0 {
 				t.Fatalf("newest first with its pending approval: %+v", page.Sessions[0])
 			}
 			code, out, _ = c.run("", "sessions", "ls", "--json", "--cursor", *page.NextCursor)

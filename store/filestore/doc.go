@@ -115,7 +115,8 @@
 //     named in the index no longer holds its lock, so the next Store to
 //     open the namespace compares every session's size and mtime with the
 //     index and finds the appends whose record was lost; a missing or
-//     damaged index is rebuilt from the transcripts.
+//     damaged index, or one of another version, is rebuilt from the
+//     transcripts.
 //   - Another program adding or removing a transcript: the folder's mtime
 //     is not the one the index recorded, so List compares every session
 //     with the index and reads the transcripts that differ. (On a file

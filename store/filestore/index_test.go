@@ -59,7 +59,7 @@ func TestIndexRebuiltWhenDeleted(t *testing.T) {
 		t.Fatalf("index not written again: %v", err)
 	}
 	// And a damaged one.
-	writeRaw(t, filepath.Join(root, "a", indexName), []byte("spool-index\t1\tplain\nS\tdeadbeef\tgarbage\n"), os.O_TRUNC)
+	writeRaw(t, filepath.Join(root, "a", indexName), []byte("spool-index\t2\tplain\nS\tdeadbeef\tgarbage\n"), os.O_TRUNC)
 	checkListing(t, open(t, root), ns, want)
 }
 

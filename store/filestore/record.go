@@ -16,8 +16,8 @@ import (
 // The index of a namespace folder is the file ".index": a header line, then one
 // line per record, each appended by whichever process changed a session:
 //
-//	spool-index	1	plain|sealed
-//	S	<crc>	<id>	<size>	<mtime>	<inode>	<entries>	<messages>	<pending>	<started>	<last>	<flags>	<head>	<title>
+//	spool-index	2	plain|sealed
+//	S	<crc>	<id>	<size>	<mtime>	<inode>	<entries>	<messages>	<pending>	<compactions>	<started>	<last>	<flags>	<head>	<title>
 //	D	<crc>	<id>
 //
 // The last record of an id wins: S is a session's whole SessionInfo with the
@@ -34,6 +34,10 @@ import (
 // outnumber the sessions, a process rewrites the file (rewrite) under an
 // exclusive lock and renames the new one over it; a writer that finds its
 // open file replaced writes to the new one.
+//
+// Version 2 added <compactions>. A version 1 index is another version's
+// (see loadLocked): the store rebuilds it from the transcripts, since its
+// records cannot tell how many compactions a session has.
 const indexMagic = "spool-index"
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -45,7 +49,7 @@ func (s *Store) indexMode() string {
 	return "plain"
 }
 
-func (s *Store) indexHeader() string { return indexMagic + "\t1\t" + s.indexMode() + "\n" }
+func (s *Store) indexHeader() string { return indexMagic + "\t2\t" + s.indexMode() + "\n" }
 
 // appendRecord appends the S record of r to dst.
 func appendRecord(dst []byte, r *rec, sealed bool) []byte {
@@ -65,6 +69,8 @@ func appendRecord(dst []byte, r *rec, sealed bool) []byte {
 	dst = strconv.AppendInt(dst, int64(r.info.MessageCount), 10)
 	dst = append(dst, '\t')
 	dst = strconv.AppendInt(dst, int64(r.info.PendingApprovals), 10)
+	dst = append(dst, '\t')
+	dst = strconv.AppendInt(dst, int64(r.info.Compactions), 10)
 	dst = append(dst, '\t')
 	dst = appendTime(dst, r.info.Started)
 	dst = append(dst, '\t')
@@ -162,7 +168,7 @@ func (ix *index) parseRecordInto(r *rec, line string, raw []byte) (id string, de
 	default:
 		return "", false, errRecord
 	}
-	var f [12]string
+	var f [13]string
 	rest := body
 	for i := 0; i < len(f)-1; i++ {
 		j := strings.IndexByte(rest, '\t')
@@ -177,8 +183,8 @@ func (ix *index) parseRecordInto(r *rec, line string, raw []byte) (id string, de
 		return "", false, errRecord
 	}
 	*r = rec{}
-	var n [5]int64
-	for i, k := range [...]int{1, 2, 4, 5, 6} {
+	var n [6]int64
+	for i, k := range [...]int{1, 2, 4, 5, 6, 7} {
 		v, err := parseInt(f[k])
 		if err != nil || v < 0 {
 			return "", false, errRecord
@@ -190,14 +196,14 @@ func (ix *index) parseRecordInto(r *rec, line string, raw []byte) (id string, de
 		return "", false, errRecord
 	}
 	r.size, r.mtime, r.ino = n[0], n[1], ino
-	started, ok1 := parseTime(f[7])
-	last, ok2 := parseTime(f[8])
-	head, ok3 := parseField(f[10])
+	started, ok1 := parseTime(f[8])
+	last, ok2 := parseTime(f[9])
+	head, ok3 := parseField(f[11])
 	if !ok1 || !ok2 || !ok3 {
 		return "", false, errRecord
 	}
 	r.head = head
-	r.badTail = f[9] == "c"
+	r.badTail = f[10] == "c"
 	r.info = store.SessionInfo{
 		ID:               id,
 		Agent:            ix.key.Agent,
@@ -206,12 +212,13 @@ func (ix *index) parseRecordInto(r *rec, line string, raw []byte) (id string, de
 		LastActivity:     last,
 		MessageCount:     int(n[3]),
 		PendingApprovals: int(n[4]),
+		Compactions:      int(n[5]),
 		Entries:          int(n[2]),
 	}
 	if ix.s.cfg.protector != nil {
-		r.sealedTitle = f[11]
+		r.sealedTitle = f[12]
 	} else {
-		title, ok := parseField(f[11])
+		title, ok := parseField(f[12])
 		if !ok {
 			return "", false, errRecord
 		}

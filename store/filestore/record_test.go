@@ -21,7 +21,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	for _, sealed := range []bool{false, true} {
 		ix := testIndex(sealed)
 		for _, r := range []*rec{
-			{info: store.SessionInfo{ID: "s", Title: "Where is order 1042?", Entries: 7, MessageCount: 5, PendingApprovals: 1,
+			{info: store.SessionInfo{ID: "s", Title: "Where is order 1042?", Entries: 7, MessageCount: 5, PendingApprovals: 1, Compactions: 2,
 				Started: t0, LastActivity: t0.Add(1500 * time.Millisecond)}, fileState: fileState{size: 1234, mtime: 1 << 60, ino: 1<<64 - 1}, head: "01JF"},
 			{info: store.SessionInfo{ID: "odd", Title: "\"quoted\" start\twith tab", Started: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
 				LastActivity: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)}, head: "id\twith\ttabs\nand lines", badTail: true},

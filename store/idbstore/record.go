@@ -48,6 +48,8 @@ func (r record) value() js.Value {
 		"pending":  i.PendingApprovals,
 		"entries":  i.Entries,
 		"head":     r.head,
+		// compactions came after version 1 records: one without it reads 0.
+		"compactions": i.Compactions,
 	})
 }
 
@@ -79,13 +81,16 @@ func decodeRecord(v js.Value, key store.Key) (record, error) {
 	i.Title = d.str("title")
 	i.MessageCount = d.int("messages")
 	i.PendingApprovals = d.int("pending")
+	if d.err == nil && !d.v.Get("compactions").IsUndefined() {
+		i.Compactions = d.int("compactions") // absent from records written before it
+	}
 	i.Entries = d.int("entries")
 	r.head = d.str("head")
 	switch {
 	case d.err != nil:
 		return corrupt("%v", d.err)
-	case i.Entries < 1 || i.MessageCount < 0 || i.PendingApprovals < 0:
-		return corrupt("counts out of range (%d entries, %d messages, %d pending)", i.Entries, i.MessageCount, i.PendingApprovals)
+	case i.Entries < 1 || i.MessageCount < 0 || i.PendingApprovals < 0 || i.Compactions < 0:
+		return corrupt("counts out of range (%d entries, %d messages, %d pending, %d compactions)", i.Entries, i.MessageCount, i.PendingApprovals, i.Compactions)
 	case r.head == "":
 		return corrupt("no last entry id")
 	}

@@ -23,6 +23,7 @@ type row struct {
 	retitle  bool   // the entry renames the session: title replaces its title
 	messages int    // 1 for a message, else 0
 	pending  int    // +1 for an approval request, -1 for a decision, else 0
+	compacts int    // 1 for a compaction, else 0
 	search   *string
 }
 
@@ -34,7 +35,8 @@ func newRow(key store.Key, e transcript.Entry) (row, error) {
 	}
 	var d store.SessionInfo
 	d.Apply(key, e)
-	r := row{line: line, tsNs: nanos(e.Timestamp), title: d.Title, retitle: store.Retitles(e), messages: d.MessageCount}
+	r := row{line: line, tsNs: nanos(e.Timestamp), title: d.Title, retitle: store.Retitles(e),
+		messages: d.MessageCount, compacts: d.Compactions}
 	switch e.Type {
 	case transcript.TypeApprovalRequest:
 		r.pending = 1
@@ -68,7 +70,8 @@ const appendNextSQL = `WITH s AS (
 		last_ns = GREATEST(last_ns, $5),
 		message_count = message_count + $6,
 		title = CASE WHEN title = '' OR $13 THEN $7 ELSE title END,
-		pending = GREATEST(pending + $8, 0)
+		pending = GREATEST(pending + $8, 0),
+		compactions = compactions + $14
 	WHERE agent = $1 AND owner = $2 AND id = $3 AND head = $9
 		AND (last_ns >= $10 OR pending > 0)
 	RETURNING entries - 1 AS seq
@@ -79,8 +82,8 @@ SELECT $1, $2, $3, s.seq, $4, $5, $11, $12 FROM s`
 // The first entry creates the session row; of two writers racing to
 // create it, the unique key lets exactly one in.
 const appendFirstSQL = `WITH s AS (
-	INSERT INTO {s}.sessions (agent, owner, id, started_ns, last_ns, title, message_count, pending, entries, head)
-	VALUES ($1, $2, $3, $5, $5, $7, $6, GREATEST($8, 0), 1, $4)
+	INSERT INTO {s}.sessions (agent, owner, id, started_ns, last_ns, title, message_count, pending, compactions, entries, head)
+	VALUES ($1, $2, $3, $5, $5, $7, $6, GREATEST($8, 0), $11, 1, $4)
 	ON CONFLICT (agent, owner, id) DO NOTHING
 	RETURNING 0 AS seq
 )
@@ -108,7 +111,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	err = retry(ctx, func() (err error) {
 		tag, err = s.pool.Exec(ctx, s.sql(appendNextSQL),
 			key.Agent, key.Owner, key.ID, e.ID, r.tsNs, r.messages, r.title, r.pending,
-			e.ParentID, s.cutoff(), r.line, r.search, r.retitle)
+			e.ParentID, s.cutoff(), r.line, r.search, r.retitle, r.compacts)
 		return err
 	})
 	if err != nil {
@@ -133,7 +136,7 @@ func (s *Store) appendFirst(ctx context.Context, key store.Key, e transcript.Ent
 		err := retry(ctx, func() (err error) {
 			tag, err = s.pool.Exec(ctx, s.sql(appendFirstSQL),
 				key.Agent, key.Owner, key.ID, e.ID, r.tsNs, r.messages, r.title, r.pending,
-				r.line, r.search)
+				r.line, r.search, r.compacts)
 			return err
 		})
 		if err != nil {
@@ -299,11 +302,11 @@ func (s *Store) appendBulkTx(ctx context.Context, batches []store.Batch, rows []
 		for j, e := range b.Entries {
 			r := rows[i][j]
 			if j == 0 && e.ParentID == "" {
-				q.Queue(s.sql(appendFirstSQL), k.Agent, k.Owner, k.ID, e.ID, r.tsNs, r.messages, r.title, r.pending, r.line, r.search)
+				q.Queue(s.sql(appendFirstSQL), k.Agent, k.Owner, k.ID, e.ID, r.tsNs, r.messages, r.title, r.pending, r.line, r.search, r.compacts)
 				continue
 			}
 			q.Queue(s.sql(appendNextSQL), k.Agent, k.Owner, k.ID, e.ID, r.tsNs, r.messages, r.title, r.pending,
-				e.ParentID, s.cutoff(), r.line, r.search, r.retitle)
+				e.ParentID, s.cutoff(), r.line, r.search, r.retitle, r.compacts)
 		}
 	}
 	res := s.pool.SendBatch(ctx, &q)

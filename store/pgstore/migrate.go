@@ -64,6 +64,7 @@ var migrations = []migration{
 	{3, "searchable entries newest first", execAll(
 		`CREATE INDEX entries_recent ON {s}.entries (agent, owner, ts_ns DESC, entry_id DESC) WHERE search IS NOT NULL`,
 	)},
+	{4, "sessions count their compactions", compactionsUp},
 }
 
 // latestVersion is the newest schema this code knows.

@@ -60,7 +60,7 @@ func TestPruneSparesSessionAppendedWhileWaiting(t *testing.T) {
 			t.Fatal(err)
 		}
 		tag, err := tx.Exec(bg, s.sql(appendNextSQL), a.key.Agent, a.key.Owner, a.key.ID, e.ID, r.tsNs, r.messages, r.title, r.pending,
-			e.ParentID, s.cutoff(), r.line, r.search, r.retitle)
+			e.ParentID, s.cutoff(), r.line, r.search, r.retitle, r.compacts)
 		if err != nil || tag.RowsAffected() != 1 {
 			tx.Rollback(bg)
 			t.Fatalf("append in a transaction: %v, %d rows", err, tag.RowsAffected())

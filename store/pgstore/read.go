@@ -150,14 +150,14 @@ func (s *Store) corrupt(key store.Key, seq int, err error) error {
 	}
 }
 
-const infoColumns = `id, started_ns, last_ns, title, message_count, pending, entries`
+const infoColumns = `id, started_ns, last_ns, title, message_count, pending, compactions, entries`
 
 func scanInfo(row pgx.Row, ns store.Namespace) (store.SessionInfo, error) {
 	var (
 		i             store.SessionInfo
 		started, last int64
 	)
-	err := row.Scan(&i.ID, &started, &last, &i.Title, &i.MessageCount, &i.PendingApprovals, &i.Entries)
+	err := row.Scan(&i.ID, &started, &last, &i.Title, &i.MessageCount, &i.PendingApprovals, &i.Compactions, &i.Entries)
 	i.Agent, i.Owner = ns.Agent, ns.Owner
 	i.Started, i.LastActivity = fromNanos(started), fromNanos(last)
 	return i, err

@@ -120,6 +120,10 @@ func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, 
 	if store.Retitles(e) {
 		retitle = "1"
 	}
+	compaction := "0"
+	if one.Compactions > 0 {
+		compaction = "1"
+	}
 	gc := 0
 	if s.ttl > 0 {
 		gc = s.gcSample
@@ -131,7 +135,7 @@ func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, 
 		strconv.FormatInt(e.Timestamp.UnixNano(), 10), member(e.Timestamp, key.ID),
 		isMessage, one.Title, pending,
 		s.ttl.Milliseconds(), s.pendingTTL.Milliseconds(),
-		gc, k.sessionPrefix(), nonce(), retitle,
+		gc, k.sessionPrefix(), nonce(), retitle, compaction,
 	}
 	return keys, args, nil
 }

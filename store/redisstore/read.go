@@ -172,6 +172,9 @@ func parseInfo(key store.Key, infoKey string, h map[string]string) (store.Sessio
 	info.LastActivity = time.Unix(0, num("last")).UTC()
 	info.MessageCount = int(num("msgs"))
 	info.PendingApprovals = int(num("pending"))
+	if _, ok := h["compactions"]; ok { // absent until a session's first append since the field came
+		info.Compactions = int(num("compactions"))
+	}
 	info.Entries = int(num("n"))
 	if len(bad) > 0 {
 		return store.SessionInfo{}, &store.CorruptError{Key: key, Position: -1, Where: "redis hash " + infoKey,

@@ -44,7 +44,11 @@ end
 // keep until deleted), 11 how many index members to sample for stale
 // ones, 12 the namespace's session key prefix, 13 a nonce of this Append call,
 // 14 "1" when the entry renames the session (its title candidate replaces
-// the title).
+// the title), 15 "1" when the entry is a compaction.
+//
+// The hash field compactions counts the compaction entries. A session
+// written before the field existed has none: its next append counts the
+// compactions of its list once (until then Stat and List report 0).
 //
 // go-redis sends a command again when the connection fails after it was
 // written, so the script may run twice for one call; the nonce, kept in
@@ -60,7 +64,7 @@ end
 var appendScript = redis.NewScript(luaHelpers + `
 local log, info, idx = KEYS[1], KEYS[2], KEYS[3]
 local n0 = redis.call('LLEN', log)
-local h = redis.call('HMGET', info, 'head', 'm', 'title', 'pending', 'msgs', 'op')
+local h = redis.call('HMGET', info, 'head', 'm', 'title', 'pending', 'msgs', 'op', 'compactions')
 local head, old, title = h[1], h[2], h[3]
 local pending, msgs = tonumber(h[4] or '0') or 0, tonumber(h[5] or '0') or 0
 if (head == false) ~= (n0 == 0) then
@@ -77,6 +81,17 @@ if head ~= ARGV[1] then
 end
 if redis.call('SISMEMBER', KEYS[4], ARGV[13]) == 1 then
   return {3}
+end
+local compactions = tonumber(h[7] or '')
+if not compactions then
+  -- A session from before the count (or a new one): count its list once.
+  compactions = 0
+  for _, l in ipairs(n0 > 0 and redis.call('LRANGE', log, 0, -1) or {}) do
+    local ok, d = pcall(cjson.decode, l)
+    if ok and type(d) == 'table' and d.type == 'session.compaction' then
+      compactions = compactions + 1
+    end
+  end
 end
 
 -- bytewise a < b for two strings of the same length; Lua's own string
@@ -102,7 +117,7 @@ local function put(k, v)
   f[#f + 1] = v
 end
 if n == 1 then
-  title, pending, msgs = '', 0, 0
+  title, pending, msgs, compactions = '', 0, 0, 0
   put('started', ARGV[4])
   put('last', ARGV[4])
   put('m', ARGV[5])
@@ -129,8 +144,12 @@ if ARGV[8] == '1' then
 elseif ARGV[8] == '-1' and pending > 0 then
   pending = pending - 1
 end
+if ARGV[15] == '1' then
+  compactions = compactions + 1
+end
 put('msgs', msgs)
 put('pending', pending)
+put('compactions', compactions)
 put('title', title or '')
 redis.call('HSET', info, unpack(f))
 

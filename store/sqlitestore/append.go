@@ -16,15 +16,15 @@ import (
 
 // The statements of Append, prepared when the Store opens (see stmt.go).
 const (
-	sessionRowSQL = `SELECT sid, started, last_activity, title IS NOT NULL, messages, pending, entries, head
+	sessionRowSQL = `SELECT sid, started, last_activity, title IS NOT NULL, messages, pending, compactions, entries, head
 		FROM sessions WHERE agent = ? AND owner = ? AND id = ?`
 	deleteSessionSQL = `DELETE FROM sessions WHERE sid = ?`
 	updateSessionSQL = `UPDATE sessions SET
-		last_activity = ?, title = coalesce(?, title), messages = ?, pending = ?, entries = ?, head = ?
+		last_activity = ?, title = coalesce(?, title), messages = ?, pending = ?, compactions = ?, entries = ?, head = ?
 		WHERE sid = ?`
 	insertSessionSQL = `INSERT INTO sessions
-		(agent, owner, id, started, last_activity, title, messages, pending, entries, head)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		(agent, owner, id, started, last_activity, title, messages, pending, compactions, entries, head)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sweepNamespaceSQL = `DELETE FROM sessions WHERE sid IN (
 		SELECT sid FROM sessions WHERE agent = ? AND owner = ? AND last_activity < ? AND pending = 0 LIMIT ?)`
 	lastRowIDSQL   = `SELECT eid FROM entries WHERE eid >= ? AND eid < ? ORDER BY eid DESC LIMIT 1`
@@ -134,7 +134,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries
 	last := entries[len(entries)-1].ID
 	if row.found {
 		_, err = s.txStmt(ctx, tx, updateSessionSQL).ExecContext(ctx,
-			info.LastActivity.UnixNano(), title, info.MessageCount, info.PendingApprovals, info.Entries, last, row.sid)
+			info.LastActivity.UnixNano(), title, info.MessageCount, info.PendingApprovals, info.Compactions, info.Entries, last, row.sid)
 	} else {
 		if err := s.sweepNamespace(ctx, tx, key.Namespace()); err != nil {
 			return s.fail("append to", key, err)
@@ -142,7 +142,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries
 		var res sql.Result
 		res, err = s.txStmt(ctx, tx, insertSessionSQL).ExecContext(ctx,
 			key.Agent, key.Owner, key.ID, info.Started.UnixNano(), info.LastActivity.UnixNano(), title,
-			info.MessageCount, info.PendingApprovals, info.Entries, last)
+			info.MessageCount, info.PendingApprovals, info.Compactions, info.Entries, last)
 		if err == nil {
 			row.sid, err = res.LastInsertId()
 		}
@@ -206,7 +206,7 @@ func (s *Store) sessionRow(ctx context.Context, tx *sql.Tx, key store.Key) (sess
 	var r sessionRow
 	var started, last int64
 	err := s.txStmt(ctx, tx, sessionRowSQL).QueryRowContext(ctx, key.Agent, key.Owner, key.ID).
-		Scan(&r.sid, &started, &last, &r.hasTitle, &r.info.MessageCount, &r.info.PendingApprovals, &r.info.Entries, &r.head)
+		Scan(&r.sid, &started, &last, &r.hasTitle, &r.info.MessageCount, &r.info.PendingApprovals, &r.info.Compactions, &r.info.Entries, &r.head)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sessionRow{}, nil
 	}

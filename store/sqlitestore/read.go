@@ -164,7 +164,7 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 }
 
 // infoColumns are what scanInfo reads, from a sessions row aliased s.
-const infoColumns = `s.id, s.started, s.last_activity, s.title, s.messages, s.pending, s.entries`
+const infoColumns = `s.id, s.started, s.last_activity, s.title, s.messages, s.pending, s.compactions, s.entries`
 
 const statSQL = `SELECT ` + infoColumns + ` FROM sessions s
 	WHERE s.agent = ? AND s.owner = ? AND s.id = ? AND ` + visible
@@ -175,7 +175,7 @@ func (s *Store) scanInfo(ns store.Namespace, row interface{ Scan(...any) error }
 		started, last int64
 		title         []byte
 	)
-	if err := row.Scan(&info.ID, &started, &last, &title, &info.MessageCount, &info.PendingApprovals, &info.Entries); err != nil {
+	if err := row.Scan(&info.ID, &started, &last, &title, &info.MessageCount, &info.PendingApprovals, &info.Compactions, &info.Entries); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return info, err
 		}

@@ -93,23 +93,11 @@ type sessionRef struct {
 }
 
 func (s *Store) allSessions(ctx context.Context) ([]sessionRef, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT sid, agent, owner, id FROM sessions ORDER BY sid`)
+	refs, err := sessionRefs(ctx, s.r)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %s: %w", s.path, err)
 	}
-	defer rows.Close()
-	var out []sessionRef
-	for rows.Next() {
-		var r sessionRef
-		if err := rows.Scan(&r.sid, &r.key.Agent, &r.key.Owner, &r.key.ID); err != nil {
-			return nil, fmt.Errorf("sqlitestore: %s: %w", s.path, err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlitestore: %s: %w", s.path, err)
-	}
-	return out, nil
+	return refs, nil
 }
 
 // resealSession rewrites one session in one transaction, unless all of it

@@ -68,6 +68,18 @@ var migrations = [][]string{
 		END`,
 		fmt.Sprintf(`PRAGMA application_id = %d`, applicationID),
 	},
+	// 2: sessions.compactions, SessionInfo.Compactions, counted from the
+	// entries a session has: in SQL where they are plain JSON; a sealed
+	// database's are counted at the next Open with its protector
+	// (countCompactions), which the settings row 'compactions' asks for.
+	{
+		`ALTER TABLE sessions ADD COLUMN compactions INTEGER NOT NULL DEFAULT 0`,
+		`UPDATE sessions SET compactions = (SELECT count(*) FROM entries e
+			WHERE e.sid = sessions.sid AND json_valid(CAST(e.body AS TEXT))
+				AND json_extract(CAST(e.body AS TEXT), '$.type') = 'session.compaction')`,
+		`INSERT INTO settings (name, value)
+			SELECT 'compactions', 'uncounted' FROM settings WHERE name = 'sealed' AND value = '1'`,
+	},
 }
 
 // ErrSchemaTooNew: the database was written by a newer version of this

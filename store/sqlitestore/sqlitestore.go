@@ -112,6 +112,9 @@ func (s *Store) init(ctx context.Context) error {
 		if err := checkKey(ctx, s.w, s.path, s.cfg.protector); err != nil {
 			return err
 		}
+		if err := s.countCompactions(ctx); err != nil {
+			return err
+		}
 	}
 	if err := s.prepareWrites(ctx); err != nil {
 		return err

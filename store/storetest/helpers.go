@@ -137,6 +137,9 @@ func diffInfo(got, want store.SessionInfo) string {
 	if got.PendingApprovals != want.PendingApprovals {
 		f("PendingApprovals", got.PendingApprovals, want.PendingApprovals)
 	}
+	if got.Compactions != want.Compactions {
+		f("Compactions", got.Compactions, want.Compactions)
+	}
 	if got.Entries != want.Entries {
 		f("Entries", got.Entries, want.Entries)
 	}

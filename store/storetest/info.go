@@ -19,6 +19,7 @@ var infoChecks = []check{
 	{"Info/ClockGoingBack", testInfoClockBack},
 	{"Info/NoUserMessage", testInfoNoUserMessage},
 	{"Info/Rename", testInfoRename},
+	{"Info/Compactions", testInfoCompactions},
 }
 
 var deleteChecks = []check{
@@ -230,6 +231,38 @@ func testInfoRename(t *testing.T, s store.Store) {
 		checkInfo(t, s, key, entries, "after step "+strconv.Itoa(i+1))
 		if got := listed(t, s, key).Title; got != st.title {
 			t.Errorf("after step %d (%s), the title is %q, want %q", i+1, st.typ, got, st.title)
+		}
+	}
+}
+
+// testInfoCompactions checks that List and Stat count a session's
+// session.compaction entries (a rolling one too), and not a message that
+// only names the type.
+func testInfoCompactions(t *testing.T, s store.Store) {
+	key := newNamespace().Key(name("sess"))
+	start := base()
+	compaction := transcript.Compaction{Summary: "The user asked about orders.", FirstTurn: "t1", LastTurn: "t1", Turns: 1}
+	rolling := compaction
+	rolling.LastTurn, rolling.Turns = "t2", 2
+	steps := []struct {
+		typ  transcript.Type
+		data any
+		want int
+	}{
+		{transcript.TypeUserMessage, transcript.UserMessage{Text: "What is a " + string(transcript.TypeCompaction) + " entry?"}, 0},
+		{transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: "A summary."}, 0},
+		{transcript.TypeCompaction, compaction, 1},
+		{transcript.TypeUserMessage, transcript.UserMessage{Text: "And then?"}, 1},
+		{transcript.TypeCompaction, rolling, 2},
+	}
+	var entries []transcript.Entry
+	for i, st := range steps {
+		e := NewEntry(Head(entries), start.Add(time.Duration(i)*time.Second), st.typ, st.data)
+		appendAll(t, s, key, e)
+		entries = append(entries, e)
+		checkInfo(t, s, key, entries, "after step "+strconv.Itoa(i+1))
+		if got := listed(t, s, key).Compactions; got != st.want {
+			t.Errorf("after step %d (%s), List counts %d compactions, want %d", i+1, st.typ, got, st.want)
 		}
 	}
 }
