@@ -1,12 +1,10 @@
 package spool_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"reflect"
 	"sync"
 	"testing"
@@ -67,22 +65,7 @@ func TestCompactionKilledMidway(t *testing.T) {
 	sendAll(t, s, "one", "two", "three")
 	before, _ := s.Transcript(ctx)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SPOOL_TEST_CHILD_COMPACT="+dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "summarizing\n" {
-		cmd.Process.Kill()
-		t.Fatalf("the child said %q (%v), want \"summarizing\"", line, err)
-	}
-	cmd.Process.Kill() // kill -9, mid-compaction
-	cmd.Wait()
+	killChildWhen(t, "SPOOL_TEST_CHILD_COMPACT="+dir, "summarizing") // kill -9, mid-compaction
 
 	entries, err := s.Transcript(ctx)
 	if err != nil || len(entries) != len(before) {

@@ -100,22 +100,7 @@ func TestSQLiteTurnKilledMidway(t *testing.T) {
 		t.Skip("starts a process")
 	}
 	path := filepath.Join(t.TempDir(), "spool.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SPOOL_TEST_CHILD_SQLITE="+path)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "asking the model\n" {
-		cmd.Process.Kill()
-		t.Fatalf("the child said %q (%v), want \"asking the model\"", line, err)
-	}
-	cmd.Process.Kill() // kill -9, mid-turn
-	cmd.Wait()
+	killChildWhen(t, "SPOOL_TEST_CHILD_SQLITE="+path, "asking the model") // kill -9, mid-turn
 
 	ctx := t.Context()
 	st, err := sqlitestore.New(ctx, path)
@@ -219,4 +204,27 @@ func BenchmarkSQLiteKilledMidTurn(b *testing.B) {
 		}
 	}
 	b.ReportMetric(benchdata.Median(waits), "usable-after-s")
+}
+
+// killChildWhen runs this test binary as a child process with env added,
+// waits for the child to print want on a line of its own, and kills it
+// (SIGKILL, as a crash would) at that point.
+func killChildWhen(t *testing.T, env, want string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != want+"\n" {
+		cmd.Process.Kill()
+		t.Fatalf("the child said %q (%v), want %q", line, err, want)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
 }
