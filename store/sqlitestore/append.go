@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spool-go/spool/seal"
@@ -35,6 +34,7 @@ const (
 var appendSQL = []string{
 	sessionRowSQL, deleteSessionSQL, updateSessionSQL, insertSessionSQL,
 	sweepNamespaceSQL, lastRowIDSQL, insertEntrySQL, insertTextSQL,
+	queueTextSQL, countQueuedSQL, queuedSQL, unqueueSQL,
 }
 
 // sweepBatch bounds the expired sessions that creating a session deletes in
@@ -81,12 +81,20 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 		return s.fail("append to", batches[0].Key, err)
 	}
 	defer tx.Rollback()
+	queued := 0
 	for i, b := range batches {
 		if len(b.Entries) == 0 {
 			continue
 		}
-		if err := s.appendTx(ctx, tx, b.Key, b.Entries, bodies[i]); err != nil {
+		q, err := s.appendTx(ctx, tx, b.Key, b.Entries, bodies[i])
+		if err != nil {
 			return err
+		}
+		queued += q
+	}
+	if queued > 0 {
+		if err := s.indexIfDue(ctx, tx); err != nil {
+			return s.fail("append to", batches[0].Key, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -97,22 +105,22 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 
 // appendTx appends entries, encoded as bodies, to the session in tx:
 // checks the head, updates or makes the session's row and inserts the
-// entries.
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries []transcript.Entry, bodies [][]byte) error {
+// entries. It returns how many of them it queued for the search index.
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries []transcript.Entry, bodies [][]byte) (queued int, err error) {
 	row, err := s.sessionRow(ctx, tx, key)
 	if err != nil {
-		return s.fail("append to", key, err)
+		return 0, s.fail("append to", key, err)
 	}
 	if row.found && row.expired(s.cutoff()) {
 		// An expired session with no approval pending starts fresh under
 		// the same id: nothing of the old one may come back.
 		if _, err := s.txStmt(ctx, tx, deleteSessionSQL).ExecContext(ctx, row.sid); err != nil {
-			return s.fail("append to", key, err)
+			return 0, s.fail("append to", key, err)
 		}
 		row = sessionRow{}
 	}
 	if err := storekit.CheckParent(key, row.head, entries[0]); err != nil {
-		return err
+		return 0, err
 	}
 
 	info := row.info
@@ -128,7 +136,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries
 	var title any // nil keeps the stored title
 	if (!hadTitle || retitled) && info.Title != "" {
 		if title, err = s.sealTitle(key, info.Title); err != nil {
-			return fmt.Errorf("sqlitestore: session %s: sealing title: %w", key, err)
+			return 0, fmt.Errorf("sqlitestore: session %s: sealing title: %w", key, err)
 		}
 	}
 	last := entries[len(entries)-1].ID
@@ -137,7 +145,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries
 			info.LastActivity.UnixNano(), title, info.MessageCount, info.PendingApprovals, info.Compactions, info.Entries, last, row.sid)
 	} else {
 		if err := s.sweepNamespace(ctx, tx, key.Namespace()); err != nil {
-			return s.fail("append to", key, err)
+			return 0, s.fail("append to", key, err)
 		}
 		var res sql.Result
 		res, err = s.txStmt(ctx, tx, insertSessionSQL).ExecContext(ctx,
@@ -148,31 +156,30 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries
 		}
 	}
 	if err != nil {
-		return s.fail("append to", key, err)
+		return 0, s.fail("append to", key, err)
 	}
 	for i, e := range entries {
-		if err := s.insertEntry(ctx, tx, key, row.sid, row.info.Entries+i, e, bodies[i]); err != nil {
-			return err
+		q, err := s.insertEntry(ctx, tx, key, row.sid, row.info.Entries+i, e, bodies[i])
+		if err != nil {
+			return 0, err
+		}
+		if q {
+			queued++
 		}
 	}
-	return nil
+	return queued, nil
 }
 
 // insertEntry inserts entry e, encoded as body, at position seq of the
-// session whose row is sid, with its text for search.
-func (s *Store) insertEntry(ctx context.Context, tx *sql.Tx, key store.Key, sid int64, seq int, e transcript.Entry, body []byte) error {
+// session whose row is sid, and queues it for the search index when it has
+// text to search (queued).
+func (s *Store) insertEntry(ctx context.Context, tx *sql.Tx, key store.Key, sid int64, seq int, e transcript.Entry, body []byte) (queued bool, err error) {
 	ts := e.Timestamp.UnixNano() // CheckEntry keeps it within what nanoseconds hold
-	text, searchable := storekit.SearchText(e)
+	_, searchable := storekit.SearchText(e)
 	searchable = searchable && s.cfg.protector == nil
-	// The index holds the text as storekit.MatchText compares it, lowered by
-	// Go's rules; the tokenizer's own case folding then acts on the query
-	// and the text alike, so that a match for MatchText is always a match
-	// for the index too.
-	text = strings.ToLower(text)
-	var err error
 	if s.cfg.protector != nil {
 		if body, err = s.cfg.protector.Seal(body, seal.AssociatedData(key.Agent, key.Owner, key.ID, seq)); err != nil {
-			return fmt.Errorf("sqlitestore: session %s: sealing entry %d: %w", key, seq, err)
+			return false, fmt.Errorf("sqlitestore: session %s: sealing entry %d: %w", key, seq, err)
 		}
 	}
 	eid, err := s.newRowID(ctx, tx, ts)
@@ -180,12 +187,12 @@ func (s *Store) insertEntry(ctx context.Context, tx *sql.Tx, key store.Key, sid 
 		_, err = s.txStmt(ctx, tx, insertEntrySQL).ExecContext(ctx, eid, sid, seq, ts, searchable, body)
 	}
 	if err == nil && searchable {
-		_, err = s.txStmt(ctx, tx, insertTextSQL).ExecContext(ctx, eid, text)
+		_, err = s.txStmt(ctx, tx, queueTextSQL).ExecContext(ctx, eid)
 	}
 	if err != nil {
-		return s.fail("append to", key, err)
+		return false, s.fail("append to", key, err)
 	}
-	return nil
+	return searchable, nil
 }
 
 // sessionRow is a session's row as Append needs it: the zero value is a

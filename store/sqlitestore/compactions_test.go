@@ -36,6 +36,7 @@ func TestMigrationCountsCompactions(t *testing.T) {
 					entries = append(entries, e)
 				}
 			}
+			toVersion2(t, s)
 			for _, stmt := range []string{`ALTER TABLE sessions DROP COLUMN compactions`, `PRAGMA user_version = 1`} {
 				if _, err := s.w.Exec(stmt); err != nil {
 					t.Fatal(err)

@@ -18,8 +18,9 @@
 // The database runs in write-ahead-log mode with synchronous=FULL. Each
 // Append is one transaction, and committing it writes the log and syncs it
 // to disk (fsync) before Append returns: when Append returns nil, the
-// entry, its session's row and its search index row are on disk and survive
-// a crash of the process or of the machine. A crash before that loses the
+// entry, its session's row and its place in the search index (or in the
+// queue of entries awaiting it: see Search) are on disk and survive a
+// crash of the process or of the machine. A crash before that loses the
 // whole transaction and never part of it. Delete, Prune and the TTL sweep
 // are durable the same way. The log is copied into the main file later, by
 // checkpoints; until then the -wal file is part of the database, so a
@@ -82,7 +83,16 @@
 // on the candidates of the longer words, and a query of only such words
 // walks the entries newest first. Candidates come newest first from the
 // index without sorting (entry row ids are ordered by time), so a search
-// reads as many candidates as it needs to fill its limit. A search within
+// reads as many candidates as it needs to fill its limit.
+//
+// The index is kept a batch behind the entries: an append queues its
+// entries (table fts_pending, in its own transaction) instead of indexing
+// them, since an FTS5 update per transaction was two thirds of the pages a
+// turn's commit wrote, and the append that finds 128 entries queued
+// indexes all of them in its transaction, so a turn writes about 6 pages
+// of the log instead of 14. Search reads the queued entries besides the
+// index's matches, merged newest first, and checks them the same way, so
+// that its results do not depend on whether an entry is indexed yet. A search within
 // one session of at most 2,000 entries reads that session's entries
 // instead. Owner isolation holds: a search sees its own namespace's sessions
 // only.

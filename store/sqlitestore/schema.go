@@ -45,7 +45,7 @@ var migrations = [][]string{
 		// One row per entry, at position seq of its session. eid orders
 		// entries by time (see rowid.go). body is the entry's wire JSON, or
 		// sealed bytes under a protector. indexed says whether the entry
-		// has a row in entries_fts.
+		// has a row in entries_fts (from version 3: or in fts_pending).
 		`CREATE TABLE entries (
 			eid     INTEGER PRIMARY KEY,
 			sid     INTEGER NOT NULL REFERENCES sessions (sid) ON DELETE CASCADE,
@@ -79,6 +79,20 @@ var migrations = [][]string{
 				AND json_extract(CAST(e.body AS TEXT), '$.type') = 'session.compaction')`,
 		`INSERT INTO settings (name, value)
 			SELECT 'compactions', 'uncounted' FROM settings WHERE name = 'sealed' AND value = '1'`,
+	},
+	// 3: fts_pending, the searchable entries not yet in entries_fts. An
+	// append queues its entries' row ids here rather than indexing them,
+	// which cost two thirds of the pages a turn's commit wrote; a later
+	// append indexes the queue in one go (see indexPending), and Search
+	// reads the queued entries besides the index's matches. indexed now
+	// says whether the entry is searchable: in entries_fts or queued.
+	{
+		`CREATE TABLE fts_pending (eid INTEGER PRIMARY KEY)`,
+		`DROP TRIGGER entries_fts_delete`,
+		`CREATE TRIGGER entries_fts_delete AFTER DELETE ON entries WHEN old.indexed BEGIN
+			DELETE FROM entries_fts WHERE rowid = old.eid;
+			DELETE FROM fts_pending WHERE eid = old.eid;
+		END`,
 	},
 }
 

@@ -124,31 +124,42 @@ func (s *Store) Search(ctx context.Context, ns store.Namespace, q store.SearchQu
 // searchSQL returns the query for the candidates of a search, newest
 // first. With a MATCH the index drives (CROSS JOIN fixes the join order:
 // index, entry, session) and yields its matches by descending row id with
-// no sort. Without one, the entries table does the same; for one session,
-// its own entries, sorted.
+// no sort; the entries queued for the index (fts_pending, a batch at
+// most) are candidates too, and SQLite merges the two streams, each in
+// row id order, as it goes (a compound SELECT's ORDER BY on the row ids
+// each part yields in order: MERGE (UNION ALL), no sort of the matches).
+// Without one, the entries table does the same; for one session, its own
+// entries, sorted.
 func searchSQL(ns store.Namespace, session, match string, cutoff int64) (string, []any) {
 	var b strings.Builder
 	var args []any
-	b.WriteString(`SELECT e.eid, e.ts, e.seq, e.sid, s.id, e.body FROM `)
+	where := func() {
+		b.WriteString(`s.agent = ? AND s.owner = ? AND ` + visible)
+		args = append(args, ns.Agent, ns.Owner, cutoff)
+		if session != "" {
+			b.WriteString(` AND s.id = ?`)
+			args = append(args, session)
+		}
+	}
 	switch {
 	case match != "":
-		b.WriteString(`entries_fts CROSS JOIN entries e ON e.eid = entries_fts.rowid CROSS JOIN sessions s ON s.sid = e.sid
+		b.WriteString(`SELECT entries_fts.rowid, e.ts, e.seq, e.sid, s.id, e.body
+			FROM entries_fts CROSS JOIN entries e ON e.eid = entries_fts.rowid CROSS JOIN sessions s ON s.sid = e.sid
 			WHERE entries_fts MATCH ? AND `)
 		args = append(args, match)
+		where()
+		b.WriteString(` UNION ALL SELECT p.eid, e.ts, e.seq, e.sid, s.id, e.body
+			FROM fts_pending p CROSS JOIN entries e ON e.eid = p.eid CROSS JOIN sessions s ON s.sid = e.sid
+			WHERE `)
+		where()
+		b.WriteString(` ORDER BY 1 DESC`)
 	case session != "":
-		b.WriteString(`sessions s CROSS JOIN entries e ON e.sid = s.sid WHERE e.indexed AND `)
+		b.WriteString(`SELECT e.eid, e.ts, e.seq, e.sid, s.id, e.body FROM sessions s CROSS JOIN entries e ON e.sid = s.sid WHERE e.indexed AND `)
+		where()
+		b.WriteString(` ORDER BY e.eid DESC`)
 	default:
-		b.WriteString(`entries e CROSS JOIN sessions s ON s.sid = e.sid WHERE e.indexed AND `)
-	}
-	b.WriteString(`s.agent = ? AND s.owner = ? AND ` + visible)
-	args = append(args, ns.Agent, ns.Owner, cutoff)
-	if session != "" {
-		b.WriteString(` AND s.id = ?`)
-		args = append(args, session)
-	}
-	if match != "" {
-		b.WriteString(` ORDER BY entries_fts.rowid DESC`)
-	} else {
+		b.WriteString(`SELECT e.eid, e.ts, e.seq, e.sid, s.id, e.body FROM entries e CROSS JOIN sessions s ON s.sid = e.sid WHERE e.indexed AND `)
+		where()
 		b.WriteString(` ORDER BY e.eid DESC`)
 	}
 	return b.String(), args

@@ -38,6 +38,17 @@ var hostileQueries = []string{
 }
 
 func TestSearchMatchesScan(t *testing.T) {
+	// Every entry indexed at once; some indexed, the newest queued; every
+	// entry queued for the index.
+	for _, batch := range []int{1, 7, 1 << 20} {
+		t.Run(fmt.Sprint("index batch ", batch), func(t *testing.T) {
+			withIndexBatch(t, batch)
+			testSearchMatchesScan(t)
+		})
+	}
+}
+
+func testSearchMatchesScan(t *testing.T) {
 	s := openTest(t)
 	ns := store.Namespace{Agent: "a", Owner: "u"}
 	start := time.Now().Add(-time.Hour).Truncate(time.Millisecond)

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -109,6 +110,16 @@ func TestTTL(t *testing.T) {
 }
 
 func TestTTLSweep(t *testing.T) {
+	// Every entry indexed at once, and every entry queued for the index.
+	for _, batch := range []int{1, 1 << 20} {
+		t.Run(fmt.Sprint("index batch ", batch), func(t *testing.T) {
+			withIndexBatch(t, batch)
+			testTTLSweep(t, batch == 1)
+		})
+	}
+}
+
+func testTTLSweep(t *testing.T, indexed bool) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	c := &clock{t: t0}
 	path := filepath.Join(t.TempDir(), "spool.db")
@@ -140,8 +151,15 @@ func TestTTLSweep(t *testing.T) {
 	if n := rawCount(t, s, `SELECT count(*) FROM entries`); n != 3 {
 		t.Fatalf("after the sweeps: %d entries stored, want 3", n)
 	}
-	if n := rawCount(t, s, `SELECT count(*) FROM entries_fts WHERE entries_fts MATCH '"message"'`); n != 1 {
-		t.Fatalf("after the sweeps: %d index rows match \"message\", want 1 (new's)", n)
+	if n := rawCount(t, s, `SELECT count(*) FROM fts_pending p LEFT JOIN entries e ON e.eid = p.eid WHERE e.eid IS NULL`); n != 0 {
+		t.Fatalf("after the sweeps: %d entries queued for the index are gone", n)
+	}
+	want := 0 // queued, not indexed
+	if indexed {
+		want = 1
+	}
+	if n := rawCount(t, s, `SELECT count(*) FROM entries_fts WHERE entries_fts MATCH '"message"'`); n != want {
+		t.Fatalf("after the sweeps: %d index rows match \"message\", want %d (new's)", n, want)
 	}
 	if n := rawCount(t, s, `SELECT count(*) FROM entries_fts WHERE entries_fts MATCH '"answer"'`); n != 0 {
 		t.Fatalf("after the sweeps: %d index rows match \"answer\", want 0", n)
