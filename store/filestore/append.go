@@ -139,7 +139,7 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	sf, err := s.openSession(ctx, ix, key.ID, true, create)
+	sf, err := s.openSession(ctx, ix, key.ID, true, create, true)
 	if err != nil {
 		return false, err
 	}
@@ -355,7 +355,10 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 		return false, err
 	}
 	defer release()
-	sf, err := s.openSession(ctx, ix, key.ID, true, false)
+	// Not a kept file: the transcript goes, and its space with the last
+	// descriptor.
+	s.handles.drop(sessionPath(ix.dir, key.ID))
+	sf, err := s.openSession(ctx, ix, key.ID, true, false, false)
 	if err != nil {
 		return false, err
 	}

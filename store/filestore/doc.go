@@ -72,7 +72,9 @@
 // any number of goroutines and processes never interleave one session, a
 // conditional append is checked against what is on disk, and a reader never
 // sees half an append. Locker holds a separate lock per session for a whole
-// turn. A Delete waits for the appends and reads in progress; an append
+// turn. Between appends a Store keeps a few recently appended transcripts
+// open, unlocked (not on Windows; see handles.go), and checks at the next
+// append that the file still has its name. A Delete waits for the appends and reads in progress; an append
 // that waited on a deleted file starts over on the new one.
 //
 // Every wait for a session's lock (the transcript's, the turn lock, and

@@ -31,3 +31,5 @@ func statEach(dir *os.File, names []string, fn func(i int, st fileState, regular
 }
 func fileID(st fs.FileInfo) uint64                   { return 0 }
 func pathErr(op string, f *os.File, err error) error { return err }
+
+const keepHandles = false

@@ -139,3 +139,7 @@ func pathErr(op string, f *os.File, err error) error {
 	}
 	return &os.PathError{Op: op, Path: f.Name(), Err: err}
 }
+
+// keepHandles: transcripts stay open between appends (handles.go); a file
+// deleted or replaced meanwhile is noticed by its link count.
+const keepHandles = true

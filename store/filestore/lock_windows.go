@@ -105,3 +105,8 @@ func pathErr(op string, f *os.File, err error) error {
 	}
 	return &os.PathError{Op: op, Path: f.Name(), Err: err}
 }
+
+// keepHandles: no transcript stays open between appends (handles.go): a
+// deleted file keeps its name while a handle holds it, so another
+// process could not make the session again.
+const keepHandles = false

@@ -77,7 +77,7 @@ func (s *Store) openRead(ctx context.Context, key store.Key) (*sfile, *index, er
 	if err := ix.checkCase(key.ID); err != nil {
 		return nil, nil, err
 	}
-	sf, err := s.openSession(ctx, ix, key.ID, false, false)
+	sf, err := s.openSession(ctx, ix, key.ID, false, false, false)
 	return sf, ix, err
 }
 

@@ -118,7 +118,8 @@ func (s *Store) resealSession(ctx context.Context, ix *index, key store.Key, to 
 		return false, err
 	}
 	defer release()
-	sf, err := s.openSession(ctx, ix, key.ID, true, false)
+	s.handles.drop(sessionPath(ix.dir, key.ID)) // the transcript is replaced
+	sf, err := s.openSession(ctx, ix, key.ID, true, false, false)
 	if err != nil || sf == nil {
 		return false, err
 	}

@@ -24,6 +24,7 @@ type sfile struct {
 	f    *os.File
 	path string
 	fileState
+	keep *handles // where close puts f back (handles.go), or nil to close it
 }
 
 // fileState is what says a file changed: its size, its mtime, and its
@@ -39,7 +40,15 @@ func stateOf(st fs.FileInfo) fileState {
 	return fileState{size: st.Size(), mtime: st.ModTime().UnixNano(), ino: fileID(st)}
 }
 
-func (sf *sfile) close() { unlockAndClose(sf.f) }
+// close releases the lock, and closes the file or keeps it for the next
+// append (see handles).
+func (sf *sfile) close() {
+	if sf.keep != nil {
+		sf.keep.put(sf.path, sf.f)
+		return
+	}
+	unlockAndClose(sf.f)
+}
 
 func (sf *sfile) stat() error {
 	st, err := sf.f.Stat()
@@ -53,8 +62,10 @@ func (sf *sfile) stat() error {
 // openSession opens and locks the transcript of id, waiting for the lock
 // until ctx is done. Without create it returns nil for a session that has
 // no file. Before it returns, a torn last line is set aside (repairTorn), so
-// every line of the file is whole.
-func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive, create bool) (*sfile, error) {
+// every line of the file is whole. With reuse (appends only) it takes the
+// file from those kept open between appends, when there, and close keeps
+// it again (see handles).
+func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive, create, reuse bool) (*sfile, error) {
 	path := sessionPath(ix.dir, id)
 	flag := os.O_RDONLY
 	if exclusive {
@@ -64,7 +75,14 @@ func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive
 		flag |= os.O_CREATE
 	}
 	for attempt := 0; attempt < 100; attempt++ {
-		f, err := openFile(path, flag, fileMode)
+		var f *os.File
+		var err error
+		if reuse && attempt == 0 {
+			f = s.handles.take(path)
+		}
+		if f == nil {
+			f, err = openFile(path, flag, fileMode)
+		}
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				if !create {
@@ -95,6 +113,9 @@ func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive
 			continue
 		}
 		sf := &sfile{f: f, path: path, fileState: stateOf(st)}
+		if reuse {
+			sf.keep = &s.handles
+		}
 		if create && sf.size == 0 && st.Mode().Perm() != fileMode {
 			f.Chmod(fileMode) // the umask may have narrowed it
 		}
@@ -124,7 +145,7 @@ func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive
 		// Setting the tail aside needs the exclusive lock; take it on a
 		// file of its own and start over.
 		sf.close()
-		w, err := s.openSession(ctx, ix, id, true, false)
+		w, err := s.openSession(ctx, ix, id, true, false, false)
 		if err != nil {
 			return nil, err
 		}

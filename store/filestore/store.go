@@ -39,6 +39,10 @@ type Store struct {
 	// writers shared one a third of the time, and their syncs queued).
 	sessions storekit.LocalLocks
 
+	// handles keeps the transcripts appends used open (handles.go); only
+	// the holder of a session's lock in sessions takes or puts its file.
+	handles handles
+
 	// writer is this Store's writer mark, made at its first write, and
 	// markedNS the namespaces whose indexes name it (marks.go); every
 	// append and delete holds wmu to read, and Close to write.
@@ -159,8 +163,8 @@ func New(ctx context.Context, root string, opts ...Option) (*Store, error) {
 // Root returns the folder the store keeps its sessions in.
 func (s *Store) Root() string { return s.root }
 
-// Close closes the index files. The sessions' files are closed after every
-// call already. Calls after Close fail with ErrClosed.
+// Close closes the index files and the transcripts kept open between
+// appends. Calls after Close fail with ErrClosed.
 func (s *Store) Close() error {
 	s.wmu.Lock() // after the writes under way
 	defer s.wmu.Unlock()
@@ -181,6 +185,7 @@ func (s *Store) Close() error {
 			first = err
 		}
 	}
+	s.handles.close()
 	s.unmarkWriter(writer, marked)
 	return first
 }

@@ -203,7 +203,7 @@ var compareHook func(dir string)
 // session's lock is held from the read to the record, so the record cannot
 // land after a newer one.
 func (s *Store) rescan(ctx context.Context, ix *index, id string) error {
-	sf, err := s.openSession(ctx, ix, id, false, false)
+	sf, err := s.openSession(ctx, ix, id, false, false, false)
 	if err != nil {
 		return err
 	}
