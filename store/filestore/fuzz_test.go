@@ -39,6 +39,34 @@ func readAll(t *testing.T, root string) ([]transcript.Entry, error) {
 	return entries, err
 }
 
+// sameRead checks that Read of the session gives the same result read
+// whole (readWhole, what a short transcript gets) and streamed line by
+// line: the same entries, or the same first failure.
+func sameRead(t *testing.T, root string) {
+	t.Helper()
+	s, err := New(t.Context(), root, WithRetention(store.Retention{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	whole, errW := s.Read(t.Context(), fuzzKey)
+	defer func(w int64) { wholeRead = w }(wholeRead)
+	wholeRead = -1
+	streamed, errS := s.Read(t.Context(), fuzzKey)
+	var cw, cs *store.CorruptError
+	switch {
+	case errW == nil && errS == nil:
+		sameEntries(t, whole, streamed)
+	case errors.As(errW, &cw) && errors.As(errS, &cs):
+		if cw.Position != cs.Position || cw.Where != cs.Where {
+			t.Fatalf("read whole: %v; streamed: %v", errW, errS)
+		}
+	case errors.Is(errW, ErrEncrypted) && errors.Is(errS, ErrEncrypted):
+	default:
+		t.Fatalf("read whole: %v; streamed: %v", errW, errS)
+	}
+}
+
 // FuzzReadFile reads a transcript file of arbitrary bytes: no read panics,
 // each returns entries or an error matching store.ErrCorrupt (or
 // ErrEncrypted for what looks sealed), and a file that read cleanly keeps
@@ -56,6 +84,7 @@ func FuzzReadFile(f *testing.F) {
 		root := t.TempDir()
 		writeRaw(t, filepath.Join(root, "a", "s.jsonl"), data, os.O_TRUNC)
 		first, err := readAll(t, root)
+		sameRead(t, root) // the first read set any torn tail aside
 		if err != nil {
 			return
 		}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
+	"sync"
 
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/storekit"
@@ -20,14 +22,23 @@ import (
 // *store.CorruptError naming the file and line;
 // a sealed line in a store without a protector fails with ErrEncrypted, and
 // one sealed with another key with an error matching seal.ErrWrongKey.
+//
+// A transcript of up to wholeRead bytes is read in one read and its lines
+// decoded by several goroutines at once (see readWhole); a longer one is
+// streamed a line at a time, so memory follows the entries returned.
 func (s *Store) Read(ctx context.Context, key store.Key) ([]transcript.Entry, error) {
 	sf, _, err := s.openRead(ctx, key)
 	if err != nil || sf == nil {
 		return nil, err
 	}
 	defer sf.close()
+	if sf.size <= wholeRead {
+		return s.readWhole(ctx, key, sf)
+	}
 	var entries []transcript.Entry
 	lr := newLineReader(sf.f, 0, sf.size)
+	no := 0
+	where := func() string { return sf.path + ":" + strconv.Itoa(no) }
 	for pos := 0; ; {
 		if pos%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -35,19 +46,18 @@ func (s *Store) Read(ctx context.Context, key store.Key) ([]transcript.Entry, er
 			}
 		}
 		line, err := lr.next()
-		no := lr.no
+		no = lr.no
 		switch {
 		case errors.Is(err, io.EOF):
 			return entries, nil
 		case errors.Is(err, errLongLine):
-			return nil, &store.CorruptError{Key: key, Position: pos, Where: sf.path + ":" + strconv.Itoa(no), Err: err}
+			return nil, &store.CorruptError{Key: key, Position: pos, Where: where(), Err: err}
 		case err != nil:
 			return nil, fmt.Errorf("filestore: reading %s: %w", sf.path, err)
 		}
 		if blank(line) {
 			continue
 		}
-		where := func() string { return sf.path + ":" + strconv.Itoa(no) }
 		e, err := s.decodeLine(line, key, pos, where)
 		if err != nil {
 			return nil, err
@@ -62,6 +72,106 @@ func (s *Store) Read(ctx context.Context, key store.Key) ([]transcript.Entry, er
 		}
 		pos++
 	}
+}
+
+// wholeRead is the longest transcript Read reads in one piece (a
+// variable for tests); readPart the least a goroutine of readWhole
+// decodes.
+var wholeRead int64 = 64 << 20
+
+const readPart = 256 << 10
+
+// readWhole is Read of a transcript read in one read: it finds the lines
+// that hold entries, decodes them into their places from up to GOMAXPROCS
+// goroutines, each a run of lines, and checks the chain once they are
+// decoded. The first failure by position is the one reported, as a line
+// by line read would.
+func (s *Store) readWhole(ctx context.Context, key store.Key, sf *sfile) ([]transcript.Entry, error) {
+	buf := make([]byte, sf.size)
+	if n, err := sf.f.ReadAt(buf, 0); n < len(buf) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // the file shrank under the lock
+		}
+		return nil, fmt.Errorf("filestore: reading %s: %w", sf.path, err)
+	}
+	// The lines that hold entries, as start offsets with their line
+	// numbers; the file ends in a newline (openSession saw to it).
+	starts := make([]lineAt, 0, bytes.Count(buf, []byte{'\n'}))
+	for at, no := 0, 1; at < len(buf); no++ {
+		i := bytes.IndexByte(buf[at:], '\n')
+		if i < 0 {
+			return nil, fmt.Errorf("filestore: reading %s: %w", sf.path, io.ErrUnexpectedEOF)
+		}
+		line := buf[at : at+i]
+		if len(line)+1 > transcript.MaxLineSize {
+			return nil, &store.CorruptError{Key: key, Position: len(starts), Where: sf.path + ":" + strconv.Itoa(no), Err: errLongLine}
+		}
+		if !blank(line) {
+			starts = append(starts, lineAt{start: at, end: at + i, no: no})
+		}
+		at += i + 1
+	}
+	entries := make([]transcript.Entry, len(starts))
+	parts := min(runtime.GOMAXPROCS(0), len(buf)/readPart+1, len(starts))
+	errs := make([]error, parts)
+	failedAt := make([]int, parts) // the position of errs[part]
+	decode := func(part int) {
+		from, to := part*len(starts)/parts, (part+1)*len(starts)/parts
+		for pos := from; pos < to; pos++ {
+			if (pos-from)%256 == 0 {
+				if err := ctx.Err(); err != nil {
+					errs[part], failedAt[part] = err, pos
+					return
+				}
+			}
+			l := starts[pos]
+			e, err := s.decodeLine(buf[l.start:l.end], key, pos, func() string { return sf.path + ":" + strconv.Itoa(l.no) })
+			if err != nil {
+				errs[part], failedAt[part] = err, pos
+				return
+			}
+			entries[pos] = e
+		}
+	}
+	if parts > 1 {
+		var wg sync.WaitGroup
+		for part := 1; part < parts; part++ {
+			wg.Go(func() { decode(part) })
+		}
+		decode(0)
+		wg.Wait()
+	} else if parts == 1 {
+		decode(0)
+	}
+	for part, err := range errs {
+		if err != nil {
+			// Every entry before the first failure decoded: a broken
+			// link among them comes first, as in a read line by line.
+			if cerr := s.checkRead(key, sf, entries[:failedAt[part]], starts); cerr != nil {
+				return nil, cerr
+			}
+			return nil, err
+		}
+	}
+	if err := s.checkRead(key, sf, entries, starts); err != nil {
+		return nil, err
+	}
+	return entries, nil
+}
+
+// lineAt is where a line of a transcript read whole is: its bytes
+// [start, end) and its 1-based line number.
+type lineAt struct{ start, end, no int }
+
+// checkRead checks the chain of entries, the first at position 0, naming
+// the line of a broken link.
+func (s *Store) checkRead(key store.Key, sf *sfile, entries []transcript.Entry, starts []lineAt) error {
+	err := storekit.CheckChain(key, 0, "", entries)
+	var ce *store.CorruptError
+	if errors.As(err, &ce) && ce.Where == "" {
+		ce.Where = sf.path + ":" + strconv.Itoa(starts[ce.Position].no)
+	}
+	return err
 }
 
 // openRead opens the session's transcript for reading, or returns nil for
