@@ -291,37 +291,133 @@ func (s *Store) appendOneBatch(ctx context.Context, b store.Batch) error {
 
 // appendBulkTx sends the batches' statements together, one round trip:
 // Postgres runs a pipeline ended by one Sync as one implicit transaction,
-// so an error rolls all of it back. It returns the index of the first
-// batch whose first statement found the session's head elsewhere, or -1;
-// the statements after it matched nothing either (their parents are
-// entries that were not appended), and batches before it stay appended.
+// so an error rolls all of it back. Each batch is one statement
+// (appendBatchSQL or appendBatchFirstSQL): the session row is updated
+// once, by the batch's effect composed in Go (batchOf), and the entries
+// inserted from arrays, so a batch of a thousand entries costs one row
+// update instead of a thousand updates of the same row. It returns the
+// index of the first batch whose statement found the session's head
+// elsewhere, or -1; the statements after it matched nothing either (their
+// parents are entries that were not appended), and batches before it stay
+// appended.
 func (s *Store) appendBulkTx(ctx context.Context, batches []store.Batch, rows [][]row) (int, error) {
 	var q pgx.Batch
 	for i, b := range batches {
 		k := b.Key
-		for j, e := range b.Entries {
-			r := rows[i][j]
-			if j == 0 && e.ParentID == "" {
-				q.Queue(s.sql(appendFirstSQL), k.Agent, k.Owner, k.ID, e.ID, r.tsNs, r.messages, r.title, r.pending, r.line, r.search, r.compacts)
-				continue
-			}
-			q.Queue(s.sql(appendNextSQL), k.Agent, k.Owner, k.ID, e.ID, r.tsNs, r.messages, r.title, r.pending,
-				e.ParentID, s.cutoff(), r.line, r.search, r.retitle, r.compacts)
+		if len(b.Entries) == 0 {
+			continue
 		}
+		eff := batchOf(b.Entries, rows[i])
+		if b.Entries[0].ParentID == "" {
+			q.Queue(s.sql(appendBatchFirstSQL), k.Agent, k.Owner, k.ID, eff.head, eff.firstNs, eff.lastNs, eff.titleIfEmpty,
+				eff.messages, max(eff.pendingAdd, eff.pendingFloor), eff.compacts, eff.n,
+				eff.ids, eff.ts, eff.lines, eff.search)
+			continue
+		}
+		q.Queue(s.sql(appendBatchSQL), k.Agent, k.Owner, k.ID, eff.head, eff.lastNs, eff.messages,
+			eff.titleIfEmpty, eff.titleIfSet, eff.pendingAdd, eff.pendingFloor, eff.compacts, eff.n,
+			b.Entries[0].ParentID, s.cutoff(), eff.ids, eff.ts, eff.lines, eff.search)
 	}
 	res := s.pool.SendBatch(ctx, &q)
 	refused := -1
 	for i, b := range batches {
-		for range b.Entries {
-			tag, err := res.Exec()
-			if err != nil {
-				res.Close()
-				return -1, err
-			}
-			if tag.RowsAffected() != 1 && refused < 0 {
-				refused = i
-			}
+		if len(b.Entries) == 0 {
+			continue
+		}
+		tag, err := res.Exec()
+		if err != nil {
+			res.Close()
+			return -1, err
+		}
+		if tag.RowsAffected() != int64(len(b.Entries)) && refused < 0 {
+			refused = i
 		}
 	}
 	return refused, res.Close()
+}
+
+// appendBatchSQL appends a batch to a session that has entries: the
+// session row moves from the batch's first parent ($13) to its last entry
+// as appendNextSQL moves it for one, by the batch's composed effect (see
+// batchEffect), and the entries go in from arrays at the positions after
+// the count the row had.
+const appendBatchSQL = `WITH s AS (
+	UPDATE {s}.sessions SET
+		head = $4,
+		entries = entries + $12,
+		last_ns = GREATEST(last_ns, $5),
+		message_count = message_count + $6,
+		title = CASE WHEN title = '' THEN $7 ELSE coalesce($8, title) END,
+		pending = GREATEST(pending + $9, $10),
+		compactions = compactions + $11
+	WHERE agent = $1 AND owner = $2 AND id = $3 AND head = $13
+		AND (last_ns >= $14 OR pending > 0)
+	RETURNING entries - $12 AS seq
+)
+INSERT INTO {s}.entries (agent, owner, session, seq, entry_id, ts_ns, entry, search)
+SELECT $1, $2, $3, (s.seq + u.ord - 1)::integer, u.entry_id, u.ts_ns, u.entry, u.search
+FROM s, unnest($15::text[], $16::bigint[], $17::bytea[], $18::text[]) WITH ORDINALITY AS u(entry_id, ts_ns, entry, search, ord)`
+
+// appendBatchFirstSQL starts a session with a batch, as appendFirstSQL
+// does with one entry.
+const appendBatchFirstSQL = `WITH s AS (
+	INSERT INTO {s}.sessions (agent, owner, id, started_ns, last_ns, title, message_count, pending, compactions, entries, head)
+	VALUES ($1, $2, $3, $5, $6, $7, $8, $9, $10, $11, $4)
+	ON CONFLICT (agent, owner, id) DO NOTHING
+	RETURNING 0 AS seq
+)
+INSERT INTO {s}.entries (agent, owner, session, seq, entry_id, ts_ns, entry, search)
+SELECT $1, $2, $3, (s.seq + u.ord - 1)::integer, u.entry_id, u.ts_ns, u.entry, u.search
+FROM s, unnest($12::text[], $13::bigint[], $14::bytea[], $15::text[]) WITH ORDINALITY AS u(entry_id, ts_ns, entry, search, ord)`
+
+// batchEffect is what a batch does to its session's row, composed from
+// what each entry does in appendNextSQL, so that one statement applies
+// all of it and the row ends exactly as the entries appended one by one
+// would leave it:
+//
+//   - pending: each entry sets it to GREATEST(pending + d, 0); a run of
+//     those is GREATEST(pending + pendingAdd, pendingFloor).
+//   - title: each entry sets it to its title when the title is empty or
+//     the entry renames the session; the result depends only on whether
+//     the title was empty before: titleIfEmpty if it was, else titleIfSet
+//     (nil: the title stays).
+type batchEffect struct {
+	n                        int
+	head                     string
+	firstNs, lastNs          int64
+	messages, compacts       int
+	pendingAdd, pendingFloor int
+	titleIfEmpty             string
+	titleIfSet               *string
+	ids                      []string
+	ts                       []int64
+	lines                    [][]byte
+	search                   []*string
+}
+
+func batchOf(entries []transcript.Entry, rows []row) batchEffect {
+	eff := batchEffect{n: len(entries), head: entries[len(entries)-1].ID, firstNs: rows[0].tsNs, lastNs: rows[0].tsNs}
+	for i, r := range rows {
+		eff.lastNs = max(eff.lastNs, r.tsNs)
+		eff.messages += r.messages
+		eff.compacts += r.compacts
+		eff.pendingAdd += r.pending
+		if i == 0 {
+			eff.pendingFloor = 0 // GREATEST(x + d, 0) for any x
+		} else {
+			eff.pendingFloor = max(eff.pendingFloor+r.pending, 0)
+		}
+		if eff.titleIfEmpty == "" || r.retitle {
+			eff.titleIfEmpty = r.title
+		}
+		if (eff.titleIfSet != nil && *eff.titleIfSet == "") || r.retitle {
+			t := r.title
+			eff.titleIfSet = &t
+		}
+		eff.ids = append(eff.ids, entries[i].ID)
+		eff.ts = append(eff.ts, r.tsNs)
+		eff.lines = append(eff.lines, r.line)
+		eff.search = append(eff.search, r.search)
+	}
+	return eff
 }

@@ -93,7 +93,9 @@ func TestIndexQueue(t *testing.T) {
 	ns := store.Namespace{Agent: "a"}
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	queued := func() int { return rawCount(t, s, `SELECT count(*) FROM fts_pending`) }
-	indexed := func() int { return rawCount(t, s, `SELECT count(*) FROM entries_fts WHERE entries_fts MATCH '"parcel"'`) }
+	indexed := func() int {
+		return rawCount(t, s, `SELECT count(*) FROM entries_fts WHERE entries_fts MATCH '"parcel"'`)
+	}
 
 	first := say("", at, "my parcel is late", "where is the parcel", "no tracking")
 	if err := s.AppendBatch(t.Context(), ns.Key("s1"), first); err != nil {
@@ -198,7 +200,6 @@ func TestMigrationQueuesIndex(t *testing.T) {
 		t.Fatalf("%d index and queue rows left, want the new session's 1", n)
 	}
 }
-
 
 // TestSearchPlanMerges: a search through the index merges the index's
 // matches with the queued entries as both come, in row id order, and

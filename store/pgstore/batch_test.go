@@ -1,0 +1,95 @@
+package pgstore
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storetest"
+	"github.com/spool-go/spool/transcript"
+)
+
+// TestBatchEffectMatchesOneByOne appends random transcripts (messages,
+// approval requests and decisions, decisions with nothing pending,
+// renames, compactions) to one session an entry at a time and to another
+// in batches of random sizes, and checks that the two sessions' rows and
+// transcripts are the same: one statement per batch (batchOf's composed
+// effect) leaves the row as the entries' own statements do.
+func TestBatchEffectMatchesOneByOne(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	ns := store.Namespace{Agent: "a"}
+	for round := range 20 {
+		r := rand.New(rand.NewPCG(uint64(round), 7))
+		at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+		var entries []transcript.Entry
+		for i := range 5 + r.IntN(40) {
+			at = at.Add(time.Duration(r.IntN(3000)-500) * time.Millisecond) // not always forward
+			var e transcript.Entry
+			parent := storetest.Head(entries)
+			switch r.IntN(7) {
+			case 0, 1:
+				e = storetest.NewEntry(parent, at, transcript.TypeUserMessage, transcript.UserMessage{Text: fmt.Sprint("question ", i)})
+			case 2:
+				e = storetest.NewEntry(parent, at, transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: fmt.Sprint("answer ", i)})
+			case 3:
+				e = storetest.NewEntry(parent, at, transcript.TypeApprovalRequest, transcript.ApprovalRequest{
+					ApprovalID: fmt.Sprint("ap", i), CallID: fmt.Sprint("c", i), Tool: "t", Arguments: []byte(`{}`)})
+			case 4:
+				e = storetest.NewEntry(parent, at, transcript.TypeApprovalDecision, transcript.ApprovalDecision{
+					ApprovalID: fmt.Sprint("ap", i), CallID: fmt.Sprint("c", i), Decision: transcript.VerdictAllow, Scope: transcript.ApprovalScopeOnce})
+			case 5:
+				e = storetest.NewEntry(parent, at, transcript.TypeSessionTitle, transcript.SessionTitle{Title: fmt.Sprint("renamed ", i)})
+			case 6:
+				e = storetest.NewEntry(parent, at, transcript.TypeCompaction, transcript.Compaction{Summary: "so far", FirstTurn: "t", LastTurn: "t", Turns: 1})
+			}
+			entries = append(entries, e)
+		}
+		one, batched := ns.Key(fmt.Sprint("one", round)), ns.Key(fmt.Sprint("batched", round))
+		// Bulks of batches of random sizes, the rows compared after each
+		// bulk (a difference in the pending count can heal later).
+		for i := 0; i < len(entries); {
+			var bulk []store.Batch
+			for range 1 + r.IntN(3) {
+				n := min(1+r.IntN(8), len(entries)-i)
+				if n == 0 {
+					break
+				}
+				bulk = append(bulk, store.Batch{Key: batched, Entries: entries[i : i+n]})
+				for _, e := range entries[i : i+n] {
+					if err := s.Append(ctx, one, e); err != nil {
+						t.Fatal(err)
+					}
+				}
+				i += n
+			}
+			if err := s.AppendBulk(ctx, bulk); err != nil {
+				t.Fatal(err)
+			}
+			want, err := s.Stat(ctx, one)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Stat(ctx, batched)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.ID = want.ID
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("round %d, after %d entries: batched session %+v\none by one %+v", round, i, got, want)
+			}
+		}
+		read, err := s.Read(ctx, batched)
+		if err != nil || len(read) != len(entries) {
+			t.Fatalf("round %d: Read of the batched session: %d entries, %v", round, len(read), err)
+		}
+		for i := range read {
+			if !read[i].Equal(entries[i]) {
+				t.Fatalf("round %d: entry %d differs", round, i)
+			}
+		}
+	}
+}
