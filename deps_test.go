@@ -58,7 +58,8 @@ const depsRules = `
 	< server/channel/slack, server/channel/telegram, server/channel/discord;
 	server/channel/slack, server/channel/telegram, server/channel/discord < CHANNELS;
 	server/channel < server/channel/mock, server;
-	MODELS, STORES, store/transfer, telemetry, server, CHANNELS, web < cmd/spool;
+	NONE < internal/termmd;
+	MODELS, STORES, store/transfer, telemetry, server, CHANNELS, web, internal/termmd < cmd/spool;
 
 	# Test support: imported by tests only, never by the code above.
 	NONE < internal/spooltest, internal/replicatest, internal/newcomer,

@@ -133,9 +133,7 @@ func runChat(ctx context.Context, env *environ, args []string) error {
 		ch.interrupts = sig
 	}
 	if isTerminal(env.stdout) {
-		if ch.md, err = newMarkdown(env.stdout, ch.out.on); err != nil {
-			return err
-		}
+		ch.md = newMarkdown(env.stdout, ch.out.on)
 	}
 	if isTerminal(env.stdin) && isTerminal(env.stdout) {
 		ch.interactive = true

@@ -3,15 +3,12 @@ package main
 import (
 	"io"
 	"os"
-	"regexp"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
-	"charm.land/glamour/v2"
 	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/colorprofile"
 	"golang.org/x/term"
+
+	"github.com/spool-go/spool/internal/termmd"
 )
 
 // What the terminal gets (README "spool chat"):
@@ -20,9 +17,9 @@ import (
 //     but the empty string, https://no-color.org) or TERM=dumb; stdout and
 //     stderr are decided on their own, so `spool chat 2>log` keeps colour
 //     on the screen and none in the log.
-//   - The assistant's Markdown rendered (glamour) when stdout is a
-//     terminal, in colour or, with NO_COLOR, in glamour's plain "notty"
-//     style; as the model wrote it when piped.
+//   - The assistant's Markdown rendered (internal/termmd) when stdout is
+//     a terminal, in colour or, with NO_COLOR, with its bold, italics and
+//     underlines only; as the model wrote it when piped.
 //   - Nothing a model or a pasted text says is written to a terminal as a
 //     control sequence: text is stripped of control characters first
 //     (printable, see below), so an answer cannot move the cursor, retitle
@@ -75,94 +72,40 @@ func outputFor(env *environ, w io.Writer) palette {
 
 // printable returns s without control characters (escape sequences
 // included), keeping newlines and tabs: what reaches a terminal, or a
-// transcript from one.
-func printable(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == '\x1b' {
-			i += escapeLen(s[i:])
-			continue
-		}
-		if !isControl(r) {
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
-}
+// transcript from one (termmd.Printable).
+func printable(s string) string { return termmd.Printable(s) }
 
-func isControl(r rune) bool {
-	return r != '\n' && r != '\t' && (unicode.IsControl(r) || r == '\u2028' || r == '\u2029')
-}
+func isControl(r rune) bool { return termmd.IsControl(r) }
 
-// escapeLen is the length of the escape sequence s starts with: ESC and,
-// for CSI (ESC [) and OSC (ESC ]), the rest of the sequence, so that its
-// parameters do not survive as text.
-func escapeLen(s string) int {
-	if len(s) < 2 {
-		return len(s)
-	}
-	switch s[1] {
-	case '[': // CSI: parameters and intermediates, then one final byte
-		for i := 2; i < len(s); i++ {
-			if s[i] >= 0x40 && s[i] <= 0x7e {
-				return i + 1
-			}
-		}
-		return len(s)
-	case ']': // OSC: up to BEL or ESC \
-		for i := 2; i < len(s); i++ {
-			if s[i] == '\a' {
-				return i + 1
-			}
-			if s[i] == '\x1b' && i+1 < len(s) && s[i+1] == '\\' {
-				return i + 2
-			}
-		}
-		return len(s)
-	}
-	return 2
-}
-
-// markdown renders the assistant's Markdown for a terminal, a block at a
-// time: text is held until a block (a paragraph, a list, a fenced code
-// block) is complete, then printed rendered, so that what streams in is
-// never shown twice. Flush prints what is left at the end of a step.
+// markdown renders the assistant's Markdown for a terminal (termmd), a
+// block at a time: text is held until a block (a paragraph, a list, a
+// fenced code block) is complete, then printed rendered, so that what
+// streams in is never shown twice. Flush prints what is left at the end
+// of a step.
 type markdown struct {
-	w     io.Writer
-	r     *glamour.TermRenderer
-	buf   strings.Builder
-	wrote bool
+	w      io.Writer
+	width  int
+	colour bool
+	buf    strings.Builder
+	wrote  bool
 }
 
-// newMarkdown returns a renderer to the terminal w. Without colour, the
-// rendering keeps its bold, italics and underlines and loses its colours.
-func newMarkdown(w io.Writer, colour bool) (*markdown, error) {
-	profile := colorprofile.ANSI256
-	if !colour {
-		profile = colorprofile.ASCII
-	}
-	out := &colorprofile.Writer{Forward: w, Profile: profile}
+// newMarkdown returns a renderer to the terminal w, wrapping at its width
+// (at most 100 columns). Without colour, the rendering keeps its bold,
+// italics and underlines and loses its colours.
+func newMarkdown(w io.Writer, colour bool) *markdown {
 	width := 100
 	if f, ok := w.(*os.File); ok {
 		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
 			width = min(cols-2, 100)
 		}
 	}
-	r, err := glamour.NewTermRenderer(glamour.WithStandardStyle("dark"), glamour.WithWordWrap(width))
-	if err != nil {
-		return nil, err
-	}
-	return &markdown{w: out, r: r}, nil
+	return &markdown{w: w, width: width, colour: colour}
 }
 
 // Write takes the next piece of the answer.
 func (m *markdown) Write(text string) {
-	m.buf.WriteString(printable(text))
+	m.buf.WriteString(text)
 	s := m.buf.String()
 	if cut := blockEnd(s); cut > 0 {
 		m.render(s[:cut])
@@ -182,20 +125,7 @@ func (m *markdown) Flush() {
 }
 
 func (m *markdown) render(src string) {
-	out, err := m.r.Render(escapeHTML(src))
-	if err != nil {
-		out = src // as written, rather than nothing
-	}
-	// glamour pads every line to the wrap width, each space in its own
-	// style: drop the padding, so that a narrower window does not wrap it.
-	lines := strings.Split(out, "\n")
-	for i, l := range lines {
-		if t := trailingPad.FindStringIndex(l); t != nil {
-			l = l[:t[0]] + "\x1b[m"
-		}
-		lines[i] = l
-	}
-	out = strings.Trim(strings.Join(lines, "\n"), "\n")
+	out := termmd.Render(src, m.width, m.colour)
 	if out == "" {
 		return
 	}
@@ -205,46 +135,6 @@ func (m *markdown) render(src string) {
 	io.WriteString(m.w, out+"\n")
 	m.wrote = true
 }
-
-// escapeHTML escapes each < outside code, so that text the model wrote
-// between angle brackets ("a <T> type") is shown, not taken for HTML and
-// dropped by the renderer.
-func escapeHTML(src string) string {
-	if !strings.Contains(src, "<") {
-		return src
-	}
-	var b strings.Builder
-	fence := ""
-	for line := range strings.SplitAfterSeq(src, "\n") {
-		t := strings.TrimSpace(line)
-		switch {
-		case fence != "":
-			if strings.HasPrefix(t, fence) {
-				fence = ""
-			}
-			b.WriteString(line)
-			continue
-		case strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~"):
-			fence = t[:3]
-			b.WriteString(line)
-			continue
-		}
-		inCode := false
-		for _, r := range line {
-			switch {
-			case r == '`':
-				inCode = !inCode
-			case r == '<' && !inCode:
-				b.WriteByte('\\')
-			}
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// trailingPad is spaces at the end of a line, with the styles around them.
-var trailingPad = regexp.MustCompile(`(?:\x1b\[[0-9;]*m| )+$`)
 
 // blockEnd returns the end of the complete blocks at the start of s: the
 // position after the last blank line that is outside a fenced code block,

@@ -38,10 +38,7 @@ func FuzzPrintable(f *testing.F) {
 // shows text between angle brackets.
 func TestMarkdownBlocks(t *testing.T) {
 	var out bytes.Buffer
-	md, err := newMarkdown(&out, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := newMarkdown(&out, false)
 	md.Write("First para")
 	md.Write("graph.\n")
 	if out.Len() != 0 {
