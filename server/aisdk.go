@@ -317,6 +317,7 @@ type aiWriter struct {
 	sse       *sseWriter
 	messageID string
 	denied    map[string]bool // call ids whose approval was denied
+	decisions map[string]bool // call ids denied, as the transcript says (a resumed stream)
 	calls     map[string]bool // call ids this response streamed the input of
 	stepOpen  bool
 	textID    string // the open text part, "" when none
@@ -496,7 +497,7 @@ func (a *aiWriter) event(ev spool.Event) {
 			a.openStep()
 		}
 		switch {
-		case a.denied[tr.CallID]:
+		case a.deniedCall(tr):
 			a.send(chunkToolDenied{Type: "tool-output-denied", ToolCallID: tr.CallID})
 		case tr.IsError:
 			a.send(chunkToolError{Type: "tool-output-error", ToolCallID: tr.CallID, ErrorText: tr.Result})
@@ -504,6 +505,43 @@ func (a *aiWriter) event(ev spool.Event) {
 			a.send(chunkToolOutput{Type: "tool-output-available", ToolCallID: tr.CallID, Output: tr.Result})
 		}
 	}
+}
+
+// deniedCall reports whether tr is the result of a call whose approval
+// was denied. A response that answered the approval knows (a.denied); a
+// resumed stream (GET /api/chat/{id}/stream) replays a run that another
+// request began with the decision, so for an error result of a call it
+// did not stream it asks the transcript, where the decision is recorded
+// before the result: the replay then equals the live stream.
+func (a *aiWriter) deniedCall(tr *transcript.ToolResult) bool {
+	if a.denied[tr.CallID] {
+		return true
+	}
+	if !tr.IsError || a.calls[tr.CallID] || a.r.PathValue("id") == "" {
+		return false
+	}
+	if a.decisions == nil {
+		a.decisions = map[string]bool{}
+		ctx, _, aerr := a.s.withUser(a.r)
+		if aerr != nil {
+			return false
+		}
+		sess, err := a.s.agent.Session(ctx, a.r.PathValue("id"))
+		if err != nil {
+			return false
+		}
+		entries, err := sess.Transcript(ctx)
+		if err != nil {
+			return false
+		}
+		for _, e := range entries {
+			var d transcript.ApprovalDecision
+			if e.Type == transcript.TypeApprovalDecision && e.DecodeData(&d) == nil {
+				a.decisions[d.CallID] = d.Decision == transcript.VerdictDeny
+			}
+		}
+	}
+	return a.decisions[tr.CallID]
 }
 
 // turnEndError is the error text of a turn that did not end well, or "".

@@ -144,25 +144,14 @@ func TestAIChatGolden(t *testing.T) {
 		chunks, _ = aiPost(t, e, map[string]any{"id": "chat1", "messages": []any{userMsg("u3", `/call save_note {"text":"milk"}`)}})
 		checkChunks(t, chunks)
 		golden(t, c.name+"-request", normalize(chunks))
-		var start, ap struct{ MessageID, ApprovalID, ToolCallID string }
-		json.Unmarshal([]byte(chunks[0]), &start)
-		for _, ch := range chunks {
-			if strings.Contains(ch, `"tool-approval-request"`) {
-				json.Unmarshal([]byte(ch), &ap)
-			}
-		}
-		answer := map[string]any{"id": start.MessageID, "role": "assistant", "parts": []any{
-			map[string]any{"type": "step-start"},
-			map[string]any{"type": "tool-save_note", "toolCallId": ap.ToolCallID, "state": "approval-responded",
-				"input": map[string]any{"text": "milk"}, "approval": map[string]any{"id": ap.ApprovalID, "approved": c.approved, "reason": "because"}},
-		}}
-		chunks, r = aiPost(t, e, map[string]any{"id": "chat1", "messages": []any{userMsg("u3", "x"), answer}, "trigger": "submit-message", "messageId": start.MessageID})
+		messageID, answer := approvalAnswer(chunks, c.approved, "because")
+		chunks, r = aiPost(t, e, map[string]any{"id": "chat1", "messages": []any{userMsg("u3", "x"), answer}, "trigger": "submit-message", "messageId": messageID})
 		if chunks == nil {
 			t.Fatalf("%d %s", r.status, r.body)
 		}
 		checkChunks(t, chunks)
-		if !strings.Contains(chunks[0], start.MessageID) {
-			t.Fatalf("the resumed stream does not continue message %s: %s", start.MessageID, chunks[0])
+		if !strings.Contains(chunks[0], messageID) {
+			t.Fatalf("the resumed stream does not continue message %s: %s", messageID, chunks[0])
 		}
 		golden(t, c.name+"-response", normalize(chunks))
 		// Answering it again: no such approval any more.
@@ -360,5 +349,60 @@ func TestAIChatBranchesRealClient(t *testing.T) {
 	}
 	if n := len(userTexts(t, session)); n != 9 {
 		t.Fatalf("%d questions in the transcript, want 9 (nothing rewritten)", n)
+	}
+}
+
+// approvalAnswer is the assistant message a useChat client sends to
+// answer the approval that chunks (a save_note call's stream) asked for,
+// and the id of the message it continues.
+func approvalAnswer(chunks []string, approved bool, reason string) (string, map[string]any) {
+	var start, ap struct{ MessageID, ApprovalID, ToolCallID string }
+	json.Unmarshal([]byte(chunks[0]), &start)
+	for _, ch := range chunks {
+		if strings.Contains(ch, `"tool-approval-request"`) {
+			json.Unmarshal([]byte(ch), &ap)
+		}
+	}
+	return start.MessageID, map[string]any{"id": start.MessageID, "role": "assistant", "parts": []any{
+		map[string]any{"type": "step-start"},
+		map[string]any{"type": "tool-save_note", "toolCallId": ap.ToolCallID, "state": "approval-responded",
+			"input": map[string]any{"text": "milk"}, "approval": map[string]any{"id": ap.ApprovalID, "approved": approved, "reason": reason}},
+	}}
+}
+
+// A denied call replays as denied: the AI SDK's resume of a run that an
+// approval's denial began (GET /api/chat/{id}/stream, while the model
+// still answers) sends the same chunks as the response that denied it,
+// tool-output-denied and not tool-output-error.
+func TestAIChatResumeDenied(t *testing.T) {
+	e := newEnv(t, spool.Config{Model: slowModel()}, server.Options{})
+	chunks, r := aiPost(t, e, map[string]any{"id": "deny", "messages": []any{userMsg("u1", `/call save_note {"text":"milk"}`)}})
+	if chunks == nil {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	messageID, answer := approvalAnswer(chunks, false, "no "+strings.Repeat("eggs ", 20))
+	live := e.open("POST", "/api/chat", map[string]any{"id": "deny", "messages": []any{userMsg("u1", "x"), answer}, "messageId": messageID})
+	var got []string
+	for ev, ok := live.next(); ok; ev, ok = live.next() {
+		got = append(got, ev.data)
+		if strings.Contains(ev.data, `"text-delta"`) {
+			break // the model answers, slowly: resume now
+		}
+	}
+	resumed := e.open("GET", "/api/chat/deny/stream", nil)
+	var replay []string
+	for ev, ok := resumed.next(); ok; ev, ok = resumed.next() {
+		replay = append(replay, ev.data)
+	}
+	for ev, ok := live.next(); ok; ev, ok = live.next() {
+		got = append(got, ev.data)
+	}
+	if !strings.Contains(strings.Join(replay, "\n"), `"tool-output-denied"`) {
+		t.Fatalf("the resumed stream has no tool-output-denied:\n%s", strings.Join(replay, "\n"))
+	}
+	// The text part's id is the response's own; the rest is the same.
+	textID := regexp.MustCompile(`"txt_[0-9A-Z]+"`)
+	if a, b := textID.ReplaceAllString(normalize(got), `"txt"`), textID.ReplaceAllString(normalize(replay), `"txt"`); a != b {
+		t.Fatalf("the resumed stream differs from the live one:\nlive:\n%s\nresumed:\n%s", a, b)
 	}
 }
