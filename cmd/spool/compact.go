@@ -35,11 +35,7 @@ func sessionsCompact(ctx context.Context, env *environ, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, agent, err := agentFor(ctx, k, st, m)
-	if err != nil {
-		return err
-	}
-	s, err := agent.Session(ctx, k.ID)
+	ctx, s, err := sessionFor(ctx, k, st, m)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 // Command spool talks to agents and manages their sessions.
 //
 //	spool chat                      talk to an agent in the terminal
-//	spool sessions ls|show|history|fork|rm|prune|search|export|import
+//	spool sessions ls|show|watch|history|fork|rm|prune|search|export|import
 //	spool serve                     the HTTP server
 //	spool bench invoke|chat         load-test a running server
 //	spool migrate --from URL --to URL
@@ -78,13 +78,14 @@ type command struct {
 // every level (see dispatch).
 var commands = &command{name: "spool", subs: []*command{
 	{name: "chat", summary: "talk to an agent in the terminal", run: runChat},
-	{name: "sessions", summary: "list, show, fork, compact, rename, search, export, import and delete sessions", subs: []*command{
+	{name: "sessions", summary: "list, show, watch, fork, compact, rename, search, export, import and delete sessions", subs: []*command{
 		{name: "ls", summary: "list sessions, newest activity first", run: sessionsLs},
 		{name: "show", summary: "print a session's transcript", run: sessionsShow},
 		{name: "history", summary: "print what the next model request would carry", run: sessionsHistory},
 		{name: "fork", summary: "copy a session up to one of its turns into a new session", run: sessionsFork},
 		{name: "compact", summary: "summarize a session's older turns for the model, keeping every entry", run: sessionsCompact},
 		{name: "rename", summary: "give a session a title", run: sessionsRename},
+		{name: "watch", summary: "print a session as it grows, answers as they stream (tail -f)", run: sessionsWatch},
 		{name: "rm", summary: "delete sessions", run: sessionsRm},
 		{name: "prune", summary: "delete sessions beyond a retention policy", run: sessionsPrune},
 		{name: "search", summary: "find text across sessions", run: sessionsSearch},

@@ -318,6 +318,17 @@ func agentFor(ctx context.Context, k store.Key, st store.Store, m model.Model) (
 	return ctx, agent, err
 }
 
+// sessionFor returns the session k through an agent of it on st
+// (agentFor), with the context its calls need.
+func sessionFor(ctx context.Context, k store.Key, st store.Store, m model.Model) (context.Context, *spool.Session, error) {
+	ctx, agent, err := agentFor(ctx, k, st, m)
+	if err != nil {
+		return ctx, nil, err
+	}
+	sess, err := agent.Session(ctx, k.ID)
+	return ctx, sess, err
+}
+
 func sessionsHistory(ctx context.Context, env *environ, args []string) error {
 	var c common
 	fs := newFlagSet("history", "spool sessions history ID [--json] [--max-messages N] [--budget TOKENS]", env)

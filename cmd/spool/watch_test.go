@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/spooltest"
+	"github.com/spool-go/spool/model/echo"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/memstore"
+	"github.com/spool-go/spool/transcript"
+)
+
+// waitFor waits until out shows want.
+func waitFor(t *testing.T, out *spooltest.Buffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch never printed %q; it printed:\n%s", want, out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A watch in the process that runs the turns: the stored turns first,
+// then a turn that was half done when the watch began (its stored step
+// printed from the transcript, the rest live, nothing twice), then the
+// next turn's answer as it streams.
+func TestWatchFollowsTurns(t *testing.T) {
+	st := memstore.New()
+	ctx := context.Background()
+	agent, err := spool.New(spool.Config{Name: "default", Model: echo.New(echo.WithDelay(2 * time.Millisecond)), Store: st, Tools: demoTools(), ToolMode: transcript.ToolModeAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	sess, err := agent.Session(ctx, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Send(ctx, "the first question"); err != nil {
+		t.Fatal(err)
+	}
+	out := &spooltest.Buffer{}
+	env := &environ{stdout: out, stderr: io.Discard, getenv: func(string) string { return "" }}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	// The turn calls a tool, then answers; the watch begins once the
+	// call and its result are stored and the answer streams (the turn
+	// waits while this test holds its event).
+	seenResult := false
+	for ev, err := range sess.Stream(ctx, "/call get_time {}") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == spool.EventToolResult {
+			seenResult = true
+		}
+		if ev.Kind == spool.EventText && seenResult {
+			seenResult = false
+			go func() {
+				w := &watcher{env: env, st: st, k: store.Key{Agent: "default", ID: "w1"}}
+				done <- w.run(wctx, sess, 10, true)
+			}()
+			waitFor(t, out, "[tool: get_time →")
+		}
+	}
+	waitFor(t, out, "tool get_time returned:")
+	// The next turn streams into the watch.
+	for ev, err := range sess.Stream(ctx, "three little words") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == spool.EventText && strings.Contains(ev.Text, "little") {
+			waitFor(t, out, "assistant: echo: three little")
+			if strings.Contains(out.String(), "echo: three little words") {
+				t.Fatalf("the watch printed the answer before it streamed:\n%s", out.String())
+			}
+		}
+	}
+	waitFor(t, out, "assistant: echo: three little words\n")
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("the watch ended with %v", err)
+	}
+	got := out.String()
+	for _, want := range []string{"user: the first question", "assistant: echo: the first question", "user: /call get_time {}",
+		"[calls get_time {}]", "[tool: get_time →", "tool get_time returned:", "user: three little words"} {
+		if n := strings.Count(got, want); n != 1 {
+			t.Fatalf("%q printed %d times:\n%s", want, n, got)
+		}
+	}
+	if strings.Index(got, "the first question") > strings.Index(got, "three little") {
+		t.Fatalf("out of order:\n%s", got)
+	}
+}
+
+// tailStart keeps the newest n turns.
+func TestTailStart(t *testing.T) {
+	var entries []transcript.Entry
+	for _, id := range []string{"a", "a", "", "b", "b", "b", "c"} {
+		entries = append(entries, transcript.Entry{TurnID: id})
+	}
+	for n, want := range map[int]int{0: 7, 1: 6, 2: 3, 3: 0, 10: 0} {
+		if got := tailStart(entries, n); got != want {
+			t.Errorf("tailStart(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+// The command itself: an unknown id names it; --until-idle ends at once
+// when no turn runs; --json prints the stored entries as JSON lines,
+// --tail keeps the newest turns.
+func TestWatchCommand(t *testing.T) {
+	url := "file:" + t.TempDir()
+	c := newCLI(t, map[string]string{"SPOOL_STORE": url})
+	chatSessions(t, c, url, chatScript{"s1", []string{"one", "two", "three"}})
+	code, _, errs := c.run("", "sessions", "watch", "nope")
+	if code != 1 || !strings.Contains(errs, `session "nope" not found`) {
+		t.Fatalf("unknown id: exit %d, %s", code, errs)
+	}
+	if code, _, errs := c.run("", "sessions", "watch", "s1", "--tail", "-1"); code != 2 || !strings.Contains(errs, "--tail") {
+		t.Fatalf("--tail -1: exit %d, %s", code, errs)
+	}
+	code, out, errs := c.run("", "sessions", "watch", "s1", "--until-idle", "--tail", "2")
+	if code != 0 || strings.Contains(out, "user: one") || !strings.Contains(out, "user: two\nassistant: echo: two\n") || !strings.Contains(out, "user: three") {
+		t.Fatalf("--until-idle --tail 2: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = c.run("", "sessions", "watch", "s1", "--until-idle", "--json", "--tail", "1")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 {
+		t.Fatalf("--json: exit %d\n%s%s", code, out, errs)
+	}
+	var first struct{ Entry transcript.Entry }
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.Entry.Type != transcript.TypeUserMessage {
+		t.Fatalf("--json line %s: %v", lines[0], err)
+	}
+}
