@@ -234,52 +234,86 @@ func nonce() string {
 // settled as Append settles one, in order, and the first that was not
 // appended ends the batch with Append's error.
 func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transcript.Entry) error {
-	if err := store.ValidateKey(key); err != nil {
-		return err
+	return s.AppendBulk(ctx, []store.Batch{{Key: key, Entries: entries}})
+}
+
+// AppendBulk appends every batch (store.BulkAppender) as AppendBatch
+// appends one, all of them in one pipeline: one round trip for an
+// import's chunk of many short sessions instead of one per session. The
+// first entry that is refused or fails ends the call with its error,
+// naming its session; batches of other sessions sent in the same pipeline
+// may be appended or not, as the contract allows, and a transfer run
+// again finds what is there.
+func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
+	n := 0
+	for _, b := range batches {
+		if err := store.ValidateKey(b.Key); err != nil {
+			return err
+		}
+		if _, err := storekit.CheckBatch(b.Key, b.Entries); err != nil {
+			return err
+		}
+		n += len(b.Entries)
 	}
-	if _, err := storekit.CheckBatch(key, entries); err != nil || len(entries) == 0 {
-		return err
-	}
-	if len(entries) == 1 || s.wait != nil {
-		for _, e := range entries {
-			if err := s.Append(ctx, key, e); err != nil {
-				return err
+	if n <= 1 || s.wait != nil {
+		for _, b := range batches {
+			for _, e := range b.Entries {
+				if err := s.Append(ctx, b.Key, e); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	}
-	keys := make([][]string, len(entries))
-	args := make([][]any, len(entries))
-	for i, e := range entries {
-		var err error
-		if keys[i], args[i], err = s.appendArgs(key, e); err != nil {
-			return err
+	items := make([]pipelined, 0, n)
+	for _, b := range batches {
+		for _, e := range b.Entries {
+			keys, args, err := s.appendArgs(b.Key, e)
+			if err != nil {
+				return err
+			}
+			items = append(items, pipelined{key: b.Key, e: e, keys: keys, args: args})
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisstore: append to session %s: %w", key, err)
+		return fmt.Errorf("redisstore: append to session %s: %w", batches[0].Key, err)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 	defer cancel()
-	for done := 0; done < len(entries); {
+	return s.appendPipelined(ctx, items)
+}
+
+// pipelined is one entry of AppendBulk with its script's keys and
+// arguments.
+type pipelined struct {
+	key  store.Key
+	e    transcript.Entry
+	keys []string
+	args []any
+}
+
+// appendPipelined runs the append script for each item, in order, in one
+// pipeline, and checks the replies as Append checks its one.
+func (s *Store) appendPipelined(ctx context.Context, items []pipelined) error {
+	for done := 0; done < len(items); {
 		pipe := s.c.Pipeline()
-		for i := done; i < len(entries); i++ {
-			appendScript.EvalSha(ctx, pipe, keys[i], args[i]...)
+		for _, it := range items[done:] {
+			appendScript.EvalSha(ctx, pipe, it.keys, it.args...)
 		}
 		cmds, _ := pipe.Exec(ctx)
 		for _, c := range cmds {
-			i := done
+			it := items[done]
 			res, err := c.(*redis.Cmd).Result()
 			if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 				// The server lost its scripts (a restart): load it, send the
 				// rest again.
 				if err := appendScript.Load(ctx, s.c).Err(); err != nil {
-					return fmt.Errorf("redisstore: append to session %s: %w", key, err)
+					return fmt.Errorf("redisstore: append to session %s: %w", it.key, err)
 				}
 				break
 			}
 			if err != nil && res == nil {
-				if err := s.settle(ctx, key, keys[i], args[i], err); err != nil {
+				if err := s.settle(ctx, it.key, it.keys, it.args, err); err != nil {
 					return err
 				}
 				done++
@@ -287,10 +321,10 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 			}
 			if r, ok := res.([]any); ok && len(r) == 2 && r[0] == int64(0) {
 				head, _ := r[1].(string)
-				return storekit.ConflictError(key, entries[i].ParentID, head)
+				return storekit.ConflictError(it.key, it.e.ParentID, head)
 			}
 			if r, ok := res.([]any); !ok || len(r) == 0 || r[0] != int64(1) {
-				return fmt.Errorf("redisstore: append to session %s: unexpected script reply %v", key, res)
+				return fmt.Errorf("redisstore: append to session %s: unexpected script reply %v", it.key, res)
 			}
 			done++
 		}

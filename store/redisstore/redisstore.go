@@ -341,6 +341,7 @@ func (s *Store) keys(ns store.Namespace) nsKeys { return keysFor(s.prefix, ns) }
 var (
 	_ store.Store           = (*Store)(nil)
 	_ store.BatchAppender   = (*Store)(nil)
+	_ store.BulkAppender    = (*Store)(nil)
 	_ store.RangeReader     = (*Store)(nil)
 	_ store.TailReader      = (*Store)(nil)
 	_ store.Stater          = (*Store)(nil)
