@@ -81,19 +81,26 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 		return s.fail("append to", batches[0].Key, err)
 	}
 	defer tx.Rollback()
-	queued := 0
+	// The statements run under a context that is never cancelled: the
+	// driver watches a cancellable one with a goroutine per statement,
+	// which cost a bulk more than its inserts did. ctx is checked between
+	// batches instead, and cancelling it still rolls the transaction back
+	// (database/sql watches it for BeginTx).
+	stmtCtx := context.WithoutCancel(ctx)
+	texts := map[int64]string{} // of the entries queued for the index
 	for i, b := range batches {
 		if len(b.Entries) == 0 {
 			continue
 		}
-		q, err := s.appendTx(ctx, tx, b.Key, b.Entries, bodies[i])
-		if err != nil {
+		if err := ctx.Err(); err != nil {
+			return s.fail("append to", b.Key, err)
+		}
+		if err := s.appendTx(stmtCtx, tx, b.Key, b.Entries, bodies[i], texts); err != nil {
 			return err
 		}
-		queued += q
 	}
-	if queued > 0 {
-		if err := s.indexIfDue(ctx, tx); err != nil {
+	if len(texts) > 0 {
+		if err := s.indexIfDue(stmtCtx, tx, texts); err != nil {
 			return s.fail("append to", batches[0].Key, err)
 		}
 	}
@@ -105,22 +112,23 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 
 // appendTx appends entries, encoded as bodies, to the session in tx:
 // checks the head, updates or makes the session's row and inserts the
-// entries. It returns how many of them it queued for the search index.
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries []transcript.Entry, bodies [][]byte) (queued int, err error) {
+// entries. It adds the text of those it queues for the search index to
+// texts, by row id.
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries []transcript.Entry, bodies [][]byte, texts map[int64]string) error {
 	row, err := s.sessionRow(ctx, tx, key)
 	if err != nil {
-		return 0, s.fail("append to", key, err)
+		return s.fail("append to", key, err)
 	}
 	if row.found && row.expired(s.cutoff()) {
 		// An expired session with no approval pending starts fresh under
 		// the same id: nothing of the old one may come back.
 		if _, err := s.txStmt(ctx, tx, deleteSessionSQL).ExecContext(ctx, row.sid); err != nil {
-			return 0, s.fail("append to", key, err)
+			return s.fail("append to", key, err)
 		}
 		row = sessionRow{}
 	}
 	if err := storekit.CheckParent(key, row.head, entries[0]); err != nil {
-		return 0, err
+		return err
 	}
 
 	info := row.info
@@ -136,7 +144,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries
 	var title any // nil keeps the stored title
 	if (!hadTitle || retitled) && info.Title != "" {
 		if title, err = s.sealTitle(key, info.Title); err != nil {
-			return 0, fmt.Errorf("sqlitestore: session %s: sealing title: %w", key, err)
+			return fmt.Errorf("sqlitestore: session %s: sealing title: %w", key, err)
 		}
 	}
 	last := entries[len(entries)-1].ID
@@ -145,7 +153,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries
 			info.LastActivity.UnixNano(), title, info.MessageCount, info.PendingApprovals, info.Compactions, info.Entries, last, row.sid)
 	} else {
 		if err := s.sweepNamespace(ctx, tx, key.Namespace()); err != nil {
-			return 0, s.fail("append to", key, err)
+			return s.fail("append to", key, err)
 		}
 		var res sql.Result
 		res, err = s.txStmt(ctx, tx, insertSessionSQL).ExecContext(ctx,
@@ -156,30 +164,27 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries
 		}
 	}
 	if err != nil {
-		return 0, s.fail("append to", key, err)
+		return s.fail("append to", key, err)
 	}
 	for i, e := range entries {
-		q, err := s.insertEntry(ctx, tx, key, row.sid, row.info.Entries+i, e, bodies[i])
-		if err != nil {
-			return 0, err
-		}
-		if q {
-			queued++
+		if err := s.insertEntry(ctx, tx, key, row.sid, row.info.Entries+i, e, bodies[i], texts); err != nil {
+			return err
 		}
 	}
-	return queued, nil
+	return nil
 }
 
 // insertEntry inserts entry e, encoded as body, at position seq of the
 // session whose row is sid, and queues it for the search index when it has
-// text to search (queued).
-func (s *Store) insertEntry(ctx context.Context, tx *sql.Tx, key store.Key, sid int64, seq int, e transcript.Entry, body []byte) (queued bool, err error) {
+// text to search, adding the text to texts.
+func (s *Store) insertEntry(ctx context.Context, tx *sql.Tx, key store.Key, sid int64, seq int, e transcript.Entry, body []byte, texts map[int64]string) error {
 	ts := e.Timestamp.UnixNano() // CheckEntry keeps it within what nanoseconds hold
-	_, searchable := storekit.SearchText(e)
+	text, searchable := storekit.SearchText(e)
 	searchable = searchable && s.cfg.protector == nil
+	var err error
 	if s.cfg.protector != nil {
 		if body, err = s.cfg.protector.Seal(body, seal.AssociatedData(key.Agent, key.Owner, key.ID, seq)); err != nil {
-			return false, fmt.Errorf("sqlitestore: session %s: sealing entry %d: %w", key, seq, err)
+			return fmt.Errorf("sqlitestore: session %s: sealing entry %d: %w", key, seq, err)
 		}
 	}
 	eid, err := s.newRowID(ctx, tx, ts)
@@ -188,11 +193,12 @@ func (s *Store) insertEntry(ctx context.Context, tx *sql.Tx, key store.Key, sid 
 	}
 	if err == nil && searchable {
 		_, err = s.txStmt(ctx, tx, queueTextSQL).ExecContext(ctx, eid)
+		texts[eid] = text
 	}
 	if err != nil {
-		return false, s.fail("append to", key, err)
+		return s.fail("append to", key, err)
 	}
-	return searchable, nil
+	return nil
 }
 
 // sessionRow is a session's row as Append needs it: the zero value is a

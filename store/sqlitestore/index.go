@@ -33,8 +33,8 @@ const (
 var indexBatch = 128
 
 // indexIfDue indexes the queued entries in tx when there are indexBatch
-// or more.
-func (s *Store) indexIfDue(ctx context.Context, tx *sql.Tx) error {
+// or more; known holds the texts of those the transaction queued.
+func (s *Store) indexIfDue(ctx context.Context, tx *sql.Tx, known map[int64]string) error {
 	var n int
 	if err := s.txStmt(ctx, tx, countQueuedSQL).QueryRowContext(ctx).Scan(&n); err != nil {
 		return err
@@ -42,17 +42,18 @@ func (s *Store) indexIfDue(ctx context.Context, tx *sql.Tx) error {
 	if n < indexBatch {
 		return nil
 	}
-	return s.indexQueued(ctx, tx)
+	return s.indexQueued(ctx, tx, known)
 }
 
 // indexQueued moves every queued entry into entries_fts, with its text as
 // storekit.SearchText gives it, lowered as Search's terms are (by Go's
 // rules: the tokenizer's own case folding then acts on query and text
 // alike, so that a match for storekit.MatchText is always a match for the
-// index too). An entry whose body does not parse stays queued: Search
-// then reads it among the queued ones and reports it as corrupt, as it
-// would have on finding it through the index.
-func (s *Store) indexQueued(ctx context.Context, tx *sql.Tx) error {
+// index too). The texts in known (by row id) are taken as they are; the
+// other entries' are read from their bodies. An entry whose body does not
+// parse stays queued: Search then reads it among the queued ones and
+// reports it as corrupt, as it would have on finding it through the index.
+func (s *Store) indexQueued(ctx context.Context, tx *sql.Tx, known map[int64]string) error {
 	rows, err := s.txStmt(ctx, tx, queuedSQL).QueryContext(ctx)
 	if err != nil {
 		return err
@@ -68,6 +69,10 @@ func (s *Store) indexQueued(ctx context.Context, tx *sql.Tx) error {
 		if err := rows.Scan(&eid, &body); err != nil {
 			rows.Close()
 			return err
+		}
+		if text, ok := known[eid]; ok {
+			todo = append(todo, queued{eid, strings.ToLower(text)})
+			continue
 		}
 		e, err := transcript.Parse(body)
 		if err != nil {

@@ -23,7 +23,7 @@ func toVersion2(t *testing.T, s *Store) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if err := s.indexQueued(t.Context(), tx); err != nil {
+	if err := s.indexQueued(t.Context(), tx, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, stmt := range []string{
