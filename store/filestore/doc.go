@@ -106,7 +106,9 @@
 // it. So the first List of a namespace in a process proves the index
 // current with a stat of the folder and a lock attempt per live writer,
 // whatever the number of sessions, and compares every session with its
-// transcript only when that fails.
+// transcript only when that fails. A first page asked of a namespace the
+// Store has not loaded is chosen from the index file without loading it,
+// parsing only the page's records (coldlist.go).
 //
 // What another writer's changes look like:
 //

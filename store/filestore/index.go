@@ -53,6 +53,7 @@ type index struct {
 	rewriting    bool            // a rewrite is writing the new file: records wait in held
 	held         [][]byte        // records appended while rewriting, for the new file
 	dropped      bool            // evicted or closed: keep no file open
+	peeked       bool            // coldFirst answered once (coldlist.go)
 }
 
 // rec is what the index knows of one session without reading it.
@@ -296,10 +297,17 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 	if err != nil || ix == nil {
 		return page, err
 	}
+	n := opt.PageSize()
+	if after == nil {
+		// A first page of a namespace not loaded yet: from the index file
+		// without loading it, when it proves itself current.
+		if first, ok := ix.coldFirst(n + 1); ok {
+			return pageOf(ns, first, n), nil
+		}
+	}
 	if err := s.ready(ctx, ix); err != nil {
 		return page, err
 	}
-	n := opt.PageSize()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	var all []*rec
@@ -329,6 +337,20 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 		page.NextCursor = storekit.EncodeListCursor(ns, storekit.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
 	}
 	return page, nil
+}
+
+// pageOf is the first page of n sessions from first, the first n+1
+// records in listing order, titles opened.
+func pageOf(ns store.Namespace, first []*rec, n int) store.SessionPage {
+	page := store.SessionPage{Sessions: make([]store.SessionInfo, 0, min(n, len(first)))}
+	for _, r := range first[:min(n, len(first))] {
+		page.Sessions = append(page.Sessions, r.info)
+	}
+	if len(first) > n && n > 0 {
+		last := page.Sessions[n-1]
+		page.NextCursor = storekit.EncodeListCursor(ns, storekit.ListPosition{LastActivity: last.LastActivity, ID: last.ID})
+	}
+	return page
 }
 
 // Stat returns the session's info from the index, or store.ErrNotFound.
