@@ -227,7 +227,11 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 	ix.putLocked(&next)
 	ix.writeLocked(appendRecord(nil, &next, s.cfg.protector != nil))
 	if pos == 0 {
-		ix.touchDirLocked()
+		if dirs != nil {
+			dirs.touch(ix) // once for the whole bulk, after its last new transcript
+		} else {
+			ix.touchDirLocked()
+		}
 	}
 	ix.mu.Unlock()
 	return pos == 0, nil
@@ -265,6 +269,12 @@ func (s *Store) writeLine(sf *sfile, line []byte) error {
 func (s *Store) current(ix *index, key store.Key, sf *sfile) (*rec, error) {
 	ix.mu.Lock()
 	r := ix.recs[key.ID]
+	if r == nil && sf.size == 0 {
+		// A new transcript: no record can say it holds entries (records
+		// follow appends), so there is nothing to take in.
+		ix.mu.Unlock()
+		return nil, nil
+	}
 	if r == nil || r.fileState != sf.fileState {
 		if err := ix.catchUpLocked(); err != nil {
 			ix.mu.Unlock()

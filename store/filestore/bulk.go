@@ -14,10 +14,22 @@ import (
 // bulkWriters bounds the sessions AppendBulk writes at once.
 const bulkWriters = 8
 
-// dirSyncs collects the folders a bulk made transcripts in.
+// dirSyncs collects the folders a bulk made transcripts in, and their
+// indexes, whose folder mtime (touchDirLocked) is recorded once at the
+// end of the bulk rather than once a transcript.
 type dirSyncs struct {
-	mu   sync.Mutex
-	dirs map[string]bool
+	mu      sync.Mutex
+	dirs    map[string]bool
+	touched map[*index]bool
+}
+
+func (d *dirSyncs) touch(ix *index) {
+	d.mu.Lock()
+	if d.touched == nil {
+		d.touched = map[*index]bool{}
+	}
+	d.touched[ix] = true
+	d.mu.Unlock()
 }
 
 func (d *dirSyncs) add(dir string) {
@@ -79,6 +91,11 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 	}
 	close(next)
 	wg.Wait()
+	for ix := range dirs.touched {
+		ix.mu.Lock()
+		ix.touchDirLocked()
+		ix.mu.Unlock()
+	}
 	for dir := range dirs.dirs {
 		if err := durable.SyncDir(dir); err != nil && first == nil {
 			first = fmt.Errorf("filestore: %w", err)
