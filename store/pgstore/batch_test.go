@@ -93,3 +93,31 @@ func TestBatchEffectMatchesOneByOne(t *testing.T) {
 		}
 	}
 }
+
+// TestReadRowsRaw: the rows of a read come with seq and entry in binary,
+// so that Read takes them from the driver's bytes (rawEntry) rather than
+// scanning a copy of each.
+func TestReadRowsRaw(t *testing.T) {
+	s := newStore(t)
+	key := store.Key{Agent: "a", ID: "raw"}
+	entries := storetest.Chain("", time.Now(), 3)
+	if err := s.AppendBatch(t.Context(), key, entries); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.pool.Query(t.Context(), s.sql(readSQL), key.Agent, key.Owner, key.ID, 0, 3, s.cutoff())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		seq, line, ok := rawEntry(rows)
+		if !ok || seq != n || string(line) == "" {
+			t.Fatalf("row %d: rawEntry = %d, %q, %v", n, seq, line, ok)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil || n != 3 {
+		t.Fatalf("%d rows, %v", n, err)
+	}
+}

@@ -2,11 +2,13 @@ package pgstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/storekit"
@@ -91,26 +93,45 @@ func (s *Store) read(ctx context.Context, key store.Key, start, last, end int) (
 		total int
 		head  string
 		lo    int // the first position of the range, known with total
-		line  []byte
-		seq   *int
 	)
-	for rows.Next() {
-		if err := rows.Scan(&total, &head, &seq, &line); err != nil {
-			return nil, 0, dbError("read", key, err)
+	for first := true; rows.Next(); first = false {
+		// The first row is scanned; the others' seq and entry are read
+		// from the driver's bytes as they came (transcript.Parse copies
+		// what it keeps), with no allocation of their own.
+		var seq int
+		var line []byte
+		if first {
+			var seqp *int
+			if err := rows.Scan(&total, &head, &seqp, &line); err != nil {
+				return nil, 0, dbError("read", key, err)
+			}
+			lo = max(start, total-last)
+			if seqp == nil {
+				break // a session with no entry in the range
+			}
+			seq = *seqp
+			if end > lo {
+				out = make([]transcript.Entry, 0, min(end, total)-lo)
+			}
+		} else {
+			var ok bool
+			if seq, line, ok = rawEntry(rows); !ok {
+				var seqp *int
+				if err := rows.Scan(nil, nil, &seqp, &line); err != nil || seqp == nil {
+					return nil, 0, dbError("read", key, fmt.Errorf("entry row without a position: %v", err))
+				}
+				seq = *seqp
+			}
 		}
-		lo = max(start, total-last)
-		if seq == nil {
-			break // a session with no entry in the range
-		}
-		if *seq != lo+len(out) {
-			return nil, 0, s.corrupt(key, lo+len(out), fmt.Errorf("entry missing: the next row is at %d", *seq))
+		if seq != lo+len(out) {
+			return nil, 0, s.corrupt(key, lo+len(out), fmt.Errorf("entry missing: the next row is at %d", seq))
 		}
 		e, err := transcript.Parse(line)
 		if err != nil {
-			return nil, 0, s.corrupt(key, *seq, err)
+			return nil, 0, s.corrupt(key, seq, err)
 		}
-		if err := checkLink(out, *seq, e); err != nil {
-			return nil, 0, s.corrupt(key, *seq, err)
+		if err := checkLink(out, seq, e); err != nil {
+			return nil, 0, s.corrupt(key, seq, err)
 		}
 		out = append(out, e)
 	}
@@ -127,6 +148,18 @@ func (s *Store) read(ctx context.Context, key store.Key, start, last, end int) (
 		return nil, 0, s.corrupt(key, total-1, fmt.Errorf("last entry %q is not the session's head %q", out[len(out)-1].ID, head))
 	}
 	return out, total, nil
+}
+
+// rawEntry returns the seq and entry columns of a read's row as the
+// server sent them, when they came in binary (int4, bytea): pgx's usual
+// formats for them. ok is false otherwise, and the row is to be scanned.
+func rawEntry(rows pgx.Rows) (seq int, line []byte, ok bool) {
+	fd, raw := rows.FieldDescriptions(), rows.RawValues()
+	if len(fd) != 4 || len(raw) != 4 || fd[2].Format != pgx.BinaryFormatCode || fd[3].Format != pgx.BinaryFormatCode ||
+		fd[2].DataTypeOID != pgtype.Int4OID || fd[3].DataTypeOID != pgtype.ByteaOID || len(raw[2]) != 4 || raw[3] == nil {
+		return 0, nil, false
+	}
+	return int(int32(binary.BigEndian.Uint32(raw[2]))), raw[3], true
 }
 
 // checkLink checks that e, at position seq, links to the entry read
