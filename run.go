@@ -364,10 +364,12 @@ func (r *run) checkAnswer(ctx context.Context, text string) error {
 // history returns the request history: the session state's, which
 // follows every entry this process appended or read. Only when the state
 // has forgotten entries the history now reaches (history.Builder.Forget)
-// is the transcript read again.
+// is the transcript read again. The messages are the Builder's View,
+// which the next step's request writes over: a model reads its request
+// during its Stream (model.Request).
 func (r *run) history(ctx context.Context) ([]model.Message, error) {
 	st := r.sl.st
-	msgs, full := st.hist.Window()
+	msgs, full := st.hist.View()
 	if !full && st.hist.Base() > 0 {
 		entries, err := r.s.a.cfg.Store.Read(ctx, r.s.key)
 		if err != nil {
@@ -383,7 +385,7 @@ func (r *run) history(ctx context.Context) ([]model.Message, error) {
 			b.Add(e)
 		}
 		st.hist = b
-		msgs, _ = b.Window()
+		msgs, _ = b.View()
 	}
 	st.hist.Forget()
 	return msgs, nil

@@ -56,7 +56,7 @@ func loadState(entries []transcript.Entry, opt history.Options) *state {
 		st.apply(e, nil)
 	}
 	if len(entries) > forgetAbove {
-		st.hist.Window()
+		st.hist.View()
 		st.hist.Forget()
 	}
 	return st

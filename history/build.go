@@ -45,8 +45,18 @@ func (b *Builder) addAll(entries []transcript.Entry) {
 }
 
 // Window is Messages with Window's report: full says that the cap or the
-// budget left out an older turn.
-func (b *Builder) Window() (msgs []model.Message, full bool) {
+// budget left out an older turn. The slice is the caller's.
+func (b *Builder) Window() (msgs []model.Message, full bool) { return b.window(false) }
+
+// View is Window for a caller that only reads the messages, and only
+// until its next call of View: the slice is the Builder's, and the next
+// View may write over it. The Builder keeps the window it returned and
+// makes the next one from what changed (the units that came, were made
+// again or left), so that a long session's model request copies the
+// messages of its newest turn, not the whole window.
+func (b *Builder) View() (msgs []model.Message, full bool) { return b.window(true) }
+
+func (b *Builder) window(shared bool) (msgs []model.Message, full bool) {
 	b.refresh()
 	opt := &b.opt
 	capN := opt.maxMessages()
@@ -109,6 +119,10 @@ func (b *Builder) Window() (msgs []model.Message, full bool) {
 	if b.lost {
 		full = false
 	}
+	inTime(chunks)
+	if shared {
+		return b.view.assemble(chunks, system, used.messages), full
+	}
 	return assemble(chunks, system, used.messages), full
 }
 
@@ -133,24 +147,99 @@ type chunk struct {
 	u      *unit
 }
 
-// assemble puts the system message and the chunks' messages in time order,
-// in a slice of the caller's.
-func assemble(chunks []chunk, system []model.Message, n int) []model.Message {
-	inOrder := true
+// inTime orders chunks newest first. They are, but for a unit waiting on
+// an approval older than others taken after it.
+func inTime(chunks []chunk) {
 	for i := 1; i < len(chunks); i++ {
 		if chunks[i].anchor > chunks[i-1].anchor {
-			inOrder = false
-			break
+			slices.SortFunc(chunks, func(a, b chunk) int { return b.anchor - a.anchor })
+			return
 		}
 	}
-	if !inOrder {
-		// A unit waiting on an approval older than others taken after it.
-		slices.SortFunc(chunks, func(a, b chunk) int { return b.anchor - a.anchor })
-	}
+}
+
+// assemble puts the system message and the chunks' messages (newest
+// first) in time order, in a slice of the caller's.
+func assemble(chunks []chunk, system []model.Message, n int) []model.Message {
 	out := make([]model.Message, 0, len(system)+n)
 	out = append(out, system...)
 	for i := len(chunks) - 1; i >= 0; i-- {
 		out = append(out, chunks[i].u.msgs...)
 	}
 	return out
+}
+
+// A view is the window View returned last, kept in buf with room after
+// it, and where each of its units is in buf: from one window to the next
+// the units it keeps stay where they are, the oldest that left are
+// stepped over, and only the units after them are written, so the window
+// slides along buf and is moved back to its start only when it reaches
+// the end.
+type view struct {
+	buf    []model.Message
+	placed []placed // the last window's units, oldest first
+	spare  []placed
+}
+
+// placed is a unit of a view's window, as it was rendered (gen), and
+// where buf holds its messages.
+type placed struct {
+	u   *unit
+	gen uint64
+	off int
+}
+
+// assemble is the package's assemble into v's buffer.
+func (v *view) assemble(chunks []chunk, system []model.Message, n int) []model.Message {
+	oldest := len(chunks) - 1
+	// The units kept in place: the run of the last window's units, from
+	// the one that is the oldest now, that the new window has next to
+	// each other, rendered as they were.
+	from, same := -1, 0
+	if oldest >= 0 {
+		for i, p := range v.placed {
+			if p.u == chunks[oldest].u {
+				from = i
+				break
+			}
+		}
+	}
+	if from >= 0 && v.placed[from].off >= len(system) {
+		for same <= oldest && from+same < len(v.placed) {
+			p, u := v.placed[from+same], chunks[oldest-same].u
+			if p.u != u || p.gen != u.gen {
+				break
+			}
+			same++
+		}
+	}
+	start, at := 0, len(system)
+	if same > 0 {
+		last := v.placed[from+same-1]
+		start, at = v.placed[from].off-len(system), last.off+len(last.u.msgs)
+	}
+	rest := 0
+	for i := oldest - same; i >= 0; i-- {
+		rest += len(chunks[i].u.msgs)
+	}
+	if same == 0 || at+rest > len(v.buf) {
+		// Back to the start of buf, with room for the window to slide.
+		if need := len(system) + n; len(v.buf) < need {
+			v.buf = make([]model.Message, 2*need+16)
+		}
+		start, at, same = 0, len(system), 0
+	}
+	copy(v.buf[start:], system)
+	now := v.spare[:0]
+	for i := oldest; i >= 0; i-- {
+		u := chunks[i].u
+		if oldest-i < same {
+			now = append(now, v.placed[from+oldest-i])
+			continue
+		}
+		at += copy(v.buf[at:], u.msgs)
+		now = append(now, placed{u: u, gen: u.gen, off: at - len(u.msgs)})
+	}
+	v.placed, v.spare = now, v.placed
+	return v.buf[start:at:at]
 }

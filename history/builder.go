@@ -85,6 +85,8 @@ type Builder struct {
 	gaps     bool  // some turn's entries are not next to each other
 	lost     bool
 
+	view view // the window View returned last
+
 	// scratch space for rendering
 	results []toolResult
 	denials []denial

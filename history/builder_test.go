@@ -26,10 +26,16 @@ func checkIncremental(entries []transcript.Entry, values []any, opt Options, dec
 		if skip != nil && skip(i) && i != len(entries)-1 {
 			continue
 		}
-		got, gotFull := b.Window()
 		want, wantFull := Window(entries[:i+1], opt)
+		got, gotFull := b.Window()
 		if !reflect.DeepEqual(got, want) || gotFull != wantFull {
 			return fmt.Errorf("after entry %d: incremental (full %v)\n%s\nBuild (full %v)\n%s", i, gotFull, dumpMessages(got), wantFull, dumpMessages(want))
+		}
+		// View, the Builder's own slice made from what changed since the
+		// last View, is the same window.
+		view, viewFull := b.View()
+		if !reflect.DeepEqual(view, want) || viewFull != wantFull {
+			return fmt.Errorf("after entry %d: View (full %v)\n%s\nBuild (full %v)\n%s", i, viewFull, dumpMessages(view), wantFull, dumpMessages(want))
 		}
 	}
 	return nil
@@ -217,4 +223,52 @@ func TestBuilderForget(t *testing.T) {
 		t.Error("no random transcript was ever forgotten in part")
 	}
 	t.Logf("forgot %d times", forgot)
+}
+
+// TestBuilderViewSlides: over a long session, View is the window after
+// every entry, as it slides along its buffer, is moved back to the start
+// of it, and as the Builder forgets what the window no longer needs; it
+// copies only what changed.
+func TestBuilderViewSlides(t *testing.T) {
+	entries := benchSession(t, 3000)
+	for _, opt := range []Options{{}, {MaxMessages: 7, Instructions: "Be brief."}, {MaxMessages: NoLimit, Budget: 900}} {
+		b := NewBuilder(opt)
+		for i, e := range entries {
+			b.Add(e)
+			view, viewFull := b.View()
+			want, wantFull := b.Window()
+			if !reflect.DeepEqual(view, want) || viewFull != wantFull {
+				t.Fatalf("%+v, after entry %d: View\n%s\nWindow\n%s", opt, i, dumpMessages(view), dumpMessages(want))
+			}
+			if cap(view) != len(view) {
+				t.Fatalf("View has room after it (cap %d, len %d): an append to it would write in the Builder", cap(view), len(view))
+			}
+			if i%50 == 0 {
+				b.Forget()
+			}
+		}
+	}
+}
+
+func BenchmarkView(b *testing.B) {
+	entries := benchSession(b, 3000)
+	bl := NewBuilder(Options{})
+	for _, e := range entries[:1000] {
+		bl.Add(e)
+	}
+	bl.View()
+	b.ReportAllocs()
+	i := 1000
+	for b.Loop() {
+		bl.Add(entries[i])
+		bl.View()
+		if i++; i == len(entries) {
+			b.StopTimer()
+			bl, i = NewBuilder(Options{}), 1000
+			for _, e := range entries[:1000] {
+				bl.Add(e)
+			}
+			b.StartTimer()
+		}
+	}
 }

@@ -24,6 +24,7 @@ type unit struct {
 	prev   int    // the anchor before it when rendered
 	newest bool   // whether it was the newest when rendered
 	stamp  uint64 // the tick it was rendered at
+	gen    uint64 // which rendering it is: one more each time it is rendered (view)
 	msgs   []model.Message
 	tokens int // of msgs, when the options have a budget
 }
@@ -73,7 +74,7 @@ func (b *Builder) render(k, prev int) *unit {
 
 // finish keeps msgs as unit u's rendering and counts its tokens.
 func (b *Builder) finish(u *unit, prev int, newest bool, msgs []model.Message) *unit {
-	*u = unit{ok: true, prev: prev, newest: newest, stamp: b.tick, msgs: msgs}
+	*u = unit{ok: true, prev: prev, newest: newest, stamp: b.tick, gen: u.gen + 1, msgs: msgs}
 	if b.opt.Budget > 0 {
 		for i := range u.msgs {
 			u.tokens += b.opt.count(u.msgs[i])

@@ -36,7 +36,9 @@ type Named interface {
 // Request is what a model is asked.
 type Request struct {
 	// Messages is the history, the system message first when the agent has
-	// instructions.
+	// instructions. It is the model's to read during its Stream: the
+	// runtime reuses its memory for the next request, so a model that
+	// keeps a request past its Stream copies Messages.
 	Messages []Message
 	// Tools are the tools the model may call. Empty when the session's
 	// tool mode is off.
