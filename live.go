@@ -121,11 +121,16 @@ type liveTurn struct {
 	wake   chan struct{} // closed (and replaced) when events grow or the run ends
 	done   bool
 	ended  chan struct{} // closed when the run ended
+	gone   chan struct{} // closed when the hub forgets the run
+	forget sync.Once
 }
+
+// forgotten marks t forgotten by the hub.
+func (t *liveTurn) forgotten() { t.forget.Do(func() { close(t.gone) }) }
 
 // begin registers a run starting at pos.
 func (h *liveHub) begin(key store.Key, turnID string, pos int64, cancel context.CancelFunc) *liveTurn {
-	t := &liveTurn{key: key, turnID: turnID, pos: pos, cancel: cancel, wake: make(chan struct{}), ended: make(chan struct{})}
+	t := &liveTurn{key: key, turnID: turnID, pos: pos, cancel: cancel, wake: make(chan struct{}), ended: make(chan struct{}), gone: make(chan struct{})}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if old := h.turns[key]; old != nil {
@@ -133,6 +138,7 @@ func (h *liveHub) begin(key store.Key, turnID string, pos int64, cancel context.
 			tm.Stop()
 			delete(h.timers, old)
 		}
+		old.forgotten()
 	}
 	h.turns[key] = t
 	if ch := h.next[key]; ch != nil {
@@ -173,6 +179,7 @@ func (h *liveHub) finish(t *liveTurn) {
 			if h.turns[t.key] == t {
 				delete(h.turns, t.key)
 			}
+			t.forgotten()
 		})
 	}
 }
@@ -339,6 +346,35 @@ func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, 
 		if !local && s.watchRelayed(ctx, opt, yield) {
 			return
 		}
+		if !local {
+			// No notifications: the transcript shows what other
+			// processes run, step by step (and this process's runs
+			// come live).
+			st, open, err := s.storedStart(ctx, opt.After)
+			if err != nil {
+				yield(Event{}, err)
+				return
+			}
+			if !open && !opt.Follow {
+				if opt.Ready != nil {
+					opt.Ready()
+				}
+				return
+			}
+			if !open {
+				_, total, err := store.ReadTail(ctx, s.a.cfg.Store, s.key, 1)
+				if err != nil {
+					yield(Event{}, err)
+					return
+				}
+				st.from = int64(total)
+			}
+			if opt.Ready != nil {
+				opt.Ready()
+			}
+			s.watchStored(ctx, st, opt.Follow, yield)
+			return
+		}
 		if opt.Ready != nil {
 			opt.Ready()
 		}
@@ -442,13 +478,20 @@ func (s *Session) OpenTurn(ctx context.Context) (turnID string, ok bool, err err
 }
 
 // stopElsewhere stops the open turn of another process through the
-// store's notifications, and waits until its end is recorded.
+// store's notifications, and waits until its end is recorded. A turn is
+// running somewhere exactly when the transcript has it open and no
+// approval waits on it (a paused turn runs nowhere: ErrNotRunning). A
+// turn whose process does not answer a sync (it died) is closed here, as
+// cancelled, once no process holds it (closeDead): Stop of a dead turn
+// ends it too.
 func (s *Session) stopElsewhere(ctx context.Context) (string, error) {
 	turnID, open, err := s.OpenTurn(ctx)
 	if err != nil {
 		return "", err
 	}
-	if !open {
+	if _, running, err := s.openTurnStart(ctx); err != nil {
+		return "", err
+	} else if !open || !running {
 		return "", fmt.Errorf("%w (session %s)", ErrNotRunning, s.key)
 	}
 	if err := s.a.notify(ctx, s.key, relayMsg{T: "stop"}); err != nil {
@@ -457,9 +500,25 @@ func (s *Session) stopElsewhere(ctx context.Context) (string, error) {
 		}
 		return "", err
 	}
+	asked := time.Now()
 	for {
-		if _, still, err := s.OpenTurn(ctx); err != nil || !still {
+		if id, still, err := s.OpenTurn(ctx); err != nil || !still || id != turnID {
 			return turnID, err
+		}
+		if time.Since(asked) > syncWait {
+			// Still open a while after the stop: is its process there?
+			alive, err := s.answers(ctx)
+			if err != nil {
+				return turnID, err
+			}
+			if !alive {
+				return turnID, s.closeDead(ctx, turnID)
+			}
+			// It is: the stop may have been lost on the way.
+			if err := s.a.notify(ctx, s.key, relayMsg{T: "stop"}); err != nil {
+				return turnID, err
+			}
+			asked = time.Now()
 		}
 		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
 			return turnID, err

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/model/echo"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/filestore"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -191,4 +193,81 @@ func texts(evs []spool.Event) string {
 		}
 	}
 	return b.String()
+}
+
+// Without notifications (two file stores on one directory: two
+// processes on one machine), a watcher follows a turn that another
+// process runs through its transcript, step by step, polled every
+// PollInterval: it sees the turn begin, its answer once stored, and its
+// end; with Follow, the next turns too. Its ids increase.
+func TestWatchByPolling(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	open := func() store.Store {
+		st, err := filestore.New(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	runs := newAgent(t, spool.Config{Model: echo.New(echo.WithDelay(20 * time.Millisecond)), Store: open()})
+	watches := newAgent(t, spool.Config{Store: open()})
+	sess, other := session(t, runs, ctx, "p"), session(t, watches, ctx, "p")
+	done := runningTurn(t, sess, strings.Repeat("word ", 15))
+	var evs []spool.Event
+	for ev, err := range other.Watch(ctx, spool.WatchOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	res := <-done
+	if len(evs) < 2 || evs[0].Kind != spool.EventTurnStart || evs[len(evs)-1].Kind != spool.EventTurnEnd {
+		t.Fatalf("polled %v", evs)
+	}
+	if got := texts(evs); got != res.Text || evs[len(evs)-1].Result.Text != res.Text || evs[len(evs)-1].Result.Status != transcript.StatusOK {
+		t.Fatalf("polled %q (end %+v); the turn answered %q", got, evs[len(evs)-1].Result, res.Text)
+	}
+	checkIncreasing(t, evs)
+	// Follow: the next turns of the other process, as they are stored.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan []spool.Event, 1)
+	ready := make(chan struct{})
+	go func() {
+		var evs []spool.Event
+		for ev, err := range other.Watch(wctx, spool.WatchOptions{Follow: true, Ready: func() { close(ready) }}) {
+			if err != nil {
+				t.Error(err)
+				break
+			}
+			if evs = append(evs, ev); ev.Kind == spool.EventTurnEnd {
+				break
+			}
+		}
+		got <- evs
+	}()
+	<-ready
+	next, err := sess.Send(ctx, "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	followed := <-got
+	if texts(followed) != next.Text {
+		t.Fatalf("following by polling: %q; answered %q", texts(followed), next.Text)
+	}
+	checkIncreasing(t, append(evs, followed...))
+}
+
+func checkIncreasing(t *testing.T, evs []spool.Event) {
+	t.Helper()
+	var last spool.EventID
+	for _, ev := range evs {
+		id, err := spool.ParseEventID(ev.ID)
+		if err != nil || !last.Before(id) {
+			t.Fatalf("event %s has id %q after %s", ev.Kind, ev.ID, last)
+		}
+		last = id
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spool-go/spool/store"
@@ -31,6 +33,7 @@ type relayMsg struct {
 	Event  *Event  `json:"ev,omitempty"`    // ev
 	Events []Event `json:"evs,omitempty"`   // snap: the run's events so far
 	Nonce  string  `json:"nonce,omitempty"` // sync, and the snap answering it
+	Open   bool    `json:"open,omitempty"`  // snap: the run has not ended
 }
 
 // syncWait is how long a watcher in a process that runs no turn of the
@@ -71,10 +74,13 @@ func (a *Agent) relay(t *liveTurn) {
 				case "stop":
 					t.cancel()
 				case "sync":
-					evs, _, _ := t.since(0)
-					_ = a.notify(ctx, t.key, relayMsg{T: "snap", Pos: t.pos, Events: evs, Nonce: m.Nonce})
+					evs, done, _ := t.since(0)
+					_ = a.notify(ctx, t.key, relayMsg{T: "snap", Pos: t.pos, Events: evs, Nonce: m.Nonce, Open: !done})
 				}
-			case <-t.ended:
+			case <-t.gone:
+				// Answered until the hub forgets the run (RecentTurn
+				// after its end), so that a watcher elsewhere that
+				// reconnects after the end still gets the rest.
 				return
 			}
 		}
@@ -101,6 +107,13 @@ func (a *Agent) relay(t *liveTurn) {
 // watchRelayed is Watch through the store's notifications, for a session
 // whose runs this process does not have. It reports false when the store
 // has none.
+//
+// A run whose process stops answering (it died: no event for probeAfter,
+// and no answer to a sync within syncWait) is followed through the
+// transcript instead: the steps it stored that the watcher did not have,
+// then its end, recorded cancelled once no process holds it (closeDead).
+// So is a turn open in the transcript that no process answers for when
+// the watch begins.
 func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func(Event, error) bool) bool {
 	after, follow := opt.After, opt.Follow
 	ctx, cancel := context.WithCancel(ctx)
@@ -133,8 +146,16 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 		known[pos][id.N] = ev
 	}
 	synced := false
+	// The run the watcher is in the middle of (-1: none), and the events
+	// of it that it had, by kind, for a move to the transcript.
+	inRun, seen := int64(-1), map[EventKind]int{}
+	heard := time.Now()
+	probing := "" // the nonce of a probe that has not been answered
+	var asked time.Time
 	timer := time.NewTimer(syncWait)
 	defer timer.Stop()
+	tick := time.NewTicker(syncWait / 4)
+	defer tick.Stop()
 	// flush yields what is known after `after` in run pos, in order,
 	// without a gap; it reports false when the watch is over.
 	flush := func(pos int64) bool {
@@ -153,10 +174,35 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 			delete(known[pos], n+1)
 			n++
 			after = EventID{Pos: pos, N: n}
+			if pos != inRun {
+				inRun, seen = pos, map[EventKind]int{}
+			}
+			seen[ev.Kind]++
+			if ev.Kind == EventTurnEnd {
+				inRun = -1
+			}
 			if !yield(ev, nil) || (ev.Kind == EventTurnEnd && !follow) {
 				return false
 			}
 		}
+	}
+	// fromTranscript follows the run at st.from (whose process does not
+	// answer) through the transcript to its end; it reports false when
+	// the watch is over.
+	fromTranscript := func(st stored) bool {
+		go func() { _ = s.closeDead(ctx, s.openTurnID(ctx)) }()
+		last, ok := s.watchStored(ctx, st, false, yield)
+		if !ok || !follow {
+			return false
+		}
+		after, inRun, probing = last, -1, ""
+		heard = time.Now()
+		for _, pos := range slices.Sorted(maps.Keys(known)) {
+			if !flush(pos) {
+				return false
+			}
+		}
+		return true
 	}
 	for {
 		select {
@@ -165,6 +211,19 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 		case <-timer.C:
 			if !synced {
 				synced = true
+				// No snap: no process runs a turn of the session. One
+				// open in the transcript is one whose process died.
+				st, open, err := s.storedStart(ctx, after)
+				if err != nil {
+					yield(Event{}, err)
+					return true
+				}
+				if open {
+					if !fromTranscript(st) {
+						return true
+					}
+					continue
+				}
 				if !follow {
 					return true // no turn runs anywhere
 				}
@@ -176,6 +235,22 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 					}
 				}
 			}
+		case <-tick.C:
+			switch {
+			case inRun < 0 || !synced:
+			case probing == "" && time.Since(heard) > probeAfter:
+				probing, asked = transcript.NewID(s.a.now()), time.Now()
+				if err := s.a.notify(ctx, s.key, relayMsg{T: "sync", Nonce: probing}); err != nil {
+					yield(Event{}, err)
+					return true
+				}
+			case probing != "" && time.Since(asked) > syncWait:
+				// The run's process is gone.
+				skip := maps.Clone(seen)
+				if !fromTranscript(stored{from: inRun, after: after, skip: skip}) {
+					return true
+				}
+			}
 		case b, ok := <-ch:
 			if !ok {
 				return true // dropped as too slow: the client reconnects
@@ -184,6 +259,7 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 			if json.Unmarshal(b, &m) != nil {
 				continue
 			}
+			heard = time.Now()
 			switch m.T {
 			case "ev":
 				if m.Event == nil {
@@ -194,14 +270,16 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 					return true
 				}
 			case "snap":
-				if m.Nonce != nonce {
+				if m.Nonce == probing && probing != "" {
+					probing = ""
+				} else if m.Nonce != nonce {
 					continue
 				}
 				if !synced && after.IsZero() {
 					// The watch starts at the running run's beginning;
 					// a run already over is not replayed.
 					after = EventID{Pos: m.Pos}
-					if n := len(m.Events); n > 0 && m.Events[n-1].Kind == EventTurnEnd {
+					if !m.Open {
 						after.N = maxEvents
 					}
 				}
@@ -209,9 +287,307 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 				for _, ev := range m.Events {
 					keep(m.Pos, ev)
 				}
-				if !flush(m.Pos) {
+				if !flush(m.Pos) || (!m.Open && !follow) {
+					// Without follow, a snap of a run that ended is all
+					// there is to yield.
 					return true
 				}
+			}
+		}
+	}
+}
+
+// openTurnID is the id of the turn open in the transcript, or "".
+func (s *Session) openTurnID(ctx context.Context) string {
+	var id string
+	_ = s.with(ctx, reading, func(ctx context.Context, sl *slot) error {
+		if sl.st.open != nil {
+			id = sl.st.open.id
+		}
+		return nil
+	})
+	return id
+}
+
+// PollInterval is how often a watcher reads the transcript when it
+// follows a session through it rather than through notifications: with
+// a store that has none (the file and SQLite stores shared by processes
+// on one machine: those get each step as it is stored, not each delta),
+// and for a turn whose process stopped answering (it died) until its
+// end is recorded.
+const PollInterval = 250 * time.Millisecond
+
+// probeAfter is how long a relayed watch waits without a word from a run
+// in progress before it asks whether the run's process is still there.
+const probeAfter = 3 * time.Second
+
+// storedBase: an event read from the transcript rather than from the run
+// producing it has the id "I.N", where I is its entry's place in the
+// transcript and N is storedBase plus the event's place among those of
+// the entry (from 0). Such ids sort after every live id of the run that
+// wrote the entry (a run at P writes entries at P and after, and its live
+// ids are P.1, P.2, … below storedBase) and before every id of a later
+// run, so live and stored events of a session are in one order.
+const storedBase = 1 << 32
+
+// storedEvents are the events entry e, at index i of the transcript,
+// stands for, with their ids; text collects the answer of e's turn for
+// its end's Result.
+func (s *Session) storedEvents(e transcript.Entry, i int64, text map[string]*strings.Builder) []Event {
+	var evs []Event
+	add := func(ev Event) {
+		ev.TurnID = e.TurnID
+		ev.ID = EventID{Pos: i, N: storedBase + int64(len(evs))}.String()
+		evs = append(evs, ev)
+	}
+	switch e.Type {
+	case transcript.TypeUserMessage:
+		add(Event{Kind: EventTurnStart})
+	case transcript.TypeAssistantMessage:
+		var m transcript.AssistantMessage
+		if e.DecodeData(&m) != nil {
+			return nil
+		}
+		add(Event{Kind: EventStepStart})
+		if m.Text != "" {
+			add(Event{Kind: EventText, Text: m.Text})
+			if text[e.TurnID] == nil {
+				text[e.TurnID] = &strings.Builder{}
+			}
+			text[e.TurnID].WriteString(m.Text)
+		}
+		for _, c := range m.ToolCalls {
+			add(Event{Kind: EventToolCall, ToolCall: &c})
+		}
+		add(Event{Kind: EventStepEnd})
+	case transcript.TypeApprovalRequest:
+		var r transcript.ApprovalRequest
+		if e.DecodeData(&r) != nil {
+			return nil
+		}
+		add(Event{Kind: EventApprovalRequest, Approval: &Approval{ID: r.ApprovalID, CallID: r.CallID, Tool: r.Tool, Arguments: r.Arguments, TurnID: e.TurnID, Requested: e.Timestamp}})
+	case transcript.TypeToolResult:
+		var r transcript.ToolResult
+		if e.DecodeData(&r) != nil {
+			return nil
+		}
+		add(Event{Kind: EventToolResult, ToolResult: &r})
+	case transcript.TypeTurnEnd:
+		var end transcript.TurnEnd
+		if e.DecodeData(&end) != nil {
+			return nil
+		}
+		res := &Result{SessionID: s.key.ID, TurnID: e.TurnID, Status: e.Status, Usage: end.Usage, Error: end.Error, DurationMs: end.DurationMs, Model: s.a.modelName}
+		if b := text[e.TurnID]; b != nil && e.Status != transcript.StatusResponseBlocked {
+			res.Text = b.String()
+		}
+		delete(text, e.TurnID)
+		add(Event{Kind: EventTurnEnd, Result: res})
+	}
+	return evs
+}
+
+// stored is where a watch through the transcript starts and what it
+// leaves out.
+type stored struct {
+	from  int64             // the first entry to read
+	after EventID           // yield only events after this one
+	skip  map[EventKind]int // the first so many stored events of these kinds were had live
+}
+
+// watchStored yields the session's events as the transcript has them,
+// reading it every PollInterval from st.from, until a turn's end (every
+// turn's, with follow, until ctx ends). It returns the id of the last
+// event it yielded (or skipped) and false when the watcher stopped or ctx
+// ended.
+func (s *Session) watchStored(ctx context.Context, st stored, follow bool, yield func(Event, error) bool) (EventID, bool) {
+	text := map[string]*strings.Builder{}
+	pos, after := st.from, st.after
+	for {
+		// A run of this process that the transcript has nothing of yet
+		// is followed live, delta by delta.
+		t, next := s.a.live.current(s.key)
+		if t != nil && t.pos >= pos && after.Before(EventID{Pos: t.pos, N: maxEvents}) {
+			n := 0
+			if after.Pos == t.pos {
+				n = int(min(after.N, maxEvents))
+			}
+			last, ok := s.follow(ctx, t, n, yield)
+			if !ok || !follow {
+				return last, ok
+			}
+			after = last
+			_, total, err := store.ReadTail(ctx, s.a.cfg.Store, s.key, 1)
+			if err != nil {
+				if ctx.Err() == nil {
+					yield(Event{}, err)
+				}
+				return after, false
+			}
+			pos = max(pos, int64(total))
+			continue
+		}
+		entries, _, err := store.ReadRange(ctx, s.a.cfg.Store, s.key, int(pos), math.MaxInt)
+		if err != nil {
+			if ctx.Err() == nil {
+				yield(Event{}, err)
+			}
+			return after, false
+		}
+		for i, e := range entries {
+			evs := s.storedEvents(e, pos+int64(i), text)
+			if len(evs) > 0 {
+				if k := skippedAs(e.Type); st.skip[k] > 0 {
+					st.skip[k]--
+					evs = evs[len(evs)-1:] // only what marks its place
+					if e.Type != transcript.TypeTurnEnd {
+						evs = nil
+					}
+				}
+			}
+			for _, ev := range evs {
+				id, _ := ParseEventID(ev.ID)
+				if !after.Before(id) {
+					continue
+				}
+				after = id
+				if !yield(ev, nil) {
+					return after, false
+				}
+			}
+			if e.Type == transcript.TypeTurnEnd && !follow {
+				return after, true
+			}
+		}
+		pos += int64(len(entries))
+		if len(entries) > 0 {
+			continue // a run of this process may have begun meanwhile
+		}
+		tm := time.NewTimer(PollInterval)
+		select {
+		case <-ctx.Done():
+			tm.Stop()
+			return after, false
+		case <-next:
+		case <-tm.C:
+		}
+		tm.Stop()
+	}
+}
+
+// skippedAs is the live event kind that stands for an entry of type typ
+// in stored.skip: a watch that had the run live before it went to the
+// transcript leaves out the entries whose events it had.
+func skippedAs(typ transcript.Type) EventKind {
+	switch typ {
+	case transcript.TypeUserMessage:
+		return EventTurnStart
+	case transcript.TypeAssistantMessage:
+		return EventStepEnd
+	case transcript.TypeApprovalRequest:
+		return EventApprovalRequest
+	case transcript.TypeToolResult:
+		return EventToolResult
+	}
+	return ""
+}
+
+// openTurnStart returns the index in the transcript of the first entry of
+// the session's open turn, and false when no turn is open or the open
+// one waits on an approval (no process runs it).
+func (s *Session) openTurnStart(ctx context.Context) (int64, bool, error) {
+	var open string
+	var paused bool
+	err := s.with(ctx, reading, func(ctx context.Context, sl *slot) error {
+		if sl.st.open != nil {
+			open, paused = sl.st.open.id, len(sl.st.pending) > 0
+		}
+		return nil
+	})
+	if err != nil || open == "" || paused {
+		return 0, false, err
+	}
+	for n := 16; ; n *= 4 {
+		tail, total, err := store.ReadTail(ctx, s.a.cfg.Store, s.key, n)
+		if err != nil {
+			return 0, false, err
+		}
+		first := len(tail)
+		for first > 0 && tail[first-1].TurnID == open {
+			first--
+		}
+		if first > 0 || len(tail) == total {
+			return int64(total - len(tail) + first), true, nil
+		}
+	}
+}
+
+// storedStart is where a watch through the transcript starts for a
+// watcher whose last event is after: at the open turn's beginning when
+// after is zero (ok false: no turn is open), else at after's entry. A
+// live id of a run starts at the run's first entry: what the transcript
+// has of the run is yielded again, step by step (a process that follows
+// another through the transcript cannot know which of the run's deltas
+// the watcher had).
+func (s *Session) storedStart(ctx context.Context, after EventID) (stored, bool, error) {
+	if after.IsZero() {
+		from, ok, err := s.openTurnStart(ctx)
+		return stored{from: from}, ok, err
+	}
+	st := stored{from: after.Pos, after: after}
+	if after.N < storedBase {
+		st.after = EventID{Pos: after.Pos}
+	}
+	return st, true, nil
+}
+
+// closeDead records the end of turn turnID, open in the transcript, as
+// cancelled once no process runs it: with a store lock, as soon as the
+// lock is free (the process running the turn holds it until the turn's
+// end, and the lock of a process that died is released); without one,
+// once it has been idle for Config.StaleTurn. It is what the next turn
+// on the session would do first, done now for the session's watchers.
+func (s *Session) closeDead(ctx context.Context, turnID string) error {
+	return s.with(ctx, writing, func(ctx context.Context, sl *slot) error {
+		if t := sl.st.open; t == nil || t.id != turnID || len(sl.st.pending) > 0 {
+			return nil
+		}
+		err := s.settleOpenTurn(ctx, sl, false)
+		if errors.Is(err, ErrTurnRunning) {
+			return nil
+		}
+		return err
+	})
+}
+
+// answers reports whether a process runs a turn of the session (or ran
+// one within RecentTurn): whether a sync is answered within syncWait.
+func (s *Session) answers(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch, err := store.Listen(ctx, s.a.cfg.Store, s.key)
+	if err != nil {
+		return false, err
+	}
+	nonce := transcript.NewID(s.a.now())
+	if err := s.a.notify(ctx, s.key, relayMsg{T: "sync", Nonce: nonce}); err != nil {
+		return false, err
+	}
+	timer := time.NewTimer(syncWait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-timer.C:
+			return false, nil
+		case b, ok := <-ch:
+			if !ok {
+				return false, nil
+			}
+			var m relayMsg
+			if json.Unmarshal(b, &m) == nil && m.T == "snap" && m.Nonce == nonce {
+				return m.Open, nil
 			}
 		}
 	}

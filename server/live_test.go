@@ -13,9 +13,13 @@ import (
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/teststores"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/server"
+	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
+	_ "github.com/spool-go/spool/store/pgstore"
+	_ "github.com/spool-go/spool/store/redisstore"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -84,6 +88,22 @@ func (ls *liveStream) until(name string) []sseEvent {
 			return out
 		}
 	}
+}
+
+// take reads the first k events after the session event (fewer when
+// the stream ends first) and drops the connection.
+func (ls *liveStream) take(k int) []sseEvent {
+	ls.next() // the session event
+	var first []sseEvent
+	for range k {
+		ev, ok := ls.next()
+		if !ok {
+			break
+		}
+		first = append(first, ev)
+	}
+	ls.drop()
+	return first
 }
 
 // drop closes the connection, as a client that goes away does.
@@ -258,16 +278,7 @@ func TestResumeWithLastEventID(t *testing.T) {
 		for _, how := range []string{"header", "query", "after-end"} {
 			id := fmt.Sprintf("r-%d-%s", k, how)
 			ls := e.open("POST", "/chat", map[string]any{"sessionId": id, "text": prompt})
-			ls.next() // the session event
-			var first []sseEvent
-			for range k {
-				ev, ok := ls.next()
-				if !ok {
-					break
-				}
-				first = append(first, ev)
-			}
-			ls.drop()
+			first := ls.take(k)
 			last := first[len(first)-1].id
 			path, hdr := "/v1/sessions/"+id+"/events", []string{"Last-Event-ID", last}
 			switch how {
@@ -433,36 +444,79 @@ func TestREADMEResumeCurl(t *testing.T) {
 	}
 }
 
-// Two replicas sharing a store with notifications (here the memory
-// store's hub): a client that drops its /chat stream on one reconnects to
-// the other, with Last-Event-ID, and gets exactly the rest; the other
-// stops the turn, follows the session live, and answers the AI SDK's
-// resume.
+// replicaStores gives, for each store with notifications, two handles
+// on one store, as two replicas (two processes) have them: the memory
+// store's one value (its hub), two Postgres stores on one schema
+// (LISTEN/NOTIFY), two Redis stores on one prefix (pub/sub).
+func replicaStores() map[string]func(t *testing.T) (store.Store, store.Store) {
+	return map[string]func(t *testing.T) (store.Store, store.Store){
+		"memory": func(t *testing.T) (store.Store, store.Store) {
+			st := memstore.New()
+			return st, st
+		},
+		"postgres": func(t *testing.T) (store.Store, store.Store) {
+			return twice(t, teststores.PostgresURL(t))
+		},
+		"redis": func(t *testing.T) (store.Store, store.Store) {
+			return twice(t, teststores.RedisURL(t))
+		},
+	}
+}
+
+// twice opens the store at u two times.
+func twice(t *testing.T, u string) (store.Store, store.Store) {
+	t.Helper()
+	var out [2]store.Store
+	for i := range out {
+		st, err := store.Open(context.Background(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close(st) })
+		out[i] = st
+	}
+	return out[0], out[1]
+}
+
+// Two replicas sharing a store with notifications, on each such store: a
+// client that drops its /chat stream on one after k events, for several
+// k, reconnects with Last-Event-ID to the same replica or to the other
+// and gets exactly the rest (the text of both parts is the stored
+// answer, the ids contiguous); the other replica stops the turn, follows
+// the session live, and answers the AI SDK's resume.
 func TestResumeOnOtherReplica(t *testing.T) {
-	st := memstore.New()
-	one := newEnv(t, spool.Config{Model: slowModel(), Store: st}, server.Options{})
-	two := newEnv(t, spool.Config{Model: slowModel(), Store: st}, server.Options{})
+	for name, stores := range replicaStores() {
+		t.Run(name, func(t *testing.T) { testResumeOnOtherReplica(t, stores) })
+	}
+}
+
+func testResumeOnOtherReplica(t *testing.T, stores func(t *testing.T) (store.Store, store.Store)) {
+	st1, st2 := stores(t)
+	one := newEnv(t, spool.Config{Model: slowModel(), Store: st1}, server.Options{})
+	two := newEnv(t, spool.Config{Model: slowModel(), Store: st2}, server.Options{})
 	prompt := strings.Repeat("word ", 20)
-	for _, k := range []int{1, 3, 10} {
-		id := fmt.Sprintf("x-%d", k)
-		ls := one.open("POST", "/chat", map[string]any{"sessionId": id, "text": prompt})
-		ls.next()
-		var first []sseEvent
-		for range k {
-			ev, _ := ls.next()
-			first = append(first, ev)
-		}
-		ls.drop()
-		rest := two.open("GET", "/v1/sessions/"+id+"/events", nil, "Last-Event-ID", first[len(first)-1].id).until("turn_end")
-		text, ids := streamText(t, append(first, rest...))
-		if want := lastAnswer(t, one.waitEnded("", id)); text != want {
-			t.Fatalf("k=%d: across replicas got %q, stored %q", k, text, want)
-		}
-		for i := 1; i < len(ids); i++ {
-			a, _ := spool.ParseEventID(ids[i-1])
-			b, _ := spool.ParseEventID(ids[i])
-			if b.Pos != a.Pos || b.N != a.N+1 {
-				t.Fatalf("k=%d: id %s after %s", k, ids[i], ids[i-1])
+	for _, k := range []int{1, 3, 10, 21, 40} {
+		for _, to := range []struct {
+			name string
+			e    *env
+		}{{"same", one}, {"other", two}} {
+			id := fmt.Sprintf("x-%d-%s", k, to.name)
+			ls := one.open("POST", "/chat", map[string]any{"sessionId": id, "text": prompt})
+			first := ls.take(k)
+			var rest []sseEvent
+			if first[len(first)-1].name != "turn_end" {
+				rest = to.e.open("GET", "/v1/sessions/"+id+"/events", nil, "Last-Event-ID", first[len(first)-1].id).until("turn_end")
+			}
+			text, ids := streamText(t, append(first, rest...))
+			if want := lastAnswer(t, one.waitEnded("", id)); text != want {
+				t.Fatalf("k=%d %s: got %q, stored %q", k, to.name, text, want)
+			}
+			for i := 1; i < len(ids); i++ {
+				a, _ := spool.ParseEventID(ids[i-1])
+				b, _ := spool.ParseEventID(ids[i])
+				if b.Pos != a.Pos || b.N != a.N+1 {
+					t.Fatalf("k=%d %s: id %s after %s", k, to.name, ids[i], ids[i-1])
+				}
 			}
 		}
 	}
@@ -494,7 +548,8 @@ func TestResumeOnOtherReplica(t *testing.T) {
 	if got, _ := streamText(t, f.until("turn_end")); got != r.Text {
 		t.Fatalf("following the other replica: %q, answered %q", got, r.Text)
 	}
-	// Stop on the other replica.
+	// Stop on the other replica; with nothing running anywhere it is 404
+	// not_running there too.
 	ls = one.open("POST", "/chat", map[string]any{"sessionId": "stop", "text": strings.Repeat("word ", 300)})
 	ls.until("text")
 	if r := two.post("/v1/sessions/stop/stop", nil); r.status != 200 {
@@ -502,5 +557,8 @@ func TestResumeOnOtherReplica(t *testing.T) {
 	}
 	if ends := turnEnds(one.waitEnded("", "stop")); ends[0] != transcript.StatusCancelled {
 		t.Fatalf("turn ends %v", ends)
+	}
+	if r := two.post("/v1/sessions/stop/stop", nil); r.status != 404 || r.errCode(t) != server.CodeNotRunning {
+		t.Fatalf("stop with nothing running anywhere: %d %s", r.status, r.body)
 	}
 }

@@ -98,6 +98,30 @@ func (h *Hub) Listen(ctx context.Context, key Key) (<-chan []byte, error) {
 	return sub.ch, nil
 }
 
+// DropAll closes the channel of every listener, as Notify does to one
+// that fell behind: for a Notifier that embeds a Hub and whose transport
+// may have lost messages (a connection to its server dropped and came
+// back), so that its listeners catch up another way instead of missing
+// something silently.
+func (h *Hub) DropAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for key, subs := range h.subs {
+		for sub := range subs {
+			h.dropLocked(key, sub)
+		}
+	}
+}
+
+// Drop closes the channel of every listener of key (see DropAll).
+func (h *Hub) Drop(key Key) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sub := range h.subs[key] {
+		h.dropLocked(key, sub)
+	}
+}
+
 func (h *Hub) dropLocked(key Key, sub *hubSub) {
 	if sub.closed {
 		return

@@ -40,6 +40,8 @@ type Store struct {
 	lockMu    sync.Mutex
 	lockPool  *pgxpool.Pool // made on the first Lock; see lock.go
 	closed    bool
+
+	notify notifier // LISTEN/NOTIFY; see notify.go
 }
 
 // An Option configures a Store. New and Open fail with the error of the
@@ -225,6 +227,7 @@ func (s *Store) TTL() time.Duration { return s.ttl }
 // the main pool when Open made it. Release every held lock first; Close
 // waits for their connections.
 func (s *Store) Close() error {
+	s.notify.closeNotify()
 	s.lockMu.Lock()
 	lp := s.lockPool
 	s.lockPool, s.closed = nil, true

@@ -60,6 +60,7 @@ type Store struct {
 	owned bool // Close closes c
 	config
 	gcSample int
+	notify   notifier // pub/sub; see notify.go
 }
 
 // config is what the options set.
@@ -319,6 +320,7 @@ func redactErr(err error, u *url.URL) string {
 // Close closes the client when Open made it; a store from New leaves its
 // client to the caller.
 func (s *Store) Close() error {
+	s.notify.closeNotify()
 	if s.owned {
 		return s.c.Close()
 	}

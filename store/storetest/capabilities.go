@@ -29,7 +29,6 @@ var capabilityChecks = []check{
 	{"Locker/MutualExclusion", testLockExclusion},
 	{"Locker/OtherKeysDoNotBlock", testLockOtherKeys},
 	{"Locker/CancelWhileWaiting", testLockCancel},
-	{"Notifier", testNotifier},
 }
 
 func skipUnless[T any](t *testing.T, s store.Store) T {

@@ -13,7 +13,7 @@
 // 'TestMyStore/List'` narrows a failure down.
 //
 // The optional capabilities (store.BatchAppender, BulkAppender, RangeReader,
-// TailReader, Stater, Pruner, NamespaceLister, Searcher, Locker) are checked when the store implements them
+// TailReader, Stater, Pruner, NamespaceLister, Searcher, Locker, Notifier) are checked when the store implements them
 // and skipped, with a message, when it does not.
 //
 // # What the suite expects of newStore
@@ -77,6 +77,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		isolationChecks,
 		contextChecks,
 		capabilityChecks,
+		notifierChecks,
 	}
 	for _, g := range groups {
 		for _, c := range g {

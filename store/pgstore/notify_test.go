@@ -1,0 +1,149 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storetest"
+)
+
+// Two Stores on one schema are two processes: what one notifies, the
+// other's listeners get through the server, in order, long messages
+// whole (in chunks below NOTIFY's 8000 bytes); a Store on another schema
+// of the database hears none of it.
+func TestNotifyAcrossStores(t *testing.T) {
+	schema := newSchema(t)
+	one, two := openIn(t, schema), openIn(t, schema)
+	elsewhere := openIn(t, newSchema(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key := store.Key{Agent: "a", Owner: "o", ID: "s.DROP-TABLE_x"}
+	ch, err := two.Listen(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	far, err := elsewhere.Listen(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent [][]byte
+	for i, size := range []int{10, 7990, 8000, 30_000, 5, 400_000, 0, 12} {
+		msg := bytes.Repeat([]byte{byte(i), 0, 0xff, 'x'}, size/4+1)[:size]
+		sent = append(sent, msg)
+		if err := one.Notify(ctx, key, msg); err != nil {
+			t.Fatalf("Notify %d bytes: %v", size, err)
+		}
+	}
+	for i, want := range sent {
+		if got := storetest.Receive(t, ch, fmt.Sprintf("message %d", i)); !bytes.Equal(got, want) {
+			t.Fatalf("message %d: %d bytes, want %d", i, len(got), len(want))
+		}
+	}
+	select {
+	case msg := <-far:
+		t.Fatalf("a store on another schema heard %q", msg[:min(len(msg), 20)])
+	case <-time.After(100 * time.Millisecond):
+	}
+	// The channel names no id.
+	if name := one.channelName(key); strings.Contains(name, "DROP") || !strings.HasPrefix(name, "spool_") || len(name) > 63 {
+		t.Fatalf("channel name %q", name)
+	}
+}
+
+// When the listening connection drops, listeners are dropped (their
+// channels closed: what was notified meanwhile may be lost), and a new
+// Listen gets messages again over a new connection.
+func TestNotifyReconnects(t *testing.T) {
+	schema := newSchema(t)
+	one, two := openIn(t, schema), openIn(t, schema)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key := store.Key{Agent: "a", ID: "s"}
+	ch, err := two.Listen(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Notify(ctx, key, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Receive(t, ch, "first")
+	// Kill the listening backend, as a server restart or a proxy would.
+	tag, err := admin(t).Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND query LIKE '%`+two.channelName(key)+`%'`)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("terminating the listening backend: %v (%d)", err, tag.RowsAffected())
+	}
+	select {
+	case _, ok := <-ch:
+		if ok {
+			t.Fatal("a message after the connection dropped")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listener of a dropped connection was not closed")
+	}
+	ch, err = two.Listen(ctx, key)
+	if err != nil {
+		t.Fatalf("Listen after the drop: %v", err)
+	}
+	if err := one.Notify(ctx, key, []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	if got := storetest.Receive(t, ch, "again"); string(got) != "again" {
+		t.Fatalf("after reconnecting: %q", got)
+	}
+}
+
+// A Store's own messages reach its listeners once, not again when the
+// server passes them back.
+func TestNotifyOwnOnce(t *testing.T) {
+	s := openIn(t, newSchema(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key := store.Key{Agent: "a", ID: "s"}
+	ch, err := s.Listen(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"one", strings.Repeat("long", 5000), "two"} {
+		if err := s.Notify(ctx, key, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"one", strings.Repeat("long", 5000), "two"} {
+		if got := storetest.Receive(t, ch, "own message"); string(got) != want {
+			t.Fatalf("got %d bytes, want %d", len(got), len(want))
+		}
+	}
+	select {
+	case msg := <-ch:
+		t.Fatalf("an own message came twice: %q", msg[:min(len(msg), 20)])
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// FuzzDecodeChunk: any payload is taken in without a panic; the
+// payloads Notify makes come out as the message.
+func FuzzDecodeChunk(f *testing.F) {
+	f.Add("t 1 0 1 aGk=", []byte("hi"))
+	f.Add("t 1 0 2 aG", []byte{})
+	f.Add("x y z w v", []byte{0})
+	f.Fuzz(func(t *testing.T, payload string, msg []byte) {
+		var n notifier
+		n.init()
+		n.decodeChunk("own", payload)
+		var got []byte
+		var done int
+		for _, c := range encodeChunks("peer", 7, msg) {
+			if m, ok := n.decodeChunk("own", c); ok {
+				got, done = m, done+1
+			}
+		}
+		if done != 1 || !bytes.Equal(got, msg) {
+			t.Fatalf("%d messages; %q for %q", done, got, msg)
+		}
+	})
+}

@@ -1,0 +1,126 @@
+package redisstore_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/redisstore"
+	"github.com/spool-go/spool/store/storetest"
+)
+
+// second opens another Store on s's prefix: another process. Its
+// connections are named after the prefix (client_name), for killPubSub.
+func second(t *testing.T, s *redisstore.Store) *redisstore.Store {
+	t.Helper()
+	u, err := url.Parse(redisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("client_name", s.Prefix())
+	u.RawQuery = q.Encode()
+	o, err := redisstore.Open(context.Background(), u.String(), redisstore.WithPrefix(s.Prefix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return o
+}
+
+// What one Store publishes, another on the same prefix gets, in order and
+// whole; a Store of another prefix gets none of it.
+func TestNotifyAcrossStores(t *testing.T) {
+	one := newStore(t)
+	two, other := second(t, one), newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key := store.Key{Agent: "a", Owner: "o", ID: "s"}
+	ch, err := two.Listen(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	far, err := other.Listen(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent [][]byte
+	for i, size := range []int{1, 9000, 0, 300_000, 7} {
+		msg := bytes.Repeat([]byte{byte(i), 0, 0xff}, size/3+1)[:size]
+		sent = append(sent, msg)
+		if err := one.Notify(ctx, key, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range sent {
+		if got := storetest.Receive(t, ch, fmt.Sprintf("message %d", i)); !bytes.Equal(got, want) {
+			t.Fatalf("message %d: %d bytes, want %d", i, len(got), len(want))
+		}
+	}
+	select {
+	case msg := <-far:
+		t.Fatalf("a store of another prefix heard %d bytes", len(msg))
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// When the pub/sub connection drops (CLIENT KILL), go-redis subscribes
+// again and the listeners of then are dropped (messages may have been
+// lost meanwhile); a new Listen gets messages again.
+func TestNotifyReconnects(t *testing.T) {
+	one := newStore(t)
+	two := second(t, one)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key := store.Key{Agent: "a", ID: "s"}
+	ch, err := two.Listen(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Notify(ctx, key, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Receive(t, ch, "first")
+	// Only this test's connection: the database is shared.
+	list, err := one.Client().ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for _, line := range strings.Split(list, "\n") {
+		if strings.Contains(line, " name="+one.Prefix()+" ") && strings.Contains(line, " sub=1 ") {
+			f := strings.Fields(line)
+			id, _ := strings.CutPrefix(f[0], "id=")
+			if err := one.Client().Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
+				t.Fatal(err)
+			}
+			killed++
+		}
+	}
+	if killed != 1 {
+		t.Fatalf("killed %d pub/sub connections of the store, want 1:\n%s", killed, list)
+	}
+	select {
+	case _, ok := <-ch:
+		if ok {
+			t.Fatal("a message after the connection dropped")
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the listener of a dropped connection was not closed")
+	}
+	ch, err = two.Listen(ctx, key)
+	if err != nil {
+		t.Fatalf("Listen after the drop: %v", err)
+	}
+	if err := one.Notify(ctx, key, []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	if got := storetest.Receive(t, ch, "again"); string(got) != "again" {
+		t.Fatalf("after reconnecting: %q", got)
+	}
+}
