@@ -569,6 +569,66 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	// Live sessions (issue 13): a conversation open in two tabs, one on a
+	// phone, one on a desktop. The desktop sees the phone's message and
+	// the answer streaming, once each (the phone's own stream is not
+	// doubled by its follow stream), and its list picks up a new
+	// conversation the phone starts, without a reload.
+	t.Run("two tabs follow each other", func(t *testing.T) {
+		srv := startServe(t, "", "--model", "echo:?delay=40ms")
+		srv.invoke(t, "shared", "first question")
+		phone := newTab(t, b, phoneW, phoneH, true)
+		desk := newTab(t, b, desktopW, desktopH, false)
+		for _, tb := range []*tab{phone, desk} {
+			tb.open(srv.URL + "/#/c/shared")
+			tb.waitFor("the conversation followed", `document.getElementById('app').dataset.live === 'on' && document.querySelectorAll('#messages .msg.assistant').length === 1`)
+		}
+		// Count the answer bubbles each tab adds from now on: one each,
+		// streamed (neither doubled nor shown again from a reload).
+		for _, tb := range []*tab{phone, desk} {
+			eval[bool](tb, `(() => {
+				window.__added = 0;
+				new MutationObserver(rs => { for (const r of rs) for (const n of r.addedNodes) if (n.matches?.('li.msg.assistant')) window.__added++; })
+					.observe(document.getElementById('messages'), {childList: true});
+				return true;
+			})()`)
+		}
+		question := "a question from the phone with enough words to stream for a while"
+		phone.send(question)
+		partial := desk.poll("the phone's answer streaming on the desktop", fmt.Sprintf(`[...document.querySelectorAll('#messages .msg.user .body')].at(-1)?.textContent === %q && document.querySelector('#messages .msg.assistant[aria-busy="true"] .body')?.textContent || ''`, question))
+		if want := "echo: " + question; partial == want || !strings.HasPrefix(want, partial) {
+			t.Errorf("while the phone's answer streams the desktop shows %q", partial)
+		}
+		desk.shot("live-streaming")
+		desk.waitIdle()
+		phone.waitIdle()
+		want := []string{"echo: first question", "echo: " + question}
+		for name, tb := range map[string]*tab{"phone": phone, "desktop": desk} {
+			if got := tb.bodies("assistant"); !slices.Equal(got, want) {
+				t.Errorf("the %s shows the answers %q, want %q", name, got, want)
+			}
+			if got := tb.bodies("user"); !slices.Equal(got, []string{"first question", question}) {
+				t.Errorf("the %s shows the questions %q", name, got)
+			}
+			if n := eval[int](tb, `window.__added`); n != 1 {
+				t.Errorf("the %s added %d answer bubbles for one streamed answer", name, n)
+			}
+		}
+		desk.waitFor("the list's new count", `document.querySelector('#session-list li[data-id="shared"] .meta')?.textContent.includes('4 messages')`)
+		phone.shot("live-phone")
+
+		// A new conversation on the phone shows in the desktop's list.
+		phone.do(chromedp.Click(chromedp.ID("back")))
+		phone.do(chromedp.Click(chromedp.ID("new-chat")))
+		phone.send("a new conversation")
+		phone.waitIdle()
+		desk.waitFor("the phone's new conversation in the list", `[...document.querySelectorAll('#session-list li .title')].some(e => e.textContent === 'a new conversation')`)
+		if n := desk.count("#session-list li"); n != 2 {
+			t.Errorf("the desktop lists %d conversations, want 2", n)
+		}
+		desk.shot("live-list")
+	})
+
 	// The items of issue 16 (ui_test.go), against one shared server.
 	t.Run("ui", func(t *testing.T) { testUI(t, b) })
 }

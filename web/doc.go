@@ -23,6 +23,33 @@
 // Rename, and DELETE v1/sessions/{id} after a confirmation dialog (from the
 // conversation or its entry in the list).
 //
+// # Live sessions
+//
+// The open conversation follows its session with GET
+// v1/sessions/{id}/events?follow=1 (fetch, not EventSource, which cannot
+// send an Authorization header): a turn that another tab or device
+// starts shows here as it streams, its question read from the messages
+// page, since the events do not carry it. The tab's own turns are left
+// out by their turn ids (events that come before the tab's own stream has
+// said its turn's id are held until it has). A dropped stream reconnects
+// with ?after= the last event id it had (the server's Last-Event-ID
+// rule), waiting 1 s, then twice as long each time, up to 15 s; a 4xx
+// other than 429 ends the following. A turn that was already running when
+// the conversation opened, or that resumes after an approval answered
+// elsewhere, is shown again from the transcript when it ends rather than
+// streamed over what the page holds of it.
+//
+// The list follows the caller's other tabs and devices by polling its
+// first page (GET v1/sessions) every 5 s while the tab is visible, and at
+// once when it becomes visible: new conversations, message counts,
+// titles and approvals waiting; a session followed in the open
+// conversation updates its entry at once. Polling, not a per-user event
+// feed, on purpose: the list is one indexed read per store (no
+// transcript is read), it works unchanged on every store and across
+// replicas, and a feed would need a hook in every append and, across
+// replicas, a notification per append; a feed can replace it without
+// changing the page's contract.
+//
 // # Markdown
 //
 // Answers are GitHub-flavoured Markdown, rendered as they stream: marked

@@ -434,7 +434,13 @@ func slowProxy(t *testing.T, upstream string, delay time.Duration, cutAfter int)
 		r.Body = io.NopCloser(bytes.NewReader(b))
 		rp.ServeHTTP(w, r)
 	}))
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		// A page's follow stream (?follow=1) never ends on its own, and
+		// the tab may still be open: close the connections first, or
+		// Close would wait for it.
+		srv.CloseClientConnections()
+		srv.Close()
+	})
 	return srv.URL
 }
 

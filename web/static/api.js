@@ -154,8 +154,8 @@ export async function stopTurn(id) {
   await request('POST', `v1/sessions/${seg(id)}/stop`);
 }
 
-// events yields the events of an event-stream response as {type, data}
-// with data parsed from JSON.
+// events yields the events of an event-stream response as {type, data,
+// id} with data parsed from JSON.
 async function* events(res) {
   const type = res.headers.get('Content-Type') || '';
   if (!type.startsWith('text/event-stream')) {
@@ -178,7 +178,7 @@ async function* events(res) {
       } catch {
         continue; // not one of ours
       }
-      yield { type: next.value.event, data };
+      yield { type: next.value.event, data, id: next.value.id };
     }
   } finally {
     // A consumer that leaves early ends the reading, which closes the
@@ -223,4 +223,13 @@ export async function* edit(id, turnId, text, signal) {
     signal,
   });
   yield* events(res);
+}
+
+// follow opens the stream of a session's turns as they run, the turns
+// other tabs and devices start included (GET /v1/sessions/{id}/events?
+// follow=1), and returns its events once the server follows; after, the
+// id of the last event had, resumes the stream just after it.
+export async function follow(id, after, signal) {
+  const url = `v1/sessions/${seg(id)}/events?follow=1${after ? `&after=${seg(after)}` : ''}`;
+  return events(await request('GET', url, { accept: 'text/event-stream', signal }));
 }

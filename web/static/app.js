@@ -10,6 +10,7 @@ import { apiKey, setKey, forgetKey, remembered } from './auth.js';
 import { $ } from './dom.js';
 import { SessionList, titleOf } from './list.js';
 import { Conversation } from './conversation.js';
+import { Follower } from './live.js';
 import { HistoryPanel } from './history.js';
 import { Search } from './search.js';
 
@@ -46,6 +47,16 @@ const conv = new Conversation({
   onError: handleError,
   onRunning: updateComposer,
   onTurnEnd: (id) => {
+    refresh(id);
+    if (conv.id === id) panel.refresh();
+  },
+  onOwn: () => follower.flush(),
+});
+// The open conversation shows the turns other tabs and devices start, as
+// they stream.
+const follower = new Follower(conv, {
+  onLive: (on) => (app.dataset.live = on ? 'on' : 'off'),
+  onActivity: (id) => {
     refresh(id);
     if (conv.id === id) panel.refresh();
   },
@@ -149,6 +160,7 @@ async function route(focus) {
 function showList(focus) {
   // Wide screens show the list beside an empty conversation.
   const left = list.current;
+  follower.stop();
   conv.showNew();
   list.setCurrent(null);
   setTitle('New conversation');
@@ -161,6 +173,7 @@ function showList(focus) {
 }
 
 function newConversation(focus) {
+  follower.stop();
   conv.showNew();
   list.setCurrent(null);
   setTitle('New conversation');
@@ -178,6 +191,7 @@ async function openConversation(id, focus, entryId) {
     if (!(await conv.reveal(entryId))) announce('That message is not on the version of the conversation shown.');
     return;
   }
+  follower.stop();
   list.setCurrent(id);
   setTitle('Loading…');
   setOpenActions(false);
@@ -189,6 +203,9 @@ async function openConversation(id, focus, entryId) {
   if (focus && !entryId) prompt.focus();
   try {
     await opening;
+    // Followed once shown: a turn that runs from now on streams in
+    // after what the page holds.
+    if (conv.id === id && !conv.missing) follower.start(id);
     const s = await info;
     if (conv.id !== id) return;
     setTitle(titleOf(s));
@@ -236,6 +253,7 @@ async function send() {
       setTitle(text.trim().slice(0, 80));
       setOpenActions(true);
       panel.show(sid);
+      follower.start(sid);
     },
   );
   if (!res.ok && !res.shown) {
@@ -506,6 +524,18 @@ async function start(focus) {
   }
   await route(focus);
 }
+
+// The list follows the other tabs and devices by polling its first page
+// (GET /v1/sessions) every LIST_POLL ms while the tab is visible, and at
+// once when it becomes visible again: new conversations, counts, titles
+// and approvals waiting. A session followed in the open conversation
+// updates its entry at once (refresh).
+const LIST_POLL = 5000;
+const syncList = () => {
+  if (document.visibilityState === 'visible' && authPanel.hidden) list.sync().catch(handleError);
+};
+setInterval(syncList, LIST_POLL);
+document.addEventListener('visibilitychange', syncList);
 
 window.addEventListener('hashchange', () => route(true));
 // The skip link moves focus without touching the route in the fragment.

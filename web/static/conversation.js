@@ -16,7 +16,7 @@ const FOLD = 160;
 
 const said = (who) => h('span', { class: 'visually-hidden' }, `${who}: `);
 
-function userItem(m) {
+export function userItem(m) {
   return h(
     'li',
     { class: 'msg user', dataset: { turnId: m.turnId || '', id: m.id || '' } },
@@ -144,7 +144,7 @@ function meta(t) {
 // Turn renders the events of one streamed turn (or resumed turn) into the
 // view it was started in; if the view has moved on to another
 // conversation, the events are dropped (the transcript has them).
-class Turn {
+export class Turn {
   constructor(conv) {
     this.conv = conv;
     this.gen = conv.gen;
@@ -253,7 +253,7 @@ class Turn {
 }
 
 export class Conversation {
-  constructor({ scroller, log, ol, older, empty, onError, onRunning, onTurnEnd }) {
+  constructor({ scroller, log, ol, older, empty, onError, onRunning, onTurnEnd, onOwn }) {
     this.scroller = scroller;
     this.log = log;
     this.ol = ol;
@@ -262,6 +262,12 @@ export class Conversation {
     this.onError = onError;
     this.onRunning = onRunning;
     this.onTurnEnd = onTurnEnd;
+    // onOwn is called when a turn this tab streams learns its id or
+    // ends: a follower of the session holds the events it cannot tell
+    // apart from this tab's own until then.
+    this.onOwn = onOwn;
+    this.own = new Set(); // ids of the turns this tab streams itself
+    this.unknownOwn = 0; // turns this tab streams whose id is not known yet
     this.id = null;
     this.missing = false; // the open id names no session
     this.draft = Symbol('draft');
@@ -728,6 +734,14 @@ export class Conversation {
       this.onRunning();
     };
     setRunning(key);
+    let unknown = true;
+    this.unknownOwn++;
+    const known = () => {
+      if (!unknown) return;
+      unknown = false;
+      this.unknownOwn--;
+      this.onOwn?.();
+    };
     try {
       for await (const ev of start(ctl.signal)) {
         if (ev.type === 'error' && !started) {
@@ -754,6 +768,10 @@ export class Conversation {
         }
         started = true;
         turn.apply(ev);
+        if (turn.id && unknown) {
+          this.own.add(turn.id);
+          known();
+        }
       }
       turn.finish();
       return { ok: true, id };
@@ -770,6 +788,7 @@ export class Conversation {
       turn.fail(err);
       return { ok: false, id, err, shown: true };
     } finally {
+      known();
       this.running.delete(key);
       this.onRunning();
       if ((!turn.visible || stopped) && id && id === this.id) {

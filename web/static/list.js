@@ -11,6 +11,9 @@ const PAGE = 20;
 // titleOf is how a session is named on screen.
 export const titleOf = (s) => (s.title || '').trim() || 'Untitled conversation';
 
+// signature is what the list shows of s, to tell when it changed.
+const signature = (s) => JSON.stringify([s.title || '', s.messageCount || 0, s.pendingApprovals || 0, s.lastActivity || '']);
+
 export class SessionList {
   constructor({ ul, end, scroller, onError, onDelete }) {
     this.ul = ul;
@@ -113,7 +116,7 @@ export class SessionList {
       '×',
     );
     del.addEventListener('click', () => this.onDelete?.(s.id, title));
-    return h('li', { dataset: { id: s.id } }, link, del);
+    return h('li', { dataset: { id: s.id, sig: signature(s), activity: s.lastActivity || '' } }, link, del);
   }
 
   // title returns the title shown for session id, if listed.
@@ -125,6 +128,30 @@ export class SessionList {
   update(s) {
     const li = this.item(s.id);
     if (li) li.replaceWith(this.render(s));
+  }
+
+  // sync brings the first page up to date with the server's list: new
+  // sessions, new counts, titles and pending approvals, from other tabs
+  // and devices (the UI polls it, see app.js). Sessions that changed move
+  // to the top in the server's order; the others stay where they are.
+  async sync() {
+    if (this.loading) return;
+    const gen = this.gen;
+    const page = await api.listSessions(PAGE, '');
+    if (gen !== this.gen || this.loading) return;
+    for (const s of [...page.sessions].reverse()) {
+      const li = this.item(s.id);
+      if (!li) this.upsert(s);
+      else if (li.dataset.sig !== signature(s)) {
+        if (li.dataset.activity === s.lastActivity) this.update(s);
+        else this.upsert(s);
+      }
+    }
+    if (!page.nextCursor && this.done) {
+      // The whole list fits in a page: what it lacks was deleted.
+      const ids = new Set(page.sessions.map((s) => s.id));
+      for (const li of [...this.ul.children]) if (!ids.has(li.dataset.id)) this.remove(li.dataset.id);
+    }
   }
 
   // upsert shows s at the top of the list (its activity is the newest).

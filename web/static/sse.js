@@ -4,15 +4,17 @@
 const lineEnd = /\r\n|\r|\n/;
 
 // readEvents yields each event of a text/event-stream body as
-// {event, data}: the event name ("message" when none) and the data lines
-// joined by newlines. Comments (": ping") and the id and retry fields are
-// skipped. Leaving the loop early cancels the body, which closes the
+// {event, data, id}: the event name ("message" when none), the data lines
+// joined by newlines and the event's id ("" when it has none; a client
+// resumes after it with Last-Event-ID). Comments (": ping") and the retry
+// field are skipped. Leaving the loop early cancels the body, which closes the
 // connection.
 export async function* readEvents(body) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = '';
   let event = '';
   let data = [];
+  let id = '';
   let finished = false;
   try {
     for (;;) {
@@ -32,9 +34,10 @@ export async function* readEvents(body) {
         const line = buf.slice(0, m.index);
         buf = buf.slice(m.index + m[0].length);
         if (line === '') {
-          if (data.length) yield { event: event || 'message', data: data.join('\n') };
+          if (data.length) yield { event: event || 'message', data: data.join('\n'), id };
           event = '';
           data = [];
+          id = '';
           continue;
         }
         if (line.startsWith(':')) continue;
@@ -44,6 +47,7 @@ export async function* readEvents(body) {
         if (val.startsWith(' ')) val = val.slice(1);
         if (field === 'event') event = val;
         else if (field === 'data') data.push(val);
+        else if (field === 'id') id = val;
       }
     }
   } finally {
