@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,6 +31,19 @@ var corruptCases = []struct {
 }
 
 func TestCorruptRows(t *testing.T) {
+	// Entries decoded one after another, and in parallel (two goroutines
+	// on a 5-entry session).
+	for _, min := range []int{1 << 20, 2} {
+		t.Run(fmt.Sprint("parallel from ", min), func(t *testing.T) {
+			saved := parallelMin
+			t.Cleanup(func() { parallelMin = saved })
+			parallelMin = min
+			testCorruptRows(t)
+		})
+	}
+}
+
+func testCorruptRows(t *testing.T) {
 	for _, tc := range corruptCases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openTest(t)

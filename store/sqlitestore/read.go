@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/spool-go/spool/seal"
@@ -60,20 +62,28 @@ func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcrip
 // readRows checks what a read query returns: entries at every position of
 // bounds(total), each one parsing, each the child of the one before, and
 // the last of the session the head its row names. Anything else is
-// corruption, reported with the session and position.
+// corruption, reported with the session and position: the first position
+// that fails, as a read that checked row by row would report it.
+//
+// The rows' bodies are gathered first, in one buffer, and decoded after
+// the statement is done; a read of parallelMin entries or more decodes
+// them on up to GOMAXPROCS goroutines, since decoding is most of what a
+// long read costs besides SQLite's own steps.
 func (s *Store) readRows(key store.Key, rows *sql.Rows, err error, bounds func(total int) (start, end int)) ([]transcript.Entry, int, error) {
 	if err != nil {
 		return nil, 0, s.fail("read", key, err)
 	}
 	defer rows.Close()
 	var (
-		entries []transcript.Entry
-		found   bool
-		sid     int64
-		head    string
-		total   int
-		next    int
-		end     int
+		found bool
+		sid   int64
+		head  string
+		total int
+		next  int
+		end   int
+		arena []byte
+		cuts  []int // body i is arena[cuts[i]:cuts[i+1]]
+		stop  error // the corruption that ended the rows, after the bodies before it
 	)
 	for rows.Next() {
 		var seq sql.NullInt64
@@ -85,54 +95,120 @@ func (s *Store) readRows(key store.Key, rows *sql.Rows, err error, bounds func(t
 			found = true
 			next, end = bounds(total)
 			if end > next {
-				entries = make([]transcript.Entry, 0, end-next)
+				cuts = make([]int, 1, end-next+1)
 			}
 		}
 		if !seq.Valid {
 			continue // the session has no entries in the range
 		}
 		if next >= end {
-			return nil, 0, s.corrupt(key, sid, int(seq.Int64), fmt.Errorf("entry stored beyond the session's %d", total))
+			stop = s.corrupt(key, sid, int(seq.Int64), fmt.Errorf("entry stored beyond the session's %d", total))
+			break
 		}
 		if int(seq.Int64) != next {
-			return nil, 0, s.corrupt(key, sid, next, fmt.Errorf("entry missing (next stored position is %d)", seq.Int64))
+			stop = s.corrupt(key, sid, next, fmt.Errorf("entry missing (next stored position is %d)", seq.Int64))
+			break
 		}
-		e, err := s.decode(key, sid, next, body)
-		if err != nil {
-			return nil, 0, err
+		if arena == nil {
+			arena = make([]byte, 0, len(body)*(end-next))
 		}
-		if len(entries) > 0 && e.ParentID != entries[len(entries)-1].ID {
-			return nil, 0, s.corrupt(key, sid, next, fmt.Errorf("entry %q has parent %q, not the entry before it (%q)", e.ID, e.ParentID, entries[len(entries)-1].ID))
-		}
-		if next == total-1 && e.ID != head {
-			return nil, 0, s.corrupt(key, sid, next, fmt.Errorf("last entry is %q, but the session's head is %q", e.ID, head))
-		}
-		entries = append(entries, e)
+		arena = append(arena, body...)
+		cuts = append(cuts, len(arena))
 		next++
 	}
-	if err := rows.Err(); err != nil {
+	if err := rows.Err(); err != nil && stop == nil {
 		return nil, 0, s.fail("read", key, err)
 	}
-	if found && next < end {
+	if !found {
+		return nil, 0, nil
+	}
+	first, _ := bounds(total)
+	entries, bad, badErr := s.decodeAll(key, first, arena, cuts)
+	for i := range entries[:bad] {
+		pos := first + i
+		e := entries[i]
+		if i > 0 && e.ParentID != entries[i-1].ID {
+			return nil, 0, s.corrupt(key, sid, pos, fmt.Errorf("entry %q has parent %q, not the entry before it (%q)", e.ID, e.ParentID, entries[i-1].ID))
+		}
+		if pos == total-1 && e.ID != head {
+			return nil, 0, s.corrupt(key, sid, pos, fmt.Errorf("last entry is %q, but the session's head is %q", e.ID, head))
+		}
+	}
+	switch {
+	case badErr != nil:
+		return nil, 0, s.corrupt(key, sid, first+bad, badErr)
+	case stop != nil:
+		return nil, 0, stop
+	case next < end:
 		return nil, 0, s.corrupt(key, sid, next, fmt.Errorf("entry missing (the session has %d)", total))
 	}
 	return entries, total, nil
 }
 
+// parallelMin is the length of a read from which its entries are decoded
+// in parallel (a variable for tests).
+var parallelMin = 512
+
+// decodeAll opens and parses the bodies arena[cuts[i]:cuts[i+1]], the
+// entries at positions first, first+1, …, and returns them with the index
+// of the first that failed and its error (bad is len(entries) when none
+// did).
+func (s *Store) decodeAll(key store.Key, first int, arena []byte, cuts []int) (entries []transcript.Entry, bad int, err error) {
+	n := max(len(cuts)-1, 0)
+	entries = make([]transcript.Entry, n)
+	part := func(lo, hi int) (int, error) {
+		for i := lo; i < hi; i++ {
+			e, err := s.open(key, first+i, arena[cuts[i]:cuts[i+1]])
+			if err != nil {
+				return i, err
+			}
+			entries[i] = e
+		}
+		return hi, nil
+	}
+	workers := min(runtime.GOMAXPROCS(0), n/max(parallelMin/2, 1))
+	if n < parallelMin || workers < 2 {
+		bad, err = part(0, n)
+		if err == nil {
+			bad = n
+		}
+		return entries, bad, err
+	}
+	bads := make([]int, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { bads[w], errs[w] = part(w*n/workers, (w+1)*n/workers) })
+	}
+	wg.Wait()
+	for w := range workers {
+		if errs[w] != nil {
+			return entries, bads[w], errs[w] // ranges are in order: the first is the lowest
+		}
+	}
+	return entries, n, nil
+}
+
 // decode opens and parses the stored form of the entry at position seq.
 func (s *Store) decode(key store.Key, sid int64, seq int, body []byte) (transcript.Entry, error) {
-	if p := s.cfg.protector; p != nil {
-		plain, err := p.Open(body, seal.AssociatedData(key.Agent, key.Owner, key.ID, seq))
-		if err != nil {
-			return transcript.Entry{}, s.corrupt(key, sid, seq, err)
-		}
-		body = plain
-	}
-	e, err := transcript.Parse(body)
+	e, err := s.open(key, seq, body)
 	if err != nil {
 		return transcript.Entry{}, s.corrupt(key, sid, seq, err)
 	}
 	return e, nil
+}
+
+// open opens (with a protector) and parses the stored form of the entry at
+// position seq.
+func (s *Store) open(key store.Key, seq int, body []byte) (transcript.Entry, error) {
+	if p := s.cfg.protector; p != nil {
+		plain, err := p.Open(body, seal.AssociatedData(key.Agent, key.Owner, key.ID, seq))
+		if err != nil {
+			return transcript.Entry{}, err
+		}
+		body = plain
+	}
+	return transcript.Parse(body)
 }
 
 func (s *Store) corrupt(key store.Key, sid int64, seq int, err error) error {
