@@ -18,9 +18,9 @@ type state struct {
 	count        int
 	lastActivity time.Time
 	mode         transcript.ToolMode // "" until a session.mode entry says
-	approved     map[string]bool     // tools approved for the rest of the session
+	approved     map[string]bool     // tools approved for the rest of the session; nil for none
 	pending      []Approval          // in request order
-	requests     map[string]Approval // every approval request by id, for decisions
+	requests     map[string]Approval // every approval request by id, for decisions; nil for none
 	used         int64               // tokens of the session's ended turns and compactions
 	// sinceCompaction counts the turns ended since the last compaction.
 	sinceCompaction int
@@ -33,14 +33,20 @@ type state struct {
 type openTurn struct {
 	id      string
 	started time.Time
-	steps   int                   // assistant messages so far
-	calls   []transcript.ToolCall // the newest step's calls
-	results map[string]bool       // call ids of the newest step with a result
-	usage   transcript.Usage      // what its recorded steps used
+	steps   int              // assistant messages so far
+	usage   transcript.Usage // what its recorded steps used
 }
 
 func newState(opt history.Options) *state {
-	return &state{approved: map[string]bool{}, requests: map[string]Approval{}, hist: history.NewBuilder(opt)}
+	return &state{hist: history.NewBuilder(opt)}
+}
+
+// approve notes that tool is approved for the rest of the session.
+func (st *state) approve(tool string) {
+	if st.approved == nil {
+		st.approved = map[string]bool{}
+	}
+	st.approved[tool] = true
 }
 
 // forgetAbove is the transcript length above which a state drops at once
@@ -76,7 +82,7 @@ func (st *state) apply(e transcript.Entry, data any) {
 	switch e.Type {
 	case transcript.TypeUserMessage:
 		if st.open == nil || st.open.id != e.TurnID {
-			st.open = &openTurn{id: e.TurnID, started: e.Timestamp, results: map[string]bool{}}
+			st.open = &openTurn{id: e.TurnID, started: e.Timestamp}
 		}
 	case transcript.TypeAssistantMessage:
 		m, ok := data.(transcript.AssistantMessage)
@@ -85,17 +91,8 @@ func (st *state) apply(e transcript.Entry, data any) {
 		}
 		if t := st.turn(e); t != nil {
 			t.steps++
-			t.calls = m.ToolCalls
-			t.results = map[string]bool{}
 			if m.Usage != nil {
 				t.usage = t.usage.Add(*m.Usage)
-			}
-		}
-	case transcript.TypeToolResult:
-		r, ok := data.(transcript.ToolResult)
-		if ok || e.DecodeData(&r) == nil {
-			if t := st.turn(e); t != nil {
-				t.results[r.CallID] = true
 			}
 		}
 	case transcript.TypeApprovalRequest:
@@ -104,6 +101,9 @@ func (st *state) apply(e transcript.Entry, data any) {
 		var r transcript.ApprovalRequest
 		if e.DecodeData(&r) == nil {
 			a := Approval{ID: r.ApprovalID, CallID: r.CallID, Tool: r.Tool, Arguments: r.Arguments, TurnID: e.TurnID, Requested: e.Timestamp}
+			if st.requests == nil {
+				st.requests = map[string]Approval{}
+			}
 			st.requests[a.ID] = a
 			st.pending = append(st.pending, a)
 		}
@@ -119,7 +119,7 @@ func (st *state) apply(e transcript.Entry, data any) {
 			}
 		}
 		if req, ok := st.requests[d.ApprovalID]; ok && d.Decision == transcript.VerdictAllow && d.Scope == transcript.ApprovalScopeSession {
-			st.approved[req.Tool] = true
+			st.approve(req.Tool)
 		}
 	case transcript.TypeSessionMode:
 		m, ok := data.(transcript.SessionMode)
@@ -135,7 +135,7 @@ func (st *state) apply(e transcript.Entry, data any) {
 				st.mode = f.ToolMode
 			}
 			for _, t := range f.ApprovedTools {
-				st.approved[t] = true
+				st.approve(t)
 			}
 		}
 	case transcript.TypeCompaction:
