@@ -20,6 +20,9 @@ import (
 // Run it with -benchtime 1x; the stores that need a server take it from
 // SPOOL_TEST_POSTGRES and SPOOL_TEST_REDIS.
 func BenchmarkImport(b *testing.B) {
+	// The test binary's chunk is 7 entries (export_test.go), which would
+	// hand every store bulks of 7 entries and a sync per 7.
+	defer transfer.SetChunk(transfer.RealChunk)()
 	many := export(b, 3000, 40_000)
 	one := export(b, 1, 30_000)
 	for _, name := range []string{"file", "sqlite", "postgres", "redis"} {
