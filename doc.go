@@ -40,6 +40,23 @@
 // values to test with errors.Is ([ErrApprovalPending], [ErrBusy],
 // [ErrNotFound], …); a turn that fails is still recorded.
 //
+// Live turns: every event of a turn has an id ([Event.ID], an [EventID]),
+// [Session.Watch] follows a session's turns as they run, from any event,
+// and [Session.Stop] ends the running turn, in this process or in
+// another sharing the store. Across processes it depends on the store:
+// one that is a [store.Notifier] (memory, PostgreSQL through
+// LISTEN/NOTIFY, Redis through pub/sub) carries every delta of a turn to
+// the watchers of other replicas, and a stop to the replica running it;
+// with one that is not (the file and SQLite stores, shared by processes
+// on one machine), a watcher in a process that does not run the turn
+// follows the transcript, read every [PollInterval]: it gets each step
+// as it is stored and the turn's end, not each delta, unless it shares
+// the process that runs the turn, and Stop reaches only this process's
+// turns. A turn whose process died (no answer to a sync) is followed
+// through the transcript to its end, which the watcher's process records
+// as cancelled once the store's lock shows no process holds the turn
+// (what the next turn on the session would do first).
+//
 // The command spool (cmd/spool) and the HTTP handler (package server) are
 // built on this package; the runnable flow, with a restart in the middle,
 // is the package Example.

@@ -12,7 +12,14 @@ import (
 // replica can follow it. Messages are not durable: a listener gets those
 // notified while it listens, in order, and no others. Package spool uses
 // it for live turns (Session.Watch, Session.Stop); without it a replica
-// follows other replicas' turns only through the transcript.
+// follows other replicas' turns only through the transcript (polled).
+//
+// A message may be of any length and any bytes (a live turn's snapshot
+// of its events so far can be megabytes): a store whose transport limits
+// a payload splits it (pgstore sends it in chunks of one transaction).
+// The memory store's Hub, pgstore (LISTEN/NOTIFY) and redisstore
+// (pub/sub) implement it; storetest's Notifier/* checks hold every one to
+// this contract.
 type Notifier interface {
 	// Notify sends msg to every listener of key, in this process and in
 	// the others sharing the store. It does not wait for them.
