@@ -265,6 +265,12 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 				if m.Event == nil {
 					continue
 				}
+				if !synced && after.IsZero() && follow && m.Event.ID == (EventID{Pos: m.Pos, N: 1}).String() {
+					// A run's first event, notified after this watch
+					// listened: the run began after the watch did, and
+					// all of it comes here; no need to wait for syncWait.
+					synced, after = true, EventID{Pos: m.Pos}
+				}
 				keep(m.Pos, *m.Event)
 				if !flush(m.Pos) {
 					return true
