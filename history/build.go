@@ -225,7 +225,7 @@ func (v *view) assemble(chunks []chunk, system []model.Message, n int) []model.M
 	if same == 0 || at+rest > len(v.buf) {
 		// Back to the start of buf, with room for the window to slide.
 		if need := len(system) + n; len(v.buf) < need {
-			v.buf = make([]model.Message, 2*need+16)
+			v.buf = make([]model.Message, 2*need)
 		}
 		start, at, same = 0, len(system), 0
 	}

@@ -48,7 +48,8 @@ func (b *Builder) Forget() {
 
 	old := *b
 	*b = Builder{opt: old.opt, final: -1, current: -1, newest: -1, activeFinal: -1, activeCurrent: -1, prev: -1,
-		base: old.base + cut, maxID: old.maxID, decided: decided, carried: maps.Clone(decided), tick: old.tick}
+		base: old.base + cut, maxID: old.maxID, decided: decided, carried: maps.Clone(decided), tick: old.tick,
+		view: old.view} // its buffer, which the next View fills again
 	n := len(old.entries) - cut
 	b.entries = slices.Clone(old.entries[cut:])
 	b.parts = make([]*part, 0, n+16)
