@@ -3,7 +3,6 @@ package spool_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -154,12 +153,5 @@ func benchLive(b *testing.B, name string, watchers int) {
 			}
 		}
 	}
-	slices.Sort(lat)
-	if len(lat) == 0 {
-		b.Fatal("no event reached a watcher")
-	}
-	b.ReportMetric(lat[len(lat)/2], "p50-ms")
-	b.ReportMetric(lat[min(len(lat)-1, len(lat)*99/100)], "p99-ms")
-	b.ReportMetric(float64(cpu.Microseconds())/float64(max(delivered, 1)), "cpu-us/event")
-	b.ReportMetric(benchdata.Median(withW)/benchdata.Median(without), "turn-x")
+	benchdata.ReportLive(b, lat, cpu, delivered, withW, without)
 }
