@@ -142,10 +142,3 @@ func (h *handles) close() {
 		k.f.Close()
 	}
 }
-
-// len reports how many files are kept (for tests).
-func (h *handles) len() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.files)
-}
