@@ -34,8 +34,8 @@ type relayMsg struct {
 	T      string  `json:"t"`               // ev, end, sync, snap, stop
 	Nonce  string  `json:"nonce,omitempty"` // sync, and the snap answering it
 	Pos    int64   `json:"pos,omitempty"`   // the run (ev, end, snap)
-	Event  *Event  `json:"ev,omitempty"`    // ev
-	Events []Event `json:"evs,omitempty"`   // snap: the run's events so far
+	Event  *Event  `json:"ev,omitempty"`    // ev: one event
+	Events []Event `json:"evs,omitempty"`   // ev: several, in order; snap: the run's events so far
 	Open   bool    `json:"open,omitempty"`  // snap: the run has not ended
 }
 
@@ -90,6 +90,9 @@ func (a *Agent) relay(t *liveTurn) {
 				if !ok {
 					return
 				}
+				if bytes.HasPrefix(b, []byte(`{"t":"ev"`)) || bytes.HasPrefix(b, []byte(snapPrefix)) {
+					continue // the run's own events, and snaps: not for the relay
+				}
 				var m relayMsg
 				if json.Unmarshal(b, &m) != nil {
 					continue
@@ -113,8 +116,16 @@ func (a *Agent) relay(t *liveTurn) {
 		n := 0
 		for {
 			evs, done, wake := t.since(n)
-			for i := range evs {
-				_ = a.notify(context.Background(), t.key, relayMsg{T: "ev", Pos: t.pos, Event: &evs[i]})
+			// The events ready together go in one notification (one
+			// NOTIFY, one PUBLISH): a model that streams faster than
+			// the store notifies costs a round trip per batch, not per
+			// delta.
+			switch len(evs) {
+			case 0:
+			case 1:
+				_ = a.notify(context.Background(), t.key, relayMsg{T: "ev", Pos: t.pos, Event: &evs[0]})
+			default:
+				_ = a.notify(context.Background(), t.key, relayMsg{T: "ev", Pos: t.pos, Events: evs})
 			}
 			n += len(evs)
 			if done && len(evs) == 0 {
@@ -290,16 +301,22 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 			heard = time.Now()
 			switch m.T {
 			case "ev":
-				if m.Event == nil {
+				evs := m.Events
+				if m.Event != nil {
+					evs = append(evs, *m.Event)
+				}
+				if len(evs) == 0 {
 					continue
 				}
-				if !synced && after.IsZero() && follow && m.Event.ID == (EventID{Pos: m.Pos, N: 1}).String() {
+				if !synced && after.IsZero() && follow && evs[0].ID == (EventID{Pos: m.Pos, N: 1}).String() {
 					// A run's first event, notified after this watch
 					// listened: the run began after the watch did, and
 					// all of it comes here; no need to wait for syncWait.
 					synced, after = true, EventID{Pos: m.Pos}
 				}
-				keep(m.Pos, *m.Event)
+				for _, ev := range evs {
+					keep(m.Pos, ev)
+				}
 				if !flush(m.Pos) {
 					return true
 				}
