@@ -19,7 +19,8 @@ import (
 //
 // When the store is a store.Notifier (the memory store's in-process hub;
 // a store of one's own), every run is relayed: its events are notified on
-// the session's key as they happen ("ev"), and its end ("end"); and the
+// the session's key as they happen ("ev": those ready together in one
+// notification), and its end ("end"); and the
 // process running it listens on that key for "sync" (a watcher elsewhere
 // asks for the run's events so far: the answer is a "snap" of them) and
 // "stop" (Session.Stop from another process). A watcher in a process that
