@@ -30,7 +30,9 @@ import (
 // up another way.
 //
 // On Redis Cluster, PUBLISH reaches the subscribers of every node, so one
-// connection per Store serves every session; sharded pub/sub (SPUBLISH)
+// connection per Store serves every session, and each session's messages
+// are published through the node that owns its channel's slot, so that
+// they arrive in order (TestClusterConformance); sharded pub/sub (SPUBLISH)
 // would keep the traffic on the session's shard, at the cost of a
 // connection per shard, and is not used.
 
@@ -71,7 +73,20 @@ func (s *Store) Notify(ctx context.Context, key store.Key, msg []byte) error {
 	if err := store.ValidateKey(key); err != nil {
 		return err
 	}
-	if err := s.c.Publish(ctx, s.liveChannel(key), msg).Err(); err != nil {
+	name := s.liveChannel(key)
+	var pub redis.Cmdable = s.c
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		// PUBLISH has no key, so a cluster client sends each to a node
+		// of its choosing, and messages through different nodes reach a
+		// subscriber out of order. Through the node that owns the
+		// channel's slot, every message of a session takes one path.
+		node, err := cc.MasterForKey(ctx, name)
+		if err != nil {
+			return redisError("notify", key, err)
+		}
+		pub = node
+	}
+	if err := pub.Publish(ctx, name, msg).Err(); err != nil {
 		return redisError("notify", key, err)
 	}
 	return nil
