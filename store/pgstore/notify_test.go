@@ -77,24 +77,7 @@ func TestNotifyReconnects(t *testing.T) {
 	if err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("terminating the listening backend: %v (%d)", err, tag.RowsAffected())
 	}
-	select {
-	case _, ok := <-ch:
-		if ok {
-			t.Fatal("a message after the connection dropped")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the listener of a dropped connection was not closed")
-	}
-	ch, err = two.Listen(ctx, key)
-	if err != nil {
-		t.Fatalf("Listen after the drop: %v", err)
-	}
-	if err := one.Notify(ctx, key, []byte("again")); err != nil {
-		t.Fatal(err)
-	}
-	if got := storetest.Receive(t, ch, "again"); string(got) != "again" {
-		t.Fatalf("after reconnecting: %q", got)
-	}
+	storetest.AfterDrop(t, one, two, key, ch, 10*time.Second)
 }
 
 // A Store's own messages reach its listeners once, not again when the

@@ -105,22 +105,5 @@ func TestNotifyReconnects(t *testing.T) {
 	if killed != 1 {
 		t.Fatalf("killed %d pub/sub connections of the store, want 1:\n%s", killed, list)
 	}
-	select {
-	case _, ok := <-ch:
-		if ok {
-			t.Fatal("a message after the connection dropped")
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the listener of a dropped connection was not closed")
-	}
-	ch, err = two.Listen(ctx, key)
-	if err != nil {
-		t.Fatalf("Listen after the drop: %v", err)
-	}
-	if err := one.Notify(ctx, key, []byte("again")); err != nil {
-		t.Fatal(err)
-	}
-	if got := storetest.Receive(t, ch, "again"); string(got) != "again" {
-		t.Fatalf("after reconnecting: %q", got)
-	}
+	storetest.AfterDrop(t, one, two, key, ch, 15*time.Second)
 }

@@ -230,3 +230,30 @@ func testNotifierClose(t *testing.T, s store.Store) {
 		t.Fatal("Listen with an ended context succeeded")
 	}
 }
+
+// AfterDrop checks what a Notifier does when the connection behind a
+// listener was dropped (a store's own test drops it): ch, the listener
+// on key of handle two, is closed within wait without a message, and a
+// listener made again on two gets what one notifies.
+func AfterDrop(t testing.TB, one, two store.Notifier, key store.Key, ch <-chan []byte, wait time.Duration) {
+	t.Helper()
+	ctx := t.Context()
+	select {
+	case _, ok := <-ch:
+		if ok {
+			t.Fatal("a message after the connection dropped")
+		}
+	case <-time.After(wait):
+		t.Fatal("the listener of a dropped connection was not closed")
+	}
+	ch, err := two.Listen(ctx, key)
+	if err != nil {
+		t.Fatalf("Listen after the drop: %v", err)
+	}
+	if err := one.Notify(ctx, key, []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	if got := Receive(t, ch, "again"); string(got) != "again" {
+		t.Fatalf("after reconnecting: %q", got)
+	}
+}
