@@ -143,6 +143,12 @@ func Export(ctx context.Context, w io.Writer, src store.Store, keys []store.Key)
 // fail the import with their line number.
 func Import(ctx context.Context, dst store.Store, r io.Reader, progress Progress) (Stats, error) {
 	s := newSink(dst)
+	err := s.end(ctx, s.importFrom(ctx, r, progress))
+	return s.stats, err
+}
+
+// importFrom places the records of r.
+func (s *sink) importFrom(ctx context.Context, r io.Reader, progress Progress) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), transcript.MaxLineSize)
 	line := 0
@@ -154,7 +160,7 @@ func Import(ctx context.Context, dst store.Store, r io.Reader, progress Progress
 		}
 		var rec Record
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return s.stats, fmt.Errorf("transfer: line %d: not an export record: %w", line, err)
+			return fmt.Errorf("transfer: line %d: not an export record: %w", line, err)
 		}
 		k := rec.Key()
 		if k != prev && progress != nil && prev.ID != "" {
@@ -162,16 +168,13 @@ func Import(ctx context.Context, dst store.Store, r io.Reader, progress Progress
 		}
 		prev = k
 		if err := s.put(ctx, k, rec.Entry); err != nil {
-			return s.stats, fmt.Errorf("transfer: line %d: %w", line, err)
+			return fmt.Errorf("transfer: line %d: %w", line, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return s.stats, fmt.Errorf("transfer: after line %d: %w", line, err)
+		return fmt.Errorf("transfer: after line %d: %w", line, err)
 	}
-	if err := s.flush(ctx); err != nil {
-		return s.stats, fmt.Errorf("transfer: %w", err)
-	}
-	return s.stats, nil
+	return nil
 }
 
 // Copy copies the given sessions (every session src holds when keys is
@@ -198,11 +201,7 @@ func Copy(ctx context.Context, dst, src store.Store, keys []store.Key, progress 
 			}
 		}
 	}
-	if err == nil {
-		if err = s.flush(ctx); err != nil {
-			err = fmt.Errorf("transfer: %w", err)
-		}
-	}
+	err = s.end(ctx, err)
 	return s.stats, err
 }
 
@@ -212,6 +211,13 @@ func Copy(ctx context.Context, dst, src store.Store, keys []store.Key, progress 
 // are held, a batch per session, and written chunk entries at a time
 // (store.AppendBulk: one transaction, or overlapping syncs, for many
 // sessions; store.AppendBatch's one sync for a long session's chunk).
+//
+// One bulk is written while the next is read and placed: the store's
+// commit (a server's, or a disk's sync) overlaps decoding the input, the
+// other half of an import's time. A bulk is never started before the one
+// before it has returned, so the store sees each session's entries in
+// order, and what a failed bulk left is read again by a run that follows
+// (see flush).
 type sink struct {
 	dst   store.Store
 	stats Stats
@@ -219,6 +225,9 @@ type sink struct {
 	last  *target
 	held  []store.Batch // to append, in order
 	count int           // entries held
+
+	writing chan error // the bulk being written answers here; nil when none
+	wrote   int        // entries in that bulk
 }
 
 type target struct {
@@ -236,7 +245,7 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 		return err
 	}
 	if s.count >= chunk {
-		if err := s.flush(ctx); err != nil {
+		if err := s.start(ctx); err != nil {
 			return err
 		}
 	}
@@ -253,6 +262,9 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 		s.last = t
 	}
 	if !t.loaded {
+		// A session first seen is not in the bulk being written (only
+		// sessions placed before are), so what the store says of it now
+		// is what it has.
 		_, total, err := store.ReadTail(ctx, s.dst, k, 0)
 		if err != nil {
 			return err
@@ -283,17 +295,35 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 }
 
 // placed is how many entries were appended or are held to be.
-func (s *sink) placed() int { return s.stats.Entries + s.count }
+func (s *sink) placed() int { return s.stats.Entries + s.wrote + s.count }
 
-// flush appends the held entries. A failure may leave some of them in the
-// store, as the appends one by one would: a run again skips what is there.
-func (s *sink) flush(ctx context.Context) error {
+// start waits for the bulk being written, then starts writing the held
+// entries, and returns the error of the bulk waited for.
+func (s *sink) start(ctx context.Context) error {
+	if err := s.wait(); err != nil {
+		return err
+	}
 	if s.count == 0 {
 		return nil
 	}
-	err := store.AppendBulk(ctx, s.dst, s.held)
-	n := s.count
-	s.held, s.count = s.held[:0], 0
+	held, n := s.held, s.count
+	s.held, s.count = nil, 0 // the bulk being written keeps its own
+	s.writing, s.wrote = make(chan error, 1), n
+	go func(done chan<- error) { done <- store.AppendBulk(ctx, s.dst, held) }(s.writing)
+	return nil
+}
+
+// wait waits for the bulk being written, if any. A failure may leave some
+// of it in the store, as the appends one by one would: a run again skips
+// what is there.
+func (s *sink) wait() error {
+	if s.writing == nil {
+		return nil
+	}
+	err := <-s.writing
+	s.writing = nil
+	n := s.wrote
+	s.wrote = 0
 	if err != nil {
 		// Where the store stands is unknown now: the next put of a
 		// session reads it again.
@@ -302,6 +332,24 @@ func (s *sink) flush(ctx context.Context) error {
 		return err
 	}
 	s.stats.Entries += n
+	return nil
+}
+
+// end ends a transfer that stopped with err: with nil, it writes what is
+// held and waits until it is written; else it waits for the bulk being
+// written (so that nothing writes to the store after the transfer
+// returned, and Stats counts it) and returns err.
+func (s *sink) end(ctx context.Context, err error) error {
+	if err != nil {
+		_ = s.wait() // err says why the transfer stopped; a run again sees the rest
+		return err
+	}
+	if err := s.start(ctx); err != nil {
+		return fmt.Errorf("transfer: %w", err)
+	}
+	if err := s.wait(); err != nil {
+		return fmt.Errorf("transfer: %w", err)
+	}
 	return nil
 }
 

@@ -1,0 +1,162 @@
+package transfer_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/spool-go/spool/internal/teststores"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/transfer"
+	"github.com/spool-go/spool/transcript"
+)
+
+var errInterrupted = errors.New("interrupted")
+
+// interrupted is a store whose bulk appends stop after budget entries, as
+// a killed process stops: in the middle of a bulk, with a prefix of one
+// session's batch appended and the rest of the bulk not.
+type interrupted struct {
+	store.Store
+	budget int
+}
+
+func (s *interrupted) AppendBulk(ctx context.Context, batches []store.Batch) error {
+	for _, b := range batches {
+		entries := b.Entries
+		stop := len(entries) > s.budget
+		if stop {
+			entries = entries[:s.budget]
+		}
+		if err := store.AppendBatch(ctx, s.Store, b.Key, entries); err != nil {
+			return err
+		}
+		s.budget -= len(entries)
+		if stop {
+			return errInterrupted
+		}
+	}
+	return nil
+}
+
+// TestImportResumes interrupts an import into every store in the middle
+// of a bulk, and in the middle of a long session, then runs it again: the
+// second run appends exactly what the first did not, every session ends
+// whole with its chain intact, and a third run appends nothing and says
+// so in its Stats.
+func TestImportResumes(t *testing.T) {
+	ctx := context.Background()
+	all := teststores.All()
+	for _, to := range teststores.Names {
+		for _, budget := range []int{3, 40, 100} { // in the first session, at a session's start, in the last
+			t.Run(to, func(t *testing.T) {
+				src, dst := all["memory"](t), all[to](t)
+				want := fill(t, src)
+				var buf bytes.Buffer
+				if _, err := transfer.Export(ctx, &buf, src, keys(want)); err != nil {
+					t.Fatal(err)
+				}
+				exported := buf.String()
+				st, err := transfer.Import(ctx, &interrupted{Store: dst, budget: budget}, strings.NewReader(exported), nil)
+				if !errors.Is(err, errInterrupted) {
+					t.Fatalf("interrupted import: %+v %v, want %v", st, err, errInterrupted)
+				}
+				landed := countAll(t, dst, want)
+				if landed != budget {
+					t.Fatalf("the interrupted import left %d entries, want %d", landed, budget)
+				}
+				st, err = transfer.Import(ctx, dst, strings.NewReader(exported), nil)
+				if err != nil || st.Skipped != budget || st.Entries != 140-budget || st.Sessions != 4 {
+					t.Fatalf("import after the interruption: %+v %v, want %d skipped and %d added", st, err, budget, 140-budget)
+				}
+				check(t, dst, want)
+				checkChains(t, dst, want)
+				st, err = transfer.Import(ctx, dst, strings.NewReader(exported), nil)
+				if err != nil || st.Entries != 0 || st.Skipped != 140 {
+					t.Fatalf("a third import: %+v %v, want nothing added and 140 already there", st, err)
+				}
+			})
+		}
+	}
+}
+
+// TestImportCancelled cancels an import between sessions (as Ctrl-C
+// does) and runs it again to its end.
+func TestImportCancelled(t *testing.T) {
+	all := teststores.All()
+	for _, to := range teststores.Names {
+		t.Run(to, func(t *testing.T) {
+			src, dst := all["memory"](t), all[to](t)
+			want := fill(t, src)
+			var buf bytes.Buffer
+			if _, err := transfer.Export(context.Background(), &buf, src, keys(want)); err != nil {
+				t.Fatal(err)
+			}
+			exported := buf.String()
+			ctx, cancel := context.WithCancel(context.Background())
+			_, err := transfer.Import(ctx, dst, strings.NewReader(exported), func(sessions, _ int) {
+				if sessions == 2 {
+					cancel()
+				}
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled import: %v, want context.Canceled", err)
+			}
+			landed := countAll(t, dst, want)
+			st, err := transfer.Import(context.Background(), dst, strings.NewReader(exported), nil)
+			if err != nil || st.Skipped != landed || st.Entries+st.Skipped != 140 {
+				t.Fatalf("import after cancelling: %+v %v, want %d skipped", st, err, landed)
+			}
+			check(t, dst, want)
+			checkChains(t, dst, want)
+		})
+	}
+}
+
+// countAll counts the entries dst holds of the sessions of want, each a
+// prefix of its session.
+func countAll(t *testing.T, dst store.Store, want map[store.Key][]transcript.Entry) int {
+	t.Helper()
+	n := 0
+	for k, entries := range want {
+		got, err := dst.Read(context.Background(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) > len(entries) {
+			t.Fatalf("%s: %d entries, more than the %d exported", k, len(got), len(entries))
+		}
+		for i := range got {
+			if !got[i].Equal(entries[i]) {
+				t.Fatalf("%s: entry %d is not the exported one", k, i)
+			}
+		}
+		n += len(got)
+	}
+	return n
+}
+
+// checkChains checks that each session's entries chain, first to last,
+// and that its SessionInfo counts them.
+func checkChains(t *testing.T, dst store.Store, want map[store.Key][]transcript.Entry) {
+	t.Helper()
+	for k := range want {
+		got, err := dst.Read(context.Background(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parent := ""
+		for i, e := range got {
+			if e.ParentID != parent {
+				t.Fatalf("%s: entry %d's parent is %q, want %q", k, i, e.ParentID, parent)
+			}
+			parent = e.ID
+		}
+		info, err := store.Stat(context.Background(), dst, k)
+		if err != nil || info.Entries != len(got) {
+			t.Fatalf("%s: Stat %+v %v, want %d entries", k, info, err, len(got))
+		}
+	}
+}
