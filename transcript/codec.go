@@ -100,7 +100,8 @@ type wireEntry struct {
 // not a JSON object, id, type or timestamp missing or empty, a timestamp that
 // is not RFC 3339, an unknown status, or data that is not an object.
 func Parse(b []byte) (Entry, error) {
-	if e, ok := parseFast(b); ok {
+	p := Parser{oneOff: true}
+	if e, ok := parseFast(&p, b); ok {
 		return e, nil
 	}
 	return parseSlow(b)
@@ -147,6 +148,7 @@ func parseSlow(b []byte) (Entry, error) {
 	} else if e.Data, err = compactObject(w.Data); err != nil {
 		return Entry{}, fmt.Errorf("%w: entry %q: data: %v", ErrSyntax, e.ID, err)
 	}
+	e.Data = e.Data[:len(e.Data):len(e.Data)] // as the fast path's: appending to it copies
 	return e, nil
 }
 
@@ -176,6 +178,7 @@ const MaxLineSize = 64 << 20
 // A Decoder reads entries from JSON lines. Blank lines are skipped.
 type Decoder struct {
 	r    *bufio.Reader
+	p    Parser // the entries of one Decoder share its blocks
 	line int
 	max  int
 }
@@ -201,7 +204,7 @@ func (d *Decoder) Decode() (Entry, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		e, err := Parse(line)
+		e, err := d.p.Parse(line)
 		if err != nil {
 			return Entry{}, fmt.Errorf("%w (line %d)", err, d.line)
 		}

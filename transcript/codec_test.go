@@ -206,7 +206,7 @@ func FuzzParseFastMatchesSlow(f *testing.F) {
 	f.Add([]byte(`{"id":"a","id":"b","timestamp":"2026-11-29T10:00:00Z","type":"x","turnId":"t"}`))
 	f.Add([]byte(`{"id":"a\u0041","timestamp":"2026-11-29T10:00:00Z","type":"x","turnId":"t","data":{"s":"\\"}"}}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		fast, ok := parseFast(in)
+		fast, ok := parseFast(&Parser{oneOff: true}, in)
 		if !ok {
 			return
 		}
@@ -227,7 +227,7 @@ func TestFastPathTakesWhatAppendJSONWrites(t *testing.T) {
 	}
 	e.ParentID = "p"
 	line, _ := AppendJSON(nil, e)
-	got, ok := parseFast(line)
+	got, ok := parseFast(&Parser{oneOff: true}, line)
 	if !ok || !got.Equal(e) {
 		t.Fatalf("fast path refused or changed a line AppendJSON wrote: %v %+v", ok, got)
 	}
@@ -251,4 +251,37 @@ func BenchmarkParse(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkParser parses the lines of a 1,000-entry chain with one
+// Parser, as a store's read does, and reports the cost an entry.
+func BenchmarkParser(b *testing.B) {
+	var lines [][]byte
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	parent, turn := "", ""
+	for i := range 1000 {
+		typ := TypeAssistantMessage
+		if i%2 == 0 {
+			typ = TypeUserMessage
+		}
+		e, _ := New(now.Add(time.Duration(i)*time.Millisecond), typ, turn, UserMessage{Text: strings.Repeat("where is my order please ", 9)})
+		if i%2 == 0 {
+			turn = e.ID
+			e.TurnID = turn
+		}
+		e.ParentID = parent
+		parent = e.ID
+		line, _ := AppendJSON(nil, e)
+		lines = append(lines, line)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var p Parser
+		for _, line := range lines {
+			if _, err := p.Parse(line); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(lines)), "ns/entry")
 }

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 )
@@ -42,21 +43,28 @@ func compactSlow(raw json.RawMessage) (json.RawMessage, error) {
 // outside its strings. It is conservative: false sends the value to
 // json.Compact, which decides.
 func compactJSON(b []byte) bool {
+	end, ok := compactValue(b, 0)
+	return ok && end == len(b)
+}
+
+// compactValue returns the index after the value at b[i] when it is
+// valid JSON with no space outside its strings; the bytes after it are
+// not looked at. It is conservative as compactJSON is.
+func compactValue(b []byte, i int) (int, bool) {
 	// A stack of open containers: '{' expecting a key or '}', ':' after
 	// a key, 'o' after an object member, '[' at an array's start, 'a'
 	// after an element.
 	var stackBuf [64]byte
 	stack := stackBuf[:0]
-	i := 0
 	for {
 		// A value at b[i].
 		if i >= len(b) {
-			return false
+			return 0, false
 		}
 		switch c := b[i]; {
 		case c == '{':
 			if len(stack) >= 10000 {
-				return false
+				return 0, false
 			}
 			i++
 			if i < len(b) && b[i] == '}' {
@@ -66,13 +74,13 @@ func compactJSON(b []byte) bool {
 			stack = append(stack, '{')
 			j, ok := skipString(b, i)
 			if !ok || j >= len(b) || b[j] != ':' {
-				return false
+				return 0, false
 			}
 			i = j + 1
 			continue
 		case c == '[':
 			if len(stack) >= 10000 {
-				return false
+				return 0, false
 			}
 			i++
 			if i < len(b) && b[i] == ']' {
@@ -84,45 +92,45 @@ func compactJSON(b []byte) bool {
 		case c == '"':
 			j, ok := skipString(b, i)
 			if !ok {
-				return false
+				return 0, false
 			}
 			i = j
 		case c == 't':
 			if !bytes.HasPrefix(b[i:], []byte("true")) {
-				return false
+				return 0, false
 			}
 			i += 4
 		case c == 'f':
 			if !bytes.HasPrefix(b[i:], []byte("false")) {
-				return false
+				return 0, false
 			}
 			i += 5
 		case c == 'n':
 			if !bytes.HasPrefix(b[i:], []byte("null")) {
-				return false
+				return 0, false
 			}
 			i += 4
 		default:
 			j, ok := skipNumber(b, i)
 			if !ok {
-				return false
+				return 0, false
 			}
 			i = j
 		}
 		// After a value: close containers, or go on to the next member.
 		for {
 			if len(stack) == 0 {
-				return i == len(b)
+				return i, true
 			}
 			if i >= len(b) {
-				return false
+				return 0, false
 			}
 			top := stack[len(stack)-1]
 			switch {
 			case b[i] == ',' && top == '{':
 				j, ok := skipString(b, i+1)
 				if !ok || j >= len(b) || b[j] != ':' {
-					return false
+					return 0, false
 				}
 				i = j + 1
 			case b[i] == ',' && top == '[':
@@ -132,7 +140,7 @@ func compactJSON(b []byte) bool {
 				i++
 				continue
 			default:
-				return false
+				return 0, false
 			}
 			break
 		}
@@ -147,16 +155,15 @@ func skipString(b []byte, i int) (int, bool) {
 		return 0, false
 	}
 	for i++; i < len(b); {
-		j := bytes.IndexAny(b[i:], "\"\\")
-		if j < 0 {
+		for i+8 <= len(b) && special(binary.LittleEndian.Uint64(b[i:])) == 0 {
+			i += 8
+		}
+		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		if i >= len(b) || b[i] < 0x20 {
 			return 0, false
 		}
-		for _, c := range b[i : i+j] {
-			if c < 0x20 {
-				return 0, false
-			}
-		}
-		i += j
 		if b[i] == '"' {
 			return i + 1, true
 		}
