@@ -25,7 +25,7 @@ func AppendBatch(ctx context.Context, s Store, key Key, entries []transcript.Ent
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
-	if _, err := rules.CheckBatch(key, entries, ErrInvalidEntry, ErrConflict); err != nil {
+	if err := rules.ValidBatch(key, entries, ErrInvalidEntry, ErrConflict); err != nil {
 		return err
 	}
 	for _, e := range entries {

@@ -54,18 +54,36 @@ func Listen(ctx context.Context, s Store, key Key) (<-chan []byte, error) {
 // before it is dropped.
 const ListenBuffer = 4096
 
+// hubChan is the capacity of a Hub listener's channel. A listener
+// usually keeps up (a turn notifies a handful of messages), so its
+// channel is small and what it falls behind beyond that waits in a queue
+// that grows as needed, up to ListenBuffer in all: a listener costs
+// hundreds of bytes, not ListenBuffer slots, and only one that falls
+// behind costs a goroutine.
+const hubChan = 32
+
 // Hub is an in-process Notifier, for stores whose processes are one (the
 // memory store) and for a store of one's own to embed. The zero Hub is
-// ready to use. Notify never waits: a listener whose buffer
-// (ListenBuffer) is full is dropped.
+// ready to use. Notify never waits: a listener that is ListenBuffer
+// messages behind is dropped.
 type Hub struct {
 	mu   sync.Mutex
 	subs map[Key]map[*hubSub]struct{}
 }
 
+// hubSub is one listener. Its messages go straight into ch while ch has
+// room and nothing is queued; otherwise into queue, which a goroutine
+// (pump) moves into ch in order. Whoever is last to send on ch closes
+// it: dropLocked when no pump runs, else the pump. A dropped listener
+// still gets what was queued before, as it would from a channel of
+// ListenBuffer slots, unless its context ended (abandoned, done closed).
 type hubSub struct {
-	ch     chan []byte
-	closed bool
+	ch        chan []byte
+	queue     [][]byte
+	pumping   bool
+	done      chan struct{} // made when a pump starts
+	closed    bool          // dropped: no more messages, ch closed once the pump is done
+	abandoned bool          // the context ended: the pump stops sending
 }
 
 // Notify implements Notifier.
@@ -73,13 +91,56 @@ func (h *Hub) Notify(ctx context.Context, key Key, msg []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for sub := range h.subs[key] {
-		select {
-		case sub.ch <- msg:
-		default:
-			h.dropLocked(key, sub)
-		}
+		h.sendLocked(key, sub, msg)
 	}
 	return nil
+}
+
+func (h *Hub) sendLocked(key Key, sub *hubSub, msg []byte) {
+	if len(sub.queue) == 0 {
+		select {
+		case sub.ch <- msg:
+			return
+		default:
+		}
+	}
+	if len(sub.ch)+len(sub.queue) >= ListenBuffer {
+		h.dropLocked(key, sub)
+		return
+	}
+	sub.queue = append(sub.queue, msg)
+	if !sub.pumping {
+		sub.pumping = true
+		sub.done = make(chan struct{})
+		go h.pump(sub)
+	}
+}
+
+// pump moves sub's queue into its channel, in order, until the queue is
+// empty or the listener's context ends; then, if sub was dropped, it
+// closes the channel. A message leaves the queue only once it is in the
+// channel, so the two together never hold more than ListenBuffer.
+func (h *Hub) pump(sub *hubSub) {
+	h.mu.Lock()
+	for !sub.abandoned && len(sub.queue) > 0 {
+		msg := sub.queue[0]
+		h.mu.Unlock()
+		select {
+		case sub.ch <- msg:
+		case <-sub.done:
+		}
+		h.mu.Lock()
+		if !sub.abandoned {
+			sub.queue[0] = nil
+			sub.queue = sub.queue[1:]
+		}
+	}
+	sub.pumping = false
+	sub.queue = nil
+	if sub.closed {
+		close(sub.ch)
+	}
+	h.mu.Unlock()
 }
 
 // Listen implements Notifier.
@@ -87,7 +148,7 @@ func (h *Hub) Listen(ctx context.Context, key Key) (<-chan []byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sub := &hubSub{ch: make(chan []byte, ListenBuffer)}
+	sub := &hubSub{ch: make(chan []byte, hubChan)}
 	h.mu.Lock()
 	if h.subs == nil {
 		h.subs = map[Key]map[*hubSub]struct{}{}
@@ -101,6 +162,10 @@ func (h *Hub) Listen(ctx context.Context, key Key) (<-chan []byte, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.dropLocked(key, sub)
+		if sub.pumping && !sub.abandoned {
+			sub.abandoned = true
+			close(sub.done)
+		}
 	})
 	return sub.ch, nil
 }
@@ -134,7 +199,9 @@ func (h *Hub) dropLocked(key Key, sub *hubSub) {
 		return
 	}
 	sub.closed = true
-	close(sub.ch)
+	if !sub.pumping {
+		close(sub.ch)
+	}
 	delete(h.subs[key], sub)
 	if len(h.subs[key]) == 0 {
 		delete(h.subs, key)

@@ -118,7 +118,7 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 	if err := begin(ctx, key); err != nil {
 		return err
 	}
-	if _, err := storekit.CheckBatch(key, entries); err != nil {
+	if err := storekit.ValidBatch(key, entries); err != nil {
 		return err
 	}
 	if len(entries) == 0 {

@@ -27,7 +27,7 @@ var (
 // Every store calls it (or CheckEntry and CheckParent, or CheckBatch), so
 // an entry one store takes, every store takes.
 func CheckAppend(key store.Key, head string, e transcript.Entry) error {
-	if _, err := CheckEntry(key, e); err != nil {
+	if err := ValidEntry(key, e); err != nil {
 		return err
 	}
 	return CheckParent(key, head, e)
@@ -40,6 +40,13 @@ func CheckAppend(key store.Key, head string, e transcript.Entry) error {
 // it to that.
 func CheckEntry(key store.Key, e transcript.Entry) ([]byte, error) {
 	return rules.CheckEntry(key, e, store.ErrInvalidEntry)
+}
+
+// ValidEntry is CheckEntry without the encoding, for a store that keeps
+// entries rather than lines: it refuses exactly what CheckEntry refuses,
+// with the same error.
+func ValidEntry(key store.Key, e transcript.Entry) error {
+	return rules.ValidEntry(key, e, store.ErrInvalidEntry)
 }
 
 // CheckParent returns store.ErrConflict (see ConflictError) unless e's
@@ -57,6 +64,12 @@ func CheckParent(key store.Key, head string, e transcript.Entry) error {
 // encodings. store.AppendBatch checks a batch the same way.
 func CheckBatch(key store.Key, entries []transcript.Entry) ([][]byte, error) {
 	return rules.CheckBatch(key, entries, store.ErrInvalidEntry, store.ErrConflict)
+}
+
+// ValidBatch is CheckBatch without the encodings, for a store that keeps
+// entries rather than lines: it refuses exactly what CheckBatch refuses.
+func ValidBatch(key store.Key, entries []transcript.Entry) error {
+	return rules.ValidBatch(key, entries, store.ErrInvalidEntry, store.ErrConflict)
 }
 
 // CheckChain checks that entries, read from session key starting at

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -25,31 +27,74 @@ var (
 
 // CheckEntry is storekit.CheckEntry; invalid is store.ErrInvalidEntry.
 func CheckEntry(key fmt.Stringer, e transcript.Entry, invalid error) ([]byte, error) {
-	errorf := func(format string, args ...any) error {
-		return fmt.Errorf("%w: session %s: "+format, append([]any{invalid, key}, args...)...)
-	}
-	switch {
-	case e.ID == "":
-		return nil, errorf("entry without id")
-	case e.Type == "":
-		return nil, errorf("entry %q without type", e.ID)
-	case e.Timestamp.IsZero():
-		return nil, errorf("entry %q without timestamp", e.ID)
-	case e.Timestamp.Before(MinTimestamp) || e.Timestamp.After(MaxTimestamp):
-		return nil, errorf("entry %q: timestamp %v outside %d-%d", e.ID, e.Timestamp, MinTimestamp.Year(), MaxTimestamp.Year())
-	case e.Status != "" && !e.Status.Valid():
-		return nil, errorf("entry %q: unknown status %q", e.ID, e.Status)
-	}
-	for _, f := range [...]struct{ name, v string }{{"id", e.ID}, {"parentId", e.ParentID}, {"turnId", e.TurnID}, {"type", string(e.Type)}} {
-		if !plainText(f.v) {
-			return nil, errorf("entry %.40q: %s %.40q is not valid UTF-8 without control characters", e.ID, f.name, f.v)
-		}
+	if err := checkFields(key, e, invalid); err != nil {
+		return nil, err
 	}
 	line, err := transcript.AppendJSON(make([]byte, 0, 192+len(e.Data)), e)
 	if err != nil {
-		return nil, errorf("%v", err)
+		return nil, entryError(key, invalid, "%v", err)
 	}
 	return line, nil
+}
+
+// ValidEntry is storekit.ValidEntry: CheckEntry's checks without the
+// encoding, for a store that keeps entries rather than lines. It refuses
+// exactly what CheckEntry refuses: AppendJSON fails only on data that
+// is not one JSON object (json.Compact's verdict, whose scanner
+// json.Valid shares).
+func ValidEntry(key fmt.Stringer, e transcript.Entry, invalid error) error {
+	if err := checkFields(key, e, invalid); err != nil {
+		return err
+	}
+	if len(e.Data) > 0 && (!isObject(e.Data) || !json.Valid(e.Data)) {
+		// The same words as CheckEntry's error, from AppendJSON.
+		_, err := transcript.AppendJSON(nil, e)
+		if err == nil {
+			err = errors.New("data is not a JSON object")
+		}
+		return entryError(key, invalid, "%v", err)
+	}
+	return nil
+}
+
+// isObject reports whether raw's first byte outside JSON white space
+// opens an object.
+func isObject(raw []byte) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return c == '{'
+		}
+	}
+	return false
+}
+
+func entryError(key fmt.Stringer, invalid error, format string, args ...any) error {
+	return fmt.Errorf("%w: session %s: "+format, append([]any{invalid, key}, args...)...)
+}
+
+// checkFields checks all of e but its data.
+func checkFields(key fmt.Stringer, e transcript.Entry, invalid error) error {
+	errorf := func(format string, args ...any) error { return entryError(key, invalid, format, args...) }
+	switch {
+	case e.ID == "":
+		return errorf("entry without id")
+	case e.Type == "":
+		return errorf("entry %q without type", e.ID)
+	case e.Timestamp.IsZero():
+		return errorf("entry %q without timestamp", e.ID)
+	case e.Timestamp.Before(MinTimestamp) || e.Timestamp.After(MaxTimestamp):
+		return errorf("entry %q: timestamp %v outside %d-%d", e.ID, e.Timestamp, MinTimestamp.Year(), MaxTimestamp.Year())
+	case e.Status != "" && !e.Status.Valid():
+		return errorf("entry %q: unknown status %q", e.ID, e.Status)
+	}
+	for _, f := range [...]struct{ name, v string }{{"id", e.ID}, {"parentId", e.ParentID}, {"turnId", e.TurnID}, {"type", string(e.Type)}} {
+		if !plainText(f.v) {
+			return errorf("entry %.40q: %s %.40q is not valid UTF-8 without control characters", e.ID, f.name, f.v)
+		}
+	}
+	return nil
 }
 
 // CheckParent is storekit.CheckParent; conflict is store.ErrConflict.
@@ -82,6 +127,21 @@ func CheckBatch(key fmt.Stringer, entries []transcript.Entry, invalid, conflict 
 		lines[i] = line
 	}
 	return lines, nil
+}
+
+// ValidBatch is storekit.ValidBatch: CheckBatch without the encodings.
+func ValidBatch(key fmt.Stringer, entries []transcript.Entry, invalid, conflict error) error {
+	for i, e := range entries {
+		if err := ValidEntry(key, e, invalid); err != nil {
+			return err
+		}
+		if i > 0 {
+			if err := CheckParent(key, entries[i-1].ID, e, conflict); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func plainText(s string) bool {
