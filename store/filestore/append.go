@@ -76,9 +76,9 @@ func (s *Store) appendAll(ctx context.Context, key store.Key, entries []transcri
 	if err := ix.checkCase(key.ID); err != nil {
 		return err
 	}
-	release := s.markWriter(ix)
+	release, nonce := s.markWriter(ix)
 	defer release()
-	created, err := s.lockAndAppend(ctx, ix, key, entries, plains, create, dirs)
+	created, err := s.lockAndAppend(ctx, ix, key, entries, plains, create, dirs, nonce)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,10 @@ var retentionHook func(victims []rec)
 // lockAndAppend does the append under the session's locks; plains are the
 // entries' wire encodings (storekit.CheckEntry), their lines written and
 // synced at once. It reports whether the append created the session.
-func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, entries []transcript.Entry, plains [][]byte, create bool, dirs *dirSyncs) (bool, error) {
+// nonce is the Store's writer mark (markWriter), or "" when it has none:
+// with one, only the first append of a burst writes the session's record
+// (pending.go).
+func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, entries []transcript.Entry, plains [][]byte, create bool, dirs *dirSyncs, nonce string) (bool, error) {
 	e := entries[0]
 	release, err := s.sessions.Lock(ctx, key)
 	if err != nil {
@@ -218,14 +221,38 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 			ix.mu.Unlock()
 		}
 	}
-	if err := sf.stat(); err != nil {
+	ix.mu.Lock()
+	p, deferred := ix.mine[key.ID]
+	ix.mu.Unlock()
+	if deferred {
+		// The burst's mark is open: no record and no fstat. The size is
+		// known under the lock; the mtime waits for the next fstat.
+		next.fileState = fileState{size: sf.size + int64(len(lines)), mtime: unknownMtime, ino: sf.ino}
+	} else if err := sf.stat(); err != nil {
 		next.size = -1 // unknown: the next use reads it again
 	} else {
 		next.fileState = sf.fileState
 	}
+	now := time.Now()
 	ix.mu.Lock()
 	ix.putLocked(&next)
-	ix.writeLocked(appendRecord(nil, &next, s.cfg.protector != nil))
+	switch {
+	case deferred:
+		p.last = now
+		ix.mine[key.ID] = p
+	case nonce != "" && dirs == nil:
+		// The first append of a burst: the record, and the mark that
+		// says the next appends come without one.
+		if ix.mine == nil {
+			ix.mine = map[string]pending{}
+		}
+		ix.mine[key.ID] = pending{nonce: nonce, since: now, last: now}
+		ix.pending.Add(1)
+		ix.writeLocked(appendMark(appendRecord(nil, &next, s.cfg.protector != nil), 'U', unsureBody(nonce, key.ID)))
+		defer s.scheduleFlush()
+	default:
+		ix.writeLocked(appendRecord(nil, &next, s.cfg.protector != nil))
+	}
 	if pos == 0 {
 		if dirs != nil {
 			dirs.touch(ix) // once for the whole bulk, after its last new transcript
@@ -275,14 +302,14 @@ func (s *Store) current(ix *index, key store.Key, sf *sfile) (*rec, error) {
 		ix.mu.Unlock()
 		return nil, nil
 	}
-	if r == nil || r.fileState != sf.fileState {
+	if r == nil || !r.sameAs(sf.fileState) {
 		if err := ix.catchUpLocked(); err != nil {
 			ix.mu.Unlock()
 			return nil, err
 		}
 		r = ix.recs[key.ID]
 	}
-	if r != nil && r.fileState == sf.fileState {
+	if r != nil && r.sameAs(sf.fileState) {
 		c := *r
 		ix.mu.Unlock()
 		return &c, nil
@@ -357,7 +384,7 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 	}
 	if seen == nil {
 		// Retention and Prune hold the mark already.
-		unmark := s.markWriter(ix)
+		unmark, _ := s.markWriter(ix)
 		defer unmark()
 	}
 	release, err := s.sessions.Lock(ctx, key)
@@ -404,7 +431,12 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 	ix.mu.Lock()
 	if ix.recs[key.ID] != nil || sf != nil {
 		ix.removeLocked(key.ID)
-		ix.writeLocked(appendDelete(nil, key.ID))
+		b := appendDelete(nil, key.ID)
+		if p, ok := ix.mine[key.ID]; ok {
+			b = appendMark(b, 'V', unsureBody(p.nonce, key.ID))
+			ix.forgetMineLocked(key.ID)
+		}
+		ix.writeLocked(b)
 	}
 	ix.touchDirLocked()
 	ix.mu.Unlock()
@@ -436,7 +468,7 @@ func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention
 	if err := s.ready(ctx, ix); err != nil {
 		return 0, err
 	}
-	unmark := s.markWriter(ix)
+	unmark, _ := s.markWriter(ix)
 	defer unmark()
 	ix.mu.Lock()
 	victims := ix.victimsLocked(r, now, "")

@@ -122,7 +122,9 @@ func (ix *index) coldFirst(k int) ([]*rec, bool) {
 		}
 	}
 	dir, err := os.Stat(ix.dir)
-	if err != nil || !t.provenLocked(dir.ModTime().UnixNano()) {
+	if err != nil || !t.provenLocked(dir.ModTime().UnixNano()) || len(t.unsure) > 0 {
+		// Unproved, or a live writer's deferred records (pending.go) to
+		// compare: the full load does.
 		return nil, false
 	}
 	// The first k in one pass, as firstLocked.

@@ -96,7 +96,13 @@
 // transcript. Appends and deletes add a record to the index (not synced: it
 // is derived data); a process rewrites it when superseded records pile up.
 // Read needs no index, and an append reads the index's records but does
-// not compare the folder.
+// not compare the folder. Only the first append of a burst to a session
+// writes its record, with a mark saying that the Store appends to it
+// without records; the record follows once the session has been idle for
+// a moment, and at Close (pending.go). So an append in a burst is the
+// transcript's lock, an fstat, the write, its fdatasync and the unlock,
+// and other processes compare just the marked sessions with their
+// transcripts before they list.
 //
 // The index also says who may have left it behind (marks.go): a Store that
 // writes holds a lock on <root>/+writer.<nonce> for its life, names it in
@@ -113,8 +119,10 @@
 // What another writer's changes look like:
 //
 //   - Another process using this package: its appends and deletes are in
-//     the index when they return, and every List, Stat and append first
-//     applies the records added since (one stat when there are none).
+//     the index when they return (a burst's later appends as the mark on
+//     their session), and every List, Stat and append first applies the
+//     records added since (one stat when there are none) and compares the
+//     marked sessions with their transcripts (a stat each).
 //   - A process using this package killed, or a power loss: the writer it
 //     named in the index no longer holds its lock, so the next Store to
 //     open the namespace compares every session's size and mtime with the

@@ -16,11 +16,30 @@ func SetCompareHook(f func(dir string)) (restore func()) {
 	return func() { compareHook = nil }
 }
 
+// Flush writes s's deferred records now (pending.go).
+func Flush(s *Store) {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	s.mu.Lock()
+	var all []*index
+	for _, ix := range s.indexes {
+		all = append(all, ix)
+	}
+	s.mu.Unlock()
+	s.flush(all, true)
+}
+
 // Die makes s act as if its process had been killed: its writer lock goes,
-// with nothing more written. s must not be used after.
+// with nothing more written (no deferred record either). s must not be
+// used after.
 func Die(s *Store) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
+	if s.flushTimer != nil {
+		s.flushTimer.Stop()
+		s.flushTimer = nil
+	}
 	if s.writer != nil {
 		unlockAndClose(s.writer.lock)
 		s.writer = nil

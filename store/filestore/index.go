@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spool-go/spool/seal"
@@ -54,6 +55,13 @@ type index struct {
 	held         [][]byte        // records appended while rewriting, for the new file
 	dropped      bool            // evicted or closed: keep no file open
 	peeked       bool            // coldFirst answered once (coldlist.go)
+	// unsure holds, by session, the writers whose U marks are open
+	// (pending.go), and mine this Store's deferred sessions, whose records
+	// in memory are newer than the file's; pending counts mine for
+	// evictLocked, which must not drop them.
+	unsure  map[string]map[string]bool
+	mine    map[string]pending
+	pending atomic.Int32
 }
 
 // rec is what the index knows of one session without reading it.

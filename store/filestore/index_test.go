@@ -107,7 +107,9 @@ func TestStaleIndexAfterCrash(t *testing.T) {
 func TestListReadsNoTranscript(t *testing.T) {
 	root := t.TempDir()
 	ns := store.Namespace{Agent: "a"}
-	want := fill(t, open(t, root), ns, 5)
+	w := open(t, root)
+	want := fill(t, w, ns, 5)
+	w.Close() // its deferred records written (a live writer's are read)
 	// Garble every transcript but keep its size and mtime: a listing that
 	// read them would show garbage or fail.
 	files, _ := filepath.Glob(filepath.Join(root, "a", "*.jsonl"))
@@ -340,7 +342,9 @@ func TestRewriteOutsideTheLock(t *testing.T) {
 	}
 	checkListing(t, s, ns, want)
 	// A new process reads the new file alone: the appends made during the
-	// rewrite are in it, so no validation is needed to see them.
+	// rewrite are in it, so no validation is needed to see them (once the
+	// writer's deferred records are written, pending.go).
+	Flush(s)
 	b := open(t, root)
 	bix, err := b.index(t.Context(), ns, false)
 	if err != nil || bix == nil {

@@ -71,6 +71,8 @@ func (ix *index) applyRecordsLocked(b []byte) int {
 			ix.needValidate = true
 		case deleted:
 			ix.removeLocked(id)
+		case ix.aheadLocked(r):
+			// This Store's own record from before its deferred appends.
 		default:
 			if old := ix.recs[id]; old != nil && old.titleOK && old.sealedTitle == r.sealedTitle && !r.titleOK {
 				// Keep the title already opened.
@@ -120,9 +122,16 @@ func (ix *index) loadLocked(f *os.File) (bool, error) {
 		ix.j.read = st.Size()
 		return false, nil
 	}
+	old := ix.recs
 	ix.replaceAllLocked(make(map[string]*rec, len(b)/160))
-	ix.writers, ix.folder = nil, 0
+	ix.writers, ix.folder, ix.unsure = nil, 0, nil
 	ix.j.read = int64(len(header) + ix.applyRecordsLocked(b[len(header):]))
+	for id := range ix.mine {
+		// This Store's deferred records stay newer than the file's.
+		if m, r := old[id], ix.recs[id]; m != nil && r != nil && m.ino == r.ino && m.size > r.size {
+			ix.putLocked(m)
+		}
+	}
 	return true, nil
 }
 
@@ -283,6 +292,7 @@ func (ix *index) rewrite() error {
 	for _, r := range ix.recs {
 		buf = appendRecord(buf, r, sealed)
 	}
+	buf = ix.appendUnsureLocked(buf)
 	records := len(ix.recs)
 	ix.rewriting = true
 	ix.mu.Unlock()

@@ -67,7 +67,7 @@ func appendMark(dst []byte, kind byte, body string) []byte {
 // applyMarkLocked applies a W, C or F record line, and reports whether the
 // line was one. A mark that does not check out asks for validation.
 func (ix *index) applyMarkLocked(line []byte) bool {
-	if len(line) < 12 || (line[0] != 'W' && line[0] != 'C' && line[0] != 'F') {
+	if len(line) < 12 || (line[0] != 'W' && line[0] != 'C' && line[0] != 'F' && line[0] != 'U' && line[0] != 'V') {
 		return false
 	}
 	var want [4]byte
@@ -94,6 +94,14 @@ func (ix *index) applyMarkLocked(line []byte) bool {
 		ix.writers[string(body)] = true
 	case 'C':
 		delete(ix.writers, string(body))
+		ix.closeWriterMarksLocked(string(body))
+	case 'U', 'V':
+		nonce, id, ok := parseUnsure(string(body))
+		if !ok {
+			ix.needValidate = true
+			return true
+		}
+		ix.openMarkLocked(nonce, id, line[0] == 'U')
 	case 'F':
 		v, err := strconv.ParseInt(string(body), 10, 64)
 		if err != nil {
@@ -106,13 +114,24 @@ func (ix *index) applyMarkLocked(line []byte) bool {
 }
 
 // appendMarksLocked appends the marks that stay true across a rewrite: the
-// open writers and the folder's last mtime.
+// open writers, the folder's last mtime and the open U marks (which go
+// after the records: see rewrite).
 func (ix *index) appendMarksLocked(dst []byte) []byte {
 	for nonce := range ix.writers {
 		dst = appendMark(dst, 'W', nonce)
 	}
 	if ix.folder != 0 {
 		dst = appendMark(dst, 'F', strconv.FormatInt(ix.folder, 10))
+	}
+	return dst
+}
+
+// appendUnsureLocked appends the open U marks.
+func (ix *index) appendUnsureLocked(dst []byte) []byte {
+	for id, nonces := range ix.unsure {
+		for nonce := range nonces {
+			dst = appendMark(dst, 'U', unsureBody(nonce, id))
+		}
 	}
 	return dst
 }
@@ -125,7 +144,7 @@ func (ix *index) appendMarksLocked(dst []byte) []byte {
 // folder's mtime still moves without an F whenever a transcript is made
 // or removed, and a process killed between an append and its record is
 // then the one change a cold Store misses.
-func (s *Store) markWriter(ix *index) (release func()) {
+func (s *Store) markWriter(ix *index) (release func(), nonce string) {
 	s.wmu.RLock()
 	s.mu.Lock()
 	if s.writer == nil && !s.closed {
@@ -144,6 +163,9 @@ func (s *Store) markWriter(ix *index) (release func()) {
 		}
 	}
 	w, done := s.writer, s.markedNS[ix.key]
+	if w != nil {
+		nonce = w.nonce
+	}
 	if w != nil && !done {
 		s.markedNS[ix.key] = true
 	}
@@ -166,7 +188,7 @@ func (s *Store) markWriter(ix *index) (release func()) {
 		}
 		ix.rewriteMu.Unlock()
 	}
-	return s.wmu.RUnlock
+	return s.wmu.RUnlock, nonce
 }
 
 // unmarkWriter closes this Store's marks, at Close, after the writes under
@@ -248,6 +270,7 @@ func (ix *index) closeDeadLocked() {
 		}
 		b = appendMark(b, 'C', nonce)
 		delete(ix.writers, nonce)
+		ix.closeWriterMarksLocked(nonce)
 	}
 	if len(b) > 0 {
 		ix.writeLocked(b)

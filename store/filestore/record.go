@@ -20,7 +20,7 @@ import (
 //	S	<crc>	<id>	<size>	<mtime>	<inode>	<entries>	<messages>	<pending>	<compactions>	<started>	<last>	<flags>	<head>	<title>
 //	D	<crc>	<id>
 //
-// The last record of an id wins: S is a session's whole SessionInfo with the
+// and the marks of marks.go and pending.go (W, C, F, U, V). The last record of an id wins: S is a session's whole SessionInfo with the
 // size, mtime and inode of its transcript when the info was true (see
 // fileState), D its deletion.
 // crc is the CRC-32C of the rest of the line, so a record cut short by a
@@ -60,7 +60,7 @@ func appendRecord(dst []byte, r *rec, sealed bool) []byte {
 	dst = append(dst, '\t')
 	dst = strconv.AppendInt(dst, r.size, 10)
 	dst = append(dst, '\t')
-	dst = strconv.AppendInt(dst, r.mtime, 10)
+	dst = strconv.AppendInt(dst, max(r.mtime, 0), 10) // unknownMtime: a record no file matches
 	dst = append(dst, '\t')
 	dst = strconv.AppendUint(dst, r.ino, 10)
 	dst = append(dst, '\t')

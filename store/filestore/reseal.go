@@ -141,7 +141,7 @@ func (s *Store) resealSession(ctx context.Context, ix *index, key store.Key, to 
 				return false, fmt.Errorf("filestore: re-encrypting session %s: %w", key, err)
 			}
 			// The index record: the file and its sealed title are new.
-			s.rescan(ctx, ix, key.ID)
+			s.rescan(ctx, ix, key.ID, true)
 			return true, nil
 		case errors.Is(err, errLongLine):
 			return false, &store.CorruptError{Key: key, Position: pos, Where: sf.path + ":" + strconv.Itoa(no), Err: err}

@@ -123,7 +123,7 @@ func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive
 		// index records only whole appends. Anything else is checked.
 		ix.mu.Lock()
 		r := ix.recs[id]
-		known := r != nil && r.fileState == sf.fileState
+		known := r != nil && r.sameAs(sf.fileState)
 		ix.mu.Unlock()
 		torn := false
 		if !known {

@@ -54,6 +54,11 @@ type Store struct {
 	// the protector's key (see marker.go).
 	marked atomic.Bool
 	markMu sync.Mutex // serializes writing the marker
+
+	// flushTimer is the next flush of deferred records (pending.go),
+	// guarded by mu; flushMu serializes flushes.
+	flushTimer *time.Timer
+	flushMu    sync.Mutex
 }
 
 type config struct {
@@ -178,7 +183,20 @@ func (s *Store) Close() error {
 	s.indexes = map[store.Namespace]*index{}
 	writer, marked := s.writer, s.markedNS
 	s.writer, s.markedNS = nil, map[store.Namespace]bool{}
+	if s.flushTimer != nil {
+		s.flushTimer.Stop()
+		s.flushTimer = nil
+	}
 	s.mu.Unlock()
+	// The deferred records before the marks close (C says every record of
+	// the writer is written).
+	s.flushMu.Lock()
+	all := make([]*index, 0, len(indexes))
+	for _, ix := range indexes {
+		all = append(all, ix)
+	}
+	s.flush(all, true)
+	s.flushMu.Unlock()
 	var first error
 	for _, ix := range indexes {
 		if err := ix.drop(); err != nil && first == nil {
@@ -277,11 +295,16 @@ func (s *Store) evictLocked() *index {
 	}
 	var old *index
 	for _, x := range s.indexes {
+		if x.pending.Load() > 0 {
+			continue // deferred records to write first (pending.go)
+		}
 		if old == nil || x.used < old.used {
 			old = x
 		}
 	}
-	delete(s.indexes, old.key)
+	if old != nil {
+		delete(s.indexes, old.key)
+	}
 	return old
 }
 

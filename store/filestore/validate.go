@@ -47,9 +47,11 @@ func (s *Store) ready(ctx context.Context, ix *index) error {
 		ix.rewrite()
 	}
 	if need {
-		return s.validate(ctx, ix, false)
+		if err := s.validate(ctx, ix, false); err != nil {
+			return err
+		}
 	}
-	return nil
+	return s.refreshUnsure(ctx, ix)
 }
 
 // validate compares the index with the folder: a transcript whose size or
@@ -143,7 +145,7 @@ func (s *Store) validate(ctx context.Context, ix *index, first bool) error {
 			return // not a transcript, or one never written
 		}
 		present[ids[i]] = true
-		if k, ok := known[ids[i]]; !ok || k != st {
+		if k, ok := known[ids[i]]; !ok || !k.sameAs(st) {
 			stale = append(stale, ids[i])
 		}
 	})
@@ -156,7 +158,7 @@ func (s *Store) validate(ctx context.Context, ix *index, first bool) error {
 		}
 		// A transcript that cannot be read now keeps its old record (or
 		// none); the next validation tries again.
-		s.rescan(ctx, ix, id)
+		s.rescan(ctx, ix, id, true)
 	}
 
 	ix.mu.Lock()
@@ -199,10 +201,10 @@ func (s *Store) validate(ctx context.Context, ix *index, first bool) error {
 // with its index session by session.
 var compareHook func(dir string)
 
-// rescan reads one transcript again and records what it holds. The
-// session's lock is held from the read to the record, so the record cannot
-// land after a newer one.
-func (s *Store) rescan(ctx context.Context, ix *index, id string) error {
+// rescan reads one transcript again and records what it holds (in the
+// index file too, with record). The session's lock is held from the read
+// to the record, so the record cannot land after a newer one.
+func (s *Store) rescan(ctx context.Context, ix *index, id string, record bool) error {
 	sf, err := s.openSession(ctx, ix, id, false, false, false)
 	if err != nil {
 		return err
@@ -219,11 +221,21 @@ func (s *Store) rescan(ctx context.Context, ix *index, id string) error {
 	if r == nil {
 		if ix.recs[id] != nil {
 			ix.removeLocked(id)
-			ix.writeLocked(appendDelete(nil, id))
+			if record {
+				ix.writeLocked(appendDelete(nil, id))
+			}
 		}
 		return nil
 	}
+	if old := ix.recs[id]; !record && r.head == "" && old != nil && old.ino == r.ino {
+		// No line decodes (sealed under a key this Store lacks, or
+		// damaged): another writer's record is still the best known,
+		// and its title says which (openTitleLocked).
+		return nil
+	}
 	ix.putLocked(r)
-	ix.writeLocked(appendRecord(nil, r, s.cfg.protector != nil))
+	if record {
+		ix.writeLocked(appendRecord(nil, r, s.cfg.protector != nil))
+	}
 	return nil
 }
