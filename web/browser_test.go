@@ -580,18 +580,12 @@ func TestBrowser(t *testing.T) {
 		phone := newTab(t, b, phoneW, phoneH, true)
 		desk := newTab(t, b, desktopW, desktopH, false)
 		for _, tb := range []*tab{phone, desk} {
-			tb.open(srv.URL + "/#/c/shared")
-			tb.waitFor("the conversation followed", `document.getElementById('app').dataset.live === 'on' && document.querySelectorAll('#messages .msg.assistant').length === 1`)
+			tb.openLive(srv.URL+"/#/c/shared", 1)
 		}
 		// Count the answer bubbles each tab adds from now on: one each,
 		// streamed (neither doubled nor shown again from a reload).
 		for _, tb := range []*tab{phone, desk} {
-			eval[bool](tb, `(() => {
-				window.__added = 0;
-				new MutationObserver(rs => { for (const r of rs) for (const n of r.addedNodes) if (n.matches?.('li.msg.assistant')) window.__added++; })
-					.observe(document.getElementById('messages'), {childList: true});
-				return true;
-			})()`)
+			tb.countBubbles()
 		}
 		question := "a question from the phone with enough words to stream for a while"
 		phone.send(question)
@@ -628,6 +622,9 @@ func TestBrowser(t *testing.T) {
 		}
 		desk.shot("live-list")
 	})
+
+	// Live sessions past two tabs (live_test.go).
+	t.Run("live", func(t *testing.T) { testLive(t, b) })
 
 	// The items of issue 16 (ui_test.go), against one shared server.
 	t.Run("ui", func(t *testing.T) { testUI(t, b) })

@@ -29,15 +29,32 @@
 // v1/sessions/{id}/events?follow=1 (fetch, not EventSource, which cannot
 // send an Authorization header): a turn that another tab or device
 // starts shows here as it streams, its question read from the messages
-// page, since the events do not carry it. The tab's own turns are left
-// out by their turn ids (events that come before the tab's own stream has
-// said its turn's id are held until it has). A dropped stream reconnects
-// with ?after= the last event id it had (the server's Last-Event-ID
-// rule), waiting 1 s, then twice as long each time, up to 15 s; a 4xx
-// other than 429 ends the following. A turn that was already running when
-// the conversation opened, or that resumes after an approval answered
-// elsewhere, is shown again from the transcript when it ends rather than
-// streamed over what the page holds of it.
+// page, since the events do not carry it. The tab's own runs are left
+// out by run: the P of their event ids ("P.N", the run's position in the
+// transcript), the same on the tab's own stream and on the follow
+// stream, so a turn the tab started and another tab resumed (an approval
+// answered there) streams here too; events read back from the
+// transcript, whose ids name entries, are told by turn id. Events that
+// come before the tab's own stream has said its first id are held until
+// it has. A dropped stream reconnects with ?after= the last event id it
+// had (the server's Last-Event-ID rule), waiting 1 s, then twice as long
+// each time, up to 15 s; a 4xx other than 429 ends the following.
+//
+// A turn that was already running when the conversation opened (or was
+// reloaded), or that resumes after an approval answered elsewhere,
+// streams on from what the page holds: the follow stream starts at the
+// running run's beginning, and at its first event what the page showed
+// of that run from the transcript goes (everything after the question
+// for a run that starts with a model request; from the decided call's
+// result on for one that resumes), so each part shows once. While a turn
+// of another tab runs the composer shows Stop (and Escape stops), which
+// stops it on the server (POST v1/sessions/{id}/stop); a stopped turn is
+// then shown as the transcript recorded it. The pending approvals are
+// read beside the page, not before it: the server answers them only
+// once a running turn ends or pauses. If the newest turn had no end when
+// the page was read and has one once the follow stream is open, unseen
+// (it ended in between, and a stream without an id does not replay a
+// run already over), the conversation is read again.
 //
 // The list follows the caller's other tabs and devices by polling its
 // first page (GET v1/sessions) every 5 s while the tab is visible, and at

@@ -141,6 +141,15 @@ function meta(t) {
   return parts.join(' · ');
 }
 
+// runOf returns the run an event id ("P.N") names, P: the same for
+// every event of one run, on the stream that started it and on any
+// follower's. An id read back from the transcript (N from storedBase,
+// 2^32, in the Go package) names an entry, not a run: "".
+export function runOf(id) {
+  const m = /^(\d+)\.(\d+)$/.exec(id || '');
+  return m && Number(m[2]) < 2 ** 32 ? m[1] : '';
+}
+
 // Turn renders the events of one streamed turn (or resumed turn) into the
 // view it was started in; if the view has moved on to another
 // conversation, the events are dropped (the transcript has them).
@@ -267,7 +276,14 @@ export class Conversation {
     // apart from this tab's own until then.
     this.onOwn = onOwn;
     this.own = new Set(); // ids of the turns this tab streams itself
+    // The runs this tab streams itself, by the position in their event
+    // ids (runOf): a turn another tab resumes (an approval answered
+    // there) is a run of its own, shown here live.
+    this.ownRuns = new Set();
     this.unknownOwn = 0; // turns this tab streams whose id is not known yet
+    // The turn of another tab or device shown live (live.js), "" when
+    // none: the conversation is busy, and Stop stops it on the server.
+    this.followed = '';
     this.id = null;
     this.missing = false; // the open id names no session
     this.draft = Symbol('draft');
@@ -337,16 +353,17 @@ export class Conversation {
     const signal = this.abort.signal;
     this.quiet(true);
     this.scroller.setAttribute('aria-busy', 'true');
+    // The pending approvals are not waited for: the server answers them
+    // once a turn running on the session ends (or pauses), and the page
+    // shows that turn as it runs (live.js).
+    const pending = api.approvals(id, signal);
+    pending.catch(() => {});
     try {
-      let page, pending, hist;
+      let page, hist;
       try {
         // The history says whether a summary stands in for older turns;
         // without it the conversation still shows, without the divider.
-        [page, pending, hist] = await Promise.all([
-          api.messages(id, PAGE, '', signal),
-          api.approvals(id, signal),
-          api.history(id, signal).catch(() => null),
-        ]);
+        [page, hist] = await Promise.all([api.messages(id, PAGE, '', signal), api.history(id, signal).catch(() => null)]);
       } catch (err) {
         if (gen === this.gen && err.code === 'session_not_found') this.missing = true;
         throw err;
@@ -356,8 +373,8 @@ export class Conversation {
       this.summary = hist?.summary || null;
       const items = page.messages.toReversed().flatMap(renderMessage);
       this.ol.append(...items);
-      for (const a of pending) this.addApproval(a);
       this.decorate();
+      this.showPending(pending, gen);
       this.cursor = page.nextCursor || '';
       if (!this.ol.children.length) {
         this.empty.textContent = 'This conversation has no messages yet.';
@@ -372,6 +389,23 @@ export class Conversation {
         this.scroller.setAttribute('aria-busy', 'false');
       }
     }
+  }
+
+  // showPending adds the cards of the approvals pending (a promise of
+  // them) when they come, unless the view has moved on.
+  async showPending(pending, gen) {
+    let list;
+    try {
+      list = await pending;
+    } catch (err) {
+      if (gen === this.gen && err.name !== 'AbortError' && !this.onError(err)) {
+        this.showError(`Could not load the approvals waiting: ${friendly(err)}`);
+      }
+      return;
+    }
+    if (gen !== this.gen || !list.length) return;
+    for (const a of list) this.addApproval(a);
+    this.decorate();
   }
 
   // reload shows the conversation again from the API, keeping the view at
@@ -697,14 +731,30 @@ export class Conversation {
     this.onTurnEnd?.(this.id);
   }
 
+  // isRunning reports whether a turn runs in the view: this tab's own,
+  // or another tab's followed live.
   isRunning() {
+    return this.ownRunning() || !!this.followed;
+  }
+
+  // ownRunning reports whether this tab streams a turn of the view.
+  ownRunning() {
     return this.running.has(this.key);
+  }
+
+  // setFollowed marks turnId ("" for none) as the turn of another tab
+  // shown live.
+  setFollowed(turnId) {
+    if (this.followed === turnId) return;
+    this.followed = turnId;
+    this.onRunning();
   }
 
   stop() {
     // The server runs a turn on when its client goes away: stop it
-    // there, then stop reading.
-    if (this.id !== null && this.running.has(this.key)) api.stopTurn(this.id).catch(() => {});
+    // there, then stop reading. A turn another tab or device runs is
+    // stopped the same way; its end comes through the follow stream.
+    if (this.id !== null && (this.ownRunning() || this.followed)) api.stopTurn(this.id).catch(() => {});
     this.running.get(this.key)?.abort();
   }
 
@@ -768,10 +818,10 @@ export class Conversation {
         }
         started = true;
         turn.apply(ev);
-        if (turn.id && unknown) {
-          this.own.add(turn.id);
-          known();
-        }
+        if (turn.id) this.own.add(turn.id);
+        const run = runOf(ev.id);
+        if (run) this.ownRuns.add(run);
+        if (unknown && (run || (turn.id && !ev.id))) known();
       }
       turn.finish();
       return { ok: true, id };

@@ -1,13 +1,18 @@
 // Live sessions: the open conversation follows its session (GET
 // /v1/sessions/{id}/events?follow=1), so the turns another tab or device
-// starts show here as they stream; the tab's own turns, which its own
-// stream shows, are left out. A dropped stream reconnects after the last
-// event it had (?after=, as Last-Event-ID), waiting longer each time it
-// fails, so nothing is missed and nothing shows twice.
+// starts or resumes show here as they stream; the tab's own runs, which
+// its own stream shows, are left out (by run, runOf). A turn already
+// running when the view opened streams on from where the transcript
+// left it: the stream starts at the running run's beginning, and what
+// the page showed of that run gives way to it (trim), so each part shows
+// once. While such a turn runs, Stop stops it on the server. A dropped
+// stream reconnects after the last event it had (?after=, as
+// Last-Event-ID), waiting longer each time it fails, so nothing is missed
+// and nothing shows twice.
 
 import * as api from './api.js';
 import { ApiError } from './api.js';
-import { Turn, userItem } from './conversation.js';
+import { Turn, userItem, runOf } from './conversation.js';
 
 const RETRY = 1000; // the first wait before reconnecting, in ms
 const MAX_RETRY = 15000;
@@ -32,7 +37,9 @@ export class Follower {
     this.abort = null;
     this.held = [];
     this.turn = null; // the other tab's turn being shown
-    this.joined = ''; // a turn that was running when the view opened
+    this.trimming = false; // this.turn was partly shown from the transcript
+    this.joined = ''; // a turn whose view was read again while it ran
+    this.seen = new Set(); // the turns whose start this follower had
   }
 
   // start follows session id (the open conversation) from now on.
@@ -50,16 +57,22 @@ export class Follower {
     this.abort = null;
     this.held = [];
     this.turn = null;
+    this.trimming = false;
     this.joined = '';
+    this.seen = new Set();
+    this.conv.setFollowed('');
   }
 
   async loop(id, signal) {
     let after = '';
     let wait = RETRY;
+    let first = true;
     while (!signal.aborted) {
       try {
         const stream = await api.follow(id, after, signal);
         this.onLive?.(true);
+        if (first) this.recheck(signal);
+        first = false;
         for await (const ev of stream) {
           wait = RETRY;
           if (ev.id) after = ev.id;
@@ -78,7 +91,27 @@ export class Follower {
     }
   }
 
-  // take shows ev unless it is of this tab's own turn; while a turn of
+  // recheck covers a turn that ran when the view read the transcript and
+  // ended before the follow began (a stream without an id does not
+  // replay a run already over): once the stream is open, if the view's
+  // newest turn had no end and has one now, unseen, the view is shown
+  // again from the transcript.
+  async recheck(signal) {
+    const conv = this.conv;
+    const tid = [...conv.ol.querySelectorAll('li.msg.user[data-turn-id]')].at(-1)?.dataset.turnId;
+    if (!tid || conv.own.has(tid) || conv.turns.get(tid)?.status || conv.ol.querySelector(`li.approval:not([data-state])`)) return;
+    const gen = conv.gen;
+    let page;
+    try {
+      page = await api.messages(this.id, 5, '', signal);
+    } catch {
+      return; // the view stays as it is
+    }
+    if (gen !== conv.gen || this.seen.has(tid) || signal.aborted) return;
+    if (page.turns?.find((t) => t.turnId === tid)?.status) conv.reload();
+  }
+
+  // take shows ev unless it is of this tab's own run; while a run of
   // this tab has no id yet, events are held until it has (flush).
   take(ev) {
     if (this.conv.id !== this.id) return;
@@ -88,8 +121,9 @@ export class Follower {
       this.gen = this.conv.gen;
       if (this.turn) this.joined = this.turn.id;
       this.turn = null;
+      this.trimming = false;
     }
-    if (this.conv.unknownOwn > 0 && this.conv.isRunning()) {
+    if (this.conv.unknownOwn > 0 && this.conv.ownRunning()) {
       this.held.push(ev);
       return;
     }
@@ -98,49 +132,87 @@ export class Follower {
 
   // flush shows the held events that are not this tab's own.
   flush() {
-    if (this.conv.unknownOwn > 0 && this.conv.isRunning()) return;
+    if (this.conv.unknownOwn > 0 && this.conv.ownRunning()) return;
     const held = this.held;
     this.held = [];
     for (const ev of held) this.take(ev);
   }
 
+  // mine reports whether ev is of a run this tab streams itself. An
+  // event read back from the transcript (no run in its id) is told by
+  // its turn.
+  mine(ev, tid) {
+    const run = runOf(ev.id);
+    return run ? this.conv.ownRuns.has(run) : this.conv.own.has(tid);
+  }
+
   show(ev) {
     const tid = ev.data?.turnId || '';
-    if (!tid || this.conv.own.has(tid)) return;
+    if (!tid || this.mine(ev, tid)) return;
     const conv = this.conv;
     if (ev.type === 'turn_start') {
-      if (conv.ol.querySelector(`li.msg.user[data-turn-id="${CSS.escape(tid)}"]`)) {
-        // A turn the view already shows part of (it was running when
-        // the view opened, or it resumes after an approval): the view
-        // shows it again from the transcript once it ends.
-        this.joined = tid;
-        return;
-      }
+      this.seen.add(tid);
+      this.joined = '';
       this.turn = new Turn(conv);
       this.turn.id = tid;
+      conv.setFollowed(tid);
+      this.onActivity?.(this.id);
+      if (conv.ol.querySelector(`li.msg.user[data-turn-id="${CSS.escape(tid)}"]`)) {
+        // A turn the view shows part of: it was running when the view
+        // opened, or it resumes after an approval. This run's events
+        // come from its beginning: what the transcript showed of it
+        // goes at its first event (trim).
+        this.trimming = true;
+        return;
+      }
+      this.trimming = false;
       const li = userItem({ text: '', turnId: tid, time: new Date().toISOString() });
       li.setAttribute('aria-busy', 'true');
       conv.add(li);
       this.prompt(tid, li);
-      this.onActivity?.(this.id);
       return;
     }
     if (this.joined === tid) {
       if (ev.type === 'turn_end') {
         this.joined = '';
+        conv.setFollowed('');
         conv.reload().then(() => this.onActivity?.(this.id));
       }
       return;
     }
     if (!this.turn || this.turn.id !== tid) return;
+    if (this.trimming) {
+      this.trimming = false;
+      this.trim(tid, ev);
+    }
     this.turn.apply(ev);
     if (ev.type === 'turn_end') {
-      const superseded = ev.data.result?.supersedes?.length;
+      const r = ev.data.result || {};
       this.turn = null;
-      if (superseded) conv.reload();
+      conv.setFollowed('');
+      // A stopped turn is shown as the transcript recorded it (the
+      // stop may have come after more was stored than streamed here).
+      if (r.supersedes?.length || r.status === 'cancelled') conv.reload();
       else conv.refreshTurns();
       this.onActivity?.(this.id);
     }
+  }
+
+  // trim takes off the view what the transcript showed of the run whose
+  // first event (after its start) is ev, since the run's events show it
+  // again: a run that begins with a model request (step_start) is the
+  // turn's first, and everything of the turn after its question is its;
+  // a run that resumes after an approval begins with the decided call's
+  // result (or a delegated agent's activity for it), and what the view
+  // has from that result on is its. Approval cards stay (they are not
+  // added twice).
+  trim(tid, ev) {
+    const items = [...this.conv.ol.querySelectorAll(`li[data-turn-id="${CSS.escape(tid)}"]`)].filter((li) => !li.classList.contains('approval'));
+    const call = ev.data.toolResult?.callId || ev.data.delegate?.callId;
+    let from = -1;
+    if (ev.type === 'step_start') from = items.findIndex((li) => !li.classList.contains('user'));
+    else if (call) from = items.findIndex((li) => li.matches('li.tool.result') && li.dataset.callId === call);
+    if (from >= 0) for (const li of items.slice(from)) li.remove();
   }
 
   // prompt fills the other tab's question in, from the transcript (the
