@@ -158,8 +158,8 @@ func (s *sink) importFrom(ctx context.Context, r io.Reader, progress Progress) e
 		if len(sc.Bytes()) == 0 {
 			continue
 		}
-		var rec Record
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+		rec, err := parseRecord(sc.Bytes())
+		if err != nil {
 			return fmt.Errorf("transfer: line %d: not an export record: %w", line, err)
 		}
 		k := rec.Key()
