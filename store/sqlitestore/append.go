@@ -87,7 +87,7 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 	// batches instead, and cancelling it still rolls the transaction back
 	// (database/sql watches it for BeginTx).
 	stmtCtx := context.WithoutCancel(ctx)
-	texts := map[int64]string{} // of the entries queued for the index
+	w := newTxWrite(tx)
 	for i, b := range batches {
 		if len(b.Entries) == 0 {
 			continue
@@ -95,12 +95,12 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 		if err := ctx.Err(); err != nil {
 			return s.fail("append to", b.Key, err)
 		}
-		if err := s.appendTx(stmtCtx, tx, b.Key, b.Entries, bodies[i], texts); err != nil {
+		if err := s.appendTx(stmtCtx, w, b.Key, b.Entries, bodies[i]); err != nil {
 			return err
 		}
 	}
-	if len(texts) > 0 {
-		if err := s.indexIfDue(stmtCtx, tx, texts); err != nil {
+	if len(w.texts) > 0 {
+		if err := s.indexIfDue(stmtCtx, tx, w.texts); err != nil {
 			return s.fail("append to", batches[0].Key, err)
 		}
 	}
@@ -113,9 +113,10 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 // appendTx appends entries, encoded as bodies, to the session in tx:
 // checks the head, updates or makes the session's row and inserts the
 // entries. It adds the text of those it queues for the search index to
-// texts, by row id.
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries []transcript.Entry, bodies [][]byte, texts map[int64]string) error {
-	row, err := s.sessionRow(ctx, tx, key)
+// w.texts, by row id.
+func (s *Store) appendTx(ctx context.Context, w *txWrite, key store.Key, entries []transcript.Entry, bodies [][]byte) error {
+	tx := w.tx
+	row, err := s.sessionRow(ctx, w, key)
 	if err != nil {
 		return s.fail("append to", key, err)
 	}
@@ -149,14 +150,14 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries
 	}
 	last := entries[len(entries)-1].ID
 	if row.found {
-		_, err = s.txStmt(ctx, tx, updateSessionSQL).ExecContext(ctx,
+		_, err = w.stmt(ctx, s, updateSessionSQL).ExecContext(ctx,
 			info.LastActivity.UnixNano(), title, info.MessageCount, info.PendingApprovals, info.Compactions, info.Entries, last, row.sid)
 	} else {
 		if err := s.sweepNamespace(ctx, tx, key.Namespace()); err != nil {
 			return s.fail("append to", key, err)
 		}
 		var res sql.Result
-		res, err = s.txStmt(ctx, tx, insertSessionSQL).ExecContext(ctx,
+		res, err = w.stmt(ctx, s, insertSessionSQL).ExecContext(ctx,
 			key.Agent, key.Owner, key.ID, info.Started.UnixNano(), info.LastActivity.UnixNano(), title,
 			info.MessageCount, info.PendingApprovals, info.Compactions, info.Entries, last)
 		if err == nil {
@@ -167,7 +168,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries
 		return s.fail("append to", key, err)
 	}
 	for i, e := range entries {
-		if err := s.insertEntry(ctx, tx, key, row.sid, row.info.Entries+i, e, bodies[i], texts); err != nil {
+		if err := s.insertEntry(ctx, w, key, row.sid, row.info.Entries+i, e, bodies[i]); err != nil {
 			return err
 		}
 	}
@@ -176,8 +177,8 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, key store.Key, entries
 
 // insertEntry inserts entry e, encoded as body, at position seq of the
 // session whose row is sid, and queues it for the search index when it has
-// text to search, adding the text to texts.
-func (s *Store) insertEntry(ctx context.Context, tx *sql.Tx, key store.Key, sid int64, seq int, e transcript.Entry, body []byte, texts map[int64]string) error {
+// text to search, adding the text to w.texts.
+func (s *Store) insertEntry(ctx context.Context, w *txWrite, key store.Key, sid int64, seq int, e transcript.Entry, body []byte) error {
 	ts := e.Timestamp.UnixNano() // CheckEntry keeps it within what nanoseconds hold
 	text, searchable := storekit.SearchText(e)
 	searchable = searchable && s.cfg.protector == nil
@@ -187,13 +188,13 @@ func (s *Store) insertEntry(ctx context.Context, tx *sql.Tx, key store.Key, sid 
 			return fmt.Errorf("sqlitestore: session %s: sealing entry %d: %w", key, seq, err)
 		}
 	}
-	eid, err := s.newRowID(ctx, tx, ts)
+	eid, err := w.rowID(ctx, s, ts)
 	if err == nil {
-		_, err = s.txStmt(ctx, tx, insertEntrySQL).ExecContext(ctx, eid, sid, seq, ts, searchable, body)
+		_, err = w.stmt(ctx, s, insertEntrySQL).ExecContext(ctx, eid, sid, seq, ts, searchable, body)
 	}
 	if err == nil && searchable {
-		_, err = s.txStmt(ctx, tx, queueTextSQL).ExecContext(ctx, eid)
-		texts[eid] = text
+		_, err = w.stmt(ctx, s, queueTextSQL).ExecContext(ctx, eid)
+		w.texts[eid] = text
 	}
 	if err != nil {
 		return s.fail("append to", key, err)
@@ -215,10 +216,10 @@ func (r sessionRow) expired(cutoff int64) bool {
 	return r.info.LastActivity.UnixNano() < cutoff && r.info.PendingApprovals == 0
 }
 
-func (s *Store) sessionRow(ctx context.Context, tx *sql.Tx, key store.Key) (sessionRow, error) {
+func (s *Store) sessionRow(ctx context.Context, w *txWrite, key store.Key) (sessionRow, error) {
 	var r sessionRow
 	var started, last int64
-	err := s.txStmt(ctx, tx, sessionRowSQL).QueryRowContext(ctx, key.Agent, key.Owner, key.ID).
+	err := w.stmt(ctx, s, sessionRowSQL).QueryRowContext(ctx, key.Agent, key.Owner, key.ID).
 		Scan(&r.sid, &started, &last, &r.hasTitle, &r.info.MessageCount, &r.info.PendingApprovals, &r.info.Compactions, &r.info.Entries, &r.head)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sessionRow{}, nil
