@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -117,4 +118,55 @@ func testBulk(t *testing.T, s store.Store) {
 		t.Fatalf("AppendBulk with a stale parent: %v, want ErrConflict", err)
 	}
 	checkRead(t, s, again, want[again], "a refused batch appends nothing")
+}
+
+// testBulkResume: a bulk whose context ends while it runs (a process
+// stopped mid-import) leaves each session with a prefix of its entries,
+// read back whole and counted, and appending the rest from where each
+// session stands completes every one of them, as a transfer run again
+// does.
+func testBulkResume(t *testing.T, s store.Store) {
+	ns := newNamespace()
+	var batches []store.Batch
+	for i := range 8 {
+		entries := Chain("", base().Add(time.Duration(i)*time.Second), 6)
+		batches = append(batches, store.Batch{Key: ns.Key(name("sess")), Entries: entries})
+	}
+	for _, stopAfter := range []time.Duration{0, time.Millisecond} {
+		ctx, cancel := context.WithCancel(t.Context())
+		if stopAfter == 0 {
+			cancel()
+		} else {
+			time.AfterFunc(stopAfter, cancel)
+		}
+		_ = store.AppendBulk(ctx, s, batches) // stopped anywhere, or not at all
+		cancel()
+		for _, b := range batches {
+			got, err := s.Read(t.Context(), b.Key)
+			if err != nil {
+				t.Fatalf("Read after a stopped bulk: %v", err)
+			}
+			if len(got) > len(b.Entries) {
+				t.Fatalf("a stopped bulk left %d entries of a batch of %d", len(got), len(b.Entries))
+			}
+			checkRead(t, s, b.Key, b.Entries[:len(got)], "a stopped bulk leaves a prefix of each batch")
+			if info, err := store.Stat(t.Context(), s, b.Key); len(got) > 0 && (err != nil || info.Entries != len(got)) {
+				t.Fatalf("Stat after a stopped bulk: %+v %v, want %d entries", info, err, len(got))
+			}
+		}
+	}
+	var rest []store.Batch
+	for _, b := range batches {
+		got, err := s.Read(t.Context(), b.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest = append(rest, store.Batch{Key: b.Key, Entries: b.Entries[len(got):]})
+	}
+	if err := store.AppendBulk(t.Context(), s, rest); err != nil {
+		t.Fatalf("AppendBulk of what a stopped bulk left: %v", err)
+	}
+	for _, b := range batches {
+		checkRead(t, s, b.Key, b.Entries, "a stopped bulk completed")
+	}
 }

@@ -20,6 +20,7 @@ var capabilityChecks = []check{
 	{"BatchAppender/InvalidAppendsNothing", testBatchInvalid},
 	{"BatchAppender/Fallback", testBatchFallback},
 	{"BulkAppender", testBulk},
+	{"BulkAppender/StoppedBulkResumes", testBulkResume},
 	{"RangeReader", testRangeReader},
 	{"TailReader", testTailReader},
 	{"Stater", testStater},
