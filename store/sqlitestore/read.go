@@ -18,15 +18,27 @@ import (
 // Both reads are one statement, so the count and the entries come from one
 // snapshot even while appends go on; the range walks the (sid, seq) index,
 // so a page costs the same in a session of ten entries or of a million.
+//
+// The statement's first row is the session's: its count (as -1-entries,
+// so that it sorts first and cannot be taken for a position) and head;
+// every other row is an entry's position and body. Two columns, and not
+// the session's columns repeated on every entry's row (a join): each
+// column of each row costs a step of the driver, and a read of a long
+// session was a third columns it did not need. No rows: no session.
 const (
-	readRangeSQL = `SELECT s.sid, s.entries, s.head, e.seq, e.body FROM sessions s
-		LEFT JOIN entries e ON e.sid = s.sid AND e.seq >= ? AND e.seq < ?
-		WHERE s.agent = ? AND s.owner = ? AND s.id = ? AND ` + visible + `
-		ORDER BY e.seq`
-	readTailSQL = `SELECT s.sid, s.entries, s.head, e.seq, e.body FROM sessions s
-		LEFT JOIN entries e ON e.sid = s.sid AND e.seq >= s.entries - ?
-		WHERE s.agent = ? AND s.owner = ? AND s.id = ? AND ` + visible + `
-		ORDER BY e.seq`
+	readSessionSQL = `SELECT -1 - s.entries, s.head FROM sessions s
+		WHERE s.agent = ?1 AND s.owner = ?2 AND s.id = ?3 AND (s.last_activity >= ?4 OR s.pending > 0)`
+	readSidSQL = `(SELECT s.sid FROM sessions s
+		WHERE s.agent = ?1 AND s.owner = ?2 AND s.id = ?3 AND (s.last_activity >= ?4 OR s.pending > 0))`
+	readRangeSQL = readSessionSQL + `
+		UNION ALL
+		SELECT e.seq, e.body FROM entries e WHERE e.sid = ` + readSidSQL + ` AND e.seq >= ?5 AND e.seq < ?6
+		ORDER BY 1`
+	readTailSQL = readSessionSQL + `
+		UNION ALL
+		SELECT e.seq, e.body FROM entries e WHERE e.sid = ` + readSidSQL + `
+			AND e.seq >= (SELECT s.entries FROM sessions s WHERE s.agent = ?1 AND s.owner = ?2 AND s.id = ?3) - ?5
+		ORDER BY 1`
 )
 
 // Read returns every entry of the session in append order; none for a
@@ -44,8 +56,8 @@ func (s *Store) ReadRange(ctx context.Context, key store.Key, start, end int) ([
 	}
 	start = max(start, 0)
 	end = max(end, start)
-	rows, err := s.query(ctx, readRangeSQL, start, end, key.Agent, key.Owner, key.ID, s.cutoff())
-	return s.readRows(key, rows, err, func(total int) (int, int) { return min(start, total), min(end, total) })
+	rows, err := s.query(ctx, readRangeSQL, key.Agent, key.Owner, key.ID, s.cutoff(), start, end)
+	return s.readRows(ctx, key, rows, err, func(total int) (int, int) { return min(start, total), min(end, total) })
 }
 
 // ReadTail returns the newest n entries in append order and the number of
@@ -55,8 +67,8 @@ func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcrip
 		return nil, 0, err
 	}
 	n = max(n, 0)
-	rows, err := s.query(ctx, readTailSQL, n, key.Agent, key.Owner, key.ID, s.cutoff())
-	return s.readRows(key, rows, err, func(total int) (int, int) { return max(total-n, 0), total })
+	rows, err := s.query(ctx, readTailSQL, key.Agent, key.Owner, key.ID, s.cutoff(), n)
+	return s.readRows(ctx, key, rows, err, func(total int) (int, int) { return max(total-n, 0), total })
 }
 
 // readRows checks what a read query returns: entries at every position of
@@ -69,14 +81,13 @@ func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcrip
 // the statement is done; a read of parallelMin entries or more decodes
 // them on up to GOMAXPROCS goroutines, since decoding is most of what a
 // long read costs besides SQLite's own steps.
-func (s *Store) readRows(key store.Key, rows *sql.Rows, err error, bounds func(total int) (start, end int)) ([]transcript.Entry, int, error) {
+func (s *Store) readRows(ctx context.Context, key store.Key, rows *sql.Rows, err error, bounds func(total int) (start, end int)) ([]transcript.Entry, int, error) {
 	if err != nil {
 		return nil, 0, s.fail("read", key, err)
 	}
 	defer rows.Close()
 	var (
 		found bool
-		sid   int64
 		head  string
 		total int
 		next  int
@@ -84,29 +95,33 @@ func (s *Store) readRows(key store.Key, rows *sql.Rows, err error, bounds func(t
 		arena []byte
 		cuts  []int // body i is arena[cuts[i]:cuts[i+1]]
 		stop  error // the corruption that ended the rows, after the bodies before it
+		seq   int64
+		body  sql.RawBytes
 	)
+	// The session's sid, for an error's Where: it is looked up only then.
+	sid := func() int64 { return s.sidOf(ctx, key) }
 	for rows.Next() {
-		var seq sql.NullInt64
-		var body sql.RawBytes
-		if err := rows.Scan(&sid, &total, &head, &seq, &body); err != nil {
+		if err := rows.Scan(&seq, &body); err != nil {
 			return nil, 0, s.fail("read", key, err)
 		}
 		if !found {
+			if seq >= 0 {
+				return nil, 0, s.fail("read", key, fmt.Errorf("an entry's row came before the session's (at %d)", seq))
+			}
 			found = true
+			total, head = int(-1-seq), string(body)
 			next, end = bounds(total)
 			if end > next {
 				cuts = make([]int, 1, end-next+1)
 			}
-		}
-		if !seq.Valid {
-			continue // the session has no entries in the range
+			continue
 		}
 		if next >= end {
-			stop = s.corrupt(key, sid, int(seq.Int64), fmt.Errorf("entry stored beyond the session's %d", total))
+			stop = s.corrupt(key, sid(), int(seq), fmt.Errorf("entry stored beyond the session's %d", total))
 			break
 		}
-		if int(seq.Int64) != next {
-			stop = s.corrupt(key, sid, next, fmt.Errorf("entry missing (next stored position is %d)", seq.Int64))
+		if int(seq) != next {
+			stop = s.corrupt(key, sid(), next, fmt.Errorf("entry missing (next stored position is %d)", seq))
 			break
 		}
 		if arena == nil {
@@ -128,21 +143,33 @@ func (s *Store) readRows(key store.Key, rows *sql.Rows, err error, bounds func(t
 		pos := first + i
 		e := entries[i]
 		if i > 0 && e.ParentID != entries[i-1].ID {
-			return nil, 0, s.corrupt(key, sid, pos, fmt.Errorf("entry %q has parent %q, not the entry before it (%q)", e.ID, e.ParentID, entries[i-1].ID))
+			return nil, 0, s.corrupt(key, sid(), pos, fmt.Errorf("entry %q has parent %q, not the entry before it (%q)", e.ID, e.ParentID, entries[i-1].ID))
 		}
 		if pos == total-1 && e.ID != head {
-			return nil, 0, s.corrupt(key, sid, pos, fmt.Errorf("last entry is %q, but the session's head is %q", e.ID, head))
+			return nil, 0, s.corrupt(key, sid(), pos, fmt.Errorf("last entry is %q, but the session's head is %q", e.ID, head))
 		}
 	}
 	switch {
 	case badErr != nil:
-		return nil, 0, s.corrupt(key, sid, first+bad, badErr)
+		return nil, 0, s.corrupt(key, sid(), first+bad, badErr)
 	case stop != nil:
 		return nil, 0, stop
 	case next < end:
-		return nil, 0, s.corrupt(key, sid, next, fmt.Errorf("entry missing (the session has %d)", total))
+		return nil, 0, s.corrupt(key, sid(), next, fmt.Errorf("entry missing (the session has %d)", total))
 	}
 	return entries, total, nil
+}
+
+// sidOf returns the session's sid, or -1 when it cannot be read: what a
+// corruption's Where names.
+func (s *Store) sidOf(ctx context.Context, key store.Key) int64 {
+	var sid int64
+	err := s.r.QueryRowContext(context.WithoutCancel(ctx), `SELECT sid FROM sessions WHERE agent = ? AND owner = ? AND id = ?`,
+		key.Agent, key.Owner, key.ID).Scan(&sid)
+	if err != nil {
+		return -1
+	}
+	return sid
 }
 
 // parallelMin is the length of a read from which its entries are decoded
@@ -157,8 +184,9 @@ func (s *Store) decodeAll(key store.Key, first int, arena []byte, cuts []int) (e
 	n := max(len(cuts)-1, 0)
 	entries = make([]transcript.Entry, n)
 	part := func(lo, hi int) (int, error) {
+		var p transcript.Parser
 		for i := lo; i < hi; i++ {
-			e, err := s.open(key, first+i, arena[cuts[i]:cuts[i+1]])
+			e, err := s.openWith(&p, key, first+i, arena[cuts[i]:cuts[i+1]])
 			if err != nil {
 				return i, err
 			}
@@ -201,14 +229,22 @@ func (s *Store) decode(key store.Key, sid int64, seq int, body []byte) (transcri
 // open opens (with a protector) and parses the stored form of the entry at
 // position seq.
 func (s *Store) open(key store.Key, seq int, body []byte) (transcript.Entry, error) {
-	if p := s.cfg.protector; p != nil {
-		plain, err := p.Open(body, seal.AssociatedData(key.Agent, key.Owner, key.ID, seq))
+	return s.openWith(nil, key, seq, body)
+}
+
+// openWith is open parsing with p, or with transcript.Parse when p is nil.
+func (s *Store) openWith(p *transcript.Parser, key store.Key, seq int, body []byte) (transcript.Entry, error) {
+	if pr := s.cfg.protector; pr != nil {
+		plain, err := pr.Open(body, seal.AssociatedData(key.Agent, key.Owner, key.ID, seq))
 		if err != nil {
 			return transcript.Entry{}, err
 		}
 		body = plain
 	}
-	return transcript.Parse(body)
+	if p == nil {
+		return transcript.Parse(body)
+	}
+	return p.Parse(body)
 }
 
 func (s *Store) corrupt(key store.Key, sid int64, seq int, err error) error {
