@@ -116,6 +116,12 @@ func (s *Store) appendSealed(dst, plain []byte, key store.Key, pos int) ([]byte,
 // decodeLine decodes the stored line at position pos of session key; where
 // says where it is ("file:line") for errors.
 func (s *Store) decodeLine(line []byte, key store.Key, pos int, where func() string) (transcript.Entry, error) {
+	return s.parseLine(nil, line, key, pos, where)
+}
+
+// parseLine is decodeLine parsing with p (a read's), or with
+// transcript.Parse when p is nil.
+func (s *Store) parseLine(p *transcript.Parser, line []byte, key store.Key, pos int, where func() string) (transcript.Entry, error) {
 	line = bytes.TrimRight(line, " \t\r")
 	corrupt := func(err error) error {
 		return &store.CorruptError{Key: key, Position: pos, Where: where(), Err: err}
@@ -124,7 +130,7 @@ func (s *Store) decodeLine(line []byte, key store.Key, pos int, where func() str
 		if seal.IsSealedLine(bytes.TrimLeft(line, " \t")) {
 			return transcript.Entry{}, fmt.Errorf("session %s (%s): %w", key, where(), ErrEncrypted)
 		}
-		e, err := transcript.Parse(line)
+		e, err := parse(p, line)
 		if err != nil {
 			return transcript.Entry{}, corrupt(err)
 		}
@@ -139,9 +145,16 @@ func (s *Store) decodeLine(line []byte, key store.Key, pos int, where func() str
 	case err != nil:
 		return transcript.Entry{}, corrupt(err)
 	}
-	e, err := transcript.Parse(plain)
+	e, err := parse(p, plain)
 	if err != nil {
 		return transcript.Entry{}, corrupt(err)
 	}
 	return e, nil
+}
+
+func parse(p *transcript.Parser, b []byte) (transcript.Entry, error) {
+	if p == nil {
+		return transcript.Parse(b)
+	}
+	return p.Parse(b)
 }

@@ -36,6 +36,7 @@ func (s *Store) Read(ctx context.Context, key store.Key) ([]transcript.Entry, er
 		return s.readWhole(ctx, key, sf)
 	}
 	var entries []transcript.Entry
+	var p transcript.Parser
 	lr := newLineReader(sf.f, 0, sf.size)
 	no := 0
 	where := func() string { return sf.path + ":" + strconv.Itoa(no) }
@@ -58,7 +59,7 @@ func (s *Store) Read(ctx context.Context, key store.Key) ([]transcript.Entry, er
 		if blank(line) {
 			continue
 		}
-		e, err := s.decodeLine(line, key, pos, where)
+		e, err := s.parseLine(&p, line, key, pos, where)
 		if err != nil {
 			return nil, err
 		}
@@ -117,6 +118,7 @@ func (s *Store) readWhole(ctx context.Context, key store.Key, sf *sfile) ([]tran
 	failedAt := make([]int, parts) // the position of errs[part]
 	decode := func(part int) {
 		from, to := part*len(starts)/parts, (part+1)*len(starts)/parts
+		var p transcript.Parser
 		for pos := from; pos < to; pos++ {
 			if (pos-from)%256 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -125,7 +127,7 @@ func (s *Store) readWhole(ctx context.Context, key store.Key, sf *sfile) ([]tran
 				}
 			}
 			l := starts[pos]
-			e, err := s.decodeLine(buf[l.start:l.end], key, pos, func() string { return sf.path + ":" + strconv.Itoa(l.no) })
+			e, err := s.parseLine(&p, buf[l.start:l.end], key, pos, func() string { return sf.path + ":" + strconv.Itoa(l.no) })
 			if err != nil {
 				errs[part], failedAt[part] = err, pos
 				return
@@ -219,9 +221,10 @@ func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcrip
 		return nil, 0, fmt.Errorf("filestore: %s has fewer entries than its index says", sf.path)
 	}
 	entries := make([]transcript.Entry, n)
+	var p transcript.Parser
 	for i, line := range lines {
 		pos := total - n + i
-		e, err := s.decodeLine(line, key, pos, func() string { return sf.path })
+		e, err := s.parseLine(&p, line, key, pos, func() string { return sf.path })
 		if err != nil {
 			return nil, 0, err
 		}
@@ -356,9 +359,10 @@ func (s *Store) decodeRange(sf *sfile, key store.Key, lines [][]byte, start, tot
 		return nil, total, nil
 	}
 	entries := make([]transcript.Entry, len(lines))
+	var p transcript.Parser
 	for i, line := range lines {
 		pos := start + i
-		e, err := s.decodeLine(line, key, pos, func() string { return sf.path })
+		e, err := s.parseLine(&p, line, key, pos, func() string { return sf.path })
 		if err != nil {
 			return nil, 0, err
 		}
