@@ -95,8 +95,8 @@ func TestBatchEffectMatchesOneByOne(t *testing.T) {
 }
 
 // TestReadRowsRaw: the rows of a read come with seq and entry in binary,
-// so that Read takes them from the driver's bytes (rawEntry) rather than
-// scanning a copy of each.
+// so that Read takes them from the driver's bytes (rawRow) rather than
+// scanning a copy of each; the first is the session's count and head.
 func TestReadRowsRaw(t *testing.T) {
 	s := newStore(t)
 	key := store.Key{Agent: "a", ID: "raw"}
@@ -109,11 +109,14 @@ func TestReadRowsRaw(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	n := 0
+	n := -1
 	for rows.Next() {
-		seq, line, ok := rawEntry(rows)
-		if !ok || seq != n || string(line) == "" {
-			t.Fatalf("row %d: rawEntry = %d, %q, %v", n, seq, line, ok)
+		seq, line, ok := rawRow(rows)
+		switch {
+		case n == -1 && (!ok || seq != -1-3 || string(line) != entries[2].ID):
+			t.Fatalf("session row: rawRow = %d, %q, %v; want %d, %q", seq, line, ok, -1-3, entries[2].ID)
+		case n >= 0 && (!ok || seq != n || string(line) == ""):
+			t.Fatalf("row %d: rawRow = %d, %q, %v", n, seq, line, ok)
 		}
 		n++
 	}

@@ -21,34 +21,44 @@ import (
 // once (an InitPlan), never by a joined column: the plan is then a scan
 // of the entries' primary key between literal bounds whatever the table's
 // statistics say, even on a table never analyzed (TestPlansWithoutStatistics).
-// A page costs the page, whatever the transcript's length. The LEFT JOIN
-// keeps the session row when no entry falls in the range; $7 is the TTL
-// cutoff.
+// A page costs the page, whatever the transcript's length. $6 ($5 in
+// tailSQL) is the TTL cutoff; a session it hides has no row in s, and
+// then no entries either (COALESCE: LEAST ignores a NULL).
+//
+// Every row has two columns, an int4 and a bytea: the first row is the
+// session's, its count as -1-entries (so that it sorts first and cannot
+// be taken for a position) and its head; each other row is an entry's
+// position and line. The session's columns are not joined onto every
+// entry's row, and the UNION ALL of the two, ordered by the first column,
+// is a merge of the session's row and the primary key's order: the
+// server neither sorts the rows of a whole read nor sends the session's
+// columns ten thousand times (readRows).
 
 // readSQL reads the entries at positions [$4, min($5, entries)).
 const readSQL = `WITH s AS MATERIALIZED (
 	SELECT entries, head FROM {s}.sessions s
 	WHERE agent = $1 AND owner = $2 AND id = $3 AND (last_ns >= $6 OR pending > 0)
-), e AS (
-	SELECT seq, entry FROM {s}.entries
-	WHERE agent = $1 AND owner = $2 AND session = $3
-		AND seq >= $4::bigint AND seq < LEAST($5::bigint, (SELECT entries FROM s))
 )
-SELECT s.entries, s.head, e.seq, e.entry FROM s LEFT JOIN e ON true
-ORDER BY e.seq`
+SELECT -1 - entries, convert_to(head, 'UTF8') FROM s
+UNION ALL
+(SELECT seq, entry FROM {s}.entries
+	WHERE agent = $1 AND owner = $2 AND session = $3
+		AND seq >= $4::bigint AND seq < LEAST($5::bigint, COALESCE((SELECT entries FROM s), 0))
+	ORDER BY seq)
+ORDER BY 1`
 
 // tailSQL reads the newest $4 entries, walking the primary key backwards
 // from the end.
 const tailSQL = `WITH s AS MATERIALIZED (
 	SELECT entries, head FROM {s}.sessions s
 	WHERE agent = $1 AND owner = $2 AND id = $3 AND (last_ns >= $5 OR pending > 0)
-), e AS (
-	SELECT seq, entry FROM {s}.entries
-	WHERE agent = $1 AND owner = $2 AND session = $3 AND seq < (SELECT entries FROM s)
-	ORDER BY seq DESC LIMIT $4
 )
-SELECT s.entries, s.head, e.seq, e.entry FROM s LEFT JOIN e ON true
-ORDER BY e.seq`
+SELECT -1 - entries, convert_to(head, 'UTF8') FROM s
+UNION ALL
+(SELECT seq, entry FROM {s}.entries
+	WHERE agent = $1 AND owner = $2 AND session = $3 AND seq < (SELECT entries FROM s)
+	ORDER BY seq DESC LIMIT $4)
+ORDER BY 1`
 
 // Read returns every entry of the session in append order, exactly as
 // appended, or none for a session the store does not have (or that TTL
@@ -93,40 +103,37 @@ func (s *Store) read(ctx context.Context, key store.Key, start, last, end int) (
 		total int
 		head  string
 		lo    int // the first position of the range, known with total
+		found bool
+		p     transcript.Parser
 	)
-	for first := true; rows.Next(); first = false {
-		// The first row is scanned; the others' seq and entry are read
-		// from the driver's bytes as they came (transcript.Parse copies
-		// what it keeps), with no allocation of their own.
-		var seq int
-		var line []byte
-		if first {
+	for rows.Next() {
+		// Each row's columns are read from the driver's bytes as they
+		// came (the Parser copies what it keeps), with no allocation of
+		// their own; a row in another format is scanned.
+		seq, line, ok := rawRow(rows)
+		if !ok {
 			var seqp *int
-			if err := rows.Scan(&total, &head, &seqp, &line); err != nil {
-				return nil, 0, dbError("read", key, err)
-			}
-			lo = max(start, total-last)
-			if seqp == nil {
-				break // a session with no entry in the range
+			if err := rows.Scan(&seqp, &line); err != nil || seqp == nil {
+				return nil, 0, dbError("read", key, fmt.Errorf("a row without a position: %v", err))
 			}
 			seq = *seqp
-			if end > lo {
-				out = make([]transcript.Entry, 0, min(end, total)-lo)
+		}
+		if !found {
+			if seq >= 0 {
+				return nil, 0, dbError("read", key, fmt.Errorf("an entry's row (at %d) came before the session's", seq))
 			}
-		} else {
-			var ok bool
-			if seq, line, ok = rawEntry(rows); !ok {
-				var seqp *int
-				if err := rows.Scan(nil, nil, &seqp, &line); err != nil || seqp == nil {
-					return nil, 0, dbError("read", key, fmt.Errorf("entry row without a position: %v", err))
-				}
-				seq = *seqp
+			found = true
+			total, head = -1-seq, string(line)
+			lo = max(start, total-last)
+			if n := min(end, total) - lo; n > 0 {
+				out = make([]transcript.Entry, 0, n)
 			}
+			continue
 		}
 		if seq != lo+len(out) {
 			return nil, 0, s.corrupt(key, lo+len(out), fmt.Errorf("entry missing: the next row is at %d", seq))
 		}
-		e, err := transcript.Parse(line)
+		e, err := p.Parse(line)
 		if err != nil {
 			return nil, 0, s.corrupt(key, seq, err)
 		}
@@ -138,9 +145,11 @@ func (s *Store) read(ctx context.Context, key store.Key, start, last, end int) (
 	if err := rows.Err(); err != nil {
 		return nil, 0, dbError("read", key, err)
 	}
+	if !found {
+		return nil, 0, nil
+	}
 	// Rows missing at the end of the range, or a last entry that is not
 	// the head the session row names, mean rows were lost or edited.
-	lo = max(start, total-last)
 	if want := max(min(end, total)-lo, 0); len(out) != want {
 		return nil, 0, s.corrupt(key, lo+len(out), fmt.Errorf("entry missing: the session counts %d entries", total))
 	}
@@ -150,16 +159,16 @@ func (s *Store) read(ctx context.Context, key store.Key, start, last, end int) (
 	return out, total, nil
 }
 
-// rawEntry returns the seq and entry columns of a read's row as the
-// server sent them, when they came in binary (int4, bytea): pgx's usual
-// formats for them. ok is false otherwise, and the row is to be scanned.
-func rawEntry(rows pgx.Rows) (seq int, line []byte, ok bool) {
+// rawRow returns the two columns of a read's row as the server sent them,
+// when they came in binary (int4, bytea): pgx's usual formats for them. ok
+// is false otherwise, and the row is to be scanned.
+func rawRow(rows pgx.Rows) (seq int, line []byte, ok bool) {
 	fd, raw := rows.FieldDescriptions(), rows.RawValues()
-	if len(fd) != 4 || len(raw) != 4 || fd[2].Format != pgx.BinaryFormatCode || fd[3].Format != pgx.BinaryFormatCode ||
-		fd[2].DataTypeOID != pgtype.Int4OID || fd[3].DataTypeOID != pgtype.ByteaOID || len(raw[2]) != 4 || raw[3] == nil {
+	if len(fd) != 2 || len(raw) != 2 || fd[0].Format != pgx.BinaryFormatCode || fd[1].Format != pgx.BinaryFormatCode ||
+		fd[0].DataTypeOID != pgtype.Int4OID || fd[1].DataTypeOID != pgtype.ByteaOID || len(raw[0]) != 4 || raw[1] == nil {
 		return 0, nil, false
 	}
-	return int(int32(binary.BigEndian.Uint32(raw[2]))), raw[3], true
+	return int(int32(binary.BigEndian.Uint32(raw[0]))), raw[1], true
 }
 
 // checkLink checks that e, at position seq, links to the entry read

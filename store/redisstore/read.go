@@ -126,11 +126,16 @@ func checkHash(key store.Key, logKey, infoKey string, first, total int, entries 
 	return nil
 }
 
-// parseLines decodes list elements that start at position first.
+// parseLines decodes list elements that start at position first, with one
+// Parser, each element copied in turn into one buffer for it (a string
+// converted to bytes would be a copy of its own).
 func parseLines(key store.Key, logKey string, first int, lines []string) ([]transcript.Entry, error) {
 	entries := make([]transcript.Entry, len(lines))
+	var p transcript.Parser
+	var buf []byte
 	for i, line := range lines {
-		e, err := transcript.Parse([]byte(line))
+		buf = append(buf[:0], line...)
+		e, err := p.Parse(buf)
 		if err != nil {
 			return nil, &store.CorruptError{Key: key, Position: first + i,
 				Where: fmt.Sprintf("redis list %s index %d", logKey, first+i), Err: err}
