@@ -140,7 +140,7 @@ func testLive(t *testing.T, b context.Context) {
 		tb.sameAsStored(srv, "away", 1)
 
 		// Reloaded mid-turn, the tab streams the turn again, and stops it.
-		wait = srv.elsewhere(t, "away", "please go on "+strings.Repeat("and on ", 40))
+		wait = srv.elsewhere(t, "away", "please go on "+strings.Repeat("and on ", 100))
 		tb.poll("the next turn streaming", `document.querySelectorAll('#messages .msg.user').length === 3 && document.querySelector('#messages .msg.assistant[aria-busy="true"]') ? 'yes' : ''`)
 		tb.do(chromedp.Reload())
 		tb.waitReady()
