@@ -1,13 +1,17 @@
 package filestore
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/hex"
+	"errors"
 	"hash/crc32"
+	"io"
 	"math"
 	"os"
 	"slices"
+	"strconv"
 
 	"github.com/spool-go/spool/store"
 )
@@ -38,6 +42,14 @@ type lastRec struct {
 // coldFirst returns the first k records of a namespace not loaded yet, in
 // listing order, fully parsed with their titles opened, or false when the
 // full load must answer.
+//
+// An index a rewrite wrote holds its records in listing order after a P
+// mark that gives their length (rewrite), and then what was appended
+// since. Then coldFirst reads the marks before it, the appended part
+// whole, and of the sorted records only as many as the page needs: the
+// first k that nothing appended since supersedes (any later record of a
+// session, or its deletion, is in the appended part, which is read in
+// full). Otherwise it reads the whole file.
 func (ix *index) coldFirst(k int) ([]*rec, bool) {
 	ix.valMu.Lock()
 	defer ix.valMu.Unlock()
@@ -56,7 +68,11 @@ func (ix *index) coldFirst(k int) ([]*rec, bool) {
 	if err != nil {
 		return nil, false
 	}
-	raw := make([]byte, st.Size())
+	size := st.Size()
+	if size > math.MaxInt32 {
+		return nil, false
+	}
+	raw := make([]byte, min(size, coldChunk))
 	if n, err := f.ReadAt(raw, 0); n != len(raw) || (err != nil && n == 0) {
 		return nil, false
 	}
@@ -67,10 +83,87 @@ func (ix *index) coldFirst(k int) ([]*rec, bool) {
 	// A view of the index of its own, for the marks and the proof.
 	t := newIndex(ix.s, ix.key, ix.dir)
 	t.j.id = st
-	lines := bytes.Count(raw, []byte{'\n'})
+	secStart, secEnd := int64(-1), int64(-1)
+	for at := len(header); ; {
+		i := bytes.IndexByte(raw[at:], '\n')
+		if i < 0 {
+			break
+		}
+		line := raw[at : at+i]
+		if len(line) > 11 && line[0] == 'P' && line[1] == '\t' && line[10] == '\t' && crcOK(line) {
+			if n, ok := digits(string(line[11:])); ok {
+				secStart = int64(at + i + 1)
+				secEnd = secStart + int64(n)
+			}
+			break
+		}
+		if len(line) == 0 || !t.applyMarkLocked(line) {
+			break // records before any P: not a sorted index
+		}
+		at += i + 1
+	}
+	var first []*rec
+	if secStart < 0 || secEnd > size {
+		// Not sorted (or not as it says): every line.
+		if size > int64(len(raw)) {
+			raw = make([]byte, size)
+			if n, err := f.ReadAt(raw, 0); n != len(raw) || (err != nil && n == 0) {
+				return nil, false
+			}
+		}
+		t = newIndex(ix.s, ix.key, ix.dir)
+		t.j.id = st
+		recs, _, ok := t.lastRecords(raw, len(header))
+		if !ok {
+			return nil, false
+		}
+		if first, ok = t.firstOf(raw, recs, k, nil); !ok {
+			return nil, false
+		}
+	} else {
+		tail := make([]byte, size-secEnd)
+		if n, err := f.ReadAt(tail, secEnd); n != len(tail) || (err != nil && n == 0) {
+			return nil, false
+		}
+		recs, byID, ok := t.lastRecords(tail, 0)
+		if !ok {
+			return nil, false
+		}
+		sorted, ok := t.sortedFirst(f, secStart, secEnd, k, byID)
+		if !ok {
+			return nil, false
+		}
+		if first, ok = t.firstOf(tail, recs, k, sorted); !ok {
+			return nil, false
+		}
+	}
+	dir, err := os.Stat(ix.dir)
+	if err != nil || !t.provenLocked(dir.ModTime().UnixNano()) || len(t.unsure) > 0 {
+		// Unproved, or a live writer's deferred records (pending.go) to
+		// compare: the full load does.
+		return nil, false
+	}
+	for _, r := range first {
+		if err := t.openTitleLocked(r); err != nil || t.needValidate {
+			return nil, false
+		}
+	}
+	ix.coldSorted = secStart >= 0
+	return first, true
+}
+
+// coldChunk is how much of the index coldFirst reads first: the header,
+// the marks and, in a sorted index, the first records.
+const coldChunk = 64 << 10
+
+// lastRecords checks every line of raw from the offset from as a load
+// checks it, applies the marks to t, and notes each session's last record.
+// It reports false for a line that is not a record.
+func (t *index) lastRecords(raw []byte, from int) ([]lastRec, map[string]int, bool) {
+	lines := bytes.Count(raw[from:], []byte{'\n'})
 	byID := make(map[string]int, lines)
 	recs := make([]lastRec, 0, lines)
-	for at := len(header); ; {
+	for at := from; ; {
 		i := bytes.IndexByte(raw[at:], '\n')
 		if i < 0 {
 			break // a record cut short, or none: as applyRecordsLocked
@@ -82,16 +175,19 @@ func (ix *index) coldFirst(k int) ([]*rec, bool) {
 			continue
 		}
 		if len(line) < 12 || line[1] != '\t' || line[10] != '\t' || !crcOK(line) || end > math.MaxInt32 {
-			return nil, false
+			return nil, nil, false
 		}
 		body := line[11:]
 		switch line[0] {
 		case 'D':
 			if !validID(body) {
-				return nil, false
+				return nil, nil, false
 			}
 			if j, ok := byID[string(body)]; ok {
 				recs[j].deleted = true
+			} else {
+				byID[string(body)] = len(recs)
+				recs = append(recs, lastRec{deleted: true})
 			}
 		case 'S':
 			// <id> and, nine fields on, <last>.
@@ -108,7 +204,7 @@ func (ix *index) coldFirst(k int) ([]*rec, bool) {
 				sec, nsec, ok = timeParts(field)
 			}
 			if !ok || !validID(id) {
-				return nil, false
+				return nil, nil, false
 			}
 			r := lastRec{sec: sec, nsec: int32(nsec), start: int32(start), end: int32(end), id: int32(len(id))}
 			if j, seen := byID[string(id)]; seen {
@@ -118,15 +214,46 @@ func (ix *index) coldFirst(k int) ([]*rec, bool) {
 				recs = append(recs, r)
 			}
 		default:
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	dir, err := os.Stat(ix.dir)
-	if err != nil || !t.provenLocked(dir.ModTime().UnixNano()) || len(t.unsure) > 0 {
-		// Unproved, or a live writer's deferred records (pending.go) to
-		// compare: the full load does.
-		return nil, false
+	return recs, byID, true
+}
+
+// sortedFirst reads the sorted records of f between secStart and secEnd,
+// checking each, up to the first k of sessions that byID (the records
+// appended since) does not name, and returns them parsed.
+func (t *index) sortedFirst(f *os.File, secStart, secEnd int64, k int, byID map[string]int) ([]*rec, bool) {
+	br := bufio.NewReaderSize(io.NewSectionReader(f, secStart, secEnd-secStart), coldChunk)
+	var out []*rec
+	for len(out) < k {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, io.EOF) && len(line) == 0 {
+			break
+		}
+		if err != nil {
+			return nil, false // a record cut short, or one longer than the buffer
+		}
+		line = line[:len(line)-1]
+		if len(line) < 12 || line[0] != 'S' || line[1] != '\t' || line[10] != '\t' || !crcOK(line) {
+			return nil, false
+		}
+		id, _, _ := bytes.Cut(line[11:], []byte{'\t'})
+		if _, later := byID[string(id)]; later {
+			continue
+		}
+		r := &rec{}
+		if _, deleted, err := t.parseRecordInto(r, string(line), line); err != nil || deleted {
+			return nil, false
+		}
+		out = append(out, r)
 	}
+	return out, true
+}
+
+// firstOf returns the first k, in listing order, of the live records recs
+// (last records, in raw) and more (parsed already), parsed.
+func (t *index) firstOf(raw []byte, recs []lastRec, k int, more []*rec) ([]*rec, bool) {
 	// The first k in one pass, as firstLocked.
 	first := make([]*lastRec, 0, k+1)
 	for i := range recs {
@@ -140,18 +267,16 @@ func (ix *index) coldFirst(k int) ([]*rec, bool) {
 			first = first[:k]
 		}
 	}
-	out := make([]*rec, len(first))
-	for i, l := range first {
+	out := more
+	for _, l := range first {
 		r := &rec{}
 		if _, _, err := t.parseRecordInto(r, string(raw[l.start:l.end]), raw[l.start:l.end]); err != nil {
 			return nil, false
 		}
-		if err := t.openTitleLocked(r); err != nil || t.needValidate {
-			return nil, false
-		}
-		out[i] = r
+		out = append(out, r)
 	}
-	return out, true
+	slices.SortFunc(out, cmpRec)
+	return out[:min(k, len(out))], true
 }
 
 // cmpLast is cmpRec on what coldFirst keeps of the records in raw.
@@ -191,4 +316,20 @@ func crcOK(line []byte) bool {
 		return false
 	}
 	return crc32.Checksum(line[11:], crcTable) == uint32(want[0])<<24|uint32(want[1])<<16|uint32(want[2])<<8|uint32(want[3])
+}
+
+// sortedPlaceholder is the body of a P mark before its length is known:
+// as wide as any length putSortedMark writes.
+const sortedPlaceholder = "0000000000000000"
+
+// putSortedMark writes n, the length of the sorted records after it, into
+// the P mark line (appendMark of sortedPlaceholder), and its checksum.
+func putSortedMark(line []byte, n int) {
+	body := line[11 : 11+len(sortedPlaceholder)]
+	s := strconv.Itoa(n)
+	for i := range body {
+		body[i] = '0'
+	}
+	copy(body[len(body)-len(s):], s)
+	putCRC(line[2:10], body)
 }

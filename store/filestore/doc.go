@@ -114,7 +114,9 @@
 // whatever the number of sessions, and compares every session with its
 // transcript only when that fails. A first page asked of a namespace the
 // Store has not loaded is chosen from the index file without loading it,
-// parsing only the page's records (coldlist.go).
+// parsing only the page's records (coldlist.go); a rewrite writes the
+// records in listing order, so that it reads the records appended since
+// and, of the sorted ones, only the page's.
 //
 // What another writer's changes look like:
 //

@@ -55,6 +55,7 @@ type index struct {
 	held         [][]byte        // records appended while rewriting, for the new file
 	dropped      bool            // evicted or closed: keep no file open
 	peeked       bool            // coldFirst answered once (coldlist.go)
+	coldSorted   bool            // and from the sorted records (for tests)
 	// unsure holds, by session, the writers whose U marks are open
 	// (pending.go), and mine this Store's deferred sessions, whose records
 	// in memory are newer than the file's; pending counts mine for

@@ -289,9 +289,15 @@ func (ix *index) rewrite() error {
 	}
 	buf := ix.appendMarksLocked([]byte(ix.s.indexHeader()))
 	sealed := ix.s.cfg.protector != nil
-	for _, r := range ix.recs {
+	// The records in listing order, after a P mark giving their length, so
+	// that a cold first page reads the few it shows (coldlist.go).
+	p := len(buf)
+	buf = appendMark(buf, 'P', sortedPlaceholder)
+	start := len(buf)
+	for _, r := range ix.listingLocked() {
 		buf = appendRecord(buf, r, sealed)
 	}
+	putSortedMark(buf[p:start], len(buf)-start)
 	buf = ix.appendUnsureLocked(buf)
 	records := len(ix.recs)
 	ix.rewriting = true

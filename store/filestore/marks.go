@@ -67,7 +67,7 @@ func appendMark(dst []byte, kind byte, body string) []byte {
 // applyMarkLocked applies a W, C or F record line, and reports whether the
 // line was one. A mark that does not check out asks for validation.
 func (ix *index) applyMarkLocked(line []byte) bool {
-	if len(line) < 12 || (line[0] != 'W' && line[0] != 'C' && line[0] != 'F' && line[0] != 'U' && line[0] != 'V') {
+	if len(line) < 12 || (line[0] != 'W' && line[0] != 'C' && line[0] != 'F' && line[0] != 'U' && line[0] != 'V' && line[0] != 'P') {
 		return false
 	}
 	var want [4]byte
@@ -95,6 +95,8 @@ func (ix *index) applyMarkLocked(line []byte) bool {
 	case 'C':
 		delete(ix.writers, string(body))
 		ix.closeWriterMarksLocked(string(body))
+	case 'P':
+		// Only the cold first page reads it (coldlist.go).
 	case 'U', 'V':
 		nonce, id, ok := parseUnsure(string(body))
 		if !ok {

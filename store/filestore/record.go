@@ -20,7 +20,9 @@ import (
 //	S	<crc>	<id>	<size>	<mtime>	<inode>	<entries>	<messages>	<pending>	<compactions>	<started>	<last>	<flags>	<head>	<title>
 //	D	<crc>	<id>
 //
-// and the marks of marks.go and pending.go (W, C, F, U, V). The last record of an id wins: S is a session's whole SessionInfo with the
+// and the marks of marks.go and pending.go (W, C, F, U, V). A rewrite
+// writes every session's record in listing order after a mark giving their
+// length (P, coldlist.go). The last record of an id wins: S is a session's whole SessionInfo with the
 // size, mtime and inode of its transcript when the info was true (see
 // fileState), D its deletion.
 // crc is the CRC-32C of the rest of the line, so a record cut short by a
