@@ -47,18 +47,29 @@ func unchanged(t *testing.T, what, root string, before map[string]string) {
 }
 
 // hostileWorld is a file store with one session of alice's, under a
-// user-scoped agent and a project-scoped one.
+// user-scoped agent and a project-scoped one. The sessions are written
+// through a Store that is closed before the agents get theirs, so that
+// nothing the first left to write later (the index records of a burst,
+// written once its sessions are idle) changes the folder under a test
+// that checks it is left untouched.
 func hostileWorld(t *testing.T) (root string, user, project *spool.Agent, alice context.Context) {
 	t.Helper()
 	root = t.TempDir()
-	st, err := filestore.New(t.Context(), root, filestore.WithRetention(store.Retention{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	user = newAgent(t, spool.Config{Name: "users", Store: st, Scope: spool.ScopeUser})
-	project = newAgent(t, spool.Config{Name: "proj", Store: st})
 	alice = spool.ContextWithUser(t.Context(), "alice")
+	agents := func() (user, project *spool.Agent, close func()) {
+		st, err := filestore.New(t.Context(), root, filestore.WithRetention(store.Retention{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		user = newAgent(t, spool.Config{Name: "users", Store: st, Scope: spool.ScopeUser})
+		project = newAgent(t, spool.Config{Name: "proj", Store: st})
+		return user, project, func() {
+			if err := st.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	user, project, done := agents()
 	for _, ctx := range []context.Context{alice, t.Context()} {
 		a := project
 		if ctx == alice {
@@ -74,6 +85,9 @@ func hostileWorld(t *testing.T) (root string, user, project *spool.Agent, alice 
 			}
 		}
 	}
+	done()
+	user, project, done = agents()
+	t.Cleanup(done)
 	return root, user, project, alice
 }
 

@@ -79,7 +79,8 @@ type access int
 
 const (
 	// reading: the session's place in this process's queue, not the
-	// store's lock, so a read never waits for another process's turn.
+	// store's lock, so a read never waits for another process's turn;
+	// nor for one of this process (readAside).
 	reading access = iota
 	// writing: the queue and, when the store has one, its lock across
 	// processes, for as long as the call runs.
@@ -88,10 +89,14 @@ const (
 
 // with runs fn holding the session: after the calls before it, with its
 // state current (reloaded when another writer changed the transcript) and
-// TTL applied.
+// TTL applied. A read while this process writes the session runs beside
+// the write instead (readAside).
 func (s *Session) with(ctx context.Context, mode access, fn func(ctx context.Context, sl *slot) error) error {
 	if s.a.closed.Load() {
 		return ErrClosed
+	}
+	if mode == reading && s.a.reg.writing(s.key) {
+		return s.readAside(ctx, fn)
 	}
 	sl, err := s.a.reg.acquire(ctx, s.key, mode == writing)
 	if err != nil {
@@ -110,6 +115,23 @@ func (s *Session) with(ctx context.Context, mode access, fn func(ctx context.Con
 		return err
 	}
 	if err := s.expire(ctx, sl, mode); err != nil {
+		return err
+	}
+	return fn(ctx, sl)
+}
+
+// readAside runs a reading fn while a call of this process that writes
+// (a turn) holds the session or waits for it: rather than wait the turn
+// out, which takes as long as the model does, it reads the stored
+// transcript into a state of its own, as another process would see the
+// session. The cached state stays the writer's.
+func (s *Session) readAside(ctx context.Context, fn func(ctx context.Context, sl *slot) error) error {
+	entries, err := s.a.cfg.Store.Read(ctx, s.key)
+	if err != nil {
+		return err
+	}
+	sl := &slot{key: s.key, st: loadState(entries, s.a.historyOptions())}
+	if err := s.expire(ctx, sl, reading); err != nil {
 		return err
 	}
 	return fn(ctx, sl)

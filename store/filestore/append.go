@@ -54,6 +54,14 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 // a new transcript's folder is not synced here but noted in dirs, whose
 // owner syncs it before it reports the append done.
 func (s *Store) appendAll(ctx context.Context, key store.Key, entries []transcript.Entry, plains [][]byte, dirs *dirSyncs) error {
+	// A line is at least its plain encoding: one over the limit is
+	// refused before the Store marks itself a writer, so that it creates
+	// nothing. (A sealed line is longer: lockAndAppend checks that one.)
+	for i, plain := range plains {
+		if len(plain) > transcript.MaxLineSize {
+			return lineTooLong(key, entries[i], len(plain))
+		}
+	}
 	create := entries[0].ParentID == ""
 	// An encrypted store is marked before its first sealed line; a plain
 	// one never creates a session in a store marked since New.
@@ -187,7 +195,7 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 		}
 		if len(line) > transcript.MaxLineSize {
 			// No reader would take the line back.
-			return false, fmt.Errorf("%w: session %s: entry %q is %d bytes stored, more than the %d a line may hold", store.ErrInvalidEntry, key, e.ID, len(line), transcript.MaxLineSize)
+			return false, lineTooLong(key, e, len(line))
 		}
 		if err := s.applyEntry(&next, key, e); err != nil {
 			return false, err
@@ -490,4 +498,10 @@ func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention
 		}
 	}
 	return n, nil
+}
+
+// lineTooLong is the error for entry e of session key, n bytes as stored:
+// more than a line may hold, so no reader would take it back.
+func lineTooLong(key store.Key, e transcript.Entry, n int) error {
+	return fmt.Errorf("%w: session %s: entry %q is %d bytes stored, more than the %d a line may hold", store.ErrInvalidEntry, key, e.ID, n, transcript.MaxLineSize)
 }
