@@ -132,5 +132,13 @@ func marshalData(data any) (json.RawMessage, error) {
 	if err := enc.Encode(data); err != nil {
 		return nil, err
 	}
-	return compactObject(buf.Bytes())
+	// Encode ends its value with a newline, which would send it to
+	// json.Compact: without it, the compact check passes in one scan,
+	// and the bytes are ours to keep.
+	b := buf.Bytes()
+	b = b[:len(b)-1]
+	if len(b) > 0 && b[0] == '{' && compactJSON(b) {
+		return b, nil
+	}
+	return compactObject(b)
 }

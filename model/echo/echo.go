@@ -277,9 +277,10 @@ func Reply(req *model.Request) []model.Event {
 			text = "echo: " + prompt
 		}
 	}
-	var events []model.Event
+	pieces := words(text)
+	events := make([]model.Event, 0, len(pieces)+len(calls)+1)
 	out := len(text)
-	for _, piece := range words(text) {
+	for _, piece := range pieces {
 		events = append(events, model.Event{Kind: model.EventText, Text: piece})
 	}
 	for _, c := range calls {

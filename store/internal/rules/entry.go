@@ -14,6 +14,8 @@ import (
 
 // The entry checks of the store contract (storekit.CheckEntry and its
 // kin), here so that store's AppendBatch fallback applies the same ones.
+// They are generic in the key so that a store.Key is made an interface
+// (an allocation) only for an error, not on every append.
 // They take the sentinel errors they wrap, store.ErrInvalidEntry and
 // store.ErrConflict, from their callers, since this package cannot import
 // store.
@@ -26,7 +28,7 @@ var (
 )
 
 // CheckEntry is storekit.CheckEntry; invalid is store.ErrInvalidEntry.
-func CheckEntry(key fmt.Stringer, e transcript.Entry, invalid error) ([]byte, error) {
+func CheckEntry[K fmt.Stringer](key K, e transcript.Entry, invalid error) ([]byte, error) {
 	if err := checkFields(key, e, invalid); err != nil {
 		return nil, err
 	}
@@ -42,7 +44,7 @@ func CheckEntry(key fmt.Stringer, e transcript.Entry, invalid error) ([]byte, er
 // exactly what CheckEntry refuses: AppendJSON fails only on data that
 // is not one JSON object (json.Compact's verdict, whose scanner
 // json.Valid shares).
-func ValidEntry(key fmt.Stringer, e transcript.Entry, invalid error) error {
+func ValidEntry[K fmt.Stringer](key K, e transcript.Entry, invalid error) error {
 	if err := checkFields(key, e, invalid); err != nil {
 		return err
 	}
@@ -70,12 +72,12 @@ func isObject(raw []byte) bool {
 	return false
 }
 
-func entryError(key fmt.Stringer, invalid error, format string, args ...any) error {
+func entryError[K fmt.Stringer](key K, invalid error, format string, args ...any) error {
 	return fmt.Errorf("%w: session %s: "+format, append([]any{invalid, key}, args...)...)
 }
 
 // checkFields checks all of e but its data.
-func checkFields(key fmt.Stringer, e transcript.Entry, invalid error) error {
+func checkFields[K fmt.Stringer](key K, e transcript.Entry, invalid error) error {
 	errorf := func(format string, args ...any) error { return entryError(key, invalid, format, args...) }
 	switch {
 	case e.ID == "":
@@ -98,7 +100,7 @@ func checkFields(key fmt.Stringer, e transcript.Entry, invalid error) error {
 }
 
 // CheckParent is storekit.CheckParent; conflict is store.ErrConflict.
-func CheckParent(key fmt.Stringer, head string, e transcript.Entry, conflict error) error {
+func CheckParent[K fmt.Stringer](key K, head string, e transcript.Entry, conflict error) error {
 	if e.ParentID != head {
 		return Conflict(key, e.ParentID, head, conflict)
 	}
@@ -106,13 +108,13 @@ func CheckParent(key fmt.Stringer, head string, e transcript.Entry, conflict err
 }
 
 // Conflict is storekit.ConflictError; conflict is store.ErrConflict.
-func Conflict(key fmt.Stringer, parent, head string, conflict error) error {
+func Conflict[K fmt.Stringer](key K, parent, head string, conflict error) error {
 	return fmt.Errorf("%w: session %s: entry parent %q, last entry %q", conflict, key, parent, head)
 }
 
 // CheckBatch is storekit.CheckBatch; invalid and conflict are
 // store.ErrInvalidEntry and store.ErrConflict.
-func CheckBatch(key fmt.Stringer, entries []transcript.Entry, invalid, conflict error) ([][]byte, error) {
+func CheckBatch[K fmt.Stringer](key K, entries []transcript.Entry, invalid, conflict error) ([][]byte, error) {
 	lines := make([][]byte, len(entries))
 	for i, e := range entries {
 		line, err := CheckEntry(key, e, invalid)
@@ -130,7 +132,7 @@ func CheckBatch(key fmt.Stringer, entries []transcript.Entry, invalid, conflict 
 }
 
 // ValidBatch is storekit.ValidBatch: CheckBatch without the encodings.
-func ValidBatch(key fmt.Stringer, entries []transcript.Entry, invalid, conflict error) error {
+func ValidBatch[K fmt.Stringer](key K, entries []transcript.Entry, invalid, conflict error) error {
 	for i, e := range entries {
 		if err := ValidEntry(key, e, invalid); err != nil {
 			return err
