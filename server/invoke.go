@@ -62,45 +62,32 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 }
 
 // collect is spool.Collect(s.detach(ctx, start)) for a request that wants
-// only the turn's result: with OnDisconnect continue the turn runs to its
-// end on a goroutine of its own, which collects its events as they come,
-// and the request waits once for the result instead of being woken for
-// every event through detach's buffer.
+// only the turn's result. With OnDisconnect continue the turn still runs
+// under its own context (turnContext: the request's cancellation does not
+// reach it) and to its end, but on the request's goroutine, which has
+// nothing else to do meanwhile: no goroutine to start and grow a stack
+// for, no handing every event across through detach's buffer. A client
+// that goes away is simply not answered.
 func (s *Server) collect(ctx context.Context, start func(ctx context.Context) iter.Seq2[spool.Event, error]) (*spool.Result, error) {
 	if s.opts.OnDisconnect == DisconnectCancel {
 		return spool.Collect(start(ctx))
 	}
-	type collected struct {
-		res *spool.Result
-		err error
-	}
 	tctx, release := s.turnContext(ctx)
-	done := make(chan collected, 1)
 	s.turns.Add(1)
-	go func() {
-		defer s.turns.Done()
-		defer release()
-		events := start(tctx)
-		// The turn runs to its end whatever Collect makes of an event,
-		// as it does under detach: Collect stopping at an error stops
-		// only what it reads.
-		res, err := spool.Collect(func(yield func(spool.Event, error) bool) {
-			reading := true
-			for ev, err := range events {
-				if reading && !yield(ev, err) {
-					reading = false
-				}
+	defer s.turns.Done()
+	defer release()
+	events := start(tctx)
+	// The turn runs to its end whatever Collect makes of an event, as it
+	// does under detach: Collect stopping at an error stops only what it
+	// reads.
+	return spool.Collect(func(yield func(spool.Event, error) bool) {
+		reading := true
+		for ev, err := range events {
+			if reading && !yield(ev, err) {
+				reading = false
 			}
-		})
-		done <- collected{res, err}
-	}()
-	select {
-	case c := <-done:
-		return c.res, c.err
-	case <-ctx.Done():
-		// As detach's reader stops: what it had read held no result.
-		return spool.Collect(func(func(spool.Event, error) bool) {})
-	}
+		}
+	})
 }
 
 // sessionFor returns a handle on a session a request body names, which

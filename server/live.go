@@ -14,7 +14,8 @@ import (
 
 // A turn belongs to its session, not to the request that started it: with
 // Options.OnDisconnect continue, a turn started over HTTP runs on its own
-// goroutine, under a context without the request's cancellation (its
+// goroutine (POST /invoke's, which only waits for the result, on the
+// request's), under a context without the request's cancellation (its
 // values kept: the request id, the user, the trace), bounded by
 // Options.TurnTimeout and ended by Close. The request passes the turn's
 // events on as they come; a request that goes away stops only its own
