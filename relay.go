@@ -63,8 +63,9 @@ func snapFor(b []byte) (string, bool) {
 
 // syncWait is how long a watcher in a process that runs no turn of the
 // session waits for a snap of a turn running elsewhere, before it takes
-// it that none runs.
-const syncWait = time.Second
+// it that none runs. A variable for tests that force the move to the
+// transcript.
+var syncWait = time.Second
 
 func (a *Agent) notify(ctx context.Context, key store.Key, m relayMsg) error {
 	b, err := json.Marshal(m)
@@ -183,8 +184,10 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 	}
 	synced := false
 	// The run the watcher is in the middle of (-1: none), and the events
-	// of it that it had, by kind, for a move to the transcript.
+	// of it that it had, by kind, and of the step it is in, for a move to
+	// the transcript.
 	inRun, seen := int64(-1), map[EventKind]int{}
+	var step *partStep
 	heard := time.Now()
 	probing := "" // the nonce of a probe that has not been answered
 	var asked time.Time
@@ -211,11 +214,24 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 			n++
 			after = EventID{Pos: pos, N: n}
 			if pos != inRun {
-				inRun, seen = pos, map[EventKind]int{}
+				inRun, seen, step = pos, map[EventKind]int{}, nil
 			}
 			seen[ev.Kind]++
-			if ev.Kind == EventTurnEnd {
-				inRun = -1
+			switch ev.Kind {
+			case EventStepStart:
+				step = &partStep{}
+			case EventText:
+				if step != nil {
+					step.text.WriteString(ev.Text)
+				}
+			case EventToolCall:
+				if step != nil {
+					step.calls++
+				}
+			case EventStepEnd:
+				step = nil
+			case EventTurnEnd:
+				inRun, step = -1, nil
 			}
 			if !yield(ev, nil) || (ev.Kind == EventTurnEnd && !follow) {
 				return false
@@ -231,7 +247,7 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 		if !ok || !follow {
 			return false
 		}
-		after, inRun, probing = last, -1, ""
+		after, inRun, step, probing = last, -1, nil, ""
 		heard = time.Now()
 		for _, pos := range slices.Sorted(maps.Keys(known)) {
 			if !flush(pos) {
@@ -280,10 +296,16 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 					yield(Event{}, err)
 					return true
 				}
+			case probing != "" && heard.After(asked):
+				// The run's events still come: its process is there,
+				// only slow to answer (a big snap, a loaded machine).
+				probing = ""
 			case probing != "" && time.Since(asked) > syncWait:
-				// The run's process is gone.
+				// The run's process is gone. What the watcher had of the
+				// step it is in is not yielded again: the transcript's
+				// text of that step goes on from it.
 				skip := maps.Clone(seen)
-				if !fromTranscript(stored{from: inRun, after: after, skip: skip}) {
+				if !fromTranscript(stored{from: inRun, after: after, skip: skip, step: step}) {
 					return true
 				}
 			}
@@ -299,7 +321,12 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 			if json.Unmarshal(b, &m) != nil {
 				continue
 			}
-			heard = time.Now()
+			switch m.T {
+			case "ev", "snap", "end":
+				// Only what the run's process sends shows it is there
+				// (another watcher's sync or probe does not).
+				heard = time.Now()
+			}
 			switch m.T {
 			case "ev":
 				evs := m.Events
@@ -370,8 +397,9 @@ func (s *Session) openTurnID(ctx context.Context) string {
 const PollInterval = 250 * time.Millisecond
 
 // probeAfter is how long a relayed watch waits without a word from a run
-// in progress before it asks whether the run's process is still there.
-const probeAfter = 3 * time.Second
+// in progress before it asks whether the run's process is still there
+// (a variable, like syncWait).
+var probeAfter = 3 * time.Second
 
 // storedBase: an event read from the transcript rather than from the run
 // producing it has the id "I.N", where I is its entry's place in the
@@ -445,6 +473,44 @@ type stored struct {
 	from  int64             // the first entry to read
 	after EventID           // yield only events after this one
 	skip  map[EventKind]int // the first so many stored events of these kinds were had live
+	step  *partStep         // the step after those, had live in part (nil: none)
+}
+
+// partStep is what a watcher had live of a step whose end it did not
+// have: its start, the text so far, and its first so many tool calls.
+type partStep struct {
+	text  strings.Builder
+	calls int
+}
+
+// rest returns what evs, the events of the assistant message that ends
+// the step, add to what the watcher had of it: the step's start and the
+// text and tool calls it had are left out, so that nothing is yielded
+// twice. A stored text that does not go on from the text had (it never
+// differs: the step's text is its deltas) yields no text at all rather
+// than any again.
+func (p *partStep) rest(evs []Event) []Event {
+	had, calls := p.text.String(), p.calls
+	var out []Event
+	for _, ev := range evs {
+		switch ev.Kind {
+		case EventStepStart:
+			continue
+		case EventText:
+			rest, ok := strings.CutPrefix(ev.Text, had)
+			if !ok || rest == "" {
+				continue
+			}
+			ev.Text = rest
+		case EventToolCall:
+			if calls > 0 {
+				calls--
+				continue
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
 }
 
 // watchStored yields the session's events as the transcript has them,
@@ -495,7 +561,13 @@ func (s *Session) watchStored(ctx context.Context, st stored, follow bool, yield
 					if e.Type != transcript.TypeTurnEnd {
 						evs = nil
 					}
+				} else if e.Type == transcript.TypeAssistantMessage && st.step != nil {
+					evs = st.step.rest(evs)
+					st.step = nil
 				}
+			}
+			if e.Type == transcript.TypeTurnEnd {
+				st.step = nil // a step cut short by the turn's end: never stored
 			}
 			for _, ev := range evs {
 				id, _ := ParseEventID(ev.ID)
