@@ -462,11 +462,8 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("a wrong key was kept: %q", got)
 		}
 		tb.shot("key-wrong")
-		tb.do(
-			chromedp.Clear(chromedp.ID("auth-key")),
-			chromedp.SendKeys(chromedp.ID("auth-key"), key),
-			enter(),
-		)
+		tb.retype("auth-key", key)
+		tb.do(enter())
 		tb.waitFor("the list", `document.getElementById('auth').hidden && document.querySelector('#session-list li[data-id="private"]')`)
 		tb.clickSession("private")
 		tb.send("still there?")

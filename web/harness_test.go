@@ -267,6 +267,17 @@ func (tb *tab) do(actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// retype replaces the text of the input with id by text, as typed. The
+// old text goes through the value property, not chromedp.Clear: Clear
+// sets the node's value attribute, and chromedp (v0.23.0) SendKeys reads
+// a node's attributes outside the node's lock while the DOM event of that
+// change writes them, a data race under -race.
+func (tb *tab) retype(id, text string) {
+	tb.t.Helper()
+	eval[bool](tb, fmt.Sprintf(`(document.getElementById(%q).value = '', true)`, id))
+	tb.do(chromedp.SendKeys(chromedp.ID(id), text))
+}
+
 // eval evaluates a JavaScript expression in the page.
 func eval[T any](tb *tab, expr string) T {
 	tb.t.Helper()

@@ -303,7 +303,7 @@ func testFindName(t *testing.T, b context.Context, srv *spoolServer) {
 		tb.clickSession("rename-me")
 		tb.do(chromedp.Click(chromedp.ID("rename")))
 		tb.waitFor("the rename dialog", `document.getElementById('rename-dialog').open`)
-		tb.do(chromedp.Clear(chromedp.ID("rename-title")), chromedp.SendKeys(chromedp.ID("rename-title"), "Trip budget 2027"))
+		tb.retype("rename-title", "Trip budget 2027")
 		tb.shot("rename-dialog")
 		tb.do(chromedp.Click(chromedp.ID("rename-confirm")))
 		tb.waitFor("the new title", `!document.getElementById('rename-dialog').open && document.getElementById('conv-title').textContent === 'Trip budget 2027'`)
