@@ -41,12 +41,15 @@ func TestCorruptRows(t *testing.T) {
 			testCorruptRows(t)
 		})
 	}
+	// With one read connection: the error's sid is looked up after the
+	// read's rows are closed, not beside them.
+	t.Run("one read connection", func(t *testing.T) { testCorruptRows(t, WithReadConns(1)) })
 }
 
-func testCorruptRows(t *testing.T) {
+func testCorruptRows(t *testing.T, opts ...Option) {
 	for _, tc := range corruptCases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := openTest(t)
+			s := openTest(t, opts...)
 			key := store.Key{Agent: "a", Owner: "o", ID: "victim"}
 			other := store.Key{Agent: "a", Owner: "o", ID: "healthy"}
 			seed(t, s, key, time.Now(), 5)

@@ -94,12 +94,16 @@ func (s *Store) readRows(ctx context.Context, key store.Key, rows *sql.Rows, err
 		end   int
 		arena []byte
 		cuts  []int // body i is arena[cuts[i]:cuts[i+1]]
-		stop  error // the corruption that ended the rows, after the bodies before it
-		seq   int64
-		body  sql.RawBytes
+		// The corruption that ended the rows, after the bodies before
+		// it: its position and error.
+		stopAt  int
+		stopErr error
+		seq     int64
+		body    sql.RawBytes
 	)
-	// The session's sid, for an error's Where: it is looked up only then.
-	sid := func() int64 { return s.sidOf(ctx, key) }
+	// The session's sid, for an error's Where: it is looked up only then,
+	// once the rows are closed (the read pool may have one connection).
+	sid := func() int64 { rows.Close(); return s.sidOf(ctx, key) }
 	for rows.Next() {
 		if err := rows.Scan(&seq, &body); err != nil {
 			return nil, 0, s.fail("read", key, err)
@@ -117,11 +121,11 @@ func (s *Store) readRows(ctx context.Context, key store.Key, rows *sql.Rows, err
 			continue
 		}
 		if next >= end {
-			stop = s.corrupt(key, sid(), int(seq), fmt.Errorf("entry stored beyond the session's %d", total))
+			stopAt, stopErr = int(seq), fmt.Errorf("entry stored beyond the session's %d", total)
 			break
 		}
 		if int(seq) != next {
-			stop = s.corrupt(key, sid(), next, fmt.Errorf("entry missing (next stored position is %d)", seq))
+			stopAt, stopErr = next, fmt.Errorf("entry missing (next stored position is %d)", seq)
 			break
 		}
 		if arena == nil {
@@ -131,7 +135,7 @@ func (s *Store) readRows(ctx context.Context, key store.Key, rows *sql.Rows, err
 		cuts = append(cuts, len(arena))
 		next++
 	}
-	if err := rows.Err(); err != nil && stop == nil {
+	if err := rows.Err(); err != nil && stopErr == nil {
 		return nil, 0, s.fail("read", key, err)
 	}
 	if !found {
@@ -152,8 +156,8 @@ func (s *Store) readRows(ctx context.Context, key store.Key, rows *sql.Rows, err
 	switch {
 	case badErr != nil:
 		return nil, 0, s.corrupt(key, sid(), first+bad, badErr)
-	case stop != nil:
-		return nil, 0, stop
+	case stopErr != nil:
+		return nil, 0, s.corrupt(key, sid(), stopAt, stopErr)
 	case next < end:
 		return nil, 0, s.corrupt(key, sid(), next, fmt.Errorf("entry missing (the session has %d)", total))
 	}
@@ -164,7 +168,7 @@ func (s *Store) readRows(ctx context.Context, key store.Key, rows *sql.Rows, err
 // corruption's Where names.
 func (s *Store) sidOf(ctx context.Context, key store.Key) int64 {
 	var sid int64
-	err := s.r.QueryRowContext(context.WithoutCancel(ctx), `SELECT sid FROM sessions WHERE agent = ? AND owner = ? AND id = ?`,
+	err := s.r.QueryRowContext(ctx, `SELECT sid FROM sessions WHERE agent = ? AND owner = ? AND id = ?`,
 		key.Agent, key.Owner, key.ID).Scan(&sid)
 	if err != nil {
 		return -1
