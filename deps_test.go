@@ -41,12 +41,14 @@ const depsRules = `
 	# store must pass. Stores know transcripts, encryption, durable files
 	# and file locks; never the runtime, never a model.
 	transcript < store/internal/rules < store < store/storekit;
-	store/storekit, seal, internal/durable, internal/flock
+	store < store/internal/sockbus;
+	store/storekit, seal, internal/durable, internal/flock, store/internal/sockbus
 	< store/filestore, store/sqlitestore, store/memstore,
 	  store/pgstore, store/redisstore, store/idbstore;
 	store/filestore, store/sqlitestore, store/memstore,
 	store/pgstore, store/redisstore, store/idbstore < STORES;
 	store/storekit < store/storetest, store/transfer;
+	store/storetest < store/internal/sockbus/sockbustest;
 
 	# The runtime, on the contracts; the file store is its default.
 	history, tool, store/filestore < spool;
@@ -85,7 +87,8 @@ const depsRules = `
 	server, server/channel, CHANNELS, telemetry, cmd/spool !< spool;
 	# The code never imports test support.
 	internal/spooltest, internal/replicatest, internal/benchdata,
-	internal/teststores, internal/chatfake, internal/apicontract, store/storetest, store/pgstore/pgtest
+	internal/teststores, internal/chatfake, internal/apicontract, store/storetest, store/pgstore/pgtest,
+	store/internal/sockbus/sockbustest
 	!< spool, server, CHANNELS, telemetry, cmd/spool, STORES, MODELS;
 `
 

@@ -195,11 +195,12 @@ func texts(evs []spool.Event) string {
 	return b.String()
 }
 
-// Without notifications (two file stores on one directory: two
-// processes on one machine), a watcher follows a turn that another
-// process runs through its transcript, step by step, polled every
-// PollInterval: it sees the turn begin, its answer once stored, and its
-// end; with Follow, the next turns too. Its ids increase.
+// Without notifications (two file stores on one directory, behind a
+// wrapper that hides their Notifier: a store without one), a watcher
+// follows a turn that another process runs through its transcript, step
+// by step, polled every PollInterval: it sees the turn begin, its answer
+// once stored, and its end; with Follow, the next turns too. Its ids
+// increase.
 func TestWatchByPolling(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -209,7 +210,7 @@ func TestWatchByPolling(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		return st
+		return struct{ store.Store }{st} // no Notifier
 	}
 	runs := newAgent(t, spool.Config{Model: echo.New(echo.WithDelay(20 * time.Millisecond)), Store: open()})
 	watches := newAgent(t, spool.Config{Store: open()})

@@ -59,6 +59,8 @@ type Store struct {
 	// guarded by mu; flushMu serializes flushes.
 	flushTimer *time.Timer
 	flushMu    sync.Mutex
+
+	live notifier // notify_unix.go
 }
 
 type config struct {
@@ -205,6 +207,7 @@ func (s *Store) Close() error {
 	}
 	s.handles.close()
 	s.unmarkWriter(writer, marked)
+	s.live.Close()
 	return first
 }
 

@@ -38,6 +38,8 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	live notifier // notify_unix.go
 }
 
 // Interface checks: the capabilities this store offers.
@@ -205,6 +207,7 @@ func (s *Store) Path() string { return s.path }
 // Close closes the database. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.live.Close()
 		s.closeStmts()
 		var errs []error
 		if s.r != nil {

@@ -1,0 +1,37 @@
+//go:build unix
+
+package sqlitestore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/internal/sockbus"
+)
+
+// Notifications (store.Notifier) go between the processes sharing the
+// database file through Unix domain sockets in the folder <file>-live
+// beside it (package store/internal/sockbus; the package documentation's
+// "Notifications").
+
+var _ store.Notifier = (*Store)(nil)
+
+var errClosed = errors.New("sqlitestore: store is closed")
+
+// notifier is the Store's bus, opened at its first Notify or Listen.
+type notifier = sockbus.Once
+
+// Notify implements store.Notifier: the Store's listeners get msg at
+// once, those of the other Stores and processes on the file through
+// their sockets. It never waits for them. A message may be up to
+// sockbus.MaxMessage (64 MiB) long.
+func (s *Store) Notify(ctx context.Context, key store.Key, msg []byte) error {
+	return s.live.Bus(s.path+"-live", s.path, errClosed).Notify(ctx, key, msg)
+}
+
+// Listen implements store.Notifier; it returns once the Store's socket
+// is bound (at its first Listen, in a folder it makes 0700).
+func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error) {
+	return s.live.Bus(s.path+"-live", s.path, errClosed).Listen(ctx, key)
+}
