@@ -86,13 +86,11 @@ func (s *Store) appendAll(ctx context.Context, key store.Key, entries []transcri
 	}
 	release, nonce := s.markWriter(ix)
 	defer release()
-	created, err := s.lockAndAppend(ctx, ix, key, entries, plains, create, dirs, nonce)
+	var due bool
+	created, err := s.lockAndAppend(ctx, ix, key, entries, plains, create, dirs, nonce, &due)
 	if err != nil {
 		return err
 	}
-	ix.mu.Lock()
-	due := ix.compactDueLocked()
-	ix.mu.Unlock()
 	if due {
 		ix.rewrite() // on failure the old index stays, still right
 	}
@@ -136,11 +134,11 @@ var retentionHook func(victims []rec)
 
 // lockAndAppend does the append under the session's locks; plains are the
 // entries' wire encodings (storekit.CheckEntry), their lines written and
-// synced at once. It reports whether the append created the session.
-// nonce is the Store's writer mark (markWriter), or "" when it has none:
+// synced at once. It reports whether the append created the session, and
+// sets due when the index is due for a rewrite (compactDueLocked). nonce is the Store's writer mark (markWriter), or "" when it has none:
 // with one, only the first append of a burst writes the session's record
 // (pending.go).
-func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, entries []transcript.Entry, plains [][]byte, create bool, dirs *dirSyncs, nonce string) (bool, error) {
+func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, entries []transcript.Entry, plains [][]byte, create bool, dirs *dirSyncs, nonce string, due *bool) (bool, error) {
 	e := entries[0]
 	release, err := s.sessions.Lock(ctx, key)
 	if err != nil {
@@ -166,26 +164,25 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 		}
 	}
 
-	cur, err := s.current(ix, key, sf)
+	var next rec
+	known, deferred, err := s.currentInto(ix, key, sf, &next)
 	if err != nil {
 		return false, err
 	}
 	head, pos := "", 0
-	if cur != nil {
-		if cur.badTail {
-			return false, s.tailError(key, sf, cur.info.Entries-1)
+	if known {
+		if next.badTail {
+			return false, s.tailError(key, sf, next.info.Entries-1)
 		}
-		head, pos = cur.head, cur.info.Entries
+		head, pos = next.head, next.info.Entries
+	} else {
+		next = rec{titleOK: true}
 	}
 	if err := storekit.CheckParent(key, head, e); err != nil {
 		return false, err
 	}
 	// Everything that can fail goes before the write: once the lines are
 	// written and synced, the append has happened and must report so.
-	next := rec{titleOK: true}
-	if cur != nil {
-		next = *cur
-	}
 	var lines []byte
 	starts := make([]int64, len(entries)) // of each line, from the end of the file
 	for i, e := range entries {
@@ -229,9 +226,6 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 			ix.mu.Unlock()
 		}
 	}
-	ix.mu.Lock()
-	p, deferred := ix.mine[key.ID]
-	ix.mu.Unlock()
 	if deferred {
 		// The burst's mark is open: no record and no fstat. The size is
 		// known under the lock; the mtime waits for the next fstat.
@@ -244,11 +238,12 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 	now := time.Now()
 	ix.mu.Lock()
 	ix.putLocked(&next)
+	p, deferred := ix.mine[key.ID] // unchanged: it changes under the session's lock
 	switch {
 	case deferred:
 		p.last = now
 		ix.mine[key.ID] = p
-	case nonce != "" && dirs == nil:
+	case nonce != "" && dirs == nil && !ix.dropped:
 		// The first append of a burst: the record, and the mark that
 		// says the next appends come without one.
 		if ix.mine == nil {
@@ -268,6 +263,7 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 			ix.touchDirLocked()
 		}
 	}
+	*due = ix.compactDueLocked()
 	ix.mu.Unlock()
 	return pos == 0, nil
 }
@@ -302,6 +298,36 @@ func (s *Store) writeLine(sf *sfile, line []byte) error {
 // transcript. It returns nil for a file without entries (empty, or blank
 // lines only). The caller holds the session's lock.
 func (s *Store) current(ix *index, key store.Key, sf *sfile) (*rec, error) {
+	var c rec
+	known, _, err := s.currentInto(ix, key, sf, &c)
+	if !known || err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// currentInto is current into dst, reporting whether the session has
+// entries, and also whether it is one of the Store's deferred sessions
+// (pending.go), in the same hold of ix.mu when the record is current.
+func (s *Store) currentInto(ix *index, key store.Key, sf *sfile, dst *rec) (known, deferred bool, err error) {
+	ix.mu.Lock()
+	_, deferred = ix.mine[key.ID]
+	r := ix.recs[key.ID]
+	if r != nil && r.sameAs(sf.fileState) {
+		*dst = *r
+		ix.mu.Unlock()
+		return true, deferred, nil
+	}
+	ix.mu.Unlock()
+	c, err := s.currentSlow(ix, key, sf)
+	if c == nil || err != nil {
+		return false, deferred, err
+	}
+	*dst = *c
+	return true, deferred, nil
+}
+
+func (s *Store) currentSlow(ix *index, key store.Key, sf *sfile) (*rec, error) {
 	ix.mu.Lock()
 	r := ix.recs[key.ID]
 	if r == nil && sf.size == 0 {

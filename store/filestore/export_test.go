@@ -36,6 +36,7 @@ func Die(s *Store) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	s.hot.Store(nil)
 	if s.flushTimer != nil {
 		s.flushTimer.Stop()
 		s.flushTimer = nil

@@ -63,6 +63,8 @@ type index struct {
 	unsure  map[string]map[string]bool
 	mine    map[string]pending
 	pending atomic.Int32
+	// markedBy is the Store's writer mark once the index names it.
+	markedBy atomic.Pointer[writerMark]
 }
 
 // rec is what the index knows of one session without reading it.
@@ -91,8 +93,20 @@ func newIndex(s *Store, key store.Namespace, dir string) *index {
 // open after.
 func (ix *index) drop() error {
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
 	ix.dropped = true
+	var mine []string
+	for id := range ix.mine {
+		mine = append(mine, id)
+	}
+	ix.mu.Unlock()
+	// Deferred records an append made while the index was being evicted
+	// (pending.go): no later flush would find them. The caller holds no
+	// session lock.
+	for _, id := range mine {
+		ix.s.flushOne(ix, id)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	return ix.j.close()
 }
 

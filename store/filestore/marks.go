@@ -148,6 +148,11 @@ func (ix *index) appendUnsureLocked(dst []byte) []byte {
 // then the one change a cold Store misses.
 func (s *Store) markWriter(ix *index) (release func(), nonce string) {
 	s.wmu.RLock()
+	if w := ix.markedBy.Load(); w != nil {
+		// Named already; the mark lives as long as the Store, and Close
+		// waits for wmu.
+		return s.wmu.RUnlock, w.nonce
+	}
 	s.mu.Lock()
 	if s.writer == nil && !s.closed {
 		var rnd [8]byte
@@ -172,6 +177,9 @@ func (s *Store) markWriter(ix *index) (release func(), nonce string) {
 		s.markedNS[ix.key] = true
 	}
 	s.mu.Unlock()
+	if w != nil && done {
+		ix.markedBy.Store(w)
+	}
 	if w != nil && !done {
 		// No rewrite may be under way: it would hold the mark for the
 		// new file, unsynced. The sync is outside ix.mu, on the file the
@@ -189,6 +197,7 @@ func (s *Store) markWriter(ix *index) (release func(), nonce string) {
 			durable.SyncData(f)
 		}
 		ix.rewriteMu.Unlock()
+		ix.markedBy.Store(w)
 	}
 	return s.wmu.RUnlock, nonce
 }

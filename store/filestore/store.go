@@ -55,6 +55,10 @@ type Store struct {
 	marked atomic.Bool
 	markMu sync.Mutex // serializes writing the marker
 
+	// hot is the index used last, found without mu (index); nil once
+	// closed or evicted.
+	hot atomic.Pointer[index]
+
 	// flushTimer is the next flush of deferred records (pending.go),
 	// guarded by mu; flushMu serializes flushes.
 	flushTimer *time.Timer
@@ -181,6 +185,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.hot.Store(nil)
 	indexes := s.indexes
 	s.indexes = map[store.Namespace]*index{}
 	writer, marked := s.writer, s.markedNS
@@ -219,6 +224,11 @@ func (s *Store) Close() error {
 func (s *Store) index(ctx context.Context, ns store.Namespace, create bool) (*index, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if x := s.hot.Load(); x != nil && x.key == ns {
+		// The namespace used last: no s.mu, which every writer of the
+		// Store would take.
+		return x, nil
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -272,6 +282,7 @@ func (s *Store) index(ctx context.Context, ns store.Namespace, create bool) (*in
 			evicted.drop()
 		}
 	}
+	s.hot.Store(x)
 	if made {
 		// A new folder: comparing it with an index costs nothing, and
 		// writes the index that appends will add their records to.
@@ -307,6 +318,7 @@ func (s *Store) evictLocked() *index {
 	}
 	if old != nil {
 		delete(s.indexes, old.key)
+		s.hot.CompareAndSwap(old, nil)
 	}
 	return old
 }
