@@ -58,9 +58,9 @@ const ListenBuffer = 4096
 // usually keeps up (a turn notifies a handful of messages), so its
 // channel is small and what it falls behind beyond that waits in a queue
 // that grows as needed, up to ListenBuffer in all: a listener costs
-// hundreds of bytes, not ListenBuffer slots, and only one that falls
+// a few hundred bytes, not ListenBuffer slots, and only one that falls
 // behind costs a goroutine.
-const hubChan = 32
+const hubChan = 16
 
 // Hub is an in-process Notifier, for stores whose processes are one (the
 // memory store) and for a store of one's own to embed. The zero Hub is
