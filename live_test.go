@@ -3,14 +3,19 @@ package spool_test
 import (
 	"context"
 	"errors"
+	"iter"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/filestore"
+	"github.com/spool-go/spool/store/memstore"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -271,4 +276,130 @@ func checkIncreasing(t *testing.T, evs []spool.Event) {
 		}
 		last = id
 	}
+}
+
+// quietStore is a store without notifications (its Notifier, and every
+// other capability of the store inside, hidden).
+type quietStore struct{ store.Store }
+
+// callOnce calls delete_order on its first request, once gate is closed,
+// and answers "done" after.
+type callOnce struct {
+	gate  chan struct{}
+	calls atomic.Int32
+}
+
+func (m *callOnce) Stream(ctx context.Context, _ *model.Request) iter.Seq2[model.Event, error] {
+	return func(yield func(model.Event, error) bool) {
+		if m.calls.Add(1) > 1 {
+			yield(model.Event{Kind: model.EventText, Text: "done"}, nil)
+			return
+		}
+		select {
+		case <-m.gate:
+		case <-ctx.Done():
+			yield(model.Event{}, ctx.Err())
+			return
+		}
+		yield(model.Event{Kind: model.EventToolCall, ToolCall: transcript.ToolCall{ID: "c1", Name: "delete_order", Arguments: []byte(`{"order":1042}`)}}, nil)
+	}
+}
+
+// A watcher that follows a turn through the transcript (a store without
+// notifications) sees it pause on an approval as the live run ends it:
+// an EventTurnEnd with StatusAwaitingApproval and the approval waiting,
+// and a watch without Follow returns there. Followed on, the decision
+// begins the turn again and its end comes as stored.
+func TestWatchByPollingPauses(t *testing.T) {
+	ctx := context.Background()
+	st := quietStore{memstore.New()}
+	m := &callOnce{gate: make(chan struct{})}
+	runs := newAgent(t, spool.Config{Store: st, Model: m, Tools: approvalTools(nil)})
+	watches := newAgent(t, spool.Config{Store: st})
+	sess, other := session(t, runs, ctx, "ap"), session(t, watches, ctx, "ap")
+	started := make(chan struct{})
+	paused := make(chan *spool.Result, 1)
+	go func() {
+		var res *spool.Result
+		for ev, err := range sess.Stream(ctx, "delete order 1042") {
+			if err != nil {
+				t.Error(err)
+				break
+			}
+			switch ev.Kind {
+			case spool.EventTurnStart:
+				close(started)
+			case spool.EventTurnEnd:
+				res = ev.Result
+			}
+		}
+		paused <- res
+	}()
+	<-started
+	var evs []spool.Event
+	// Bounded only so that a watch that never ends fails rather than hangs.
+	pctx, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	for ev, err := range other.Watch(pctx, spool.WatchOptions{Ready: func() { close(m.gate) }}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	live := <-paused
+	if len(evs) == 0 {
+		t.Fatal("the polled watch yielded nothing")
+	}
+	if live == nil || live.Status != spool.StatusAwaitingApproval || len(live.Pending) != 1 {
+		t.Fatalf("the run ended %+v", live)
+	}
+	end := evs[len(evs)-1]
+	if end.Kind != spool.EventTurnEnd || end.Result == nil {
+		t.Fatalf("the polled watch ended with %v", evs)
+	}
+	got := end.Result
+	if got.Status != live.Status || got.TurnID != live.TurnID || got.Text != live.Text || len(got.Pending) != 1 ||
+		got.Pending[0].ID != live.Pending[0].ID || got.Pending[0].CallID != "c1" || got.Pending[0].Tool != "delete_order" {
+		t.Fatalf("the polled pause %+v; the run's %+v", got, live)
+	}
+	var kinds []spool.EventKind
+	for _, ev := range evs {
+		kinds = append(kinds, ev.Kind)
+	}
+	if want := []spool.EventKind{spool.EventTurnStart, spool.EventStepStart, spool.EventToolCall, spool.EventStepEnd, spool.EventApprovalRequest, spool.EventTurnEnd}; !slices.Equal(kinds, want) {
+		t.Fatalf("polled %v, want %v", kinds, want)
+	}
+	checkIncreasing(t, evs)
+	// Followed on from the pause: the decision resumes the turn.
+	after, _ := spool.ParseEventID(end.ID)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ready := make(chan struct{})
+	rest := make(chan []spool.Event, 1)
+	go func() {
+		var evs []spool.Event
+		for ev, err := range other.Watch(wctx, spool.WatchOptions{After: after, Follow: true, Ready: func() { close(ready) }}) {
+			if err != nil {
+				t.Error(err)
+				break
+			}
+			if evs = append(evs, ev); ev.Kind == spool.EventTurnEnd {
+				break
+			}
+		}
+		rest <- evs
+	}()
+	<-ready
+	done, err := sess.Approve(ctx, live.Pending[0].ID, transcript.ApprovalScopeOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := <-rest
+	if len(resumed) < 2 || resumed[0].Kind != spool.EventTurnStart || resumed[len(resumed)-1].Kind != spool.EventTurnEnd {
+		t.Fatalf("followed after the pause: %v", resumed)
+	}
+	if r := resumed[len(resumed)-1].Result; r.Status != transcript.StatusOK || r.Text != done.Text || r.TurnID != live.TurnID {
+		t.Fatalf("the resumed turn ended %+v; the run's %+v", r, done)
+	}
+	checkIncreasing(t, append(evs, resumed...))
 }

@@ -410,15 +410,38 @@ var probeAfter = 3 * time.Second
 // run, so live and stored events of a session are in one order.
 const storedBase = 1 << 32
 
+// storedTurn is what a watch through the transcript gathers of a turn:
+// for the Result of its end (or its pause), and to tell when it paused.
+type storedTurn struct {
+	texts   []string         // the answer, step by step (since the pause, after one)
+	usage   transcript.Usage // what its steps used
+	calls   map[string]bool  // calls of its newest step not yet answered (a request or a result)
+	pending []Approval       // approvals requested and not decided
+	paused  bool             // its pause was yielded, and no decision came since
+}
+
 // storedEvents are the events entry e, at index i of the transcript,
-// stands for, with their ids; text collects the answer of e's turn for
-// its end's Result.
-func (s *Session) storedEvents(e transcript.Entry, i int64, text map[string]*strings.Builder) []Event {
+// stands for, with their ids; turns gathers what a turn's end and pause
+// carry. A turn paused on approvals (its newest step's calls each have a
+// request or a result, and a request waits) ends there as the live run
+// does, with StatusAwaitingApproval and the approvals waiting; the
+// decision that resumes it begins it again (EventTurnStart), as the
+// resumed run does.
+func (s *Session) storedEvents(e transcript.Entry, i int64, turns map[string]*storedTurn) []Event {
 	var evs []Event
 	add := func(ev Event) {
 		ev.TurnID = e.TurnID
 		ev.ID = EventID{Pos: i, N: storedBase + int64(len(evs))}.String()
 		evs = append(evs, ev)
+	}
+	t := turns[e.TurnID]
+	if t == nil {
+		// A decision of a turn the watch has not seen begin resumes it
+		// (paused before the watch, or a run that begins with it).
+		t = &storedTurn{calls: map[string]bool{}, paused: e.Type == transcript.TypeApprovalDecision}
+		if e.TurnID != "" {
+			turns[e.TurnID] = t
+		}
 	}
 	switch e.Type {
 	case transcript.TypeUserMessage:
@@ -431,12 +454,14 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, text map[string]*str
 		add(Event{Kind: EventStepStart})
 		if m.Text != "" {
 			add(Event{Kind: EventText, Text: m.Text})
-			if text[e.TurnID] == nil {
-				text[e.TurnID] = &strings.Builder{}
-			}
-			text[e.TurnID].WriteString(m.Text)
+			t.texts = append(t.texts, m.Text)
 		}
+		if m.Usage != nil {
+			t.usage = t.usage.Add(*m.Usage)
+		}
+		clear(t.calls)
 		for _, c := range m.ToolCalls {
+			t.calls[c.ID] = true
 			add(Event{Kind: EventToolCall, ToolCall: &c})
 		}
 		add(Event{Kind: EventStepEnd})
@@ -445,12 +470,27 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, text map[string]*str
 		if e.DecodeData(&r) != nil {
 			return nil
 		}
-		add(Event{Kind: EventApprovalRequest, Approval: &Approval{ID: r.ApprovalID, CallID: r.CallID, Tool: r.Tool, Arguments: r.Arguments, TurnID: e.TurnID, Requested: e.Timestamp}})
+		a := Approval{ID: r.ApprovalID, CallID: r.CallID, Tool: r.Tool, Arguments: r.Arguments, TurnID: e.TurnID, Requested: e.Timestamp}
+		delete(t.calls, r.CallID)
+		t.pending = append(t.pending, a)
+		add(Event{Kind: EventApprovalRequest, Approval: &a})
+	case transcript.TypeApprovalDecision:
+		var d transcript.ApprovalDecision
+		if e.DecodeData(&d) != nil {
+			return nil
+		}
+		t.pending = slices.DeleteFunc(t.pending, func(a Approval) bool { return a.ID == d.ApprovalID })
+		t.calls[d.CallID] = true // its result comes next
+		if t.paused {
+			t.paused = false
+			add(Event{Kind: EventTurnStart})
+		}
 	case transcript.TypeToolResult:
 		var r transcript.ToolResult
 		if e.DecodeData(&r) != nil {
 			return nil
 		}
+		delete(t.calls, r.CallID)
 		add(Event{Kind: EventToolResult, ToolResult: &r})
 	case transcript.TypeTurnEnd:
 		var end transcript.TurnEnd
@@ -458,10 +498,18 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, text map[string]*str
 			return nil
 		}
 		res := &Result{SessionID: s.key.ID, TurnID: e.TurnID, Status: e.Status, Usage: end.Usage, Error: end.Error, DurationMs: end.DurationMs, Model: s.a.modelName}
-		if b := text[e.TurnID]; b != nil && e.Status != transcript.StatusResponseBlocked {
-			res.Text = b.String()
+		if e.Status != transcript.StatusResponseBlocked {
+			res.Text = strings.Join(t.texts, "\n\n")
 		}
-		delete(text, e.TurnID)
+		delete(turns, e.TurnID)
+		add(Event{Kind: EventTurnEnd, Result: res})
+		return evs
+	}
+	if !t.paused && len(t.pending) > 0 && len(t.calls) == 0 {
+		t.paused = true
+		res := &Result{SessionID: s.key.ID, TurnID: e.TurnID, Status: StatusAwaitingApproval, Text: strings.Join(t.texts, "\n\n"),
+			Usage: t.usage, Model: s.a.modelName, Pending: slices.Clone(t.pending)}
+		t.texts = nil
 		add(Event{Kind: EventTurnEnd, Result: res})
 	}
 	return evs
@@ -519,7 +567,7 @@ func (p *partStep) rest(evs []Event) []Event {
 // event it yielded (or skipped) and false when the watcher stopped or ctx
 // ended.
 func (s *Session) watchStored(ctx context.Context, st stored, follow bool, yield func(Event, error) bool) (EventID, bool) {
-	text := map[string]*strings.Builder{}
+	turns := map[string]*storedTurn{}
 	pos, after := st.from, st.after
 	for {
 		// A run of this process that the transcript has nothing of yet
@@ -553,12 +601,12 @@ func (s *Session) watchStored(ctx context.Context, st stored, follow bool, yield
 			return after, false
 		}
 		for i, e := range entries {
-			evs := s.storedEvents(e, pos+int64(i), text)
+			evs := s.storedEvents(e, pos+int64(i), turns)
 			if len(evs) > 0 {
 				if k := skippedAs(e.Type); st.skip[k] > 0 {
 					st.skip[k]--
 					evs = evs[len(evs)-1:] // only what marks its place
-					if e.Type != transcript.TypeTurnEnd {
+					if evs[0].Kind != EventTurnEnd {
 						evs = nil
 					}
 				} else if e.Type == transcript.TypeAssistantMessage && st.step != nil {
@@ -579,8 +627,8 @@ func (s *Session) watchStored(ctx context.Context, st stored, follow bool, yield
 					return after, false
 				}
 			}
-			if e.Type == transcript.TypeTurnEnd && !follow {
-				return after, true
+			if len(evs) > 0 && evs[len(evs)-1].Kind == EventTurnEnd && !follow {
+				return after, true // the turn's end, or its pause
 			}
 		}
 		pos += int64(len(entries))
@@ -604,8 +652,8 @@ func (s *Session) watchStored(ctx context.Context, st stored, follow bool, yield
 // transcript leaves out the entries whose events it had.
 func skippedAs(typ transcript.Type) EventKind {
 	switch typ {
-	case transcript.TypeUserMessage:
-		return EventTurnStart
+	case transcript.TypeUserMessage, transcript.TypeApprovalDecision:
+		return EventTurnStart // a decision that begins a run
 	case transcript.TypeAssistantMessage:
 		return EventStepEnd
 	case transcript.TypeApprovalRequest:
