@@ -45,11 +45,13 @@
 // and [Session.Stop] ends the running turn, in this process or in
 // another sharing the store. Across processes it depends on the store:
 // one that is a [store.Notifier] (memory, PostgreSQL through
-// LISTEN/NOTIFY, Redis through pub/sub) carries every delta of a turn to
-// the watchers of other replicas, and a stop to the replica running it;
-// with one that is not (the file and SQLite stores, shared by processes
-// on one machine), a watcher in a process that does not run the turn
-// follows the transcript, read every [PollInterval]: it gets each step
+// LISTEN/NOTIFY, Redis through pub/sub, and on Unix the file and SQLite
+// stores through Unix domain sockets between the processes of one
+// machine) carries every delta of a turn to the watchers of other
+// replicas, and a stop to the replica running it; with one that is not
+// (a store of one's own without it; the file and SQLite stores on
+// Windows), a watcher in a process that does not run the turn follows
+// the transcript, read every [PollInterval]: it gets each step
 // as it is stored and the turn's end, not each delta, unless it shares
 // the process that runs the turn, and Stop reaches only this process's
 // turns. A turn whose process died (no answer to a sync) is followed

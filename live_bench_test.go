@@ -51,11 +51,11 @@ func liveReplicas(b *testing.B, name string) (store.Store, store.Store) {
 
 // BenchmarkLiveLatency: a turn of 40 deltas, 5 ms apart, runs on one
 // replica; w watchers follow it on the other (memory: two agents on one
-// store's hub; file: two file stores on one directory, followed by
-// polling the transcript; postgres: two stores on one schema,
+// store's hub; file: two file stores on one directory, through their
+// Unix domain sockets; postgres: two stores on one schema,
 // LISTEN/NOTIFY). Reported: the latency from each event as the running
 // replica's stream has it to each watcher on the other replica, p50 and
-// p99 (file: of the turn's end, as polling gives no deltas), the
+// p99, the
 // process's CPU per event delivered to a watcher, and the turn's time
 // with the watchers against none (turn-x).
 func BenchmarkLiveLatency(b *testing.B) {
@@ -114,9 +114,6 @@ func benchLive(b *testing.B, name string, watchers int) {
 						return
 					}
 					key := ev.ID
-					if name == "file" {
-						key = string(ev.Kind) // stored ids differ: only the end is matched
-					}
 					mu.Lock()
 					seen[k][key] = time.Now()
 					mu.Unlock()
@@ -135,9 +132,6 @@ func benchLive(b *testing.B, name string, watchers int) {
 				b.Fatal(err)
 			}
 			key := ev.ID
-			if name == "file" {
-				key = string(ev.Kind)
-			}
 			sent[key] = time.Now()
 		}
 		withW = append(withW, time.Since(start).Seconds())
@@ -146,7 +140,7 @@ func benchLive(b *testing.B, name string, watchers int) {
 		cancel()
 		for k := range watchers {
 			for key, at := range seen[k] {
-				if t0, ok := sent[key]; ok && (name != "file" || key == string(spool.EventTurnEnd)) {
+				if t0, ok := sent[key]; ok {
 					lat = append(lat, float64(at.Sub(t0).Microseconds())/1e3)
 				}
 				delivered++

@@ -390,8 +390,8 @@ func (s *Session) openTurnID(ctx context.Context) string {
 
 // PollInterval is how often a watcher reads the transcript when it
 // follows a session through it rather than through notifications: with
-// a store that has none (the file and SQLite stores shared by processes
-// on one machine: those get each step as it is stored, not each delta),
+// a store that has none (the file and SQLite stores on Windows, a store
+// of one's own: those get each step as it is stored, not each delta),
 // and for a turn whose process stopped answering (it died) until its
 // end is recorded.
 const PollInterval = 250 * time.Millisecond

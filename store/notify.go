@@ -17,8 +17,9 @@ import (
 // A message may be of any length and any bytes (a live turn's snapshot
 // of its events so far can be megabytes): a store whose transport limits
 // a payload splits it (pgstore sends it in chunks of one transaction).
-// The memory store's Hub, pgstore (LISTEN/NOTIFY) and redisstore
-// (pub/sub) implement it; storetest's Notifier/* checks hold every one to
+// The memory store's Hub, pgstore (LISTEN/NOTIFY), redisstore
+// (pub/sub), and on Unix filestore and sqlitestore (Unix domain sockets
+// between the processes of one machine sharing the store) implement it; storetest's Notifier/* checks hold every one to
 // this contract.
 type Notifier interface {
 	// Notify sends msg to every listener of key, in this process and in

@@ -15,6 +15,7 @@
 //	<folder>/<id>.jsonl.off                   sparse offsets for range reads
 //	<folder>/<id>.jsonl.lock                  the session's turn lock (Locker)
 //	<root>/+encryption                        the encryption marker of an encrypted store
+//	<root>/+live/PID.RANDOM.sock              a listening Store's socket (see Notifications)
 //
 // Each line of a transcript is one entry in exactly the transcript wire
 // shape (transcript.AppendLine), so a transcript written by another program
@@ -163,6 +164,21 @@
 // choice made before it. A session none of whose lines can be read
 // (corrupt, or sealed under a key the Store lacks) has no known activity
 // and is never deleted by retention. Prune applies any policy on demand.
+//
+// # Notifications
+//
+// On Unix a Store is a store.Notifier, so that a process follows the
+// turns another process runs on the root delta by delta, and stops them:
+// each Store that listens binds a Unix domain socket in <root>/+live
+// (0700; the socket 0600), and Notify writes to every socket there over
+// connections it keeps open, through queues that never make it wait
+// (package store/internal/sockbus says how, and what happens to a
+// process that does not read). When the root's path is too long for a
+// socket address, the sockets go in $XDG_RUNTIME_DIR/spool-UID/HASH (or
+// the same under os.TempDir()), HASH a hash of the root's path. Only the
+// user's processes can connect; no id appears on the wire. Elsewhere the
+// Store has no Notifier, and processes follow each other's turns through
+// the transcripts.
 //
 // # Case-insensitive file systems
 //

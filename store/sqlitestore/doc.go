@@ -140,6 +140,20 @@
 // position and the row; nothing is skipped silently, in Search either.
 // Other sessions stay readable.
 //
+// # Notifications
+//
+// On Unix a Store is a store.Notifier between the processes sharing the
+// file (a process follows the turns another runs, delta by delta, and
+// stops them): each Store that listens binds a Unix domain socket in the
+// folder <file>-live beside the database (0700; the socket 0600), and
+// Notify writes to every socket there without waiting (package
+// store/internal/sockbus). When that path is too long for a socket
+// address, the sockets go in $XDG_RUNTIME_DIR/spool-UID/HASH (or the same
+// under os.TempDir()), HASH a hash of the file's path. Only the user's
+// processes can connect; no id appears on the wire. Elsewhere the Store
+// has no Notifier, and processes follow each other's turns through the
+// database.
+//
 // # The driver
 //
 // The store runs on modernc.org/sqlite, chosen over
