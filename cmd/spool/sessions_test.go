@@ -129,10 +129,14 @@ func TestMigrate(t *testing.T) {
 	to := "sqlite:" + filepath.Join(t.TempDir(), "to.db")
 	c := newCLI(t, nil)
 	chatSessions(t, c, from, chatScript{"one", []string{"first"}}, chatScript{"two", []string{"second", "third"}})
-	for range 2 {
+	for i := range 2 {
 		code, _, errs := c.run("", "migrate", "--from", from, "--to", to)
 		if code != 0 {
 			t.Fatalf("migrate: %s", errs)
+		}
+		// The second run finds everything there, and says so.
+		if again := strings.Contains(errs, " 0 entries added"); again != (i == 1) {
+			t.Fatalf("migrate run %d: %s", i+1, errs)
 		}
 	}
 	_, a, _ := c.run("", "sessions", "show", "two", "--json", "--store", from)
