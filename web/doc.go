@@ -50,8 +50,7 @@
 // of another tab runs the composer shows Stop (and Escape stops), which
 // stops it on the server (POST v1/sessions/{id}/stop); a stopped turn is
 // then shown as the transcript recorded it. The pending approvals are
-// read beside the page, not before it: the server answers them only
-// once a running turn ends or pauses. If the newest turn had no end when
+// read beside the page and shown when they come, not waited for. If the newest turn had no end when
 // the page was read and has one once the follow stream is open, unseen
 // (it ended in between, and a stream without an id does not replay a
 // run already over), the conversation is read again.

@@ -353,9 +353,8 @@ export class Conversation {
     const signal = this.abort.signal;
     this.quiet(true);
     this.scroller.setAttribute('aria-busy', 'true');
-    // The pending approvals are not waited for: the server answers them
-    // once a turn running on the session ends (or pauses), and the page
-    // shows that turn as it runs (live.js).
+    // The pending approvals are not waited for: the page shows a turn
+    // running on the session as it runs (live.js), whatever they take.
     const pending = api.approvals(id, signal);
     pending.catch(() => {});
     try {
