@@ -96,6 +96,9 @@ type liveHub struct {
 	maxEach  int                         // Config.MaxSessionWatchers
 	maxAll   int                         // Config.MaxWatchers
 	timers   map[*liveTurn]*time.Timer   // forgetting finished runs
+
+	subMu sync.Mutex
+	subs  map[store.Key]*relaySub // each session's one listener in this process (relay.go)
 }
 
 func newLiveHub(maxEach, maxAll int) *liveHub {

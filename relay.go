@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spool-go/spool/store"
@@ -17,20 +18,21 @@ import (
 
 // Live turns across processes.
 //
-// When the store is a store.Notifier (the memory store's in-process hub;
-// a store of one's own), every run is relayed: its events are notified on
-// the session's key as they happen ("ev": those ready together in one
-// notification), and its end ("end"); and the
-// process running it listens on that key for "sync" (a watcher elsewhere
-// asks for the run's events so far: the answer is a "snap" of them) and
-// "stop" (Session.Stop from another process). A watcher in a process that
-// does not run the turn listens, asks for a snap, and joins the two by
-// event id: the same ids, so no gap and no repeat. The relay reads the
-// run's events like any watcher, so it never slows the turn.
+// With a store that implements store.Notifier (the memory store's
+// in-process Hub, Postgres LISTEN/NOTIFY, Redis pub/sub, and any other
+// store that does), every run is relayed: its events are notified on the
+// session's key as they happen ("ev": those ready together in one
+// notification), and its end ("end"); and the process running it listens
+// on that key for "sync" (a watcher elsewhere asks for the run's events so
+// far: the answer is a "snap" of them) and "stop" (Session.Stop from
+// another process). A watcher in a process that does not run the turn
+// listens, asks for a snap, and joins the two by event id: the same ids,
+// so no gap and no repeat. The relay reads the run's events like any
+// watcher, so it never slows the turn. A process listens once per
+// session (relaySub), however many watchers it has there, and decodes
+// each message once for all of them.
 
-// relayMsg is one notification of the relay. Nonce comes right after T,
-// so that a watcher can tell a snap answering another watcher's sync by
-// its first bytes (snapFor) without decoding the events it carries.
+// relayMsg is one notification of the relay.
 type relayMsg struct {
 	T      string  `json:"t"`               // ev, end, sync, snap, stop
 	Nonce  string  `json:"nonce,omitempty"` // sync, and the snap answering it
@@ -40,25 +42,188 @@ type relayMsg struct {
 	Open   bool    `json:"open,omitempty"`  // snap: the run has not ended
 }
 
-// snapPrefix is how a snap's encoding begins (relayMsg's field order).
-const snapPrefix = `{"t":"snap","nonce":"`
+// control reports whether b, a relay message as json.Marshal encodes
+// relayMsg (T first), is one for a run's relay (sync, stop) rather than
+// one of a run's events or snaps, which only watchers read.
+func control(b []byte) bool {
+	for _, p := range []string{`{"t":"ev"`, `{"t":"snap"`, `{"t":"end"`} {
+		if bytes.HasPrefix(b, []byte(p)) {
+			return false
+		}
+	}
+	return true
+}
 
-// snapFor returns the nonce of the snap encoded in b, and false when b
-// is not a snap encoded as this version encodes one (then it is decoded
-// as any message is). Every watcher of a session in a process that does
-// not run its turn listens to every snap, one for each watcher's sync:
-// decoding only the snaps that answer its own keeps the cost of W
-// watchers at O(W) decodes, not O(W²).
-func snapFor(b []byte) (string, bool) {
-	rest, ok := bytes.CutPrefix(b, []byte(snapPrefix))
-	if !ok {
-		return "", false
+// relaySub is a process's one listener on a session's notifications
+// (one store.Listen per session key per Agent), shared by the relay of
+// the session's run and by the session's watchers: each message is
+// decoded once, here, and handed to each of them, so that W watchers in
+// a process cost one decode of each relayed message, not W, and one
+// store listener (a Hub's buffer of ListenBuffer messages), not W + 1.
+// A subscriber that falls behind by subBuffer messages is dropped (its
+// channel closed), never waited for; when the store drops the listener,
+// every subscriber is, and the next one listens again.
+type relaySub struct {
+	ready  chan struct{} // closed once listening; err says whether it failed
+	err    error
+	cancel context.CancelFunc
+	refs   int // subscribers, under liveHub.subMu
+
+	mu   sync.Mutex
+	outs map[*subOut]struct{}
+	full int  // subscribers that read every message (watchers)
+	dead bool // the store's listener ended
+}
+
+// subOut is one subscriber of a relaySub.
+type subOut struct {
+	ch  chan *relayMsg
+	all bool // every message (a watcher), not only sync and stop (a relay)
+}
+
+// subBuffer is how many messages a watcher may fall behind its session's
+// subscription before it is dropped (the store's own bound, ListenBuffer,
+// in pointers rather than encoded messages); controlBuffer, a relay.
+const (
+	subBuffer     = store.ListenBuffer
+	controlBuffer = 256
+)
+
+// subscribe returns the decoded notifications of key from now on (it
+// returns once listening) and the function that ends the subscription;
+// all says whether the subscriber reads every message or only sync and
+// stop. It is errors.ErrUnsupported when st is not a store.Notifier.
+func (h *liveHub) subscribe(st store.Store, key store.Key, all bool) (<-chan *relayMsg, func(), error) {
+	for {
+		h.subMu.Lock()
+		if h.subs == nil {
+			h.subs = map[store.Key]*relaySub{}
+		}
+		sub := h.subs[key]
+		mine := sub == nil
+		if mine {
+			sub = &relaySub{ready: make(chan struct{}), outs: map[*subOut]struct{}{}}
+			h.subs[key] = sub
+		}
+		sub.refs++
+		h.subMu.Unlock()
+		if mine {
+			ctx, cancel := context.WithCancel(context.Background())
+			sub.cancel = cancel
+			raw, err := store.Listen(ctx, st, key)
+			if err != nil {
+				cancel()
+				sub.err = err
+				h.subMu.Lock()
+				if h.subs[key] == sub {
+					delete(h.subs, key)
+				}
+				h.subMu.Unlock()
+			} else {
+				go h.pump(key, sub, raw)
+			}
+			close(sub.ready)
+		}
+		<-sub.ready
+		if sub.err != nil {
+			h.release(key, sub)
+			return nil, nil, sub.err
+		}
+		out := &subOut{ch: make(chan *relayMsg, controlBuffer), all: all}
+		if all {
+			out.ch = make(chan *relayMsg, subBuffer)
+		}
+		sub.mu.Lock()
+		if sub.dead {
+			// Its listener ended before this subscriber joined: listen
+			// again.
+			sub.mu.Unlock()
+			h.release(key, sub)
+			continue
+		}
+		sub.outs[out] = struct{}{}
+		if all {
+			sub.full++
+		}
+		sub.mu.Unlock()
+		var once sync.Once
+		return out.ch, func() {
+			once.Do(func() {
+				sub.mu.Lock()
+				if _, ok := sub.outs[out]; ok {
+					delete(sub.outs, out)
+					if all {
+						sub.full--
+					}
+				}
+				sub.mu.Unlock()
+				h.release(key, sub)
+			})
+		}, nil
 	}
-	nonce, _, ok := bytes.Cut(rest, []byte{'"'})
-	if !ok || bytes.IndexByte(nonce, '\\') >= 0 {
-		return "", false // an escape (never in a nonce this version makes): decode it
+}
+
+// release counts a subscriber of sub gone; the last one ends its
+// listener.
+func (h *liveHub) release(key store.Key, sub *relaySub) {
+	h.subMu.Lock()
+	defer h.subMu.Unlock()
+	if sub.refs--; sub.refs > 0 {
+		return
 	}
-	return string(nonce), true
+	if h.subs[key] == sub {
+		delete(h.subs, key)
+	}
+	if sub.cancel != nil {
+		sub.cancel()
+	}
+}
+
+// pump decodes each message of sub's listener once and hands it to every
+// subscriber that reads it, dropping any that is full.
+func (h *liveHub) pump(key store.Key, sub *relaySub, raw <-chan []byte) {
+	for b := range raw {
+		ctl := control(b)
+		sub.mu.Lock()
+		full := sub.full > 0
+		sub.mu.Unlock()
+		if !ctl && !full {
+			continue // a run's own events and snaps, with no watcher here: not decoded
+		}
+		m := new(relayMsg)
+		if json.Unmarshal(b, m) != nil {
+			continue
+		}
+		sub.mu.Lock()
+		for out := range sub.outs {
+			if !out.all && !ctl {
+				continue
+			}
+			select {
+			case out.ch <- m:
+			default:
+				close(out.ch) // too slow: dropped, it catches up another way
+				delete(sub.outs, out)
+				if out.all {
+					sub.full--
+				}
+			}
+		}
+		sub.mu.Unlock()
+	}
+	sub.mu.Lock()
+	sub.dead = true
+	for out := range sub.outs {
+		close(out.ch)
+	}
+	clear(sub.outs)
+	sub.full = 0
+	sub.mu.Unlock()
+	h.subMu.Lock()
+	if h.subs[key] == sub {
+		delete(h.subs, key)
+	}
+	h.subMu.Unlock()
 }
 
 // syncWait is how long a watcher in a process that runs no turn of the
@@ -79,7 +244,7 @@ func (a *Agent) notify(ctx context.Context, key store.Key, m relayMsg) error {
 // with a store that has none it returns at once.
 func (a *Agent) relay(t *liveTurn) {
 	ctx, cancel := context.WithCancel(context.Background())
-	ch, err := store.Listen(ctx, a.cfg.Store, t.key)
+	ch, unsub, err := a.live.subscribe(a.cfg.Store, t.key, false)
 	if err != nil {
 		cancel()
 		return
@@ -87,29 +252,19 @@ func (a *Agent) relay(t *liveTurn) {
 	go func() {
 		defer cancel()
 		for {
+			again := a.answer(ctx, t, ch)
+			unsub()
+			if !again {
+				return
+			}
+			// Dropped (the store's listener ended): listen again, a
+			// moment later, until the hub forgets the run.
 			select {
-			case b, ok := <-ch:
-				if !ok {
-					return
-				}
-				if bytes.HasPrefix(b, []byte(`{"t":"ev"`)) || bytes.HasPrefix(b, []byte(snapPrefix)) {
-					continue // the run's own events, and snaps: not for the relay
-				}
-				var m relayMsg
-				if json.Unmarshal(b, &m) != nil {
-					continue
-				}
-				switch m.T {
-				case "stop":
-					t.cancel()
-				case "sync":
-					evs, done, _ := t.since(0)
-					_ = a.notify(ctx, t.key, relayMsg{T: "snap", Pos: t.pos, Events: evs, Nonce: m.Nonce, Open: !done})
-				}
 			case <-t.gone:
-				// Answered until the hub forgets the run (RecentTurn
-				// after its end), so that a watcher elsewhere that
-				// reconnects after the end still gets the rest.
+				return
+			case <-time.After(PollInterval):
+			}
+			if ch, unsub, err = a.live.subscribe(a.cfg.Store, t.key, false); err != nil {
 				return
 			}
 		}
@@ -141,6 +296,30 @@ func (a *Agent) relay(t *liveTurn) {
 	}()
 }
 
+// answer answers the syncs and stops that come on ch for run t, until
+// the hub forgets the run (RecentTurn after its end, so that a watcher
+// elsewhere that reconnects after the end still gets the rest): then it
+// returns false; it returns true when ch is closed first.
+func (a *Agent) answer(ctx context.Context, t *liveTurn, ch <-chan *relayMsg) bool {
+	for {
+		select {
+		case m, ok := <-ch:
+			if !ok {
+				return true
+			}
+			switch m.T {
+			case "stop":
+				t.cancel()
+			case "sync":
+				evs, done, _ := t.since(0)
+				_ = a.notify(ctx, t.key, relayMsg{T: "snap", Pos: t.pos, Events: evs, Nonce: m.Nonce, Open: !done})
+			}
+		case <-t.gone:
+			return false
+		}
+	}
+}
+
 // watchRelayed is Watch through the store's notifications, for a session
 // whose runs this process does not have. It reports false when the store
 // has none.
@@ -155,7 +334,7 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 	after, follow := opt.After, opt.Follow
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ch, err := store.Listen(ctx, s.a.cfg.Store, s.key)
+	ch, unsub, err := s.a.live.subscribe(s.a.cfg.Store, s.key, true)
 	if errors.Is(err, errors.ErrUnsupported) {
 		return false
 	}
@@ -163,6 +342,7 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 		yield(Event{}, err)
 		return true
 	}
+	defer unsub()
 	nonce := transcript.NewID(s.a.now())
 	if err := s.a.notify(ctx, s.key, relayMsg{T: "sync", Nonce: nonce}); err != nil {
 		yield(Event{}, err)
@@ -309,29 +489,22 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 					return true
 				}
 			}
-		case b, ok := <-ch:
+		case m, ok := <-ch:
 			if !ok {
 				return true // dropped as too slow: the client reconnects
-			}
-			if n, ok := snapFor(b); ok && n != nonce && (probing == "" || n != probing) {
-				heard = time.Now() // another watcher's answer: the run's process is alive
-				continue
-			}
-			var m relayMsg
-			if json.Unmarshal(b, &m) != nil {
-				continue
 			}
 			switch m.T {
 			case "ev", "snap", "end":
 				// Only what the run's process sends shows it is there
-				// (another watcher's sync or probe does not).
+				// (another watcher's sync or probe does not; the snap
+				// answering another watcher's does).
 				heard = time.Now()
 			}
 			switch m.T {
 			case "ev":
-				evs := m.Events
+				evs := m.Events // shared with the process's other watchers: read only
 				if m.Event != nil {
-					evs = append(evs, *m.Event)
+					evs = []Event{*m.Event}
 				}
 				if len(evs) == 0 {
 					continue

@@ -3,7 +3,6 @@ package spool
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"iter"
 	"slices"
 	"sync"
@@ -16,43 +15,6 @@ import (
 	"github.com/spool-go/spool/store/memstore"
 	"github.com/spool-go/spool/transcript"
 )
-
-// snapFor reads the nonce of a snap as json.Marshal encodes relayMsg,
-// and nothing from any other message: if the field order changed, every
-// watcher would decode every other watcher's snap again (O(W²)).
-func TestSnapFor(t *testing.T) {
-	b, err := json.Marshal(relayMsg{T: "snap", Nonce: "n1", Pos: 3, Events: []Event{{ID: "3.1", Kind: EventText, Text: `"nonce":"x"`}}, Open: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, ok := snapFor(b); !ok || n != "n1" {
-		t.Fatalf("snapFor(%s) = %q, %v", b, n, ok)
-	}
-	for _, m := range []relayMsg{{T: "sync", Nonce: "n1"}, {T: "ev", Pos: 1, Event: &Event{ID: "1.1"}}, {T: "end", Pos: 1}, {T: "stop"}} {
-		b, _ := json.Marshal(m)
-		if n, ok := snapFor(b); ok {
-			t.Fatalf("snapFor(%s) = %q, true", b, n)
-		}
-	}
-}
-
-// Whatever the bytes, snapFor never claims a nonce that decoding the
-// message as a snap would not give.
-func FuzzSnapFor(f *testing.F) {
-	for _, s := range []string{`{"t":"snap","nonce":"a","pos":1}`, `{"t":"snap","nonce":"`, `{"t":"ev"}`, `{"t":"snap","nonce":"a\"b"}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		n, ok := snapFor(b)
-		if !ok {
-			return
-		}
-		var m relayMsg
-		if json.Unmarshal(b, &m) == nil && (m.T != "snap" || m.Nonce != n) {
-			t.Fatalf("snapFor(%q) = %q; decoded %q %q", b, n, m.T, m.Nonce)
-		}
-	})
-}
 
 // gatedModel streams "hello " and "wor", then waits for gate before "ld".
 type gatedModel struct{ gate chan struct{} }
@@ -72,6 +34,20 @@ func (m gatedModel) Stream(ctx context.Context, _ *model.Request) iter.Seq2[mode
 		}
 		yield(model.Event{Kind: model.EventText, Text: "ld"}, nil)
 	}
+}
+
+// gatedPair is two agents, as two processes would be: one running turns
+// with gatedModel{gate} on st, one watching through ws.
+func gatedPair(t *testing.T, st, ws store.Store, gate chan struct{}) (runs, watches *Agent) {
+	t.Helper()
+	var err error
+	if runs, err = New(Config{Store: st, Model: gatedModel{gate}}); err != nil {
+		t.Fatal(err)
+	}
+	if watches, err = New(Config{Store: ws, Model: gatedModel{gate}}); err != nil {
+		t.Fatal(err)
+	}
+	return runs, watches
 }
 
 // muteStore is a memory store whose syncs are lost once mute is set (the
@@ -109,15 +85,8 @@ func TestProbeMidStep(t *testing.T) {
 	ctx := context.Background()
 	mem := memstore.New()
 	gate := make(chan struct{})
-	runs, err := New(Config{Store: mem, Model: gatedModel{gate}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ws := &muteStore{Store: mem, read: make(chan struct{})}
-	watches, err := New(Config{Store: ws, Model: gatedModel{gate}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runs, watches := gatedPair(t, mem, ws, gate)
 	sess, err := runs.Session(ctx, "m")
 	if err != nil {
 		t.Fatal(err)
@@ -193,5 +162,69 @@ func TestProbeMidStep(t *testing.T) {
 	}
 	if end := evs[len(evs)-1]; end.Result == nil || end.Result.Status != transcript.StatusOK || end.Result.Text != res.Text {
 		t.Fatalf("the watch ended with %+v", end.Result)
+	}
+}
+
+// countingStore is a memory store that counts its listeners.
+type countingStore struct {
+	*memstore.Store
+	listens atomic.Int32
+}
+
+func (s *countingStore) Listen(ctx context.Context, key store.Key) (<-chan []byte, error) {
+	s.listens.Add(1)
+	return s.Store.Listen(ctx, key)
+}
+
+// The watchers of a session in a process that does not run its turn
+// share one listener of the store (one decode of each message), and each
+// gets the whole turn, once; the listener goes with the last of them.
+func TestWatchersShareListener(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	gate := make(chan struct{})
+	cs := &countingStore{Store: mem}
+	runs, watches := gatedPair(t, mem, cs, gate)
+	sess, _ := runs.Session(ctx, "w")
+	other, _ := watches.Session(ctx, "w")
+	const n = 5
+	var ready sync.WaitGroup
+	ready.Add(n)
+	texts := make(chan string, n)
+	for range n {
+		go func() {
+			text := ""
+			for ev, err := range other.Watch(ctx, WatchOptions{Follow: true, Ready: ready.Done}) {
+				if err != nil {
+					t.Error(err)
+					break
+				}
+				text += ev.Text
+				if ev.Kind == EventTurnEnd {
+					break
+				}
+			}
+			texts <- text
+		}()
+	}
+	ready.Wait()
+	close(gate)
+	res, err := sess.Send(ctx, "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if got := <-texts; got != res.Text {
+			t.Errorf("a watcher got %q; the answer is %q", got, res.Text)
+		}
+	}
+	if l := cs.listens.Load(); l != 1 {
+		t.Fatalf("%d watchers listened %d times, want once", n, l)
+	}
+	watches.live.subMu.Lock()
+	left := len(watches.live.subs)
+	watches.live.subMu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d subscriptions left after the watchers", left)
 	}
 }
