@@ -250,7 +250,7 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 		if err := store.ValidateKey(b.Key); err != nil {
 			return err
 		}
-		if _, err := storekit.CheckBatch(b.Key, b.Entries); err != nil {
+		if err := storekit.ValidBatch(b.Key, b.Entries); err != nil {
 			return err
 		}
 		n += len(b.Entries)
