@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/internal/teststores"
 	"github.com/spool-go/spool/model/echo"
@@ -19,7 +20,7 @@ import (
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
 	_ "github.com/spool-go/spool/store/pgstore"
-	_ "github.com/spool-go/spool/store/redisstore"
+	"github.com/spool-go/spool/store/redisstore"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -460,7 +461,43 @@ func replicaStores() map[string]func(t *testing.T) (store.Store, store.Store) {
 		"redis": func(t *testing.T) (store.Store, store.Store) {
 			return twice(t, teststores.RedisURL(t))
 		},
+		"redis-cluster": redisClusterTwice,
 	}
+}
+
+// redisClusterTwice is two stores on the Redis Cluster whose nodes
+// SPOOL_TEST_REDIS_CLUSTER lists (host:port,…), with one key prefix of
+// their own, removed from every primary at the end; skipped without the
+// variable.
+func redisClusterTwice(t *testing.T) (store.Store, store.Store) {
+	addrs := os.Getenv("SPOOL_TEST_REDIS_CLUSTER")
+	if addrs == "" {
+		t.Skip("SPOOL_TEST_REDIS_CLUSTER is not set")
+	}
+	prefix := teststores.Name("spooltest")
+	var out [2]store.Store
+	for i := range out {
+		client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
+		st, err := redisstore.New(context.Background(), client, redisstore.WithPrefix(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			store.Close(st)
+			if i == 0 {
+				_ = client.ForEachMaster(context.Background(), func(ctx context.Context, node *redis.Client) error {
+					iter := node.Scan(ctx, 0, "{"+prefix+":*", 1000).Iterator()
+					for iter.Next(ctx) {
+						node.Unlink(ctx, iter.Val())
+					}
+					return iter.Err()
+				})
+			}
+			client.Close()
+		})
+		out[i] = st
+	}
+	return out[0], out[1]
 }
 
 // twice opens the store at u two times.
