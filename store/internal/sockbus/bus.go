@@ -209,7 +209,9 @@ func socketNames(dir string) ([]string, error) {
 	}
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
-		if _, ok := socketPID(e.Name()); ok {
+		// A link is never followed (connect would): it could name a
+		// socket outside the private folder.
+		if _, ok := socketPID(e.Name()); ok && e.Type()&fs.ModeType == fs.ModeSocket {
 			names = append(names, e.Name())
 		}
 	}
@@ -604,6 +606,9 @@ var errStale = errors.New("sockbus: stale socket")
 // refuses connections but its process lives (a full backlog).
 func (p *peer) dial(path string) (net.Conn, error) {
 	pid, _ := socketPID(p.name)
+	if err := ownSocket(path); err != nil {
+		return nil, err
+	}
 	for try := 0; ; try++ {
 		c, err := net.DialTimeout("unix", path, time.Second)
 		if err == nil {
@@ -627,6 +632,21 @@ func (p *peer) dial(path string) (net.Conn, error) {
 		}
 		time.Sleep(dialPause)
 	}
+}
+
+// ownSocket checks that path is a socket, not a link, of the user's:
+// a folder found open to others was made private (see private), but
+// what others put in it before stays, and is never written to.
+func ownSocket(path string) error {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if st.Mode().Type() != fs.ModeSocket || !ok || int(sys.Uid) != os.Getuid() {
+		return fmt.Errorf("sockbus: %s is not a socket of this user's: not writing to it", path)
+	}
+	return nil
 }
 
 // alive reports whether process pid exists.

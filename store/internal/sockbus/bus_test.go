@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -308,4 +309,57 @@ func TestOverflowSendsGap(t *testing.T) {
 // Messages reach another process and come back, in order and whole.
 func TestAcrossProcesses(t *testing.T) {
 	sockbustest.AcrossProcesses(t, "TestAcrossProcesses", t.TempDir(), func(t *testing.T, root string) store.Notifier { return open(t, root) })
+}
+
+// Notify writes only to sockets of the folder, not to what a link there
+// names (connect follows links: a link to a socket elsewhere would carry
+// the messages out of the private folder), nor, when the test can make
+// one, to a socket of another user's.
+func TestOnlyOwnSockets(t *testing.T) {
+	root := t.TempDir()
+	b := open(t, root)
+	key := store.Key{Agent: "a", ID: "s"}
+	if _, err := b.Listen(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	// The sockets elsewhere listen without accepting, so that a
+	// connection Notify made waits in their backlogs to be counted.
+	listen := func(path string) int {
+		fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { syscall.Close(fd) })
+		if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Listen(fd, 8); err != nil {
+			t.Fatal(err)
+		}
+		return fd
+	}
+	elsewhere := filepath.Join(t.TempDir(), "x.sock")
+	fds := []int{listen(elsewhere)}
+	if err := os.Symlink(elsewhere, filepath.Join(b.Dir(), strconv.Itoa(os.Getpid())+".11111111.sock")); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getuid() == 0 {
+		foreign := filepath.Join(b.Dir(), strconv.Itoa(os.Getpid())+".22222222.sock")
+		fds = append(fds, listen(foreign))
+		if err := os.Chown(foreign, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Notify(t.Context(), key, []byte("secret")); err != nil {
+		t.Fatal(err)
+	}
+	b.Close() // returns once every connection is written and closed
+	for i, fd := range fds {
+		if nfd, _, err := syscall.Accept(fd); err == nil {
+			syscall.Close(nfd)
+			t.Errorf("socket %d: Notify connected to it", i)
+		} else if err != syscall.EAGAIN {
+			t.Fatal(err)
+		}
+	}
 }

@@ -29,9 +29,11 @@
 // # Security
 //
 // Every folder is made 0700 (and a socket 0600), and one that exists is
-// used only when it is a folder (not a link) owned by the user with no
-// permission for anyone else: only the user's own processes (and root)
-// can connect. Keys never appear on the wire: a message names its key by
+// used only when it is a folder (not a link) owned by the user (one open
+// to others is made 0700): only the user's own processes (and root) can
+// connect. Notify writes only to sockets of the user's, never through a
+// link, so that nothing another user left in a folder once open to them
+// receives a message. Keys never appear on the wire: a message names its key by
 // a SHA-256 of its length-framed parts. Payloads are never logged.
 //
 // # Frames
