@@ -129,7 +129,11 @@ func (s *Store) readRows(ctx context.Context, key store.Key, rows *sql.Rows, err
 			break
 		}
 		if arena == nil {
-			arena = make([]byte, 0, len(body)*(end-next))
+			// Sized as if every body were as long as the first, up to
+			// arenaGuess past it: a long first entry (a pasted
+			// document) would make that the whole session's length
+			// times its own (gigabytes); append grows the rest.
+			arena = make([]byte, 0, min(len(body)*(end-next), len(body)+arenaGuess))
 		}
 		arena = append(arena, body...)
 		cuts = append(cuts, len(arena))
@@ -175,6 +179,11 @@ func (s *Store) sidOf(ctx context.Context, key store.Key) int64 {
 	}
 	return sid
 }
+
+// arenaGuess bounds what a read's buffer of bodies is given beyond its
+// first body before the rest are seen: about the bodies of a read of ten
+// thousand usual entries.
+const arenaGuess = 8 << 20
 
 // parallelMin is the length of a read from which its entries are decoded
 // in parallel (a variable for tests).
