@@ -66,8 +66,13 @@ type Bus struct {
 	peers    map[string]*peer    // the other sockets, by name
 	accepted map[net.Conn]struct{}
 	stale    map[string]time.Time // sockets not to try before then
+	listings uint64               // the listings of the folder Notify began
 	wg       sync.WaitGroup
 }
+
+// afterList, when set (by tests), runs in Notify between its listing of
+// the folder and its use of it.
+var afterList func()
 
 type keyRef struct {
 	key store.Key
@@ -134,6 +139,8 @@ func (b *Bus) Notify(ctx context.Context, key store.Key, msg []byte) error {
 	}
 	dir, ok, err := b.folderLocked()
 	checked, inStore := b.checked, b.inStore
+	b.listings++
+	listing := b.listings
 	b.mu.Unlock()
 	if err != nil || !ok {
 		return err
@@ -157,6 +164,9 @@ func (b *Bus) Notify(ctx context.Context, key store.Key, msg []byte) error {
 	if err != nil {
 		return err
 	}
+	if afterList != nil {
+		afterList()
+	}
 	k := hashKey(key)
 	fr := appendMessage(make([]byte, 0, headerLen+1+hashLen+len(msg)), k, msg)
 	b.mu.Lock()
@@ -178,6 +188,7 @@ func (b *Bus) Notify(ctx context.Context, key store.Key, msg []byte) error {
 			}
 			delete(b.stale, name)
 			p = newPeer(b, name)
+			p.listing = listing
 			b.peers[name] = p
 			b.wg.Add(1)
 			go p.write()
@@ -185,7 +196,10 @@ func (b *Bus) Notify(ctx context.Context, key store.Key, msg []byte) error {
 		p.enqueue(fr, k)
 	}
 	for name, p := range b.peers {
-		if !present[name] {
+		// A peer that a later listing found (a Notify that listed the
+		// folder after this one and took the lock before it) is not
+		// missing from this listing: its socket came after it.
+		if !present[name] && p.listing <= listing {
 			p.stop() // its socket is gone: so is its listener
 			delete(b.peers, name)
 		}
@@ -472,8 +486,9 @@ func (b *Bus) Close() error {
 
 // peer is the connection to another process's socket and its queue.
 type peer struct {
-	b    *Bus
-	name string
+	b       *Bus
+	name    string
+	listing uint64 // the Notify listing that found its socket
 
 	mu       sync.Mutex
 	queue    [][]byte

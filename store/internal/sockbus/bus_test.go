@@ -363,3 +363,43 @@ func TestOnlyOwnSockets(t *testing.T) {
 		}
 	}
 }
+
+// A Notify that listed the folder before a socket was bound, and takes
+// the lock only after a later Notify found that socket and queued a
+// message for it, does not take the socket for gone: the listener,
+// which listened before the later Notify was called, gets its message.
+func TestStaleListingKeepsNewPeer(t *testing.T) {
+	root := t.TempDir()
+	a, recv := open(t, root), open(t, root)
+	key := store.Key{Agent: "a", ID: "s"}
+	if _, err := a.Listen(t.Context(), key); err != nil { // makes the folder
+		t.Fatal(err)
+	}
+	var ch <-chan []byte
+	var hookErr error
+	afterList = func() {
+		afterList = nil // the Notify below lists and sends as usual
+		if ch, hookErr = recv.Listen(t.Context(), key); hookErr != nil {
+			return
+		}
+		hookErr = a.Notify(t.Context(), key, []byte("two"))
+	}
+	t.Cleanup(func() { afterList = nil })
+	if err := a.Notify(t.Context(), key, []byte("one")); err != nil || hookErr != nil {
+		t.Fatal(err, hookErr)
+	}
+	a.mu.Lock()
+	n := len(a.peers)
+	a.mu.Unlock()
+	if n != 1 {
+		t.Errorf("after the earlier listing, %d peers, want recv's", n)
+	}
+	if err := a.Notify(t.Context(), key, []byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"two", "three"} {
+		if got := storetest.Receive(t, ch, want); string(got) != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+}
