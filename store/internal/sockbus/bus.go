@@ -70,9 +70,10 @@ type Bus struct {
 	wg       sync.WaitGroup
 }
 
-// afterList, when set (by tests), runs in Notify between its listing of
-// the folder and its use of it.
-var afterList func()
+// afterList and beforeListen, when set (by tests), run in Notify between
+// its listing of the folder and its use of it, and in Listen before it
+// adds the listener to the hub.
+var afterList, beforeListen func()
 
 type keyRef struct {
 	key store.Key
@@ -272,6 +273,9 @@ func (b *Bus) Listen(ctx context.Context, key store.Key) (<-chan []byte, error) 
 	}
 	ref.n++
 	b.mu.Unlock()
+	if beforeListen != nil {
+		beforeListen()
+	}
 	ch, err := b.hub.Listen(ctx, key)
 	release := func() {
 		b.mu.Lock()
@@ -283,6 +287,16 @@ func (b *Bus) Listen(ctx context.Context, key store.Key) (<-chan []byte, error) 
 	if err != nil {
 		release()
 		return nil, err
+	}
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		// Close came between: its DropAll may have missed ch, which
+		// would then stay open until ctx ends.
+		release()
+		b.hub.Drop(key)
+		return nil, b.closedErr
 	}
 	context.AfterFunc(ctx, release)
 	return ch, nil

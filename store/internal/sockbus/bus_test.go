@@ -403,3 +403,19 @@ func TestStaleListingKeepsNewPeer(t *testing.T) {
 		}
 	}
 }
+
+// A Listen that Close overtakes fails with the closed error rather than
+// return a channel that Close's drop missed (open until its context
+// ends).
+func TestListenOvertakenByClose(t *testing.T) {
+	b := open(t, t.TempDir())
+	beforeListen = func() {
+		beforeListen = nil
+		b.Close()
+	}
+	t.Cleanup(func() { beforeListen = nil })
+	ch, err := b.Listen(t.Context(), store.Key{Agent: "a", ID: "s"})
+	if err != errTestClosed {
+		t.Fatalf("Listen: %v, %v; want the closed error", ch, err)
+	}
+}
