@@ -121,19 +121,51 @@ type liveTurn struct {
 
 	mu     sync.Mutex
 	events []Event
-	wake   chan struct{} // closed (and replaced) when events grow or the run ends
+	// wake is closed when events grow or the run ends. It is made only
+	// when someone waits (since), so that a run nobody watches makes no
+	// channel per event, and one close wakes every waiter of a batch.
+	wake   chan struct{}
 	done   bool
 	ended  chan struct{} // closed when the run ended
 	gone   chan struct{} // closed when the hub forgets the run
 	forget sync.Once
+	relay  func() // ends the relay's subscription (relay.go), when it has one
 }
 
-// forgotten marks t forgotten by the hub.
-func (t *liveTurn) forgotten() { t.forget.Do(func() { close(t.gone) }) }
+// forgotten marks t forgotten by the hub, and ends its relay's
+// subscription.
+func (t *liveTurn) forgotten() {
+	t.forget.Do(func() {
+		close(t.gone)
+		t.relayed(nil)
+	})
+}
+
+// relayed sets off as what ends t's relay's subscription, ending the one
+// it replaces; once t is forgotten it ends off at once.
+func (t *liveTurn) relayed(off func()) {
+	t.mu.Lock()
+	old := t.relay
+	t.relay = off
+	select {
+	case <-t.gone:
+		t.relay = nil
+	default:
+		off = nil
+	}
+	t.mu.Unlock()
+	if old != nil {
+		old()
+	}
+	if off != nil {
+		off()
+	}
+}
 
 // begin registers a run starting at pos.
 func (h *liveHub) begin(key store.Key, turnID string, pos int64, cancel context.CancelFunc) *liveTurn {
-	t := &liveTurn{key: key, turnID: turnID, pos: pos, cancel: cancel, wake: make(chan struct{}), ended: make(chan struct{}), gone: make(chan struct{})}
+	t := &liveTurn{key: key, turnID: turnID, pos: pos, cancel: cancel, ended: make(chan struct{}), gone: make(chan struct{}),
+		events: make([]Event, 0, liveEvents)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if old := h.turns[key]; old != nil {
@@ -157,9 +189,18 @@ func (t *liveTurn) add(ev *Event) {
 	defer t.mu.Unlock()
 	ev.ID = EventID{Pos: t.pos, N: int64(len(t.events)) + 1}.String()
 	t.events = append(t.events, *ev)
-	close(t.wake)
-	t.wake = make(chan struct{})
+	if t.wake != nil {
+		close(t.wake)
+		t.wake = nil
+	}
 }
+
+// liveEvents is the room a run's events get at first: a short turn's
+// (its start, a step, a few deltas, its end) without growing.
+const liveEvents = 8
+
+// closedWake is a closed channel: the wake of a run that ended.
+var closedWake = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // finish marks the run ended; the hub forgets it after RecentTurn.
 func (h *liveHub) finish(t *liveTurn) {
@@ -169,7 +210,10 @@ func (h *liveHub) finish(t *liveTurn) {
 		return
 	}
 	t.done = true
-	close(t.wake)
+	if t.wake != nil {
+		close(t.wake)
+	}
+	t.wake = closedWake
 	close(t.ended)
 	t.mu.Unlock()
 	h.mu.Lock()
@@ -192,6 +236,9 @@ func (h *liveHub) finish(t *liveTurn) {
 func (t *liveTurn) since(n int) ([]Event, bool, <-chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.wake == nil {
+		t.wake = make(chan struct{})
+	}
 	return t.events[min(n, len(t.events)):], t.done, t.wake
 }
 

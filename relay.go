@@ -78,7 +78,8 @@ type relaySub struct {
 // subOut is one subscriber of a relaySub.
 type subOut struct {
 	ch  chan *relayMsg
-	all bool // every message (a watcher), not only sync and stop (a relay)
+	fn  func(*relayMsg) // instead of ch: called with each sync and stop, and nil when dropped (a relay)
+	all bool            // every message (a watcher), not only sync and stop (a relay)
 }
 
 // subBuffer is how many messages a watcher may fall behind its session's
@@ -94,6 +95,28 @@ const (
 // all says whether the subscriber reads every message or only sync and
 // stop. It is errors.ErrUnsupported when st is not a store.Notifier.
 func (h *liveHub) subscribe(st store.Store, key store.Key, all bool) (<-chan *relayMsg, func(), error) {
+	if _, ok := st.(store.Notifier); !ok {
+		return nil, nil, errors.ErrUnsupported // before its buffer is made
+	}
+	out := &subOut{ch: make(chan *relayMsg, subBuffer), all: true}
+	if !all {
+		out.ch, out.all = make(chan *relayMsg, controlBuffer), false
+	}
+	off, err := h.attach(st, key, out)
+	return out.ch, off, err
+}
+
+// subscribeFunc is subscribe for a relay: fn is called, on the
+// subscription's goroutine, with each sync and stop of key, and with nil
+// when the store drops the listener (then the subscription is over, and
+// fn is not called again). fn must not block.
+func (h *liveHub) subscribeFunc(st store.Store, key store.Key, fn func(*relayMsg)) (func(), error) {
+	return h.attach(st, key, &subOut{fn: fn})
+}
+
+// attach adds out to key's subscription, listening first if none is.
+func (h *liveHub) attach(st store.Store, key store.Key, out *subOut) (func(), error) {
+	all := out.all
 	for {
 		h.subMu.Lock()
 		if h.subs == nil {
@@ -127,11 +150,7 @@ func (h *liveHub) subscribe(st store.Store, key store.Key, all bool) (<-chan *re
 		<-sub.ready
 		if sub.err != nil {
 			h.release(key, sub)
-			return nil, nil, sub.err
-		}
-		out := &subOut{ch: make(chan *relayMsg, controlBuffer), all: all}
-		if all {
-			out.ch = make(chan *relayMsg, subBuffer)
+			return nil, sub.err
 		}
 		sub.mu.Lock()
 		if sub.dead {
@@ -147,7 +166,7 @@ func (h *liveHub) subscribe(st store.Store, key store.Key, all bool) (<-chan *re
 		}
 		sub.mu.Unlock()
 		var once sync.Once
-		return out.ch, func() {
+		return func() {
 			once.Do(func() {
 				sub.mu.Lock()
 				if _, ok := sub.outs[out]; ok {
@@ -194,9 +213,15 @@ func (h *liveHub) pump(key store.Key, sub *relaySub, raw <-chan []byte) {
 		if json.Unmarshal(b, m) != nil {
 			continue
 		}
+		var buf [4]func(*relayMsg)
+		fns := buf[:0] // called once the lock is let go: a stop runs the run's cancel
 		sub.mu.Lock()
 		for out := range sub.outs {
 			if !out.all && !ctl {
+				continue
+			}
+			if out.fn != nil {
+				fns = append(fns, out.fn)
 				continue
 			}
 			select {
@@ -210,15 +235,26 @@ func (h *liveHub) pump(key store.Key, sub *relaySub, raw <-chan []byte) {
 			}
 		}
 		sub.mu.Unlock()
+		for _, fn := range fns {
+			fn(m)
+		}
 	}
+	var fns []func(*relayMsg)
 	sub.mu.Lock()
 	sub.dead = true
 	for out := range sub.outs {
+		if out.fn != nil {
+			fns = append(fns, out.fn)
+			continue
+		}
 		close(out.ch)
 	}
 	clear(sub.outs)
 	sub.full = 0
 	sub.mu.Unlock()
+	for _, fn := range fns {
+		fn(nil)
+	}
 	h.subMu.Lock()
 	if h.subs[key] == sub {
 		delete(h.subs, key)
@@ -241,34 +277,13 @@ func (a *Agent) notify(ctx context.Context, key store.Key, m relayMsg) error {
 }
 
 // relay relays run t through the store's notifications until it ends;
-// with a store that has none it returns at once.
+// with a store that has none it returns at once. Its answers to syncs and
+// stops need no goroutine of their own: the session's subscription calls
+// them (onControl), until the hub forgets the run.
 func (a *Agent) relay(t *liveTurn) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ch, unsub, err := a.live.subscribe(a.cfg.Store, t.key, false)
-	if err != nil {
-		cancel()
+	if !a.listenRelay(t) {
 		return
 	}
-	go func() {
-		defer cancel()
-		for {
-			again := a.answer(ctx, t, ch)
-			unsub()
-			if !again {
-				return
-			}
-			// Dropped (the store's listener ended): listen again, a
-			// moment later, until the hub forgets the run.
-			select {
-			case <-t.gone:
-				return
-			case <-time.After(PollInterval):
-			}
-			if ch, unsub, err = a.live.subscribe(a.cfg.Store, t.key, false); err != nil {
-				return
-			}
-		}
-	}()
 	go func() {
 		n := 0
 		for {
@@ -296,27 +311,42 @@ func (a *Agent) relay(t *liveTurn) {
 	}()
 }
 
-// answer answers the syncs and stops that come on ch for run t, until
-// the hub forgets the run (RecentTurn after its end, so that a watcher
-// elsewhere that reconnects after the end still gets the rest): then it
-// returns false; it returns true when ch is closed first.
-func (a *Agent) answer(ctx context.Context, t *liveTurn, ch <-chan *relayMsg) bool {
-	for {
-		select {
-		case m, ok := <-ch:
-			if !ok {
-				return true
+// listenRelay subscribes run t to the syncs and stops of its session,
+// until the hub forgets the run (RecentTurn after its end, so that a
+// watcher elsewhere that reconnects after the end still gets the rest).
+// It reports false when the store has no notifications.
+func (a *Agent) listenRelay(t *liveTurn) bool {
+	off, err := a.live.subscribeFunc(a.cfg.Store, t.key, func(m *relayMsg) { a.onControl(t, m) })
+	if err != nil {
+		return false
+	}
+	t.relayed(off)
+	return true
+}
+
+// onControl answers m, a sync or a stop for run t; a nil m says the
+// store dropped the session's listener: t listens again, a moment later,
+// until the hub forgets it.
+func (a *Agent) onControl(t *liveTurn, m *relayMsg) {
+	switch {
+	case m == nil:
+		t.relayed(nil)
+		go func() {
+			select {
+			case <-t.gone:
+			case <-time.After(PollInterval):
+				a.listenRelay(t)
 			}
-			switch m.T {
-			case "stop":
-				t.cancel()
-			case "sync":
-				evs, done, _ := t.since(0)
-				_ = a.notify(ctx, t.key, relayMsg{T: "snap", Pos: t.pos, Events: evs, Nonce: m.Nonce, Open: !done})
-			}
-		case <-t.gone:
-			return false
-		}
+		}()
+	case m.T == "stop":
+		t.cancel()
+	case m.T == "sync":
+		evs, done, _ := t.since(0)
+		// Not on the subscription's goroutine: a notify may be a round
+		// trip, and the session's other messages wait meanwhile.
+		go func() {
+			_ = a.notify(context.Background(), t.key, relayMsg{T: "snap", Pos: t.pos, Events: evs, Nonce: m.Nonce, Open: !done})
+		}()
 	}
 }
 
