@@ -195,9 +195,10 @@ func (t *liveTurn) add(ev *Event) {
 	}
 }
 
-// liveEvents is the room a run's events get at first: a short turn's
-// (its start, a step, a few deltas, its end) without growing.
-const liveEvents = 8
+// liveEvents is the room a run's events get at first: a short answer's
+// (its start, a step of a dozen deltas, its end) without growing; a
+// longer one grows as it streams.
+const liveEvents = 16
 
 // closedWake is a closed channel: the wake of a run that ended.
 var closedWake = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
