@@ -95,7 +95,13 @@ type liveHub struct {
 	total    int                         // watchers in all
 	maxEach  int                         // Config.MaxSessionWatchers
 	maxAll   int                         // Config.MaxWatchers
-	timers   map[*liveTurn]*time.Timer   // forgetting finished runs
+	// recent are the finished runs not yet forgotten, in the order they
+	// ended (so in the order they are due: each RecentTurn after its
+	// end), from the one numbered base; a run replaced by a newer one is
+	// nil there. One timer forgets them all, not one per run.
+	recent []recentTurn
+	base   int64
+	forget *time.Timer
 
 	subMu sync.Mutex
 	subs  map[store.Key]*relaySub // each session's one listener in this process (relay.go)
@@ -106,7 +112,6 @@ func newLiveHub(maxEach, maxAll int) *liveHub {
 		turns:    map[store.Key]*liveTurn{},
 		next:     map[store.Key]chan struct{}{},
 		watchers: map[store.Key]int{},
-		timers:   map[*liveTurn]*time.Timer{},
 		maxEach:  maxEach,
 		maxAll:   maxAll,
 	}
@@ -130,6 +135,7 @@ type liveTurn struct {
 	gone   chan struct{} // closed when the hub forgets the run
 	forget sync.Once
 	relay  func() // ends the relay's subscription (relay.go), when it has one
+	recent int64  // its number in liveHub.recent once finished, under liveHub.mu; -1 before
 }
 
 // forgotten marks t forgotten by the hub, and ends its relay's
@@ -165,13 +171,12 @@ func (t *liveTurn) relayed(off func()) {
 // begin registers a run starting at pos.
 func (h *liveHub) begin(key store.Key, turnID string, pos int64, cancel context.CancelFunc) *liveTurn {
 	t := &liveTurn{key: key, turnID: turnID, pos: pos, cancel: cancel, ended: make(chan struct{}), gone: make(chan struct{}),
-		events: make([]Event, 0, liveEvents)}
+		events: make([]Event, 0, liveEvents), recent: -1}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if old := h.turns[key]; old != nil {
-		if tm := h.timers[old]; tm != nil {
-			tm.Stop()
-			delete(h.timers, old)
+		if i := old.recent - h.base; old.recent >= 0 && i >= 0 && i < int64(len(h.recent)) && h.recent[i].t == old {
+			h.recent[i].t = nil
 		}
 		old.forgotten()
 	}
@@ -220,17 +225,49 @@ func (h *liveHub) finish(t *liveTurn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.turns[t.key] == t {
-		h.timers[t] = time.AfterFunc(RecentTurn, func() {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			delete(h.timers, t)
+		t.recent = h.base + int64(len(h.recent))
+		h.recent = append(h.recent, recentTurn{t: t, due: time.Now().Add(RecentTurn)})
+		if h.forget == nil {
+			h.forget = time.AfterFunc(RecentTurn, h.forgetDue)
+		}
+	}
+}
+
+// recentTurn is a finished run and when the hub forgets it.
+type recentTurn struct {
+	t   *liveTurn
+	due time.Time
+}
+
+// forgetDue forgets the finished runs that are due, and sets the timer
+// for the next.
+func (h *liveHub) forgetDue() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	for len(h.recent) > 0 && !h.recent[0].due.After(now) {
+		if t := h.recent[0].t; t != nil {
 			if h.turns[t.key] == t {
 				delete(h.turns, t.key)
 			}
 			t.forgotten()
-		})
+		}
+		h.recent[0] = recentTurn{}
+		h.recent = h.recent[1:]
+		h.base++
 	}
+	if len(h.recent) == 0 {
+		h.recent, h.forget = nil, nil
+		return
+	}
+	// Runs that end close together are forgotten together: a timer
+	// per run ending, at thousands of runs a second, costs more than
+	// keeping a run a little longer than RecentTurn.
+	h.forget.Reset(max(h.recent[0].due.Sub(now), forgetEvery))
 }
+
+// forgetEvery is how often, at most, the hub forgets finished runs.
+const forgetEvery = 100 * time.Millisecond
 
 // since returns the events after n (a count), whether the run is over,
 // and a channel closed when that changes.

@@ -228,3 +228,54 @@ func TestWatchersShareListener(t *testing.T) {
 		t.Fatalf("%d subscriptions left after the watchers", left)
 	}
 }
+
+// TestForgetRecentTurns: a finished run is kept until it is due, then
+// forgotten (its relay's subscription ended); a run that a newer one
+// replaced is forgotten at once and leaves nothing in the queue.
+func TestForgetRecentTurns(t *testing.T) {
+	h := newLiveHub(0, 0)
+	a, b := store.Key{ID: "a"}, store.Key{ID: "b"}
+	ta := h.begin(a, "ta", 0, func() {})
+	off := 0
+	ta.relayed(func() { off++ })
+	h.finish(ta)
+	tb := h.begin(b, "tb", 0, func() {})
+	h.finish(tb)
+	tb2 := h.begin(b, "tb2", 2, func() {}) // replaces tb
+	select {
+	case <-tb.gone:
+	default:
+		t.Fatal("a replaced run is not forgotten")
+	}
+	h.mu.Lock()
+	if len(h.recent) != 2 || h.recent[0].t != ta || h.recent[1].t != nil {
+		t.Fatalf("recent = %+v, want ta and a hole", h.recent)
+	}
+	h.recent[0].due = time.Now().Add(-time.Second)
+	h.mu.Unlock()
+	h.forgetDue()
+	select {
+	case <-ta.gone:
+	default:
+		t.Fatal("a due run is not forgotten")
+	}
+	if cur, _ := h.current(a); cur != nil || off != 1 {
+		t.Fatalf("after forgetting: current %v, relay ended %d times", cur, off)
+	}
+	if cur, _ := h.current(b); cur != tb2 {
+		t.Fatalf("the running run of b is %v, want tb2", cur)
+	}
+	h.mu.Lock()
+	n := len(h.recent)
+	h.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d runs still queued, want the hole of tb", n)
+	}
+	h.finish(tb2)
+	h.mu.Lock()
+	due := h.recent[len(h.recent)-1]
+	h.mu.Unlock()
+	if due.t != tb2 || time.Until(due.due) <= 0 {
+		t.Fatalf("tb2 queued as %+v", due)
+	}
+}
