@@ -269,7 +269,7 @@ func (h *liveHub) pump(key store.Key, sub *relaySub, raw <-chan []byte) {
 var syncWait = time.Second
 
 func (a *Agent) notify(ctx context.Context, key store.Key, m relayMsg) error {
-	b, err := appendRelayMsg(make([]byte, 0, 256), &m)
+	b, err := appendRelayMsg(make([]byte, 0, relayMsgSize(&m)), &m)
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,29 @@ func appendRelayMsg(b []byte, m *relayMsg) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// relayMsgSize is about the length of m encoded, so that its buffer is
+// made once: an event of strings is its strings and some 60 bytes of
+// names, one with a result (a turn's end) a few hundred more.
+func relayMsgSize(m *relayMsg) int {
+	n := 64 + len(m.Nonce)
+	size := func(ev *Event) {
+		n += 64 + len(ev.ID) + len(ev.Kind) + len(ev.TurnID) + len(ev.Text)
+		if ev.ToolCall != nil || ev.ToolResult != nil || ev.Approval != nil || ev.Delegate != nil || ev.Result != nil {
+			n += 512
+			if ev.Result != nil {
+				n += len(ev.Result.Text)
+			}
+		}
+	}
+	if m.Event != nil {
+		size(m.Event)
+	}
+	for i := range m.Events {
+		size(&m.Events[i])
+	}
+	return n
+}
+
 // appendEvent appends ev as json.Marshal encodes it.
 func appendEvent(b []byte, ev *Event) ([]byte, error) {
 	if ev.ToolCall != nil || ev.ToolResult != nil || ev.Approval != nil || ev.Delegate != nil || ev.Result != nil {

@@ -139,7 +139,10 @@ func (b *Builder) AddDecoded(e transcript.Entry, data any) { b.add(e, data) }
 
 func (b *Builder) add(e transcript.Entry, data any) {
 	if b.entries == nil {
-		b.entries = make([]transcript.Entry, 0, 16)
+		// Room for a first turn (a prompt, an answer, its end) and one
+		// more: a session a server makes per request has that many, and a
+		// long one grows as it goes.
+		b.entries = make([]transcript.Entry, 0, 4)
 	}
 	b.entries = append(b.entries, e)
 	b.take(len(b.entries)-1, data)
