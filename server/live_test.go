@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +20,11 @@ import (
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/server"
 	"github.com/spool-go/spool/store"
+	_ "github.com/spool-go/spool/store/filestore"
 	"github.com/spool-go/spool/store/memstore"
 	_ "github.com/spool-go/spool/store/pgstore"
 	"github.com/spool-go/spool/store/redisstore"
+	_ "github.com/spool-go/spool/store/sqlitestore"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -462,6 +466,25 @@ func replicaStores() map[string]func(t *testing.T) (store.Store, store.Store) {
 			return twice(t, teststores.RedisURL(t))
 		},
 		"redis-cluster": redisClusterTwice,
+		// Two processes' stores on one folder or one SQLite file: on Unix
+		// they carry notifications through sockets in the store's folder
+		// (store/internal/sockbus); elsewhere they have none.
+		"file": func(t *testing.T) (store.Store, store.Store) {
+			localNotifier(t)
+			return twice(t, "file:"+filepath.Join(t.TempDir(), "sessions"))
+		},
+		"sqlite": func(t *testing.T) (store.Store, store.Store) {
+			localNotifier(t)
+			return twice(t, "sqlite:"+filepath.Join(t.TempDir(), "spool.db"))
+		},
+	}
+}
+
+// localNotifier skips a test of the file or SQLite store's notifications
+// where it has none.
+func localNotifier(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" || runtime.GOOS == "js" {
+		t.Skip("the file and SQLite stores carry notifications between processes on Unix only")
 	}
 }
 
