@@ -168,24 +168,26 @@ func (t *liveTurn) relayed(off func()) {
 	}
 }
 
-// begin registers a run starting at pos.
-func (h *liveHub) begin(key store.Key, turnID string, pos int64, cancel context.CancelFunc) *liveTurn {
-	t := &liveTurn{key: key, turnID: turnID, pos: pos, cancel: cancel, ended: make(chan struct{}), gone: make(chan struct{}),
+// begin registers a run starting at pos. It returns the session's run it
+// replaces (nil when none), for the caller to forget once the new run's
+// relay listens: forgotten first, the old run's relay would end the
+// session's listener, and the new one listen again, on every turn.
+func (h *liveHub) begin(key store.Key, turnID string, pos int64, cancel context.CancelFunc) (t, old *liveTurn) {
+	t = &liveTurn{key: key, turnID: turnID, pos: pos, cancel: cancel, ended: make(chan struct{}), gone: make(chan struct{}),
 		events: make([]Event, 0, liveEvents), recent: -1}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if old := h.turns[key]; old != nil {
+	if old = h.turns[key]; old != nil {
 		if i := old.recent - h.base; old.recent >= 0 && i >= 0 && i < int64(len(h.recent)) && h.recent[i].t == old {
 			h.recent[i].t = nil
 		}
-		old.forgotten()
 	}
 	h.turns[key] = t
 	if ch := h.next[key]; ch != nil {
 		close(ch)
 		delete(h.next, key)
 	}
-	return t
+	return t, old
 }
 
 // add keeps ev, giving it its id, and wakes the watchers.

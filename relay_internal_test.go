@@ -235,13 +235,17 @@ func TestWatchersShareListener(t *testing.T) {
 func TestForgetRecentTurns(t *testing.T) {
 	h := newLiveHub(0, 0)
 	a, b := store.Key{ID: "a"}, store.Key{ID: "b"}
-	ta := h.begin(a, "ta", 0, func() {})
+	ta, _ := h.begin(a, "ta", 0, func() {})
 	off := 0
 	ta.relayed(func() { off++ })
 	h.finish(ta)
-	tb := h.begin(b, "tb", 0, func() {})
+	tb, _ := h.begin(b, "tb", 0, func() {})
 	h.finish(tb)
-	tb2 := h.begin(b, "tb2", 2, func() {}) // replaces tb
+	tb2, old := h.begin(b, "tb2", 2, func() {}) // replaces tb
+	if old != tb {
+		t.Fatalf("begin replaced %v, want tb", old)
+	}
+	old.forgotten()
 	select {
 	case <-tb.gone:
 	default:

@@ -44,8 +44,12 @@ type run struct {
 
 func (s *Session) newRun(sl *slot, yield func(Event, error) bool, cancel context.CancelFunc, turnID string) *run {
 	r := &run{s: s, sl: sl, w: s.writer(sl), yield: yield, cancel: cancel, turnID: turnID, started: time.Now()}
-	r.live = s.a.live.begin(s.key, turnID, int64(sl.st.count), cancel)
+	var old *liveTurn
+	r.live, old = s.a.live.begin(s.key, turnID, int64(sl.st.count), cancel)
 	s.a.relay(r.live)
+	if old != nil {
+		old.forgotten()
+	}
 	if t := sl.st.open; t != nil && t.id == turnID {
 		r.prior = t.usage
 	}
