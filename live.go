@@ -282,6 +282,15 @@ func (t *liveTurn) since(n int) ([]Event, bool, <-chan struct{}) {
 	return t.events[min(n, len(t.events)):], t.done, t.wake
 }
 
+// runOver reports whether a run whose events so far are evs (done: it
+// is marked ended) is over for a watcher that joins it now: its turn's
+// end is its last event, and a run has it before it is marked ended (a
+// watcher joining in between would otherwise be given the whole ended
+// turn as if it were running).
+func runOver(evs []Event, done bool) bool {
+	return done || (len(evs) > 0 && evs[len(evs)-1].Kind == EventTurnEnd)
+}
+
 // over reports whether the run ended with no events after the first n.
 func (t *liveTurn) over(n int) bool {
 	t.mu.Lock()
@@ -479,7 +488,7 @@ func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, 
 			case after.IsZero():
 				// Without an id, the watch starts at the running run's
 				// beginning; a run already over is not replayed.
-				if _, done, _ := t.since(0); !done {
+				if evs, done, _ := t.since(0); !runOver(evs, done) {
 					n = 0
 				} else {
 					after = EventID{Pos: t.pos, N: maxEvents}

@@ -58,7 +58,15 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 // AppendBulk appends every batch in one transaction (store.BulkAppender):
 // one commit and one sync of the log for all of them, and nothing of any
 // stored when one fails.
-func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
+func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) (err error) {
+	defer func() {
+		// database/sql rolls the transaction back on its own once ctx
+		// ends, and the statement or commit after that fails with
+		// sql.ErrTxDone: the bulk ended because ctx did, and says so.
+		if errors.Is(err, sql.ErrTxDone) && ctx.Err() != nil && len(batches) > 0 {
+			err = s.fail("append to", batches[0].Key, ctx.Err())
+		}
+	}()
 	// Validate and encode the entries before taking the write lock; each
 	// batch's first parent is checked in the transaction.
 	bodies := make([][][]byte, len(batches))
