@@ -360,6 +360,14 @@ func (a *Agent) onControl(t *liveTurn, m *relayMsg) {
 // then its end, recorded cancelled once no process holds it (closeDead).
 // So is a turn open in the transcript that no process answers for when
 // the watch begins.
+//
+// Two edges are known and left so: a turn whose process has not yet
+// listened when the watch's sync goes out is taken for one no process
+// answers for, and that one turn is followed step by step through the
+// transcript (nothing doubled, nothing missed, but no deltas); and a
+// watch that begins after a turn paused on several approvals knows only
+// of the ones it sees requested, so when one of them is decided and the
+// turn pauses again on another, that second pause does not show.
 func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func(Event, error) bool) bool {
 	after, follow := opt.After, opt.Follow
 	ctx, cancel := context.WithCancel(ctx)
