@@ -279,23 +279,22 @@ func (t *liveTurn) since(n int) ([]Event, bool, <-chan struct{}) {
 	if t.wake == nil {
 		t.wake = make(chan struct{})
 	}
-	return t.events[min(n, len(t.events)):], t.done, t.wake
+	return t.events[min(n, len(t.events)):], t.overLocked(), t.wake
 }
 
-// runOver reports whether a run whose events so far are evs (done: it
-// is marked ended) is over for a watcher that joins it now: its turn's
-// end is its last event, and a run has it before it is marked ended (a
-// watcher joining in between would otherwise be given the whole ended
-// turn as if it were running).
-func runOver(evs []Event, done bool) bool {
-	return done || (len(evs) > 0 && evs[len(evs)-1].Kind == EventTurnEnd)
+// overLocked reports whether the run is over for its watchers: its
+// turn's end is its last event, which it has before finish marks it
+// done (a watcher joining in between would otherwise be given the whole
+// ended turn as if it were running). t.mu is held.
+func (t *liveTurn) overLocked() bool {
+	return t.done || (len(t.events) > 0 && t.events[len(t.events)-1].Kind == EventTurnEnd)
 }
 
 // over reports whether the run ended with no events after the first n.
 func (t *liveTurn) over(n int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.done && n >= len(t.events)
+	return t.overLocked() && n >= len(t.events)
 }
 
 // current returns the session's newest run (nil when none is known) and a
@@ -488,7 +487,7 @@ func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, 
 			case after.IsZero():
 				// Without an id, the watch starts at the running run's
 				// beginning; a run already over is not replayed.
-				if evs, done, _ := t.since(0); !runOver(evs, done) {
+				if _, done, _ := t.since(0); !done {
 					n = 0
 				} else {
 					after = EventID{Pos: t.pos, N: maxEvents}

@@ -345,7 +345,7 @@ func (a *Agent) onControl(t *liveTurn, m *relayMsg) {
 		// Not on the subscription's goroutine: a notify may be a round
 		// trip, and the session's other messages wait meanwhile.
 		go func() {
-			_ = a.notify(context.Background(), t.key, relayMsg{T: "snap", Pos: t.pos, Events: evs, Nonce: m.Nonce, Open: !runOver(evs, done)})
+			_ = a.notify(context.Background(), t.key, relayMsg{T: "snap", Pos: t.pos, Events: evs, Nonce: m.Nonce, Open: !done})
 		}()
 	}
 }
