@@ -126,11 +126,10 @@ func (s *Session) with(ctx context.Context, mode access, fn func(ctx context.Con
 // transcript into a state of its own, as another process would see the
 // session. The cached state stays the writer's.
 func (s *Session) readAside(ctx context.Context, fn func(ctx context.Context, sl *slot) error) error {
-	entries, err := s.a.cfg.Store.Read(ctx, s.key)
-	if err != nil {
+	sl := &slot{key: s.key}
+	if err := s.sync(ctx, sl); err != nil {
 		return err
 	}
-	sl := &slot{key: s.key, st: loadState(entries, s.a.historyOptions())}
 	if err := s.expire(ctx, sl, reading); err != nil {
 		return err
 	}
