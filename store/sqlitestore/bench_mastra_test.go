@@ -6,8 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,9 +21,19 @@ import (
 // folder. A spool turn is one AppendBatch of the two entries: one
 // transaction, committed with the log synced (synchronous=FULL), so the
 // turn survives a power cut; Mastra's is one saveMessages call, one
-// transaction without a sync of its own. It reports both rates and their
-// median ratio (issue 12's fourth row). It installs the npm packages into
-// testdata/mastra when they are missing, and skips without Node.js.
+// transaction without a sync of its own. It reports both rates, their
+// median ratio (issue 12's fourth row) and each side's CPU time a turn
+// (each process's own). It installs the npm packages into testdata/mastra
+// when they are missing, and skips without Node.js.
+//
+// Two floors of a durable turn run in the same rounds, each one write of
+// a turn's bytes (two entries) and one fdatasync a turn: appended at the
+// end of a file, which grows it, so that every sync also commits the file
+// system's journal (the size changed); and written over a file already
+// written and synced, the way SQLite writes its log once the log has grown
+// to its checkpoint size (it starts again from the top after a
+// checkpoint), which syncs the data alone. The second is the lower bound
+// of spool's turn; the first is what a store that only appends pays.
 //
 //	go test -run '^$' -bench TurnVsMastra -benchtime 1x ./store/sqlitestore/
 func BenchmarkTurnVsMastra(b *testing.B) {
@@ -53,8 +61,7 @@ func BenchmarkTurnVsMastra(b *testing.B) {
 	head, i := "", 0
 	const turns = 200
 	spool := func() benchdata.Phase {
-		return benchdata.Phase{Ops: turns, Wall: func() time.Duration {
-			start := time.Now()
+		return benchdata.Measure(func() int {
 			for range turns {
 				user := g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)
 				user.ParentID = head
@@ -65,8 +72,8 @@ func BenchmarkTurnVsMastra(b *testing.B) {
 				}
 				head, i = answer.ID, i+2
 			}
-			return time.Since(start)
-		}()}
+			return turns
+		})
 	}
 	mastra := func() benchdata.Phase {
 		fmt.Fprintf(in, "%d\n", turns)
@@ -74,51 +81,83 @@ func BenchmarkTurnVsMastra(b *testing.B) {
 		if err != nil {
 			b.Fatalf("bench.mjs: %v", err)
 		}
-		us, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
-		if err != nil {
-			b.Fatalf("bench.mjs: %q", line)
+		var wall, cpu int64
+		if _, err := fmt.Sscan(line, &wall, &cpu); err != nil {
+			b.Fatalf("bench.mjs: %q: %v", line, err)
 		}
-		return benchdata.Phase{Ops: turns, Wall: time.Duration(us) * time.Microsecond}
+		return benchdata.Phase{Ops: turns, Wall: time.Duration(wall) * time.Microsecond, CPU: time.Duration(cpu) * time.Microsecond}
 	}
-	// The floor of a durable turn: one write and sync of a turn's bytes to
-	// a file in the same folder, measured in the same rounds.
-	raw, err := os.OpenFile(filepath.Join(dir, "raw.bin"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	appendFloor := syncFloor(b, filepath.Join(dir, "append.bin"), false, turns)
+	overwriteFloor := syncFloor(b, filepath.Join(dir, "overwrite.bin"), true, turns)
+	spool()
+	mastra()
+	var sp, ma, fa, fo []benchdata.Phase
+	for b.Loop() {
+		for r := range 9 {
+			if r%2 == 0 {
+				sp = append(sp, spool())
+				ma = append(ma, mastra())
+				fa = append(fa, appendFloor())
+				fo = append(fo, overwriteFloor())
+			} else {
+				fo = append(fo, overwriteFloor())
+				fa = append(fa, appendFloor())
+				ma = append(ma, mastra())
+				sp = append(sp, spool())
+			}
+		}
+	}
+	cpuµs := func(p benchdata.Phase) float64 { return float64(p.CPUPerOp()) / 1e3 }
+	b.ReportMetric(benchdata.Medians(sp, benchdata.Phase.Rate), "spool-turns/s")
+	b.ReportMetric(benchdata.Medians(ma, benchdata.Phase.Rate), "mastra-turns/s")
+	b.ReportMetric(benchdata.Medians(sp, cpuµs), "spool-cpu-µs/turn")
+	b.ReportMetric(benchdata.Medians(ma, cpuµs), "mastra-cpu-µs/turn")
+	b.ReportMetric(benchdata.Medians(fa, benchdata.Phase.Rate), "append-floor-turns/s")
+	b.ReportMetric(benchdata.Medians(fo, benchdata.Phase.Rate), "overwrite-floor-turns/s")
+	b.ReportMetric(benchdata.Median(benchdata.Ratios(sp, ma, benchdata.Phase.Rate)), "spool/mastra")
+	b.ReportMetric(benchdata.Median(benchdata.Ratios(fa, ma, benchdata.Phase.Rate)), "append-floor/mastra")
+	b.ReportMetric(benchdata.Median(benchdata.Ratios(fo, ma, benchdata.Phase.Rate)), "overwrite-floor/mastra")
+	b.ReportMetric(benchdata.Median(benchdata.Ratios(sp, fo, benchdata.Phase.Rate)), "spool/overwrite-floor")
+}
+
+// syncFloor returns a phase of turns floor turns, each one write of a
+// turn's bytes (two entries) to the file at path and one fdatasync: at
+// the file's end (growing it) or, with overwrite, over a 4 MiB file
+// written and synced beforehand (about the size SQLite's log grows to
+// before its automatic checkpoint), from its top again once at its end.
+func syncFloor(b *testing.B, path string, overwrite bool, turns int) func() benchdata.Phase {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer raw.Close()
-	floor := func() benchdata.Phase {
-		line := make([]byte, 2*benchdata.EntrySize)
+	b.Cleanup(func() { f.Close() })
+	const size = 4 << 20
+	if overwrite {
+		if _, err := f.Write(make([]byte, size)); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	line := make([]byte, 2*benchdata.EntrySize)
+	var off int64
+	return func() benchdata.Phase {
 		return benchdata.Measure(func() int {
 			for range turns {
-				raw.Write(line)
-				if err := benchdata.SyncData(raw); err != nil {
+				if _, err := f.WriteAt(line, off); err != nil {
+					b.Fatal(err)
+				}
+				if off += int64(len(line)); overwrite && off+int64(len(line)) > size {
+					off = 0
+				}
+				if err := benchdata.SyncData(f); err != nil {
 					b.Fatal(err)
 				}
 			}
 			return turns
 		})
 	}
-	spool()
-	mastra()
-	var sp, ma, fl []benchdata.Phase
-	for b.Loop() {
-		for r := range 9 {
-			if r%2 == 0 {
-				sp = append(sp, spool())
-				ma = append(ma, mastra())
-			} else {
-				ma = append(ma, mastra())
-				sp = append(sp, spool())
-			}
-			fl = append(fl, floor())
-		}
-	}
-	b.ReportMetric(benchdata.Medians(sp, benchdata.Phase.Rate), "spool-turns/s")
-	b.ReportMetric(benchdata.Medians(ma, benchdata.Phase.Rate), "mastra-turns/s")
-	b.ReportMetric(benchdata.Medians(fl, benchdata.Phase.Rate), "fsync-floor-turns/s")
-	b.ReportMetric(benchdata.Median(benchdata.Ratios(sp, ma, benchdata.Phase.Rate)), "spool/mastra")
-	b.ReportMetric(benchdata.Median(benchdata.Ratios(fl, ma, benchdata.Phase.Rate)), "floor/mastra")
 }
 
 // mastraNode returns the node binary, with Mastra's packages installed in

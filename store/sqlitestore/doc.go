@@ -17,7 +17,8 @@
 //
 // The database runs in write-ahead-log mode with synchronous=FULL. Each
 // Append is one transaction, and committing it writes the log and syncs it
-// to disk (fsync) before Append returns: when Append returns nil, the
+// to disk (fdatasync on Linux and the BSDs, fsync elsewhere) before Append
+// returns: when Append returns nil, the
 // entry, its session's row and its place in the search index (or in the
 // queue of entries awaiting it: see Search) are on disk and survive a
 // crash of the process or of the machine. A crash before that loses the
@@ -181,10 +182,19 @@
 // the files: modernc.org/sqlite runs SQLite's own unix VFS, which gives the
 // -wal and -shm files the database file's mode (0600), while ncruces's Go
 // VFS creates them with mode 0666 less the umask (0644 under the usual
-// 022), and the write-ahead log holds transcript text. modernc.org/sqlite
-// commits with fsync(2) by default; sqlite.Fdatasync(true) switches every
-// connection of the process to fdatasync(2), which is as durable and was
-// 1.5 to 1.9 times quicker per append on ext4 here (BenchmarkAppend against
-// BenchmarkAppendFdatasync). That switch is process-wide, so this package
-// leaves it to the program.
+// 022), and the write-ahead log holds transcript text.
+//
+// modernc.org/sqlite commits with fsync(2) unless told otherwise, where
+// SQLite built for Linux commits with fdatasync(2), which is as durable
+// (it writes the data and the size needed to read it back, not the
+// timestamps). The first New switches the library to fdatasync, with
+// sqlite.Fdatasync(true): on ext4 an fsync of the log, which SQLite
+// overwrites in place once it has grown, also waits for the journal
+// commit of the file's new timestamps, and appends were 1.5 to 1.9 times
+// quicker without it (BenchmarkAppendFsync against BenchmarkAppend). The
+// switch is process-wide: every connection of modernc.org/sqlite in the
+// process then commits the way stock SQLite does on Linux. A program
+// that must sync with fsync(2) (a seccomp filter that refuses fdatasync,
+// say) calls sqlite.Fdatasync(false) after its first New; later ones do
+// not switch it back.
 package sqlitestore

@@ -77,6 +77,7 @@ func open(ctx context.Context, path string, drv sqlDriver, opts ...Option) (*Sto
 	if err != nil {
 		return nil, err
 	}
+	commitWithFdatasync()
 	s := &Store{path: abs, cfg: cfg}
 	if s.w, err = drv.open(dataSource(abs, cfg.busyTimeout, false)); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %s: %w", abs, err)

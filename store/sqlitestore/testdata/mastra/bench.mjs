@@ -2,7 +2,8 @@
 // each, the way Mastra's memory saves a turn: one saveMessages call (one
 // transaction). Driven by BenchmarkTurnVsMastra (../../bench_mastra_test.go):
 // it reads "N" lines on stdin, saves N turns for each, and answers with
-// the elapsed microseconds on stdout, so that Go can interleave rounds of
+// the elapsed microseconds and the process's CPU microseconds (user and
+// system) on stdout, so that Go can interleave rounds of
 // Mastra and of spool's store in one run. Usage: node bench.mjs DBPATH.
 import { LibSQLStore } from "@mastra/libsql";
 import { createInterface } from "node:readline";
@@ -26,9 +27,10 @@ process.stdout.write("ready\n");
 for await (const line of createInterface({ input: process.stdin })) {
   const turns = parseInt(line, 10);
   if (!(turns > 0)) break;
-  const start = process.hrtime.bigint();
+  const start = process.hrtime.bigint(), cpu = process.cpuUsage();
   for (let i = 0; i < turns; i++) {
     await memory.saveMessages({ messages: [message("user", text), message("assistant", answer)] });
   }
-  process.stdout.write(`${(process.hrtime.bigint() - start) / 1000n}\n`);
+  const used = process.cpuUsage(cpu);
+  process.stdout.write(`${(process.hrtime.bigint() - start) / 1000n} ${used.user + used.system}\n`);
 }
