@@ -184,7 +184,11 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 	// Everything that can fail goes before the write: once the lines are
 	// written and synced, the append has happened and must report so.
 	var lines []byte
-	starts := make([]int64, len(entries)) // of each line, from the end of the file
+	var start [1]int64
+	starts := start[:] // of each line, from the end of the file
+	if len(entries) > 1 {
+		starts = make([]int64, len(entries))
+	}
 	for i, e := range entries {
 		line, err := s.lineOf(plains[i], key, pos+i)
 		if err != nil {
@@ -237,7 +241,7 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 	}
 	now := time.Now()
 	ix.mu.Lock()
-	ix.putLocked(&next)
+	ix.putCopyLocked(&next)
 	p, deferred := ix.mine[key.ID] // unchanged: it changes under the session's lock
 	switch {
 	case deferred:

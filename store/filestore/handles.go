@@ -27,8 +27,8 @@ import (
 // so a session deleted by another process could not be made again.
 type handles struct {
 	mu     sync.Mutex
-	files  map[string]*kept // by path; a file being used is not here
-	timer  *time.Timer      // the next sweep of idle files; nil when none is due
+	files  map[string]kept // by path; a file being used is not here
+	timer  *time.Timer     // the next sweep of idle files; nil when none is due
 	closed bool
 }
 
@@ -51,8 +51,8 @@ func (h *handles) take(path string) *os.File {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	k := h.files[path]
-	if k == nil {
+	k, ok := h.files[path]
+	if !ok {
 		return nil
 	}
 	delete(h.files, path)
@@ -73,10 +73,10 @@ func (h *handles) put(path string, f *os.File) {
 		return
 	}
 	if h.files == nil {
-		h.files = map[string]*kept{}
+		h.files = map[string]kept{}
 	}
 	var evict *os.File
-	if old := h.files[path]; old != nil {
+	if old, ok := h.files[path]; ok {
 		evict = old.f // another Store call's open of the same file
 	} else if len(h.files) >= maxHandles {
 		var oldest string
@@ -88,7 +88,7 @@ func (h *handles) put(path string, f *os.File) {
 		evict = h.files[oldest].f
 		delete(h.files, oldest)
 	}
-	h.files[path] = &kept{f: f, used: time.Now()}
+	h.files[path] = kept{f: f, used: time.Now()}
 	if h.timer == nil {
 		h.timer = time.AfterFunc(handleIdle, h.sweep)
 	}

@@ -120,19 +120,42 @@ func cmpRec(a, b *rec) int {
 // putLocked installs r as the record of its session, keeping the listing order.
 // The caller holds ix.mu.
 func (ix *index) putLocked(r *rec) {
-	id := r.info.ID
-	old := ix.recs[id]
-	if old == nil {
-		if ix.sorted != nil {
-			i, _ := slices.BinarySearchFunc(ix.sorted, r, cmpRec)
-			ix.sorted = slices.Insert(ix.sorted, i, r)
-		}
-		ix.recs[id] = r
-		if ix.s.fold {
-			ix.addFoldedLocked(id)
-		}
+	if old := ix.recs[r.info.ID]; old != nil {
+		ix.updateLocked(old, r)
 		return
 	}
+	ix.insertLocked(r)
+}
+
+// putCopyLocked is putLocked of a copy of r, which stays the caller's: an
+// append's record lives on its stack, and a new one is made only for a
+// session the index did not have. The caller holds ix.mu.
+func (ix *index) putCopyLocked(r *rec) {
+	if old := ix.recs[r.info.ID]; old != nil {
+		ix.updateLocked(old, r)
+		return
+	}
+	c := *r
+	ix.insertLocked(&c)
+}
+
+// insertLocked adds r, the record of a session the index does not have.
+// The caller holds ix.mu.
+func (ix *index) insertLocked(r *rec) {
+	id := r.info.ID
+	if ix.sorted != nil {
+		i, _ := slices.BinarySearchFunc(ix.sorted, r, cmpRec)
+		ix.sorted = slices.Insert(ix.sorted, i, r)
+	}
+	ix.recs[id] = r
+	if ix.s.fold {
+		ix.addFoldedLocked(id)
+	}
+}
+
+// updateLocked makes old, the record in the index, r. The caller holds
+// ix.mu.
+func (ix *index) updateLocked(old, r *rec) {
 	if ix.sorted != nil && !old.info.LastActivity.Equal(r.info.LastActivity) {
 		if i, ok := slices.BinarySearchFunc(ix.sorted, old, cmpRec); ok {
 			ix.sorted = slices.Delete(ix.sorted, i, i+1)

@@ -151,7 +151,7 @@ func (s *Store) markWriter(ix *index) (release func(), nonce string) {
 	if w := ix.markedBy.Load(); w != nil {
 		// Named already; the mark lives as long as the Store, and Close
 		// waits for wmu.
-		return s.wmu.RUnlock, w.nonce
+		return s.runlock, w.nonce
 	}
 	s.mu.Lock()
 	if s.writer == nil && !s.closed {
@@ -199,7 +199,7 @@ func (s *Store) markWriter(ix *index) (release func(), nonce string) {
 		ix.rewriteMu.Unlock()
 		ix.markedBy.Store(w)
 	}
-	return s.wmu.RUnlock, nonce
+	return s.runlock, nonce
 }
 
 // unmarkWriter closes this Store's marks, at Close, after the writes under

@@ -75,7 +75,12 @@ func (s *Store) namespaceDir(ns store.Namespace) string {
 	return filepath.Join(s.root, ns.Agent, usersDir, ns.Owner)
 }
 
-func sessionPath(dir, id string) string { return filepath.Join(dir, id+transcriptExt) }
+// sessionPath is filepath.Join(dir, id+transcriptExt) for a clean dir (a
+// namespace's folder) and a valid id (no separator, never "." or ".."),
+// where Join's Clean has nothing to do: one string, made once an append.
+func sessionPath(dir, id string) string {
+	return dir + string(filepath.Separator) + id + transcriptExt
+}
 
 // sessionID returns the id of a transcript file name, or false for any
 // other name.

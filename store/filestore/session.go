@@ -51,11 +51,11 @@ func (sf *sfile) close() {
 }
 
 func (sf *sfile) stat() error {
-	st, err := sf.f.Stat()
+	st, _, _, err := statOpen(sf.f, "")
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
-	sf.fileState = stateOf(st)
+	sf.fileState = st
 	return nil
 }
 
@@ -101,22 +101,22 @@ func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive
 		if err := lockCtx(ctx, f, exclusive); err != nil {
 			return nil, err
 		}
-		st, err := f.Stat()
+		st, gone, perm, err := statOpen(f, path)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("filestore: %w", err)
 		}
-		if unlinked(st, path) {
+		if gone {
 			// Deleted while we waited for the lock: what we hold is no
 			// longer the session.
 			f.Close()
 			continue
 		}
-		sf := &sfile{f: f, path: path, fileState: stateOf(st)}
+		sf := &sfile{f: f, path: path, fileState: st}
 		if reuse {
 			sf.keep = &s.handles
 		}
-		if create && sf.size == 0 && st.Mode().Perm() != fileMode {
+		if create && sf.size == 0 && perm != fileMode {
 			f.Chmod(fileMode) // the umask may have narrowed it
 		}
 		// A file just as the index last saw it ends in a newline: the

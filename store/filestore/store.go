@@ -49,6 +49,9 @@ type Store struct {
 	writer   *writerMark
 	markedNS map[store.Namespace]bool
 	wmu      sync.RWMutex
+	// runlock is wmu.RUnlock, made once: markWriter returns it to every
+	// append, and a method value made there would be an allocation each.
+	runlock func()
 
 	// marked is set once the encryption marker is known to be there for
 	// the protector's key (see marker.go).
@@ -156,6 +159,7 @@ func New(ctx context.Context, root string, opts ...Option) (*Store, error) {
 		indexes:  map[store.Namespace]*index{},
 		markedNS: map[store.Namespace]bool{},
 	}
+	s.runlock = s.wmu.RUnlock
 	marked, err := s.checkMarker()
 	if err != nil {
 		return nil, err
