@@ -525,12 +525,14 @@ func (s *Server) withUser(r *http.Request) (context.Context, string, *apiError) 
 	return ctx, user, nil
 }
 
-var saneRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+// saneRequestID is compiled on first use, not in every process that links
+// the server (the CLI's short commands among them).
+var saneRequestID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`) })
 
 // requestID returns the client's request id when it is sane (so it can
 // be logged as is), else a fresh one.
 func requestID(got string) string {
-	if saneRequestID.MatchString(got) {
+	if saneRequestID().MatchString(got) {
 		return got
 	}
 	var b [12]byte

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -55,7 +56,9 @@ func RequireApproval() Option { return func(t *Tool) { t.approval = true } }
 // not fit the tool's schema.
 var ErrInvalidArguments = errors.New("tool: invalid arguments")
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// nameRE is compiled on first use: a bounded repetition compiles to one
+// copy per count, work every process that links the package would do at start.
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // New returns a tool named name that calls fn with its arguments decoded
 // into A, a struct whose JSON schema is offered to the model. fn's result
@@ -110,7 +113,7 @@ func NewRaw(name, description string, schema json.RawMessage, fn func(ctx contex
 }
 
 func newTool(name, description string, schema json.RawMessage, call func(context.Context, json.RawMessage) (string, error), opts []Option) *Tool {
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		panic(fmt.Sprintf("tool name %q: use 1-64 of A-Z a-z 0-9 _ -", name))
 	}
 	t := &Tool{name: name, description: description, schema: schema, call: call}

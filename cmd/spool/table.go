@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rivo/uniseg"
@@ -162,11 +163,12 @@ func again(fs *flag.FlagSet, skip ...string) string {
 	return strings.Join(parts, " ")
 }
 
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:@=,+%-]+$`)
+// shellSafe is compiled on first use, not at the start of every command.
+var shellSafe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_./:@=,+%-]+$`) })
 
 // shellQuote quotes s for a POSIX shell when it needs it.
 func shellQuote(s string) string {
-	if shellSafe.MatchString(s) {
+	if shellSafe().MatchString(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -22,6 +22,7 @@ package termmd
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -34,7 +35,10 @@ import (
 	"github.com/yuin/goldmark/util"
 )
 
-var parser = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList)).Parser()
+// md is built on first use, not at the start of every command.
+var md = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList))
+})
 
 // Render returns src rendered for a terminal width columns wide (no
 // wrapping when width is 0 or less), without a trailing newline. Without
@@ -45,7 +49,7 @@ func Render(src string, width int, colour bool) string {
 		width = int(^uint(0) >> 1)
 	}
 	source := []byte(Printable(src))
-	doc := parser.Parse(text.NewReader(source))
+	doc := md().Parser().Parse(text.NewReader(source))
 	r := renderer{src: source, colour: colour}
 	return strings.Join(r.blocks(doc, width), "\n")
 }

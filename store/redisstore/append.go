@@ -55,7 +55,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 
 	var res any
 	if s.wait == nil {
-		res, err = appendScript.Run(ctx, s.c, keys, args...).Result()
+		res, err = appendScript().Run(ctx, s.c, keys, args...).Result()
 	} else {
 		res, err = s.appendAndWait(ctx, keys, args)
 	}
@@ -148,7 +148,7 @@ func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, 
 func (s *Store) settle(ctx context.Context, key store.Key, keys []string, args []any, sendErr error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	in, err := settleScript.Run(ctx, s.c, []string{keys[1], keys[0], keys[3]},
+	in, err := settleScript().Run(ctx, s.c, []string{keys[1], keys[0], keys[3]},
 		args[argNonce], args[argLine], fenceTTL.Milliseconds()).Int()
 	switch {
 	case err != nil:
@@ -178,7 +178,7 @@ func (s *Store) appendAndWait(ctx context.Context, keys []string, args []any) (a
 	}
 	conn := node.Conn()
 	defer conn.Close()
-	res, err := appendScript.Run(ctx, conn, keys, args...).Result()
+	res, err := appendScript().Run(ctx, conn, keys, args...).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +298,7 @@ func (s *Store) appendPipelined(ctx context.Context, items []pipelined) error {
 	for done := 0; done < len(items); {
 		pipe := s.c.Pipeline()
 		for _, it := range items[done:] {
-			appendScript.EvalSha(ctx, pipe, it.keys, it.args...)
+			appendScript().EvalSha(ctx, pipe, it.keys, it.args...)
 		}
 		cmds, _ := pipe.Exec(ctx)
 		for _, c := range cmds {
@@ -307,7 +307,7 @@ func (s *Store) appendPipelined(ctx context.Context, items []pipelined) error {
 			if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 				// The server lost its scripts (a restart): load it, send the
 				// rest again.
-				if err := appendScript.Load(ctx, s.c).Err(); err != nil {
+				if err := appendScript().Load(ctx, s.c).Err(); err != nil {
 					return fmt.Errorf("redisstore: append to session %s: %w", it.key, err)
 				}
 				break

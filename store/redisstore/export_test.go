@@ -18,7 +18,7 @@ type Keyed struct {
 // in batches, for loading benchmark data sets: the same writes as Append,
 // without a round trip each.
 func BulkAppend(ctx context.Context, s *Store, items []Keyed) error {
-	if err := appendScript.Load(ctx, s.c).Err(); err != nil {
+	if err := appendScript().Load(ctx, s.c).Err(); err != nil {
 		return err
 	}
 	const batch = 1000
@@ -29,7 +29,7 @@ func BulkAppend(ctx context.Context, s *Store, items []Keyed) error {
 			if err != nil {
 				return err
 			}
-			appendScript.EvalSha(ctx, pipe, keys, args...)
+			appendScript().EvalSha(ctx, pipe, keys, args...)
 		}
 		cmds, err := pipe.Exec(ctx)
 		if err != nil {
@@ -53,25 +53,25 @@ func AppendSentTwice(ctx context.Context, s *Store, key store.Key, e transcript.
 	if err != nil {
 		return nil, nil, err
 	}
-	if first, err = appendScript.Run(ctx, s.c, keys, args...).Slice(); err != nil {
+	if first, err = appendScript().Run(ctx, s.c, keys, args...).Slice(); err != nil {
 		return nil, nil, err
 	}
-	second, err = appendScript.Run(ctx, s.c, keys, args...).Slice()
+	second, err = appendScript().Run(ctx, s.c, keys, args...).Slice()
 	return first, second, err
 }
 
 // AppendScriptHash and SettleScriptHash are the SHA1s that EVALSHA names
 // the append and settle scripts by, for a test proxy to recognise them.
 var (
-	AppendScriptHash = appendScript.Hash()
-	SettleScriptHash = settleScript.Hash()
+	AppendScriptHash = appendScript().Hash()
+	SettleScriptHash = settleScript().Hash()
 )
 
 // LoadScripts puts the append and settle scripts in the server's script
 // cache, so that go-redis runs them with EVALSHA, never EVAL.
 func LoadScripts(ctx context.Context, s *Store) error {
-	if err := appendScript.Load(ctx, s.c).Err(); err != nil {
+	if err := appendScript().Load(ctx, s.c).Err(); err != nil {
 		return err
 	}
-	return settleScript.Load(ctx, s.c).Err()
+	return settleScript().Load(ctx, s.c).Err()
 }

@@ -50,7 +50,7 @@ type listed struct {
 // listPage runs listScript for up to limit sessions after bound.
 func (s *Store) listPage(ctx context.Context, ns store.Namespace, bound string, limit int) (listed, error) {
 	k := s.keys(ns)
-	res, err := listScript.Run(ctx, s.c, []string{k.index()}, k.sessionPrefix(), bound, limit).Slice()
+	res, err := listScript().Run(ctx, s.c, []string{k.index()}, k.sessionPrefix(), bound, limit).Slice()
 	if err != nil {
 		return listed{}, fmt.Errorf("redisstore: list %s: %w", ns, err)
 	}
@@ -98,7 +98,7 @@ func (s *Store) Delete(ctx context.Context, key store.Key) error {
 		return err
 	}
 	k := s.keys(key.Namespace())
-	err := deleteScript.Run(ctx, s.c, []string{k.log(key.ID), k.info(key.ID), k.index()}, "").Err()
+	err := deleteScript().Run(ctx, s.c, []string{k.log(key.ID), k.info(key.ID), k.index()}, "").Err()
 	if err != nil {
 		return fmt.Errorf("redisstore: delete session %s: %w", key, err)
 	}
@@ -129,7 +129,7 @@ func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention
 				continue
 			}
 			id := info.ID
-			n, err := deleteScript.Run(ctx, s.c, []string{k.log(id), k.info(id), k.index()}, page.members[i]).Int()
+			n, err := deleteScript().Run(ctx, s.c, []string{k.log(id), k.info(id), k.index()}, page.members[i]).Int()
 			if err != nil {
 				return deleted, fmt.Errorf("redisstore: prune %s: delete session %s: %w", ns, id, err)
 			}

@@ -90,7 +90,7 @@ func (s *Store) renew(lockKey, token string, stop <-chan struct{}, done chan<- s
 		case <-tick.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.lease/3)
-		n, err := renewScript.Run(ctx, s.c, []string{lockKey}, token, s.lease.Milliseconds()).Int()
+		n, err := renewScript().Run(ctx, s.c, []string{lockKey}, token, s.lease.Milliseconds()).Int()
 		cancel()
 		if err == nil && n == 0 {
 			return // lost: the lease ran out and the key is gone or another's
@@ -103,5 +103,5 @@ func (s *Store) renew(lockKey, token string, stop <-chan struct{}, done chan<- s
 func (s *Store) release(lockKey, token string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = releaseScript.Run(ctx, s.c, []string{lockKey}, token).Err()
+	_ = releaseScript().Run(ctx, s.c, []string{lockKey}, token).Err()
 }

@@ -1,10 +1,16 @@
 package redisstore
 
-import "github.com/redis/go-redis/v9"
+import (
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // The Lua scripts that make each multi-key operation atomic. redis.Script
 // runs them with EVALSHA and falls back to EVAL when the server's script
-// cache does not have them (after a restart or SCRIPT FLUSH).
+// cache does not have them (after a restart or SCRIPT FLUSH). Each is
+// made (its SHA-1 taken) on first use, not in every process that links
+// the store.
 //
 // Every key a script touches carries the namespace's hash tag, so on Redis
 // Cluster they are all in the slot of KEYS[1]. The listing and the index
@@ -61,7 +67,8 @@ end
 // Returns {1} when appended, {0, head} on a conflict, {2, length} when the
 // session's list and hash disagree about whether it exists, {3} when the
 // call was fenced off.
-var appendScript = redis.NewScript(luaHelpers + `
+var appendScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(luaHelpers + `
 local log, info, idx = KEYS[1], KEYS[2], KEYS[3]
 local n0 = redis.call('LLEN', log)
 local h = redis.call('HMGET', info, 'head', 'm', 'title', 'pending', 'msgs', 'op', 'compactions')
@@ -190,6 +197,7 @@ for _, m in ipairs(sample) do
 end
 return {1}
 `)
+})
 
 // settleScript finds out, after an append script was sent but its reply
 // never came back, whether the call was applied, and makes sure that it
@@ -209,7 +217,8 @@ return {1}
 // failure.
 //
 // Returns 1 when the entry is in the session, 0 when it is not.
-var settleScript = redis.NewScript(`
+var settleScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 redis.call('SADD', KEYS[3], ARGV[1])
 redis.call('PEXPIRE', KEYS[3], ARGV[3])
 if redis.call('HGET', KEYS[1], 'op') == ARGV[1] then
@@ -220,6 +229,7 @@ if redis.call('LPOS', KEYS[2], ARGV[2], 'RANK', -1) then
 end
 return 0
 `)
+})
 
 // listScript returns one page of a namespace's index with each session's hash,
 // dropping stale members on the way.
@@ -229,7 +239,8 @@ return 0
 //
 // Returns {more, m1, h1, m2, h2, ...}: more is 1 when members follow the
 // page, each m is a member and each h its session's HGETALL.
-var listScript = redis.NewScript(luaHelpers + `
+var listScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(luaHelpers + `
 local idx, prefix, bound, want = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3])
 local out = {0}
 local got = 0
@@ -261,6 +272,7 @@ if #redis.call('ZRANGEBYLEX', idx, bound, '+', 'LIMIT', 0, 1) > 0 then
 end
 return out
 `)
+})
 
 // deleteScript removes a session: its entries, its hash and its member.
 //
@@ -268,7 +280,8 @@ return out
 // or "" to delete whatever it holds.
 //
 // Returns the number of keys removed (0 when ARGV[1] no longer matches).
-var deleteScript = redis.NewScript(`
+var deleteScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 local m = redis.call('HGET', KEYS[2], 'm')
 if ARGV[1] ~= '' and m ~= ARGV[1] then
   return 0
@@ -278,21 +291,26 @@ if m then
 end
 return redis.call('UNLINK', KEYS[1], KEYS[2])
 `)
+})
 
 // renewScript extends a lock that still holds the caller's token.
 // KEYS: lock. ARGV: 1 token, 2 lease in ms. Returns 1 when renewed.
-var renewScript = redis.NewScript(`
+var renewScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
 `)
+})
 
 // releaseScript deletes a lock that still holds the caller's token.
 // KEYS: lock. ARGV: 1 token. Returns 1 when released.
-var releaseScript = redis.NewScript(`
+var releaseScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
 return 0
 `)
+})

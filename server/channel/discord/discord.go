@@ -69,6 +69,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -122,7 +123,9 @@ type Driver struct {
 	mux   *http.ServeMux
 }
 
-var snowflake = regexp.MustCompile(`^[0-9]{1,20}$`)
+// snowflake is compiled on first use, not in every process that links the
+// driver.
+var snowflake = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{1,20}$`) })
 
 // New returns the Discord driver of cfg, or an error naming a missing or
 // malformed setting.
@@ -134,7 +137,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("discord: the application id is missing (DISCORD_APPLICATION_ID)")
 	case cfg.BotToken == "":
 		return nil, fmt.Errorf("discord: the bot token is missing (DISCORD_BOT_TOKEN)")
-	case !snowflake.MatchString(cfg.ApplicationID):
+	case !snowflake().MatchString(cfg.ApplicationID):
 		return nil, fmt.Errorf("discord: the application id is not a Discord id (DISCORD_APPLICATION_ID)")
 	}
 	key, err := hex.DecodeString(cfg.PublicKey)
@@ -262,7 +265,7 @@ func (d *Driver) handleInteraction(w http.ResponseWriter, r *http.Request) {
 		user = in.Member.User
 	}
 	switch {
-	case user == nil || !snowflake.MatchString(user.ID) || !snowflake.MatchString(in.ChannelID) || !snowflake.MatchString(in.ID) || in.Token == "":
+	case user == nil || !snowflake().MatchString(user.ID) || !snowflake().MatchString(in.ChannelID) || !snowflake().MatchString(in.ID) || in.Token == "":
 		channel.WriteError(w, http.StatusBadRequest, "bad_request", "the interaction has no user, channel, id or token")
 		return
 	case user.Bot:

@@ -67,6 +67,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -260,7 +261,9 @@ type incoming struct {
 	channel, thread string
 }
 
-var mention = regexp.MustCompile(`<@[A-Z0-9]+(\|[^>]*)?>`)
+// mention and idChars are compiled on first use, not in every process that
+// links the driver.
+var mention = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<@[A-Z0-9]+(\|[^>]*)?>`) })
 
 // message returns the message an event asks the bot to answer, if any.
 func (d *Driver) message(ctx context.Context, cb *slackevents.EventsAPICallbackEvent, inner any) (incoming, bool) {
@@ -299,7 +302,7 @@ func (d *Driver) message(ctx context.Context, cb *slackevents.EventsAPICallbackE
 		d.cfg.Logger.Warn("slack event with ids no session can have; ignored")
 		return incoming{}, false
 	}
-	text = strings.TrimSpace(mention.ReplaceAllString(text, ""))
+	text = strings.TrimSpace(mention().ReplaceAllString(text, ""))
 	if text == "" {
 		return incoming{}, false
 	}
@@ -324,9 +327,9 @@ func unescape(s string) string {
 	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
 }
 
-var idChars = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,128}$`)
+var idChars = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._@-]{1,128}$`) })
 
-func validID(s string) bool { return idChars.MatchString(s) }
+func validID(s string) bool { return idChars().MatchString(s) }
 
 // tsTime reads a Slack ts ("1700000000.000100").
 func tsTime(ts string) time.Time {

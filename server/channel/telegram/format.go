@@ -3,6 +3,7 @@ package telegram
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spool-go/spool/server/channel/internal/markdown"
 )
@@ -17,7 +18,7 @@ var html = markdown.Style{
 	Code:   [2]string{"<code>", "</code>"},
 	Pre: func(lang, code string) string {
 		code = escape(strings.TrimRight(code, "\n"))
-		if lang = languageName.FindString(lang); lang != "" {
+		if lang = languageName().FindString(lang); lang != "" {
 			return `<pre><code class="language-` + lang + `">` + code + "</code></pre>"
 		}
 		return "<pre>" + code + "</pre>"
@@ -32,7 +33,9 @@ var html = markdown.Style{
 }
 
 var (
-	languageName = regexp.MustCompile(`^[A-Za-z0-9_+#-]{1,32}`)
+	// languageName is compiled on first use, not in every process that
+	// links the driver.
+	languageName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_+#-]{1,32}`) })
 	escaper      = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 	attr         = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
 )

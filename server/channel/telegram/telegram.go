@@ -65,6 +65,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	tg "github.com/go-telegram/bot"
@@ -103,7 +104,9 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-var secretChars = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+// secretChars and command are compiled on first use, not in every process
+// that links the driver: {1,256} alone compiles to 256 copies of the class.
+var secretChars = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`) })
 
 // Driver is the Telegram channel driver and its webhook.
 type Driver struct {
@@ -122,7 +125,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("telegram: the bot token is missing (TELEGRAM_BOT_TOKEN)")
 	case cfg.WebhookSecret == "":
 		return nil, fmt.Errorf("telegram: the webhook secret is missing (TELEGRAM_WEBHOOK_SECRET)")
-	case !secretChars.MatchString(cfg.WebhookSecret):
+	case !secretChars().MatchString(cfg.WebhookSecret):
 		return nil, fmt.Errorf("telegram: the webhook secret must be 1-256 of A-Z a-z 0-9 _ - (TELEGRAM_WEBHOOK_SECRET)")
 	}
 	id, err := strconv.ParseInt(strings.SplitN(cfg.Token, ":", 2)[0], 10, 64)
@@ -245,7 +248,7 @@ func conversation(m *models.Message) (string, bool) {
 	return id, m.Chat.ID != 0
 }
 
-var command = regexp.MustCompile(`^/(ask|start)(@[A-Za-z0-9_]+)?\b\s*`)
+var command = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/(ask|start)(@[A-Za-z0-9_]+)?\b\s*`) })
 
 // message dispatches a message for the bot, if it is one.
 func (d *Driver) message(ctx context.Context, m *models.Message) (string, error) {
@@ -253,7 +256,7 @@ func (d *Driver) message(ctx context.Context, m *models.Message) (string, error)
 		return "", nil
 	}
 	id, ok := conversation(m)
-	text := strings.TrimSpace(command.ReplaceAllString(m.Text, ""))
+	text := strings.TrimSpace(command().ReplaceAllString(m.Text, ""))
 	if !ok || text == "" {
 		return "", nil
 	}

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -30,12 +31,15 @@ type Style struct {
 	Quote  func(rendered string) string   // a block quote of rendered blocks
 }
 
-var parser = goldmark.New(goldmark.WithExtensions(extension.Strikethrough)).Parser()
+// md is built on first use, not in every process that links a driver.
+var md = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(goldmark.WithExtensions(extension.Strikethrough))
+})
 
 // Render renders src in style s.
 func Render(src string, s Style) string {
 	source := []byte(src)
-	doc := parser.Parse(text.NewReader(source))
+	doc := md().Parser().Parse(text.NewReader(source))
 	r := renderer{src: source, s: s}
 	return strings.TrimRight(r.blocks(doc, ""), "\n")
 }
