@@ -189,10 +189,12 @@
 // (it writes the data and the size needed to read it back, not the
 // timestamps). The first New switches the library to fdatasync, with
 // sqlite.Fdatasync(true): on ext4 an fsync of the log, which SQLite
-// overwrites in place once it has grown, also waits for the journal
-// commit of the file's new timestamps, and appends were 1.5 to 1.9 times
-// quicker without it (BenchmarkAppendFsync against BenchmarkAppend). The
-// switch is process-wide: every connection of modernc.org/sqlite in the
+// overwrites in place once it has grown, can also wait for a journal
+// commit of the file's new timestamps. How much that costs depends on the
+// disk: appends were 1.5 to 1.9 times quicker without it on this
+// machine's disk once (BenchmarkAppendFsync against BenchmarkAppend), and
+// within the noise at other times, when a sync of either kind took about
+// 100 µs (BENCHMARKS.md). The switch is process-wide: every connection of modernc.org/sqlite in the
 // process then commits the way stock SQLite does on Linux. A program
 // that must sync with fsync(2) (a seccomp filter that refuses fdatasync,
 // say) calls sqlite.Fdatasync(false) after its first New; later ones do

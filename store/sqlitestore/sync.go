@@ -14,8 +14,7 @@ import (
 // ext4 a commit then waits for a journal commit even when it overwrites
 // the log in place, as the write-ahead log is once it has grown. The
 // durability is the same (fdatasync writes the data and the size needed
-// to read it back), and appends were 1.5 to 1.9 times quicker
-// (BenchmarkAppendFsync against BenchmarkAppend; the package doc, "The
-// driver"). Where the library has no fdatasync (macOS, Windows) nothing
-// changes.
+// to read it back), and never slower; what it saves depends on the disk
+// (the package doc, "The driver"). Where the library has no fdatasync
+// (macOS, Windows) nothing changes.
 var commitWithFdatasync = sync.OnceFunc(func() { sqlite.Fdatasync(true) })
