@@ -73,6 +73,12 @@ type notifier struct {
 
 	// parts are messages whose first chunks came (the loop's own).
 	parts map[string]*partial
+
+	// The messages waiting for a flight, and whether one is in the air
+	// (see send).
+	sendMu sync.Mutex
+	queue  []*note
+	flying bool
 }
 
 // pgChannel is one LISTENed channel.
@@ -130,26 +136,125 @@ func (s *Store) Notify(ctx context.Context, key store.Key, msg []byte) error {
 	if err := n.hub.Notify(ctx, key, msg); err != nil {
 		return err
 	}
-	chunks := encodeChunks(n.tag, n.seq.Add(1), msg)
-	name := s.channelName(key)
-	var err error
-	if len(chunks) == 1 {
-		_, err = s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, name, chunks[0])
-	} else {
-		// One transaction: the chunks reach each listener together, in
-		// order, and not at all if it fails.
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			b := &pgx.Batch{}
-			for _, c := range chunks {
-				b.Queue(`SELECT pg_notify($1, $2)`, name, c)
-			}
-			return tx.SendBatch(ctx, b).Close()
-		})
-	}
-	if err != nil {
+	if err := s.send(ctx, s.channelName(key), encodeChunks(n.tag, n.seq.Add(1), msg)); err != nil {
 		return dbError("notify", key, err)
 	}
 	return nil
+}
+
+// A Store's notifications go to the server in flights: one pipeline of
+// pg_notify calls ended by one Sync, which Postgres runs as one implicit
+// transaction, so a flight is one round trip and a message's chunks reach
+// each listener together, in order, and not at all if it fails. One flight
+// is in the air at a time; what is notified meanwhile, from any session,
+// waits for the next one and goes in it, so that N turns notifying at once
+// cost one round trip, not N (as a group commit does). Flights are sent
+// in the order their messages were notified, so each key's messages keep
+// their order.
+
+// flightBytes bounds the payload of one flight: a megabyte snapshot goes
+// in a flight of its own, and the small messages queued after it wait for
+// one round trip, not for the whole queue.
+const flightBytes = 1 << 20
+
+// flightTimeout bounds a flight: it is sent for every message in it, so
+// it does not end with the context of the Notify that happened to send
+// it.
+const flightTimeout = 10 * time.Second
+
+// note is one message waiting for a flight, as its chunks.
+type note struct {
+	channel string
+	chunks  []string
+	size    int
+	done    chan error // the flight's outcome; buffered, so a flight never waits
+}
+
+// send queues chunks for channel and returns the outcome of the flight
+// that carries them (or ctx's error, when it ends first: the message may
+// still go). The Notify that finds no flight in the air sends the queue.
+func (s *Store) send(ctx context.Context, channel string, chunks []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	n := &s.notify
+	m := &note{channel: channel, chunks: chunks, done: make(chan error, 1)}
+	for _, c := range chunks {
+		m.size += len(c)
+	}
+	n.sendMu.Lock()
+	n.queue = append(n.queue, m)
+	lead := !n.flying
+	n.flying = true
+	n.sendMu.Unlock()
+	if lead {
+		s.fly()
+	}
+	select {
+	case err := <-m.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// fly sends the queue, a flight at a time, until it is empty. The first
+// flight carries the caller's own message; the rest are sent from a
+// goroutine, so that the caller's Notify returns after one flight.
+func (s *Store) fly() {
+	n := &s.notify
+	for first := true; ; first = false {
+		n.sendMu.Lock()
+		if len(n.queue) == 0 {
+			n.flying = false
+			n.sendMu.Unlock()
+			return
+		}
+		if !first {
+			n.sendMu.Unlock()
+			go s.fly()
+			return
+		}
+		k, size := 0, 0
+		for k < len(n.queue) && (k == 0 || size+n.queue[k].size <= flightBytes) {
+			size += n.queue[k].size
+			k++
+		}
+		flight := n.queue[:k:k]
+		n.queue = append([]*note(nil), n.queue[k:]...)
+		n.sendMu.Unlock()
+		err := s.sendFlight(flight)
+		var pe *pgconn.PgError
+		if len(flight) > 1 && errors.As(err, &pe) {
+			// The server refused a statement, and with it the
+			// flight: each message goes again on its own, so that one
+			// the server will not take fails alone.
+			for _, m := range flight {
+				m.done <- s.sendFlight([]*note{m})
+			}
+			continue
+		}
+		for _, m := range flight {
+			m.done <- err
+		}
+	}
+}
+
+// sendFlight sends the messages of one flight in one round trip.
+func (s *Store) sendFlight(flight []*note) error {
+	ctx, cancel := context.WithTimeout(context.Background(), flightTimeout)
+	defer cancel()
+	if len(flight) == 1 && len(flight[0].chunks) == 1 {
+		_, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, flight[0].channel, flight[0].chunks[0])
+		return err
+	}
+	b := &pgx.Batch{}
+	for _, m := range flight {
+		for _, c := range m.chunks {
+			b.Queue(`SELECT pg_notify($1, $2)`, m.channel, c)
+		}
+	}
+	return s.pool.SendBatch(ctx, b).Close()
 }
 
 // encodeChunks is msg as NOTIFY payloads: "TAG SEQ I N BASE64", the I-th

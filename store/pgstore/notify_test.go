@@ -108,6 +108,93 @@ func TestNotifyOwnOnce(t *testing.T) {
 	}
 }
 
+// Many sessions notifying at once share flights (see send): each
+// session's messages still reach the other Store's listener in order and
+// whole, long ones (in chunks) and one longer than a flight among them.
+func TestNotifyFlights(t *testing.T) {
+	schema := newSchema(t)
+	one, two := openIn(t, schema), openIn(t, schema)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const keys, perKey = 8, 12
+	msg := func(k, i int) []byte {
+		size := [...]int{3, 9000, 40, flightBytes + 5000}[(k+i)%4]
+		if size > flightBytes && k != 0 {
+			size = 100
+		}
+		return bytes.Repeat([]byte{byte(k), byte(i)}, size/2+1)[:size]
+	}
+	chans := make([]<-chan []byte, keys)
+	for k := range keys {
+		var err error
+		if chans[k], err = two.Listen(ctx, store.Key{Agent: "a", ID: fmt.Sprint("s", k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, keys)
+	for k := range keys {
+		go func() {
+			for i := range perKey {
+				if err := one.Notify(ctx, store.Key{Agent: "a", ID: fmt.Sprint("s", k)}, msg(k, i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range keys {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range keys {
+		for i := range perKey {
+			if got, want := storetest.Receive(t, chans[k], fmt.Sprintf("session %d message %d", k, i)), msg(k, i); !bytes.Equal(got, want) {
+				t.Fatalf("session %d message %d: %d bytes starting %v, want %d starting %v", k, i, len(got), got[:min(2, len(got))], len(want), want[:2])
+			}
+		}
+	}
+}
+
+// A flight the server refuses a statement of is sent again a message at
+// a time: the message it will not take fails alone, the others go.
+func TestNotifyFlightRefused(t *testing.T) {
+	schema := newSchema(t)
+	one, two := openIn(t, schema), openIn(t, schema)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key := store.Key{Agent: "a", ID: "s"}
+	ch, err := two.Listen(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &one.notify
+	n.init()
+	name := one.channelName(key)
+	good := &note{channel: name, chunks: encodeChunks(n.tag, 1, []byte("good")), done: make(chan error, 1)}
+	// NOTIFY takes no payload of 8000 bytes or more.
+	bad := &note{channel: name, chunks: []string{strings.Repeat("x", 9000)}, done: make(chan error, 1)}
+	n.sendMu.Lock()
+	n.queue, n.flying = []*note{bad, good}, true
+	n.sendMu.Unlock()
+	one.fly()
+	if err := <-bad.done; err == nil {
+		t.Fatal("a payload of 9000 bytes was taken")
+	}
+	if err := <-good.done; err != nil {
+		t.Fatalf("the message flying with a refused one: %v", err)
+	}
+	if got := storetest.Receive(t, ch, "the good message"); string(got) != "good" {
+		t.Fatalf("got %q", got)
+	}
+	n.sendMu.Lock()
+	defer n.sendMu.Unlock()
+	if n.flying || len(n.queue) != 0 {
+		t.Fatalf("after the flights: flying %v, %d queued", n.flying, len(n.queue))
+	}
+}
+
 // FuzzDecodeChunk: any payload is taken in without a panic; the
 // payloads Notify makes come out as the message.
 func FuzzDecodeChunk(f *testing.F) {
