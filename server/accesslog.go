@@ -45,20 +45,25 @@ func (s *Server) accessLog(ctx context.Context, r *http.Request, rw *statusWrite
 	if !s.log.Enabled(ctx, level) {
 		return
 	}
-	attrs := []slog.Attr{
+	// The record is made here rather than by Logger.LogAttrs, which
+	// walks the stack for the caller's source line on every request: the
+	// line's source is always this function, so it has none.
+	rec := slog.NewRecord(time.Now(), level, "request", 0)
+	rec.AddAttrs(
 		slog.String("method", r.Method), slog.String("route", path),
 		slog.Int("status", rw.status()), slog.Int64("bytes", rw.n),
 		slog.Duration("duration", d),
-	}
+	)
 	if ident.Name != "" {
-		attrs = append(attrs, slog.String("key", ident.Name))
+		rec.AddAttrs(slog.String("key", ident.Name))
 	}
 	if s.userScoped && (ident.User != "" || ident.Project) {
 		// The user acted for: the key's own, or the one a project key
 		// named (only when that name is valid: it is the client's text).
 		if user, aerr := s.actor(ident, r.Header); aerr == nil && user != "" {
-			attrs = append(attrs, slog.String("user", user))
+			rec.AddAttrs(slog.String("user", user))
 		}
 	}
-	s.log.LogAttrs(ctx, level, "request", attrs...)
+	// A handler's error has nowhere to go, as in Logger.LogAttrs.
+	_ = s.log.Handler().Handle(ctx, rec)
 }

@@ -241,15 +241,11 @@ func (s *Server) actor(id Identity, h http.Header) (string, *apiError) {
 	return hdr, nil
 }
 
-type identityKey struct{}
-
-func withIdentity(ctx context.Context, id Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
-}
-
 // IdentityFromContext returns the identity the server authenticated a request
 // as, for handlers mounted behind it.
 func IdentityFromContext(ctx context.Context) (Identity, bool) {
-	id, ok := ctx.Value(identityKey{}).(Identity)
-	return id, ok
+	if c := requestOf(ctx); c != nil && c.authenticated {
+		return c.ident, true
+	}
+	return Identity{}, false
 }

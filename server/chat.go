@@ -194,7 +194,7 @@ func (c *HTTPChannel) stream(w http.ResponseWriter, r *http.Request, p *channel.
 func (s *Server) streamError(r *http.Request, err error) *apiError {
 	ae := apiErrorFor(err)
 	if ae.Code == CodeInternal {
-		logger(r.Context()).ErrorContext(r.Context(), "stream failed", "error", err)
+		s.log.ErrorContext(r.Context(), "stream failed", "error", err)
 	}
 	return ae
 }

@@ -3,7 +3,7 @@ package server
 import (
 	"io"
 	"net/http"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,21 +23,21 @@ func bodyDeadline(w http.ResponseWriter, r *http.Request, d time.Duration) io.Re
 	if err := rc.SetReadDeadline(time.Now().Add(d)); err != nil {
 		return r.Body
 	}
-	return &deadlineBody{ReadCloser: r.Body, lift: func() { rc.SetReadDeadline(time.Time{}) }}
+	return &deadlineBody{ReadCloser: r.Body, rc: rc}
 }
 
 // deadlineBody lifts the connection's read deadline once the body is
 // done.
 type deadlineBody struct {
 	io.ReadCloser
-	lift func()
-	once sync.Once
+	rc     *http.ResponseController
+	lifted atomic.Bool
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
-		b.once.Do(b.lift)
+	if err == io.EOF && b.lifted.CompareAndSwap(false, true) {
+		b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
 }

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/server/channel"
@@ -173,7 +175,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.Status >= 500 && ae.Code == CodeInternal {
 		// Error texts of the runtime and stores name sessions and causes,
 		// never content.
-		logger(r.Context()).ErrorContext(r.Context(), "request failed", "error", err)
+		s.log.ErrorContext(r.Context(), "request failed", "error", err)
 	}
 	writeAPIError(w, ae, errorBody{})
 }
@@ -189,14 +191,33 @@ func writeAPIError(w http.ResponseWriter, ae *apiError, body errorBody) {
 	writeJSON(w, ae.Status, body)
 }
 
+// writeJSON answers status with v as JSON and a newline, as json.Marshal
+// encodes it, into a buffer kept across responses.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer putJSONBuffer(buf)
+	buf.Reset()
+	// Encode is Marshal and a newline.
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		status = http.StatusInternalServerError
-		b = []byte(`{"error":{"code":"internal","message":"cannot encode the response"}}`)
+		buf.Reset()
+		buf.WriteString(`{"error":{"code":"internal","message":"cannot encode the response"}}` + "\n")
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	w.Write(buf.Bytes())
+}
+
+// jsonBuffers are writeJSON's buffers.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putJSONBuffer keeps buf for another response unless it grew past what
+// most responses need (a long listing), so that one large answer does not
+// stay in memory for good.
+func putJSONBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= 64<<10 {
+		jsonBuffers.Put(buf)
+	}
 }

@@ -27,12 +27,28 @@ func (s *Server) turnContext(ctx context.Context) (context.Context, context.Canc
 	if s.opts.OnDisconnect == DisconnectCancel {
 		return context.WithCancel(ctx)
 	}
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.TurnTimeout)
-	stop := context.AfterFunc(s.base, cancel)
-	return tctx, func() {
-		stop()
-		cancel()
+	// A child of s.base, so that Close ends it, carrying the request's
+	// values: one context and its timer, where the request's context
+	// without its cancellation, a timeout under it and an AfterFunc on
+	// s.base to cancel it were three, each allocating.
+	tctx, cancel := context.WithTimeout(s.base, s.opts.TurnTimeout)
+	return valuesOf{Context: tctx, values: ctx}, cancel
+}
+
+// valuesOf is the context Context (its deadline, its cancellation) with
+// the values of values. Context's own chain carries no value but the
+// context package's own (which is how a context made under a valuesOf
+// finds the cancellation it depends on), so it is asked first.
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (c valuesOf) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
 	}
+	return c.values.Value(key)
 }
 
 // detach runs the turn start returns (given the turn's context) and

@@ -405,13 +405,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 	rid := requestID(r.Header.Get("X-Request-Id"))
 	w.Header().Set("X-Request-Id", rid)
 	// s.log's handler adds the request id of the context to every
-	// record.
+	// record. The request id and, once authenticated, the identity are
+	// one context value, made once: the handler is given the request
+	// only once both are known.
 	log := s.log
-	ctx := context.WithValue(r.Context(), requestIDKey{}, rid)
-	ctx = context.WithValue(ctx, loggerKey{}, log)
+	rctx := &requestContext{Context: r.Context(), id: rid}
+	ctx := context.Context(rctx)
 	rw := &statusWriter{ResponseWriter: w}
-	outer := r
-	r = r.WithContext(ctx)
 	var ident Identity
 	var served *http.Request // what next was given: the mux sets its Pattern
 	defer func() {
@@ -428,7 +428,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 		// The pattern for otelhttp, which names the server span and
 		// labels its metrics by it; the span's http.route is ours to
 		// set, the route being known only now.
-		outer.Pattern = route.pattern
+		r.Pattern = route.pattern
 		if s.tel != nil {
 			s.tel.routed(ctx, route.path)
 		}
@@ -440,12 +440,23 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 	if s.tel != nil {
 		rw.onStream = func() { rw.stream = s.tel.streamOpened(ctx, s.routeOf(r, served).path) }
 	}
+	// serve hands the request to next, its body capped (MaxBodyBytes,
+	// ReadTimeout) when capped.
+	serve := func(capped bool) {
+		served = r.WithContext(ctx)
+		if capped {
+			// The underlying writer, so that an oversized body also
+			// closes the connection.
+			served.Body = http.MaxBytesReader(w, served.Body, s.opts.MaxBodyBytes)
+			served.Body = bodyDeadline(w, served, s.opts.ReadTimeout)
+		}
+		next.ServeHTTP(rw, served)
+	}
 	if isProbe(r.URL.Path) {
 		// Public, during shutdown too, and never held to the Host
 		// check: a load balancer or the kubelet names the server by its
 		// address.
-		served = r
-		next.ServeHTTP(rw, r)
+		serve(false)
 		return
 	}
 	if s.refusing.Load() {
@@ -456,10 +467,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 	if s.isWebhook(r.URL.Path) {
 		// The platform's own authentication, in the driver, comes
 		// before anything is touched.
-		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
-		r.Body = bodyDeadline(w, r, s.opts.ReadTimeout)
-		served = r
-		next.ServeHTTP(rw, r)
+		serve(true)
 		return
 	}
 	if s.opts.Keys.Len() == 0 && !s.hostAllowed(r.Host) {
@@ -469,8 +477,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 	if s.opts.UI != nil && !s.isAPIPath(r.URL.Path) {
 		// The UI authenticates through the API it calls; its own
 		// pages are public.
-		served = r
-		next.ServeHTTP(rw, r)
+		serve(false)
 		return
 	}
 	id, aerr := s.authenticate(r.Header)
@@ -479,14 +486,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 		return
 	}
 	ident = id
-	ctx = withIdentity(ctx, id)
-	// The underlying writer, so that an oversized body also closes
-	// the connection.
-	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
-	r.Body = bodyDeadline(w, r, s.opts.ReadTimeout)
-	r = r.WithContext(ctx)
-	served = r
-	next.ServeHTTP(rw, r)
+	rctx.ident, rctx.authenticated = id, true
+	serve(true)
 }
 
 // isAPIPath reports whether path belongs to a route of the server rather
@@ -540,20 +541,41 @@ func requestID(got string) string {
 	return hex.EncodeToString(b[:])
 }
 
-type requestIDKey struct{}
-type loggerKey struct{}
+// requestContext is the context the middleware gives a request: its id
+// and, once the request is authenticated, who it acts as. Both are one
+// value found by requestKey, so that a request costs one context, not
+// one per value.
+type requestContext struct {
+	context.Context
+	id            string
+	ident         Identity
+	authenticated bool
+}
+
+type requestKey struct{}
+
+// Value returns the requestContext itself for requestKey; the parent
+// answers every other key.
+func (c *requestContext) Value(key any) any {
+	if key == (requestKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// requestOf returns the middleware's context of the request ctx belongs
+// to, or nil.
+func requestOf(ctx context.Context) *requestContext {
+	c, _ := ctx.Value(requestKey{}).(*requestContext)
+	return c
+}
 
 // RequestIDFromContext returns the id of the request ctx belongs to.
 func RequestIDFromContext(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
-
-func logger(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
-		return l
+	if c := requestOf(ctx); c != nil {
+		return c.id
 	}
-	return slog.Default()
+	return ""
 }
 
 // LogHandler wraps h so that records logged with a request's context
