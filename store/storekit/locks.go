@@ -3,6 +3,7 @@ package storekit
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/spool-go/spool/store"
 )
@@ -43,13 +44,25 @@ func (l *LocalLocks) Lock(ctx context.Context, key store.Key) (unlock func(), er
 		l.unref(key, k)
 		return nil, ctx.Err()
 	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			<-k.held
-			l.unref(key, k)
-		})
-	}, nil
+	h := &lockHold{l: l, key: key, k: k}
+	return h.unlock, nil
+}
+
+// lockHold is one holding of a lock: its unlock is the function Lock
+// returns, a method value, so a lock taken costs two allocations (this
+// and the method value) rather than a sync.Once and two closures.
+type lockHold struct {
+	l    *LocalLocks
+	key  store.Key
+	k    *localLock
+	done atomic.Bool
+}
+
+func (h *lockHold) unlock() {
+	if h.done.CompareAndSwap(false, true) {
+		<-h.k.held
+		h.l.unref(h.key, h.k)
+	}
 }
 
 // Len returns how many keys are locked or waited for.
