@@ -64,10 +64,10 @@ func control(b []byte) bool {
 // channel closed), never waited for; when the store drops the listener,
 // every subscriber is, and the next one listens again.
 type relaySub struct {
-	ready  chan struct{} // closed once listening; err says whether it failed
-	err    error
-	cancel context.CancelFunc
-	refs   int // subscribers, under liveHub.subMu
+	ready chan struct{} // closed once listening; err says whether it failed
+	err   error
+	stop  func() // ends the store's listener (store.ListenFunc), under liveHub.subMu
+	refs  int    // subscribers, under liveHub.subMu
 
 	mu   sync.Mutex
 	outs map[*subOut]struct{}
@@ -131,11 +131,8 @@ func (h *liveHub) attach(st store.Store, key store.Key, out *subOut) (func(), er
 		sub.refs++
 		h.subMu.Unlock()
 		if mine {
-			ctx, cancel := context.WithCancel(context.Background())
-			sub.cancel = cancel
-			raw, err := store.Listen(ctx, st, key)
+			stop, err := store.ListenFunc(st, key, func(b []byte) { h.deliver(key, sub, b) })
 			if err != nil {
-				cancel()
 				sub.err = err
 				h.subMu.Lock()
 				if h.subs[key] == sub {
@@ -143,7 +140,9 @@ func (h *liveHub) attach(st store.Store, key store.Key, out *subOut) (func(), er
 				}
 				h.subMu.Unlock()
 			} else {
-				go h.pump(key, sub, raw)
+				h.subMu.Lock()
+				sub.stop = stop
+				h.subMu.Unlock()
 			}
 			close(sub.ready)
 		}
@@ -183,62 +182,77 @@ func (h *liveHub) attach(st store.Store, key store.Key, out *subOut) (func(), er
 }
 
 // release counts a subscriber of sub gone; the last one ends its
-// listener.
+// listener. The listener is stopped without h.subMu held: a Hub calls
+// its listeners' functions holding its own lock (deliver), and stop
+// takes that lock.
 func (h *liveHub) release(key store.Key, sub *relaySub) {
 	h.subMu.Lock()
-	defer h.subMu.Unlock()
 	if sub.refs--; sub.refs > 0 {
+		h.subMu.Unlock()
 		return
 	}
 	if h.subs[key] == sub {
 		delete(h.subs, key)
 	}
-	if sub.cancel != nil {
-		sub.cancel()
+	stop := sub.stop
+	sub.stop = nil
+	h.subMu.Unlock()
+	if stop != nil {
+		stop()
 	}
 }
 
-// pump decodes each message of sub's listener once and hands it to every
-// subscriber that reads it, dropping any that is full.
-func (h *liveHub) pump(key store.Key, sub *relaySub, raw <-chan []byte) {
-	for b := range raw {
-		ctl := control(b)
-		sub.mu.Lock()
-		full := sub.full > 0
-		sub.mu.Unlock()
-		if !ctl && !full {
-			continue // a run's own events and snaps, with no watcher here: not decoded
-		}
-		m := new(relayMsg)
-		if json.Unmarshal(b, m) != nil {
+// deliver decodes b, a message of sub's listener, once and hands it to
+// every subscriber that reads it, dropping any that is full; a nil b
+// says the store dropped the listener. It is the listener's function
+// (store.ListenFunc): it runs on the goroutine that delivers the message,
+// for the memory store inside Notify, and never blocks.
+func (h *liveHub) deliver(key store.Key, sub *relaySub, b []byte) {
+	if b == nil {
+		h.dead(key, sub)
+		return
+	}
+	ctl := control(b)
+	sub.mu.Lock()
+	full := sub.full > 0
+	sub.mu.Unlock()
+	if !ctl && !full {
+		return // a run's own events and snaps, with no watcher here: not decoded
+	}
+	m := new(relayMsg)
+	if json.Unmarshal(b, m) != nil {
+		return
+	}
+	var buf [4]func(*relayMsg)
+	fns := buf[:0] // called once the lock is let go: a stop runs the run's cancel
+	sub.mu.Lock()
+	for out := range sub.outs {
+		if !out.all && !ctl {
 			continue
 		}
-		var buf [4]func(*relayMsg)
-		fns := buf[:0] // called once the lock is let go: a stop runs the run's cancel
-		sub.mu.Lock()
-		for out := range sub.outs {
-			if !out.all && !ctl {
-				continue
-			}
-			if out.fn != nil {
-				fns = append(fns, out.fn)
-				continue
-			}
-			select {
-			case out.ch <- m:
-			default:
-				close(out.ch) // too slow: dropped, it catches up another way
-				delete(sub.outs, out)
-				if out.all {
-					sub.full--
-				}
-			}
+		if out.fn != nil {
+			fns = append(fns, out.fn)
+			continue
 		}
-		sub.mu.Unlock()
-		for _, fn := range fns {
-			fn(m)
+		select {
+		case out.ch <- m:
+		default:
+			close(out.ch) // too slow: dropped, it catches up another way
+			delete(sub.outs, out)
+			if out.all {
+				sub.full--
+			}
 		}
 	}
+	sub.mu.Unlock()
+	for _, fn := range fns {
+		fn(m)
+	}
+}
+
+// dead ends sub once the store dropped its listener: every subscriber
+// is dropped, and the next one listens again.
+func (h *liveHub) dead(key store.Key, sub *relaySub) {
 	var fns []func(*relayMsg)
 	sub.mu.Lock()
 	sub.dead = true
@@ -339,7 +353,7 @@ func (a *Agent) onControl(t *liveTurn, m *relayMsg) {
 			}
 		}()
 	case m.T == "stop":
-		t.cancel()
+		t.stop()
 	case m.T == "sync":
 		evs, done, _ := t.since(0)
 		// Not on the subscription's goroutine: a notify may be a round

@@ -176,6 +176,11 @@ func (s *countingStore) Listen(ctx context.Context, key store.Key) (<-chan []byt
 	return s.Store.Listen(ctx, key)
 }
 
+func (s *countingStore) ListenFunc(key store.Key, fn func([]byte)) (func(), error) {
+	s.listens.Add(1)
+	return s.Store.ListenFunc(key, fn)
+}
+
 // The watchers of a session in a process that does not run its turn
 // share one listener of the store (one decode of each message), and each
 // gets the whole turn, once; the listener goes with the last of them.

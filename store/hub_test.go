@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -124,4 +126,106 @@ func TestHubCancelWhileQueued(t *testing.T) {
 	if err := h.Notify(t.Context(), key, []byte("after")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A ListenFunc listener gets every message in order, on Notify's
+// goroutine, nothing after stop, and nil once when dropped.
+func TestHubListenFunc(t *testing.T) {
+	var h store.Hub
+	key := store.Key{Agent: "a", ID: "s"}
+	ctx := t.Context()
+	var got []string
+	stop, err := h.ListenFunc(key, func(msg []byte) { got = append(got, string(msg)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := h.Notify(ctx, key, []byte(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"0", "1", "2"}; !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	stop()
+	stop() // safe twice
+	_ = h.Notify(ctx, key, []byte("late"))
+	if len(got) != 3 {
+		t.Fatalf("called after stop: %q", got)
+	}
+
+	var drops int
+	var msgs []string
+	_, err = h.ListenFunc(key, func(msg []byte) {
+		if msg == nil {
+			drops++
+			return
+		}
+		msgs = append(msgs, string(msg))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Drop(key)
+	h.DropAll()
+	_ = h.Notify(ctx, key, []byte("after the drop"))
+	if drops != 1 || len(msgs) != 0 {
+		t.Fatalf("dropped listener: %d drops, messages %q; want 1 drop, none", drops, msgs)
+	}
+}
+
+// store.ListenFunc gives a Notifier without ListenFunc the same contract
+// through Listen: messages in order, nil once on a drop, nothing after
+// stop.
+func TestListenFuncFallback(t *testing.T) {
+	n := &chanOnly{}
+	key := store.Key{Agent: "a", ID: "s"}
+	ctx := t.Context()
+	msgs := make(chan []byte, 8)
+	if _, err := store.ListenFunc(n, key, func(msg []byte) { msgs <- msg }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		_ = n.Notify(ctx, key, []byte(strconv.Itoa(i)))
+	}
+	for i := range 3 {
+		if got := string(<-msgs); got != strconv.Itoa(i) {
+			t.Fatalf("message %d is %q", i, got)
+		}
+	}
+	n.hub.Drop(key)
+	if got := <-msgs; got != nil {
+		t.Fatalf("after a drop: %q, want nil", got)
+	}
+
+	stopped := make(chan []byte, 8)
+	stop, err := store.ListenFunc(n, key, func(msg []byte) { stopped <- msg })
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	_ = n.Notify(ctx, key, []byte("late"))
+	n.hub.Drop(key)
+	select {
+	case m := <-stopped:
+		t.Fatalf("called after stop with %q", m)
+	default:
+	}
+	if _, err := store.ListenFunc(&basic{}, key, func([]byte) {}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("a store without notifications: %v, want ErrUnsupported", err)
+	}
+}
+
+// chanOnly is a Notifier with only Listen: a Hub's two methods.
+type chanOnly struct {
+	basic
+	hub store.Hub
+}
+
+func (c *chanOnly) Notify(ctx context.Context, key store.Key, msg []byte) error {
+	return c.hub.Notify(ctx, key, msg)
+}
+
+func (c *chanOnly) Listen(ctx context.Context, key store.Key) (<-chan []byte, error) {
+	return c.hub.Listen(ctx, key)
 }

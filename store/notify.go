@@ -33,6 +33,64 @@ type Notifier interface {
 	Listen(ctx context.Context, key Key) (<-chan []byte, error)
 }
 
+// FuncListener is a Notifier that can also hand each message to a
+// function instead of a channel: such a listener costs no channel, no
+// context and no goroutine of its own, which matters to a process that
+// keeps one per session it ran lately (package spool's live turns). The
+// memory store (a Hub) implements it; ListenFunc gives the same to any
+// Notifier.
+type FuncListener interface {
+	// ListenFunc calls fn with each message notified on key from now on
+	// (it returns once listening), in order, until stop is called; after
+	// stop returns fn is not called again. A listener the Notifier drops
+	// (its transport may have lost messages) gets fn(nil), once, and no
+	// more. fn runs on the goroutine delivering the message (for a Hub,
+	// Notify's, holding the Hub's lock), so it must not block and must
+	// not call the Notifier or stop; fn(nil) is called without any lock
+	// held, and may.
+	ListenFunc(key Key, fn func(msg []byte)) (stop func(), err error)
+}
+
+// ListenFunc calls s's ListenFunc when s is a FuncListener; for any other
+// Notifier it listens with Listen and calls fn from a goroutine of its
+// own, with the same contract. It is errors.ErrUnsupported when s is not
+// a Notifier.
+func ListenFunc(s Store, key Key, fn func(msg []byte)) (stop func(), err error) {
+	if l, ok := s.(FuncListener); ok {
+		return l.ListenFunc(key, fn)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := Listen(ctx, s, key)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	var mu sync.Mutex // held while fn runs, so that after stop fn is not called
+	stopped := false
+	go func() {
+		for msg := range ch {
+			mu.Lock()
+			if !stopped {
+				fn(msg)
+			}
+			mu.Unlock()
+		}
+		mu.Lock()
+		dropped := !stopped // the channel closed, and not by stop
+		stopped = true
+		mu.Unlock()
+		if dropped {
+			fn(nil)
+		}
+	}()
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		cancel()
+	}, nil
+}
+
 // Notify calls s's Notify, or is errors.ErrUnsupported when s is not a
 // Notifier.
 func Notify(ctx context.Context, s Store, key Key, msg []byte) error {
@@ -79,6 +137,7 @@ type Hub struct {
 // still gets what was queued before, as it would from a channel of
 // ListenBuffer slots, unless its context ended (abandoned, done closed).
 type hubSub struct {
+	fn        func([]byte) // a ListenFunc listener: called instead of ch
 	ch        chan []byte
 	queue     [][]byte
 	pumping   bool
@@ -98,6 +157,10 @@ func (h *Hub) Notify(ctx context.Context, key Key, msg []byte) error {
 }
 
 func (h *Hub) sendLocked(key Key, sub *hubSub, msg []byte) {
+	if sub.fn != nil {
+		sub.fn(msg)
+		return
+	}
 	if len(sub.queue) == 0 {
 		select {
 		case sub.ch <- msg:
@@ -106,7 +169,7 @@ func (h *Hub) sendLocked(key Key, sub *hubSub, msg []byte) {
 		}
 	}
 	if len(sub.ch)+len(sub.queue) >= ListenBuffer {
-		h.dropLocked(key, sub)
+		h.dropLocked(key, sub, nil) // a channel's: nothing to call
 		return
 	}
 	sub.queue = append(sub.queue, msg)
@@ -150,19 +213,11 @@ func (h *Hub) Listen(ctx context.Context, key Key) (<-chan []byte, error) {
 		return nil, err
 	}
 	sub := &hubSub{ch: make(chan []byte, hubChan)}
-	h.mu.Lock()
-	if h.subs == nil {
-		h.subs = map[Key]map[*hubSub]struct{}{}
-	}
-	if h.subs[key] == nil {
-		h.subs[key] = map[*hubSub]struct{}{}
-	}
-	h.subs[key][sub] = struct{}{}
-	h.mu.Unlock()
+	h.add(key, sub)
 	context.AfterFunc(ctx, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		h.dropLocked(key, sub)
+		h.dropLocked(key, sub, nil)
 		if sub.pumping && !sub.abandoned {
 			sub.abandoned = true
 			close(sub.done)
@@ -171,40 +226,76 @@ func (h *Hub) Listen(ctx context.Context, key Key) (<-chan []byte, error) {
 	return sub.ch, nil
 }
 
-// DropAll closes the channel of every listener, as Notify does to one
-// that fell behind: for a Notifier that embeds a Hub and whose transport
-// may have lost messages (a connection to its server dropped and came
-// back), so that its listeners catch up another way instead of missing
-// something silently.
-func (h *Hub) DropAll() {
+// ListenFunc implements FuncListener.
+func (h *Hub) ListenFunc(key Key, fn func(msg []byte)) (stop func(), err error) {
+	sub := &hubSub{fn: fn}
+	h.add(key, sub)
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.dropLocked(key, sub, nil) // stopped, not dropped: fn is not called
+	}, nil
+}
+
+func (h *Hub) add(key Key, sub *hubSub) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.subs == nil {
+		h.subs = map[Key]map[*hubSub]struct{}{}
+	}
+	if h.subs[key] == nil {
+		h.subs[key] = map[*hubSub]struct{}{}
+	}
+	h.subs[key][sub] = struct{}{}
+}
+
+// DropAll closes the channel of every listener, as Notify does to one
+// that fell behind (a ListenFunc listener gets fn(nil)): for a Notifier
+// that embeds a Hub and whose transport may have lost messages (a
+// connection to its server dropped and came back), so that its
+// listeners catch up another way instead of missing something silently.
+func (h *Hub) DropAll() {
+	h.mu.Lock()
+	var fns []func([]byte)
 	for key, subs := range h.subs {
 		for sub := range subs {
-			h.dropLocked(key, sub)
+			fns = h.dropLocked(key, sub, fns)
 		}
+	}
+	h.mu.Unlock()
+	for _, fn := range fns {
+		fn(nil)
 	}
 }
 
 // Drop closes the channel of every listener of key (see DropAll).
 func (h *Hub) Drop(key Key) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	var fns []func([]byte)
 	for sub := range h.subs[key] {
-		h.dropLocked(key, sub)
+		fns = h.dropLocked(key, sub, fns)
+	}
+	h.mu.Unlock()
+	for _, fn := range fns {
+		fn(nil)
 	}
 }
 
-func (h *Hub) dropLocked(key Key, sub *hubSub) {
+// dropLocked drops sub, appending its function to fns when it is a
+// ListenFunc listener: the caller calls it with nil once h.mu is let go.
+func (h *Hub) dropLocked(key Key, sub *hubSub, fns []func([]byte)) []func([]byte) {
 	if sub.closed {
-		return
+		return fns
 	}
 	sub.closed = true
-	if !sub.pumping {
+	if sub.fn != nil {
+		fns = append(fns, sub.fn)
+	} else if !sub.pumping {
 		close(sub.ch)
 	}
 	delete(h.subs[key], sub)
 	if len(h.subs[key]) == 0 {
 		delete(h.subs, key)
 	}
+	return fns
 }

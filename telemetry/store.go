@@ -32,7 +32,7 @@ import (
 //     generated for each combination, storecaps.go);
 //   - the capabilities that package store's functions of the same names
 //     fall back from (store.BatchAppender, BulkAppender, RangeReader,
-//     TailReader, Stater, Pruner, Searcher, Notifier) it always has, each calling
+//     TailReader, Stater, Pruner, Searcher, Notifier, FuncListener) it always has, each calling
 //     that function on s: s's own method when it has one, else the same
 //     fallback a caller of the function on s would get;
 //   - store.Expiring and io.Closer it always has too, answering as a store
@@ -191,6 +191,17 @@ func (s *instrumented) Listen(ctx context.Context, key store.Key) (<-chan []byte
 		s.record(ctx, "listen", start, err)
 	}
 	return ch, err
+}
+
+// ListenFunc implements store.FuncListener, measuring the time to begin
+// listening as Listen does.
+func (s *instrumented) ListenFunc(key store.Key, fn func(msg []byte)) (func(), error) {
+	start := time.Now()
+	stop, err := store.ListenFunc(s.inner, key, fn)
+	if !errors.Is(err, errors.ErrUnsupported) {
+		s.record(context.Background(), "listen", start, err)
+	}
+	return stop, err
 }
 
 // TTL implements store.Expiring: the inner store's TTL, or zero (never)

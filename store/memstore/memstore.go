@@ -60,6 +60,7 @@ var (
 	_ store.NamespaceLister = (*Store)(nil)
 	_ store.Locker          = (*Store)(nil)
 	_ store.Notifier        = (*Store)(nil)
+	_ store.FuncListener    = (*Store)(nil)
 )
 
 // Notify implements store.Notifier: the store lives in one process, so
@@ -71,6 +72,11 @@ func (s *Store) Notify(ctx context.Context, key store.Key, msg []byte) error {
 // Listen implements store.Notifier (see Notify).
 func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error) {
 	return s.hub.Listen(ctx, key)
+}
+
+// ListenFunc implements store.FuncListener (see Notify).
+func (s *Store) ListenFunc(key store.Key, fn func(msg []byte)) (stop func(), err error) {
+	return s.hub.ListenFunc(key, fn)
 }
 
 // New returns an empty store.
