@@ -45,7 +45,10 @@ type EventID struct {
 
 // String returns "P.N".
 func (id EventID) String() string {
-	return strconv.FormatInt(id.Pos, 10) + "." + strconv.FormatInt(id.N, 10)
+	var buf [41]byte // two int64s and the dot: one allocation, the string's
+	b := strconv.AppendInt(buf[:0], id.Pos, 10)
+	b = append(b, '.')
+	return string(strconv.AppendInt(b, id.N, 10))
 }
 
 // IsZero reports whether id is the zero EventID.
@@ -122,10 +125,11 @@ type liveTurn struct {
 	key    store.Key
 	turnID string
 	pos    int64
-	cancel context.CancelFunc
+	cancel context.CancelFunc // nil once the run ended; under mu
 
 	mu     sync.Mutex
 	events []Event
+	ids    strings.Builder // the events' ids (eventID)
 	// wake is closed when events grow or the run ends. It is made only
 	// when someone waits (since), so that a run nobody watches makes no
 	// channel per event, and one close wakes every waiter of a batch.
@@ -190,17 +194,49 @@ func (h *liveHub) begin(key store.Key, turnID string, pos int64, cancel context.
 	return t, old
 }
 
+// stop cancels the run, unless it ended.
+func (t *liveTurn) stop() {
+	t.mu.Lock()
+	cancel := t.cancel
+	t.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
 // add keeps ev, giving it its id, and wakes the watchers.
 func (t *liveTurn) add(ev *Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ev.ID = EventID{Pos: t.pos, N: int64(len(t.events)) + 1}.String()
+	ev.ID = t.eventID(int64(len(t.events)) + 1)
 	t.events = append(t.events, *ev)
 	if t.wake != nil {
 		close(t.wake)
 		t.wake = nil
 	}
 }
+
+// eventID returns the id of t's event n. The run's ids are written one
+// after another in t.ids and are substrings of it: a strings.Builder only
+// ever appends, so a string it returned is never written over, and a
+// run's ids cost an allocation per buffer rather than one each.
+// t.mu is held.
+func (t *liveTurn) eventID(n int64) string {
+	if t.ids.Cap()-t.ids.Len() < 41 {
+		t.ids = strings.Builder{} // what it returned stays as it is
+		t.ids.Grow(idBuffer)
+	}
+	start := t.ids.Len()
+	var buf [41]byte
+	b := strconv.AppendInt(buf[:0], t.pos, 10)
+	b = append(b, '.')
+	t.ids.Write(strconv.AppendInt(b, n, 10))
+	return t.ids.String()[start:]
+}
+
+// idBuffer is the room for a run's event ids at first: a short answer's
+// (see liveEvents) at a few thousand entries into a session.
+const idBuffer = 160
 
 // liveEvents is the room a run's events get at first: a short answer's
 // (its start, a step of a dozen deltas, its end) without growing; a
@@ -218,6 +254,9 @@ func (h *liveHub) finish(t *liveTurn) {
 		return
 	}
 	t.done = true
+	// Nothing is left to stop, and the cancel holds the run's context,
+	// and through it its caller's, for as long as the hub keeps the run.
+	t.cancel = nil
 	if t.wake != nil {
 		close(t.wake)
 	}
@@ -382,7 +421,7 @@ func (s *Session) Stop(ctx context.Context) (turnID string, err error) {
 	if t == nil {
 		return s.stopElsewhere(ctx)
 	}
-	t.cancel()
+	t.stop()
 	select {
 	case <-t.ended:
 		return t.turnID, nil

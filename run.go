@@ -40,6 +40,10 @@ type run struct {
 	// synced on its own just before it.
 	held []item
 	live *liveTurn // the run as watchers see it
+	// text and out gather a step's answer as the model streams it
+	// (stream).
+	text strings.Builder
+	out  streamed
 }
 
 func (s *Session) newRun(sl *slot, yield func(Event, error) bool, cancel context.CancelFunc, turnID string) *run {
@@ -256,32 +260,9 @@ func (r *run) step(ctx context.Context) (calls []transcript.ToolCall, blocked er
 	r.emit(Event{Kind: EventStepStart})
 	r.observe(ctx, Observation{Kind: ObserveModelStart, Model: a.modelName})
 	start := time.Now()
-	var text strings.Builder
-	var usage transcript.Usage
-	var modelErr error
-	for ev, err := range a.cfg.Model.Stream(ctx, req) {
-		if err != nil {
-			modelErr = err
-			break
-		}
-		switch ev.Kind {
-		case model.EventText:
-			text.WriteString(ev.Text)
-			if r.emit(Event{Kind: EventText, Text: ev.Text}) {
-				blocked = r.checkAnswer(ctx, text.String())
-			}
-		case model.EventToolCall:
-			c := ev.ToolCall
-			c.Arguments = storableArguments(c.Arguments)
-			calls = append(calls, c)
-			r.emit(Event{Kind: EventToolCall, ToolCall: &c})
-		case model.EventUsage:
-			usage = ev.Usage
-		}
-		if r.stopped || blocked != nil {
-			break
-		}
-	}
+	out := r.stream(ctx, req)
+	calls, blocked = out.calls, out.blocked
+	modelErr, usage, text := out.err, out.usage, out.text
 	if modelErr == nil && r.stopped {
 		modelErr = context.Canceled
 	}
@@ -294,11 +275,11 @@ func (r *run) step(ctx context.Context) (calls []transcript.ToolCall, blocked er
 	if modelErr == nil && blocked == nil {
 		r.emit(Event{Kind: EventStepEnd})
 	}
-	if text.Len() > 0 || (len(calls) > 0 && modelErr == nil && blocked == nil) {
+	if text != "" || (len(calls) > 0 && modelErr == nil && blocked == nil) {
 		if modelErr != nil || blocked != nil {
 			calls = nil // a broken step's calls never run
 		}
-		msg := transcript.AssistantMessage{Text: text.String(), ToolCalls: calls, Model: a.modelName}
+		msg := transcript.AssistantMessage{Text: text, ToolCalls: calls, Model: a.modelName}
 		if usage != (transcript.Usage{}) {
 			msg.Usage = &usage
 		}
@@ -309,12 +290,64 @@ func (r *run) step(ctx context.Context) (calls []transcript.ToolCall, blocked er
 		} else if _, err := r.w.append(ctx, transcript.TypeAssistantMessage, r.turnID, "", msg); err != nil {
 			return nil, nil, &storeError{err}
 		}
-		if text.Len() > 0 && blocked == nil {
-			r.texts = append(r.texts, text.String())
+		if text != "" && blocked == nil {
+			r.texts = append(r.texts, text)
 		}
 	}
 	return calls, blocked, modelErr
 }
+
+// streamed is what a step's model stream gave.
+type streamed struct {
+	text    string
+	calls   []transcript.ToolCall
+	usage   transcript.Usage
+	blocked error // the answer guard that stopped the answer
+	err     error // the model's
+}
+
+// stream reads the model's answer to req, emitting it as it comes. What
+// the loop gathers lives in the run (r.text, r.out), not in variables of
+// its own: the loop body is a closure the model's iterator calls, and
+// every variable it writes would be allocated on the heap, each step.
+func (r *run) stream(ctx context.Context, req *model.Request) streamed {
+	r.out = streamed{}
+	r.text.Reset()
+	for ev, err := range r.s.a.cfg.Model.Stream(ctx, req) {
+		if err != nil {
+			r.out.err = err
+			break
+		}
+		switch ev.Kind {
+		case model.EventText:
+			if r.text.Cap() == 0 {
+				r.text.Grow(streamText)
+			}
+			r.text.WriteString(ev.Text)
+			if r.emit(Event{Kind: EventText, Text: ev.Text}) {
+				r.out.blocked = r.checkAnswer(ctx, r.text.String())
+			}
+		case model.EventToolCall:
+			c := ev.ToolCall
+			c.Arguments = storableArguments(c.Arguments)
+			r.out.calls = append(r.out.calls, c)
+			r.emit(Event{Kind: EventToolCall, ToolCall: &c})
+		case model.EventUsage:
+			r.out.usage = ev.Usage
+		}
+		if r.stopped || r.out.blocked != nil {
+			break
+		}
+	}
+	out := r.out
+	out.text = r.text.String()
+	r.out = streamed{}
+	return out
+}
+
+// streamText is the room a step's text gets at first: a short answer
+// without growing the buffer as its deltas come.
+const streamText = 256
 
 // maxArgumentDepth bounds the nesting of tool arguments a transcript
 // keeps as JSON. The entry holding them nests a few levels deeper, and

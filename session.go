@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/spool-go/spool/history"
@@ -287,6 +288,86 @@ func (s *Session) writer(sl *slot) writer { return writer{s: s, sl: sl} }
 // cancellation so a stopped turn is still recorded.
 const appendTimeout = 30 * time.Second
 
+// appendContext is the context of one append: the caller's values
+// without its cancellation (context.WithoutCancel), ending appendTimeout
+// after it was made (context.WithTimeout). Unlike WithTimeout it starts
+// its timer only when a store asks for Done: a store that only checks
+// Err (the memory store) costs no timer to start and stop per append.
+type appendContext struct {
+	context.Context // the caller's, without cancellation: its values
+	deadline        time.Time
+	mu              sync.Mutex
+	done            chan struct{} // made by the first Done or an Err past the deadline
+	expired         bool          // done is closed
+	timer           *time.Timer
+}
+
+func newAppendContext(ctx context.Context) *appendContext {
+	return &appendContext{Context: context.WithoutCancel(ctx), deadline: time.Now().Add(appendTimeout)}
+}
+
+// Deadline implements context.Context.
+func (c *appendContext) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// Done implements context.Context: closed once the deadline passes.
+func (c *appendContext) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if d := time.Until(c.deadline); d > 0 {
+			c.timer = time.AfterFunc(d, c.expire)
+		} else {
+			c.expireLocked()
+		}
+	}
+	return c.done
+}
+
+// Err implements context.Context: context.DeadlineExceeded once the
+// deadline passed (Done is then closed), else nil.
+func (c *appendContext) Err() error {
+	if time.Now().Before(c.deadline) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.expired {
+			return nil
+		}
+		return context.DeadlineExceeded
+	}
+	c.expire()
+	return context.DeadlineExceeded
+}
+
+func (c *appendContext) expire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expireLocked()
+}
+
+func (c *appendContext) expireLocked() {
+	if c.expired {
+		return
+	}
+	if c.done == nil {
+		c.done = make(chan struct{})
+	}
+	close(c.done)
+	c.expired = true
+}
+
+// stop releases the timer, if Done started one: the append is over.
+func (c *appendContext) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}
+
+// String names the context as context.WithTimeout's do.
+func (c *appendContext) String() string { return "spool.appendContext" }
+
 // append writes one entry after the session's head. A conflict means
 // another writer appended meanwhile: the cached state is dropped and the
 // error wraps ErrBusy and store.ErrConflict.
@@ -334,8 +415,8 @@ func (w writer) appendEntries(ctx context.Context, entries []transcript.Entry, d
 		entries[i].ParentID = head
 		head = entries[i].ID
 	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
-	defer cancel()
+	actx := newAppendContext(ctx)
+	defer actx.stop()
 	var err error
 	if len(entries) == 1 {
 		err = a.cfg.Store.Append(actx, w.s.key, entries[0])
