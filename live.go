@@ -46,9 +46,14 @@ type EventID struct {
 // String returns "P.N".
 func (id EventID) String() string {
 	var buf [41]byte // two int64s and the dot: one allocation, the string's
-	b := strconv.AppendInt(buf[:0], id.Pos, 10)
+	return string(id.append(buf[:0]))
+}
+
+// append appends id as String writes it.
+func (id EventID) append(b []byte) []byte {
+	b = strconv.AppendInt(b, id.Pos, 10)
 	b = append(b, '.')
-	return string(strconv.AppendInt(b, id.N, 10))
+	return strconv.AppendInt(b, id.N, 10)
 }
 
 // IsZero reports whether id is the zero EventID.
@@ -228,9 +233,7 @@ func (t *liveTurn) eventID(n int64) string {
 	}
 	start := t.ids.Len()
 	var buf [41]byte
-	b := strconv.AppendInt(buf[:0], t.pos, 10)
-	b = append(b, '.')
-	t.ids.Write(strconv.AppendInt(b, n, 10))
+	t.ids.Write(EventID{Pos: t.pos, N: n}.append(buf[:0]))
 	return t.ids.String()[start:]
 }
 
