@@ -306,16 +306,19 @@ func (a *Agent) relay(t *liveTurn) {
 			// NOTIFY, one PUBLISH): a model that streams faster than
 			// the store notifies costs a round trip per batch, not per
 			// delta.
-			switch len(evs) {
-			case 0:
-			case 1:
+			heard := len(evs) > 0 && a.heard(t.key)
+			switch {
+			case !heard:
+			case len(evs) == 1:
 				_ = a.notify(context.Background(), t.key, relayMsg{T: "ev", Pos: t.pos, Event: &evs[0]})
 			default:
 				_ = a.notify(context.Background(), t.key, relayMsg{T: "ev", Pos: t.pos, Events: evs})
 			}
 			n += len(evs)
 			if done && len(evs) == 0 {
-				_ = a.notify(context.Background(), t.key, relayMsg{T: "end", Pos: t.pos})
+				if a.heard(t.key) {
+					_ = a.notify(context.Background(), t.key, relayMsg{T: "end", Pos: t.pos})
+				}
 				return
 			}
 			if len(evs) == 0 {
@@ -323,6 +326,34 @@ func (a *Agent) relay(t *liveTurn) {
 			}
 		}
 	}()
+}
+
+// heard reports whether a notification of key's run may reach anyone:
+// false only when the store counts the listeners of key (the memory
+// store) and the one there is is this process's own subscription with no
+// watcher on it. What is left out then is never missed: a watcher that
+// comes later listens first and then asks for a snap, which has every
+// event the run had when it was asked, those left out among them.
+func (a *Agent) heard(key store.Key) bool {
+	n, known := store.Listeners(a.cfg.Store, key)
+	if !known || n > 1 {
+		return true
+	}
+	return n == 1 && a.live.watched(key)
+}
+
+// watched reports whether key's subscription in this process has a
+// watcher (one that reads every message).
+func (h *liveHub) watched(key store.Key) bool {
+	h.subMu.Lock()
+	sub := h.subs[key]
+	h.subMu.Unlock()
+	if sub == nil {
+		return false
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return sub.full > 0
 }
 
 // listenRelay subscribes run t to the syncs and stops of its session,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
 	"github.com/spool-go/spool/transcript"
@@ -287,4 +288,80 @@ func TestForgetRecentTurns(t *testing.T) {
 	if due.t != tb2 || time.Until(due.due) <= 0 {
 		t.Fatalf("tb2 queued as %+v", due)
 	}
+}
+
+// A run's notifications are made only when they may reach someone: a
+// listener of another agent, or a watcher on this one's subscription;
+// never for the run's own subscription alone, nor when the store cannot
+// count its listeners.
+func TestHeard(t *testing.T) {
+	mem := memstore.New()
+	a, err := New(Config{Model: echo.New(), Store: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key{Agent: "default", ID: "h"}
+	if a.heard(key) {
+		t.Fatal("heard with no listener")
+	}
+	tr, _ := a.live.begin(key, "t1", 0, func() {})
+	defer tr.forgotten()
+	if !a.listenRelay(tr) {
+		t.Fatal("the relay did not listen")
+	}
+	if a.heard(key) {
+		t.Fatal("heard by the run's own subscription alone")
+	}
+	_, off, err := a.live.subscribe(mem, key, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.heard(key) {
+		t.Fatal("not heard by a watcher of this agent")
+	}
+	off()
+	if a.heard(key) {
+		t.Fatal("heard once the watcher left")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	if _, err := mem.Listen(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if !a.heard(key) {
+		t.Fatal("not heard by another listener")
+	}
+	cancel()
+
+	b, err := New(Config{Model: echo.New(), Store: &basicNotifier{mem}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.heard(key) {
+		t.Fatal("not heard on a store that cannot count its listeners")
+	}
+}
+
+// basicNotifier is a Notifier that does not count its listeners.
+type basicNotifier struct{ mem *memstore.Store }
+
+func (n *basicNotifier) Append(ctx context.Context, k store.Key, e transcript.Entry) error {
+	return n.mem.Append(ctx, k, e)
+}
+
+func (n *basicNotifier) Read(ctx context.Context, k store.Key) ([]transcript.Entry, error) {
+	return n.mem.Read(ctx, k)
+}
+
+func (n *basicNotifier) List(ctx context.Context, ns store.Namespace, o store.ListOptions) (store.SessionPage, error) {
+	return n.mem.List(ctx, ns, o)
+}
+
+func (n *basicNotifier) Delete(ctx context.Context, k store.Key) error { return n.mem.Delete(ctx, k) }
+
+func (n *basicNotifier) Notify(ctx context.Context, k store.Key, msg []byte) error {
+	return n.mem.Notify(ctx, k, msg)
+}
+
+func (n *basicNotifier) Listen(ctx context.Context, k store.Key) (<-chan []byte, error) {
+	return n.mem.Listen(ctx, k)
 }

@@ -91,6 +91,26 @@ func ListenFunc(s Store, key Key, fn func(msg []byte)) (stop func(), err error) 
 	}, nil
 }
 
+// ListenerCounter is a Notifier that knows every listener of a key, in
+// every process sharing the store: one whose processes are one (the
+// memory store's Hub). A sender may leave out what nobody would get:
+// package spool does not encode a run's events while the only listener
+// of its session is its own.
+type ListenerCounter interface {
+	// Listeners returns how many listeners key has now (Listen's and
+	// ListenFunc's), and false when it cannot know.
+	Listeners(key Key) (int, bool)
+}
+
+// Listeners calls s's Listeners, or is false (not known) when s is not a
+// ListenerCounter.
+func Listeners(s Store, key Key) (int, bool) {
+	if c, ok := s.(ListenerCounter); ok {
+		return c.Listeners(key)
+	}
+	return 0, false
+}
+
 // Notify calls s's Notify, or is errors.ErrUnsupported when s is not a
 // Notifier.
 func Notify(ctx context.Context, s Store, key Key, msg []byte) error {
@@ -224,6 +244,14 @@ func (h *Hub) Listen(ctx context.Context, key Key) (<-chan []byte, error) {
 		}
 	})
 	return sub.ch, nil
+}
+
+// Listeners implements ListenerCounter: a Hub's listeners are all in
+// this process.
+func (h *Hub) Listeners(key Key) (int, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs[key]), true
 }
 
 // ListenFunc implements FuncListener.

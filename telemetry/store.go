@@ -32,7 +32,7 @@ import (
 //     generated for each combination, storecaps.go);
 //   - the capabilities that package store's functions of the same names
 //     fall back from (store.BatchAppender, BulkAppender, RangeReader,
-//     TailReader, Stater, Pruner, Searcher, Notifier, FuncListener) it always has, each calling
+//     TailReader, Stater, Pruner, Searcher, Notifier, FuncListener, ListenerCounter) it always has, each calling
 //     that function on s: s's own method when it has one, else the same
 //     fallback a caller of the function on s would get;
 //   - store.Expiring and io.Closer it always has too, answering as a store
@@ -203,6 +203,11 @@ func (s *instrumented) ListenFunc(key store.Key, fn func(msg []byte)) (func(), e
 	}
 	return stop, err
 }
+
+// Listeners implements store.ListenerCounter: the inner store's count,
+// when it knows one. It is not measured: it is no operation of the
+// store's.
+func (s *instrumented) Listeners(key store.Key) (int, bool) { return store.Listeners(s.inner, key) }
 
 // TTL implements store.Expiring: the inner store's TTL, or zero (never)
 // when it has none, which is what a store without the capability means.

@@ -30,7 +30,7 @@ var alwaysOn = []reflect.Type{
 	reflect.TypeFor[store.BatchAppender](), reflect.TypeFor[store.BulkAppender](),
 	reflect.TypeFor[store.RangeReader](), reflect.TypeFor[store.TailReader](),
 	reflect.TypeFor[store.Stater](), reflect.TypeFor[store.Pruner](), reflect.TypeFor[store.Searcher](),
-	reflect.TypeFor[store.Notifier](), reflect.TypeFor[store.FuncListener](),
+	reflect.TypeFor[store.Notifier](), reflect.TypeFor[store.FuncListener](), reflect.TypeFor[store.ListenerCounter](),
 	reflect.TypeFor[store.Expiring](), reflect.TypeFor[io.Closer](),
 }
 

@@ -61,6 +61,7 @@ var (
 	_ store.Locker          = (*Store)(nil)
 	_ store.Notifier        = (*Store)(nil)
 	_ store.FuncListener    = (*Store)(nil)
+	_ store.ListenerCounter = (*Store)(nil)
 )
 
 // Notify implements store.Notifier: the store lives in one process, so
@@ -78,6 +79,10 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 func (s *Store) ListenFunc(key store.Key, fn func(msg []byte)) (stop func(), err error) {
 	return s.hub.ListenFunc(key, fn)
 }
+
+// Listeners implements store.ListenerCounter: every listener of the
+// store is in this process (see Notify).
+func (s *Store) Listeners(key store.Key) (int, bool) { return s.hub.Listeners(key) }
 
 // New returns an empty store.
 func New() *Store {
