@@ -31,22 +31,36 @@ var hostileIDs = map[string]string{
 }
 
 // hostileEnv is a user-scoped agent on a file store with keys for alice
-// and bob; alice has sessions "one" and "two", bob has "one".
+// and bob; alice has sessions "one" and "two", bob has "one". The sessions
+// are written through a Store that is closed before the env's own Store
+// opens: a file store writes a burst's index records once the session is
+// idle, so a Store that wrote them could change the folder under a test
+// that checks it is untouched.
 func hostileEnv(t *testing.T) (*env, string) {
 	t.Helper()
 	root := t.TempDir()
-	st, err := filestore.New(t.Context(), root, filestore.WithRetention(store.Retention{}))
-	if err != nil {
-		t.Fatal(err)
+	open := func() (*env, func()) {
+		st, err := filestore.New(t.Context(), root, filestore.WithRetention(store.Retention{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEnv(t, spool.Config{Store: st, Scope: spool.ScopeUser}, server.Options{Keys: testKeys(t), MaxBodyBytes: 64 << 10})
+		return e, func() {
+			if err := st.Close(); err != nil {
+				t.Error(err)
+			}
+		}
 	}
-	t.Cleanup(func() { st.Close() })
-	e := newEnv(t, spool.Config{Store: st, Scope: spool.ScopeUser}, server.Options{Keys: testKeys(t), MaxBodyBytes: 64 << 10})
+	seed, done := open()
 	for _, c := range []struct{ key, id string }{{aliceKey, "one"}, {aliceKey, "two"}, {bobKey, "one"}} {
-		e.key = c.key
-		if r := e.post("/invoke", map[string]any{"prompt": "secret of " + c.key[:3] + " in " + c.id, "sessionId": c.id}); r.status != 200 {
+		seed.key = c.key
+		if r := seed.post("/invoke", map[string]any{"prompt": "secret of " + c.key[:3] + " in " + c.id, "sessionId": c.id}); r.status != 200 {
 			t.Fatalf("seed: %d %s", r.status, r.body)
 		}
 	}
+	done()
+	e, done := open()
+	t.Cleanup(done)
 	// Listings load each scope's index once; later reads write nothing.
 	for _, k := range []string{aliceKey, bobKey} {
 		e.key = k
