@@ -198,45 +198,41 @@ func (s *Store) send(ctx context.Context, channel string, chunks []string) error
 	}
 }
 
-// fly sends the queue, a flight at a time, until it is empty. The first
-// flight carries the caller's own message; the rest are sent from a
-// goroutine, so that the caller's Notify returns after one flight.
+// fly sends one flight from the queue, which is not empty (only the one
+// flier takes from it), and hands what is queued meanwhile to a goroutine
+// of its own: so the Notify that leads returns after the flight that
+// carries its own message, and flights still go one at a time, in order.
 func (s *Store) fly() {
 	n := &s.notify
-	for first := true; ; first = false {
-		n.sendMu.Lock()
-		if len(n.queue) == 0 {
-			n.flying = false
-			n.sendMu.Unlock()
-			return
+	n.sendMu.Lock()
+	k, size := 0, 0
+	for k < len(n.queue) && (k == 0 || size+n.queue[k].size <= flightBytes) {
+		size += n.queue[k].size
+		k++
+	}
+	flight := n.queue[:k:k]
+	n.queue = append([]*note(nil), n.queue[k:]...)
+	n.sendMu.Unlock()
+	err := s.sendFlight(flight)
+	var pe *pgconn.PgError
+	if len(flight) > 1 && errors.As(err, &pe) {
+		// The server refused a statement, and with it the flight:
+		// each message goes again on its own, so that one the server
+		// will not take fails alone.
+		for _, m := range flight {
+			m.done <- s.sendFlight([]*note{m})
 		}
-		if !first {
-			n.sendMu.Unlock()
-			go s.fly()
-			return
-		}
-		k, size := 0, 0
-		for k < len(n.queue) && (k == 0 || size+n.queue[k].size <= flightBytes) {
-			size += n.queue[k].size
-			k++
-		}
-		flight := n.queue[:k:k]
-		n.queue = append([]*note(nil), n.queue[k:]...)
-		n.sendMu.Unlock()
-		err := s.sendFlight(flight)
-		var pe *pgconn.PgError
-		if len(flight) > 1 && errors.As(err, &pe) {
-			// The server refused a statement, and with it the
-			// flight: each message goes again on its own, so that one
-			// the server will not take fails alone.
-			for _, m := range flight {
-				m.done <- s.sendFlight([]*note{m})
-			}
-			continue
-		}
+	} else {
 		for _, m := range flight {
 			m.done <- err
 		}
+	}
+	n.sendMu.Lock()
+	more := len(n.queue) > 0
+	n.flying = more
+	n.sendMu.Unlock()
+	if more {
+		go s.fly()
 	}
 }
 
