@@ -10,8 +10,9 @@ import (
 )
 
 // TestMigrationCountsCompactions takes a schema back to version 3 (no
-// compactions column) with compaction entries in it, and checks that
-// migration 4 counts them, and not a message that only names the type.
+// compactions column, and the listing index of before version 5) with
+// compaction entries in it, and checks that migration 4 counts them, and
+// not a message that only names the type.
 func TestMigrationCountsCompactions(t *testing.T) {
 	schema := newSchema(t)
 	s := openIn(t, schema)
@@ -24,6 +25,7 @@ func TestMigrationCountsCompactions(t *testing.T) {
 			c.assistant("ok")
 		}
 	}
+	downTo4(t, s)
 	sessions := pgx.Identifier{schema, "sessions"}.Sanitize()
 	for _, q := range []string{
 		"ALTER TABLE " + sessions + " DROP COLUMN compactions",

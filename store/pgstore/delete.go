@@ -66,7 +66,7 @@ func (s *Store) deleteSessions(ctx context.Context, ns store.Namespace, cond str
 // approval pending, oldest first.
 func (s *Store) sweep(ctx context.Context, ns store.Namespace, limit int) (int, error) {
 	n, err := s.deleteSessions(ctx, ns, `id IN (
-		SELECT id FROM {s}.sessions WHERE agent = $1 AND owner = $2 AND last_ns < $3 AND pending = 0
+		SELECT id FROM {s}.sessions WHERE agent = $1 AND owner = $2 AND `+listed+` AND last_ns < $3 AND pending = 0
 		ORDER BY last_ns, id LIMIT $4) AND last_ns < $3 AND pending = 0`, s.cutoff(), limit)
 	return n, dbError("sweep expired sessions of", ns, err)
 }
@@ -133,7 +133,7 @@ func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention
 		}
 	}
 	if r.MaxAge > 0 {
-		n, err := s.deleteSessions(ctx, ns, `last_ns < $3`, nanos(now.Add(-r.MaxAge)))
+		n, err := s.deleteSessions(ctx, ns, listed+` AND last_ns < $3`, nanos(now.Add(-r.MaxAge)))
 		total += n
 		if err != nil {
 			return total, dbError("prune", ns, err)
@@ -148,9 +148,9 @@ func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention
 		// on the row's own (last_ns, id): an append that made the session
 		// newer meanwhile saves it. (A condition on id alone, such as id
 		// IN the victims of the snapshot, would delete it anyway.)
-		n, err := s.deleteSessions(ctx, ns, fmt.Sprintf(`%[1]s AND (last_ns, id) < (
-			SELECT last_ns, id FROM {s}.sessions s WHERE agent = $1 AND owner = $2 AND %[2]s
-			ORDER BY last_ns DESC, id DESC OFFSET $4 LIMIT 1)`, visible("sessions", 3), visible("s", 3)), s.cutoff(), r.MaxSessions-1)
+		n, err := s.deleteSessions(ctx, ns, fmt.Sprintf(`%[3]s AND %[1]s AND (last_ns, id) < (
+			SELECT last_ns, id FROM {s}.sessions s WHERE agent = $1 AND owner = $2 AND %[3]s AND %[2]s
+			ORDER BY last_ns DESC, id DESC OFFSET $4 LIMIT 1)`, visible("sessions", 3), visible("s", 3), listed), s.cutoff(), r.MaxSessions-1)
 		total += n
 		if err != nil {
 			return total, dbError("prune", ns, err)

@@ -15,9 +15,12 @@
 //   - sessions, keyed by (agent, owner, id): the SessionInfo fields
 //     (timestamps as bigint unix nanoseconds, which round-trip exactly),
 //     the head (last entry id) and the entry count. The index
-//     sessions_activity (agent, owner, last_ns DESC, id DESC) serves
+//     sessions_listing (agent, owner, last_ns DESC, id DESC) serves
 //     listings newest activity first: a page is an index scan from the
-//     cursor that reads the page and never touches entries.
+//     cursor that reads the page and never touches entries. It is partial
+//     on a condition only listings state, so that a session looked up by
+//     its key is found through the primary key even on tables never
+//     analyzed.
 //   - schema_migrations: the versions applied.
 //
 // # Guarantees

@@ -65,7 +65,24 @@ var migrations = []migration{
 		`CREATE INDEX entries_recent ON {s}.entries (agent, owner, ts_ns DESC, entry_id DESC) WHERE search IS NOT NULL`,
 	)},
 	{4, "sessions count their compactions", compactionsUp},
+	// On tables never analyzed (a new deployment, an import into a new
+	// store) the planner costs a lookup by key through either index that
+	// begins (agent, owner) at one row, and took sessions_activity: every
+	// append and read of a session then scanned all of its namespace's
+	// sessions. The listing index is partial on a condition every row
+	// meets (a session has at least one entry) and only the listing
+	// statements state (listed), so a lookup by key can take only the
+	// primary key, whatever the statistics (TestPlansWithoutStatistics).
+	{5, "sessions listed through an index lookups by key cannot take", execAll(
+		`CREATE INDEX sessions_listing ON {s}.sessions (agent, owner, last_ns DESC, id DESC) WHERE `+listed,
+		`DROP INDEX {s}.sessions_activity`,
+	)},
 }
+
+// listed is the predicate of the index sessions_listing: true of every
+// session row. The statements that list sessions by activity state it so
+// that the planner may take that index; no other statement does.
+const listed = `entries > 0`
 
 // latestVersion is the newest schema this code knows.
 var latestVersion = migrations[len(migrations)-1].version

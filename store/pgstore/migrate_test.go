@@ -3,6 +3,8 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -102,5 +104,62 @@ func TestOpenURL(t *testing.T) {
 	_, err = Open(bg, "postgres://spool:hunter2@127.0.0.1:5432/test?pool_max_conns=many")
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("bad URL: %v (must fail without quoting the password)", err)
+	}
+}
+
+// downTo4 takes s's schema back to version 4: the listing index of before
+// migration 5.
+func downTo4(t *testing.T, s *Store) {
+	t.Helper()
+	_, err := admin(t).Exec(bg, s.sql(`DROP INDEX {s}.sessions_listing;
+		CREATE INDEX sessions_activity ON {s}.sessions (agent, owner, last_ns DESC, id DESC);
+		DELETE FROM {s}.schema_migrations WHERE version = 5`))
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMigrationListingIndex takes a schema with sessions back to version 4
+// and checks that migration 5 replaces sessions_activity with the partial
+// sessions_listing, and that listings still page through every session.
+func TestMigrationListingIndex(t *testing.T) {
+	schema := newSchema(t)
+	s := openIn(t, schema)
+	ns := store.Namespace{Agent: "a"}
+	for i := range 5 {
+		c := newChain(t, s, ns.Key(fmt.Sprint("s", i)), t0.Add(time.Duration(i)*time.Second))
+		c.user("hello")
+	}
+	downTo4(t, s)
+	s.Close()
+
+	s = openIn(t, schema)
+	rows, err := admin(t).Query(bg, `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'sessions' ORDER BY 1`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"sessions_listing", "sessions_pkey"}; !slices.Equal(names, want) {
+		t.Fatalf("indexes of sessions after migrating: %v, want %v", names, want)
+	}
+	var ids []string
+	for opt := (store.ListOptions{Limit: 2}); ; {
+		page, err := s.List(bg, ns, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range page.Sessions {
+			ids = append(ids, i.ID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		opt.Cursor = page.NextCursor
+	}
+	if want := []string{"s4", "s3", "s2", "s1", "s0"}; !slices.Equal(ids, want) {
+		t.Fatalf("listing after migrating: %v, want %v", ids, want)
 	}
 }

@@ -27,17 +27,16 @@ func TestPlans(t *testing.T) {
 	if _, err := admin(t).Exec(bg, s.sql(`ANALYZE {s}.sessions; ANALYZE {s}.entries`)); err != nil {
 		t.Fatal(err)
 	}
-	list := `SELECT ` + infoColumns + ` FROM {s}.sessions s WHERE agent = $1 AND owner = $2 AND ` + visible("s", 3)
 	for name, q := range map[string]struct {
 		sql  string
 		args []any
 	}{
-		"first page": {list + ` ORDER BY last_ns DESC, id DESC LIMIT $4`, []any{"agent3", "", int64(math.MinInt64), 51}},
-		"next page":  {list + ` AND (last_ns, id) < ($5, $6) ORDER BY last_ns DESC, id DESC LIMIT $4`, []any{"agent3", "", int64(math.MinInt64), 51, int64(5000), "s5000"}},
+		"first page": {listFirstSQL, []any{"agent3", "", int64(math.MinInt64), 51}},
+		"next page":  {listNextSQL, []any{"agent3", "", int64(math.MinInt64), 51, int64(5000), "s5000"}},
 	} {
 		plan := explain(t, s, "", q.sql, q.args...)
-		if !strings.Contains(plan, "Index Scan using sessions_activity") || strings.Contains(plan, "Sort") || strings.Contains(plan, "entries") {
-			t.Errorf("%s: want an index scan of sessions_activity, no sort, no entries:\n%s", name, plan)
+		if !strings.Contains(plan, "Index Scan using sessions_listing") || strings.Contains(plan, "Sort") || strings.Contains(plan, "entries") {
+			t.Errorf("%s: want an index scan of sessions_listing, no sort, no entries:\n%s", name, plan)
 		}
 		if name == "next page" && !strings.Contains(plan, "AND (ROW(last_ns, id) < ROW(") {
 			t.Errorf("next page: the cursor must bound the index scan:\n%s", plan)
@@ -49,7 +48,10 @@ func TestPlans(t *testing.T) {
 // TestPlansWithoutStatistics: on tables never analyzed (a new deployment,
 // or autovacuum not yet round), the newest 50 entries of a 100,000-entry
 // session and a page of its range are still read by walking the entries'
-// primary key, in custom and in generic plans, never by a sequential scan.
+// primary key, in custom and in generic plans, never by a sequential scan,
+// and the session's row, for a read, an append or a Stat, is found through
+// the sessions' primary key, not by scanning the namespace's 10,001
+// sessions in the listing index.
 func TestPlansWithoutStatistics(t *testing.T) {
 	s := newStore(t)
 	_, err := admin(t).Exec(bg, s.sql(`ALTER TABLE {s}.entries SET (autovacuum_enabled = false);
@@ -77,16 +79,39 @@ func TestPlansWithoutStatistics(t *testing.T) {
 	checkReadPlans(t, s, "SET LOCAL plan_cache_mode = force_generic_plan")
 }
 
+// checkKeyPlans checks that the statements that find a session by its key
+// take the sessions' primary key.
+func checkKeyPlans(t *testing.T, s *Store, set string) {
+	t.Helper()
+	cutoff := int64(math.MinInt64)
+	for name, plan := range map[string]string{
+		"stat": explain(t, s, set, `SELECT `+infoColumns+` FROM {s}.sessions s
+			WHERE agent = $1 AND owner = $2 AND id = $3 AND `+visible("s", 4), "agent0", "", "s5", cutoff),
+		"append": explain(t, s, set, appendNextSQL, "agent0", "", "s5", "e", int64(1), 0, "", 0, "h", cutoff, []byte("{}"), nil, false, 0),
+		"append a batch": explain(t, s, set, appendBatchSQL, "agent0", "", "s5", "e", int64(1), 0, "", nil, 0, 0, 0, 1, "h", cutoff,
+			[]string{"e"}, []int64{1}, [][]byte{[]byte("{}")}, []*string{nil}),
+		"delete": explain(t, s, set, `DELETE FROM {s}.sessions WHERE agent = $1 AND owner = $2 AND id = $3`, "agent0", "", "s5"),
+	} {
+		if !strings.Contains(plan, "sessions_pkey") || strings.Contains(plan, "sessions_listing") || strings.Contains(plan, "Seq Scan on sessions") {
+			t.Errorf("%s (%s): want the session found through sessions_pkey:\n%s", name, set, plan)
+		}
+	}
+}
+
 // checkReadPlans checks the plans of a tail read and of a range read of
-// session agent0/big.
+// session agent0/big, and those of checkKeyPlans.
 func checkReadPlans(t *testing.T, s *Store, set string) {
 	t.Helper()
+	checkKeyPlans(t, s, set)
 	for name, plan := range map[string]string{
 		"tail":  explain(t, s, set, tailSQL, "agent0", "", "big", 50, int64(math.MinInt64)),
 		"range": explain(t, s, set, readSQL, "agent0", "", "big", 1000, 1050, int64(math.MinInt64)),
 	} {
 		if !strings.Contains(plan, "Index Scan") || !strings.Contains(plan, "entries_pkey") || strings.Contains(plan, "Seq Scan") {
 			t.Errorf("%s read (%s): want a scan of entries_pkey bounded by seq, no sequential scan:\n%s", name, set, plan)
+		}
+		if !strings.Contains(plan, "sessions_pkey") {
+			t.Errorf("%s read (%s): want the session's row found through sessions_pkey:\n%s", name, set, plan)
 		}
 		if name == "tail" && !strings.Contains(plan, "Backward") {
 			t.Errorf("tail read (%s): want the primary key walked backwards from the end:\n%s", set, plan)

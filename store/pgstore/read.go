@@ -222,8 +222,16 @@ func (s *Store) Stat(ctx context.Context, key store.Key) (store.SessionInfo, err
 	return i, nil
 }
 
+// listFirstSQL lists the first $4 sessions of a namespace, newest
+// activity first; listNextSQL those after the cursor ($5, $6).
+const (
+	listSQL      = `SELECT ` + infoColumns + ` FROM {s}.sessions s WHERE agent = $1 AND owner = $2 AND ` + listed + ` AND (last_ns >= $3 OR pending > 0)`
+	listFirstSQL = listSQL + ` ORDER BY last_ns DESC, id DESC LIMIT $4`
+	listNextSQL  = listSQL + ` AND (last_ns, id) < ($5, $6) ORDER BY last_ns DESC, id DESC LIMIT $4`
+)
+
 // List returns a page of the namespace's sessions, newest activity first, from
-// the sessions table alone: an index scan of sessions_activity that starts
+// the sessions table alone: an index scan of sessions_listing that starts
 // at the cursor and reads the page (and one row more, to know whether
 // another page follows).
 func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOptions) (store.SessionPage, error) {
@@ -231,18 +239,16 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 		return store.SessionPage{}, err
 	}
 	limit := opt.PageSize()
-	q := `SELECT ` + infoColumns + ` FROM {s}.sessions s
-		WHERE agent = $1 AND owner = $2 AND ` + visible("s", 3)
+	q := listFirstSQL
 	args := []any{ns.Agent, ns.Owner, s.cutoff(), limit + 1}
 	if opt.Cursor != "" {
 		p, err := storekit.DecodeListCursor(ns, opt.Cursor)
 		if err != nil {
 			return store.SessionPage{}, err
 		}
-		q += ` AND (last_ns, id) < ($5, $6)`
+		q = listNextSQL
 		args = append(args, nanos(p.LastActivity), p.ID)
 	}
-	q += ` ORDER BY last_ns DESC, id DESC LIMIT $4`
 	rows, err := s.pool.Query(ctx, s.sql(q), args...)
 	if err != nil {
 		return store.SessionPage{}, dbError("list", ns, err)
