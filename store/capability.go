@@ -37,8 +37,8 @@ type Batch struct {
 }
 
 // BulkAppender appends to many sessions at once, for imports and
-// migrations: the batches of one call in one transaction (SQL stores), or
-// their syncs overlapping (files).
+// migrations: the batches of one call in one transaction, or a few at once
+// (SQL stores), or their syncs overlapping (files).
 type BulkAppender interface {
 	// AppendBulk appends each batch as AppendBatch would, and returns once
 	// all of them are durable. Batches of the same session follow each

@@ -1,9 +1,11 @@
 package pgstore
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,5 +124,122 @@ func TestReadRowsRaw(t *testing.T) {
 	}
 	if err := rows.Err(); err != nil || n != 3 {
 		t.Fatalf("%d rows, %v", n, err)
+	}
+}
+
+// TestSplitBulk: a bulk large enough is cut into bulkParts parts of about
+// as many entries, each session's batches in one part and in their order,
+// also when a session's batches are not next to each other; a small bulk,
+// or one of one session, is one part.
+func TestSplitBulk(t *testing.T) {
+	ns := store.Namespace{Agent: "a"}
+	bulk := func(keys ...string) ([]store.Batch, int) {
+		var batches []store.Batch
+		n := 0
+		for i, k := range keys {
+			batches = append(batches, store.Batch{Key: ns.Key(k), Entries: make([]transcript.Entry, 20+i)})
+			n += 20 + i
+		}
+		return batches, n
+	}
+	// Interleaved sessions: a, b, a, c, d, b, e, f, e, g.
+	batches, n := bulk("a", "b", "a", "c", "d", "b", "e", "f", "e", "g")
+	parts := splitBulk(batches, n)
+	if len(parts) != bulkParts {
+		t.Fatalf("%d parts of %d entries, want %d", len(parts), n, bulkParts)
+	}
+	in := map[store.Key]int{}
+	var got []store.Batch
+	for p, part := range parts {
+		entries := 0
+		for _, b := range part {
+			if q, ok := in[b.Key]; ok && q != p {
+				t.Fatalf("session %s in parts %d and %d", b.Key, q, p)
+			}
+			in[b.Key] = p
+			entries += len(b.Entries)
+		}
+		if entries < n/bulkParts/2 {
+			t.Errorf("part %d has %d of %d entries", p, entries, n)
+		}
+		got = append(got, part...)
+	}
+	// Each session's batches keep their order: the first batch of a and of
+	// b is the shorter one.
+	for i, b := range got {
+		for _, later := range got[i+1:] {
+			if later.Key == b.Key && len(later.Entries) < len(b.Entries) {
+				t.Fatalf("session %s: its batches out of order", b.Key)
+			}
+		}
+	}
+	if len(got) != len(batches) {
+		t.Fatalf("%d batches in the parts, want %d", len(got), len(batches))
+	}
+	for _, keys := range [][]string{{"a", "a", "a", "a", "a", "a", "a"}, {"a", "b"}} {
+		batches, n := bulk(keys...)
+		if parts := splitBulk(batches, n); len(parts) != 1 || len(parts[0]) != len(batches) {
+			t.Errorf("%v (%d entries): %d parts, want one", keys, n, len(parts))
+		}
+	}
+}
+
+// TestBulkInParts appends a bulk that AppendBulk writes in parts, sessions
+// interleaved, and reads every session back; then a bulk with a stale
+// batch in one part fails with ErrConflict naming that session, appends
+// nothing of it, and appends the others' batches.
+func TestBulkInParts(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	ns := store.Namespace{Agent: "parts"}
+	want := map[store.Key][]transcript.Entry{}
+	var batches []store.Batch
+	at := time.Now()
+	for pair := 0; pair < 8; pair += 2 {
+		for j := range 4 { // s0, s1, s0, s1, s2, s3, s2, s3, ...
+			key := ns.Key(fmt.Sprint("s", pair+j%2))
+			entries := storetest.Chain(storetest.Head(want[key]), at.Add(time.Duration(pair*4+j)*time.Second), 10)
+			batches = append(batches, store.Batch{Key: key, Entries: entries})
+			want[key] = append(want[key], entries...)
+		}
+	}
+	if parts := splitBulk(batches, 160); len(parts) < 2 {
+		t.Fatalf("the bulk is %d part: the test needs more", len(parts))
+	}
+	if err := s.AppendBulk(ctx, batches); err != nil {
+		t.Fatal(err)
+	}
+	for key, entries := range want {
+		got, err := s.Read(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equalEntries(t, got, entries)
+	}
+
+	stale := ns.Key("s7") // in the last part
+	batches = batches[:0]
+	for i := range 8 {
+		key := ns.Key(fmt.Sprint("s", i))
+		parent := storetest.Head(want[key])
+		if key == stale {
+			parent = want[key][0].ID
+		}
+		entries := storetest.Chain(parent, at.Add(time.Minute), 20)
+		batches = append(batches, store.Batch{Key: key, Entries: entries})
+		if key != stale {
+			want[key] = append(want[key], entries...)
+		}
+	}
+	err := s.AppendBulk(ctx, batches)
+	if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), stale.String()) {
+		t.Fatalf("AppendBulk with a stale batch: %v, want ErrConflict naming %s", err, stale)
+	}
+	for key, entries := range want {
+		got, err := s.Read(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equalEntries(t, got, entries)
 	}
 }

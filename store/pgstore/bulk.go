@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -24,29 +25,25 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 	return s.AppendBulk(ctx, []store.Batch{{Key: key, Entries: entries}})
 }
 
-// AppendBulk appends every batch in one round trip and one commit
-// (store.BulkAppender): nothing of it when the database fails a statement;
-// when a batch is refused (its first parent is not the head), the batches
-// before it stay appended, and the call fails with store.ErrConflict naming
-// that session. With a TTL, whose
-// expired sessions a first entry may have to end first, each batch is
-// appended on its own.
+// AppendBulk appends the batches (store.BulkAppender) in one transaction,
+// sent in one round trip: nothing of it when the database fails a
+// statement. A bulk of several sessions and at least 2*minPart entries is
+// cut, by session, into bulkParts transactions of about as many entries,
+// written at the same time on as many connections: a failure of one then
+// leaves what the others appended. A refused batch (its first parent is not
+// the head) appends nothing of its session from there on, the other
+// sessions' batches stay appended, and the call fails with
+// store.ErrConflict naming that session. It returns once every transaction
+// has committed. With a TTL, whose expired sessions a first entry may have
+// to end first, each batch is appended on its own.
 func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
-	rows := make([][]row, len(batches))
 	n := 0
-	for i, b := range batches {
+	for _, b := range batches {
 		if err := store.ValidateKey(b.Key); err != nil {
 			return err
 		}
 		if err := storekit.ValidBatch(b.Key, b.Entries); err != nil {
 			return err
-		}
-		rows[i] = make([]row, len(b.Entries))
-		for j, e := range b.Entries {
-			var err error
-			if rows[i][j], err = newRow(b.Key, e); err != nil {
-				return err
-			}
 		}
 		n += len(b.Entries)
 	}
@@ -60,6 +57,84 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 			}
 		}
 		return nil
+	}
+	parts := splitBulk(batches, n)
+	if len(parts) == 1 {
+		return s.appendPart(ctx, batches)
+	}
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.appendPart(ctx, p)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// An imported entry costs the database several times what it costs the
+// client, most of it in the search index, and a transaction runs in one
+// backend: a large bulk is written as bulkParts transactions at once, so
+// that the database works on as many cores (each part makes its own rows,
+// on as many goroutines). A part has at least minPart entries, below which
+// a transaction's own costs (a round trip, a commit's flush) are no longer
+// small beside its entries'.
+const (
+	bulkParts = 2
+	minPart   = 64
+)
+
+// splitBulk cuts a bulk of n entries into parts of about n/bulkParts
+// entries, each session's batches in one part, in order (the batches of a
+// session need not be next to each other in a bulk: a transfer of
+// interleaved records gives A, B, A). A bulk too small for two parts, or
+// of one session, is one part.
+func splitBulk(batches []store.Batch, n int) [][]store.Batch {
+	if n < bulkParts*minPart {
+		return [][]store.Batch{batches}
+	}
+	parts := make([][]store.Batch, bulkParts)
+	of := make(map[store.Key]int, len(batches))
+	filling, filled := 0, 0
+	for _, b := range batches {
+		p, seen := of[b.Key]
+		if !seen {
+			if filled >= n/bulkParts && filling < bulkParts-1 {
+				filling, filled = filling+1, 0
+			}
+			p = filling
+			of[b.Key] = p
+		}
+		if p == filling {
+			filled += len(b.Entries)
+		}
+		parts[p] = append(parts[p], b)
+	}
+	for len(parts) > 1 && len(parts[len(parts)-1]) == 0 {
+		parts = parts[:len(parts)-1]
+	}
+	return parts
+}
+
+// appendPart appends checked batches in one transaction (appendBulkTx).
+func (s *Store) appendPart(ctx context.Context, batches []store.Batch) error {
+	rows := make([][]row, len(batches))
+	for i, b := range batches {
+		rows[i] = make([]row, len(b.Entries))
+		for j, e := range b.Entries {
+			var err error
+			if rows[i][j], err = newRow(b.Key, e); err != nil {
+				return err
+			}
+		}
 	}
 	var refused int
 	err := retry(ctx, func() error {
@@ -93,27 +168,7 @@ func (s *Store) appendOneBatch(ctx context.Context, b store.Batch) error {
 			return nil
 		}
 	}
-	rows := make([]row, len(entries))
-	for j, e := range entries {
-		var err error
-		if rows[j], err = newRow(b.Key, e); err != nil {
-			return err
-		}
-	}
-	one := []store.Batch{{Key: b.Key, Entries: entries}}
-	var refused int
-	err := retry(ctx, func() error {
-		var err error
-		refused, err = s.appendBulkTx(ctx, one, [][]row{rows})
-		return err
-	})
-	if err != nil {
-		return s.appendError(ctx, b.Key, entries[0], err)
-	}
-	if refused >= 0 {
-		return s.conflict(ctx, b.Key, entries[0])
-	}
-	return nil
+	return s.appendPart(ctx, []store.Batch{{Key: b.Key, Entries: entries}})
 }
 
 // appendBulkTx sends the batches' statements together, one round trip:
@@ -124,9 +179,9 @@ func (s *Store) appendOneBatch(ctx context.Context, b store.Batch) error {
 // inserted from arrays, so a batch of a thousand entries costs one row
 // update instead of a thousand updates of the same row. It returns the
 // index of the first batch whose statement found the session's head
-// elsewhere, or -1; the statements after it matched nothing either (their
-// parents are entries that were not appended), and batches before it stay
-// appended.
+// elsewhere, or -1; that session's statements after it matched nothing
+// either (their parents are entries that were not appended), and the other
+// batches stay appended.
 func (s *Store) appendBulkTx(ctx context.Context, batches []store.Batch, rows [][]row) (int, error) {
 	var q pgx.Batch
 	for i, b := range batches {

@@ -209,8 +209,9 @@ func Copy(ctx context.Context, dst, src store.Store, keys []store.Key, progress 
 // store already has. It keeps the position reached in each session it has
 // seen, and a window of the target's ids being compared. Entries to append
 // are held, a batch per session, and written chunk entries at a time
-// (store.AppendBulk: one transaction, or overlapping syncs, for many
-// sessions; store.AppendBatch's one sync for a long session's chunk).
+// (store.AppendBulk: one transaction or a few at once, or overlapping
+// syncs, for many sessions; store.AppendBatch's one sync for a long
+// session's chunk).
 //
 // One bulk is written while the next is read and placed: the store's
 // commit (a server's, or a disk's sync) overlaps decoding the input, the
