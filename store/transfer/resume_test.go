@@ -160,3 +160,55 @@ func checkChains(t *testing.T, dst store.Store, want map[store.Key][]transcript.
 		}
 	}
 }
+
+// reads counts the reads of a store's transcripts, by session.
+type reads struct {
+	store.Store
+	n map[store.Key]int
+}
+
+func (s *reads) Read(ctx context.Context, k store.Key) ([]transcript.Entry, error) {
+	s.n[k]++
+	return s.Store.Read(ctx, k)
+}
+
+// TestImportReadsOnlyWhatItMayFind: an import into namespaces that held no
+// session reads no transcript of the target; into namespaces that hold
+// sessions, it reads the sessions of those, and skips what is there.
+func TestImportReadsOnlyWhatItMayFind(t *testing.T) {
+	ctx := context.Background()
+	src := teststores.All()["memory"](t)
+	want := fill(t, src)
+	var buf bytes.Buffer
+	if _, err := transfer.Export(ctx, &buf, src, keys(want)); err != nil {
+		t.Fatal(err)
+	}
+	dst := &reads{Store: teststores.All()["memory"](t), n: map[store.Key]int{}}
+	st, err := transfer.Import(ctx, dst, bytes.NewReader(buf.Bytes()), nil)
+	if err != nil || st.Entries != 140 || len(dst.n) != 0 {
+		t.Fatalf("import into an empty store: %+v %v, reads %v, want 140 entries and no read", st, err, dst.n)
+	}
+	check(t, dst, want)
+
+	// One namespace of the four emptied: its session is not read.
+	var gone store.Key
+	for k := range want {
+		if k.Owner == "bob" {
+			gone = k
+		}
+	}
+	if err := dst.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	clear(dst.n)
+	st, err = transfer.Import(ctx, dst, bytes.NewReader(buf.Bytes()), nil)
+	if err != nil || st.Entries != len(want[gone]) || st.Skipped != 140-len(want[gone]) {
+		t.Fatalf("import again: %+v %v, want %d entries and the rest skipped", st, err, len(want[gone]))
+	}
+	for k := range want {
+		if (dst.n[k] == 0) != (k == gone) {
+			t.Errorf("import again: %s read %d times", k, dst.n[k])
+		}
+	}
+	check(t, dst, want)
+}

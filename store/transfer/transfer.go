@@ -213,6 +213,13 @@ func Copy(ctx context.Context, dst, src store.Store, keys []store.Key, progress 
 // syncs, for many sessions; store.AppendBatch's one sync for a long
 // session's chunk).
 //
+// A namespace that held no session when the sink first met it (List finds
+// none: a new store, a new agent or user) holds only the sessions the sink
+// puts there, so a session of it first seen is new, and is not read from
+// the store: an import into an empty store costs no read a session. (A
+// session that another writer creates there meanwhile fails the transfer
+// with store.ErrConflict, as one created after the sink read it does.)
+//
 // One bulk is written while the next is read and placed: the store's
 // commit (a server's, or a disk's sync) overlaps decoding the input, the
 // other half of an import's time. A bulk is never started before the one
@@ -224,8 +231,9 @@ type sink struct {
 	stats Stats
 	cur   map[store.Key]*target
 	last  *target
-	held  []store.Batch // to append, in order
-	count int           // entries held
+	empty map[store.Namespace]bool // whether each namespace met held no session then
+	held  []store.Batch            // to append, in order
+	count int                      // entries held
 
 	writing chan error // the bulk being written answers here; nil when none
 	wrote   int        // entries in that bulk
@@ -239,7 +247,9 @@ type target struct {
 	loaded bool
 }
 
-func newSink(dst store.Store) *sink { return &sink{dst: dst, cur: map[store.Key]*target{}} }
+func newSink(dst store.Store) *sink {
+	return &sink{dst: dst, cur: map[store.Key]*target{}, empty: map[store.Namespace]bool{}}
+}
 
 func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 	if err := store.ValidateKey(k); err != nil {
@@ -266,11 +276,16 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 		// A session first seen is not in the bulk being written (only
 		// sessions placed before are), so what the store says of it now
 		// is what it has.
-		_, total, err := store.ReadTail(ctx, s.dst, k, 0)
+		empty, err := s.emptyNamespace(ctx, k.Namespace())
 		if err != nil {
 			return err
 		}
-		t.total, t.loaded = total, true
+		if !empty {
+			if _, t.total, err = store.ReadTail(ctx, s.dst, k, 0); err != nil {
+				return err
+			}
+		}
+		t.loaded = true
 	}
 	if t.pos < t.total {
 		id, err := s.idAt(ctx, k, t)
@@ -329,6 +344,7 @@ func (s *sink) wait() error {
 		// Where the store stands is unknown now: the next put of a
 		// session reads it again.
 		clear(s.cur)
+		clear(s.empty)
 		s.last = nil
 		return err
 	}
@@ -352,6 +368,22 @@ func (s *sink) end(ctx context.Context, err error) error {
 		return fmt.Errorf("transfer: %w", err)
 	}
 	return nil
+}
+
+// emptyNamespace reports whether ns held no session when the sink first
+// met it. It asks the store once: the first time is before any bulk of the
+// sink wrote to ns.
+func (s *sink) emptyNamespace(ctx context.Context, ns store.Namespace) (bool, error) {
+	empty, seen := s.empty[ns]
+	if !seen {
+		page, err := s.dst.List(ctx, ns, store.ListOptions{Limit: 1})
+		if err != nil {
+			return false, err
+		}
+		empty = len(page.Sessions) == 0
+		s.empty[ns] = empty
+	}
+	return empty, nil
 }
 
 func (s *sink) idAt(ctx context.Context, k store.Key, t *target) (string, error) {
