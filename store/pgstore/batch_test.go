@@ -243,3 +243,57 @@ func TestBulkInParts(t *testing.T) {
 		equalEntries(t, got, entries)
 	}
 }
+
+// TestBulkStarts: the batches of a bulk that start sessions go in one
+// statement; one whose session exists, or that starts a session a batch
+// before it started, appends nothing and fails the bulk with ErrConflict
+// naming its session, and the other sessions, their later batches too,
+// are appended.
+func TestBulkStarts(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	ns := store.Namespace{Agent: "starts"}
+	at := time.Now()
+	there := ns.Key("there")
+	before := storetest.Chain("", at, 2)
+	if err := s.AppendBatch(ctx, there, before); err != nil {
+		t.Fatal(err)
+	}
+	a, c, twice := ns.Key("a"), ns.Key("c"), ns.Key("twice")
+	aFirst := storetest.Chain("", at, 3)
+	aMore := storetest.Chain(storetest.Head(aFirst), at.Add(time.Second), 2)
+	cFirst := storetest.Chain("", at, 4)
+	twiceFirst := storetest.Chain("", at, 2)
+	bulk := []store.Batch{
+		{Key: a, Entries: aFirst},
+		{Key: there, Entries: storetest.Chain("", at, 3)},
+		{Key: a, Entries: aMore},
+		{Key: twice, Entries: twiceFirst},
+		{Key: c, Entries: cFirst},
+		{Key: twice, Entries: storetest.Chain("", at, 2)},
+	}
+	err := s.AppendBulk(ctx, bulk)
+	if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), there.String()) {
+		t.Fatalf("AppendBulk starting a session that exists: %v, want ErrConflict naming %s", err, there)
+	}
+	for key, want := range map[store.Key][]transcript.Entry{
+		there: before, a: append(aFirst, aMore...), c: cFirst, twice: twiceFirst,
+	} {
+		got, err := s.Read(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equalEntries(t, got, want)
+		info, err := s.Stat(ctx, key)
+		if err != nil || info.Entries != len(want) {
+			t.Fatalf("%s: Stat %+v %v, want %d entries", key, info, err, len(want))
+		}
+	}
+	// The second start of twice was refused without a statement of its
+	// own (a duplicate key in the one statement would fail all of it);
+	// alone in a bulk, a start of a session that exists names it.
+	err = s.AppendBulk(ctx, []store.Batch{{Key: ns.Key("new"), Entries: storetest.Chain("", at, 2)}, {Key: twice, Entries: storetest.Chain("", at, 1)}})
+	if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), twice.String()) {
+		t.Fatalf("AppendBulk starting a session that exists: %v, want ErrConflict naming %s", err, twice)
+	}
+}

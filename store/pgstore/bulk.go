@@ -173,46 +173,88 @@ func (s *Store) appendOneBatch(ctx context.Context, b store.Batch) error {
 
 // appendBulkTx sends the batches' statements together, one round trip:
 // Postgres runs a pipeline ended by one Sync as one implicit transaction,
-// so an error rolls all of it back. Each batch is one statement
-// (appendBatchSQL or appendBatchFirstSQL): the session row is updated
-// once, by the batch's effect composed in Go (batchOf), and the entries
-// inserted from arrays, so a batch of a thousand entries costs one row
-// update instead of a thousand updates of the same row. It returns the
-// index of the first batch whose statement found the session's head
-// elsewhere, or -1; that session's statements after it matched nothing
-// either (their parents are entries that were not appended), and the other
-// batches stay appended.
+// so an error rolls all of it back. The batches that start sessions are
+// one statement (appendStartsSQL), first; each other batch is one
+// statement (appendBatchSQL), in order: the session row is written once,
+// by the batch's effect composed in Go (batchOf), and the entries inserted
+// from arrays, so a batch of a thousand entries costs one row update
+// instead of a thousand updates of the same row, and a thousand new
+// sessions one statement instead of a thousand. It returns the index of
+// the first batch whose session was not where the batch expected it (a
+// session to start that exists, a head elsewhere), or -1; that session's
+// statements after it matched nothing either (their parents are entries
+// that were not appended), and the other batches stay appended.
 func (s *Store) appendBulkTx(ctx context.Context, batches []store.Batch, rows [][]row) (int, error) {
-	var q pgx.Batch
+	var (
+		q       pgx.Batch
+		starts  startsArgs
+		started = map[store.Key]int{} // batch index of each session to start
+		refused = -1
+		next    []int // the batches appendBatchSQL appends, in order
+	)
+	refuse := func(i int) {
+		if refused < 0 || i < refused {
+			refused = i
+		}
+	}
 	for i, b := range batches {
+		switch {
+		case len(b.Entries) == 0:
+		case b.Entries[0].ParentID != "":
+			next = append(next, i)
+		default:
+			if _, twice := started[b.Key]; twice {
+				refuse(i) // the session has entries by then
+				continue
+			}
+			started[b.Key] = i
+			starts.add(b, batchOf(b.Entries, rows[i]))
+		}
+	}
+	if len(started) > 0 {
+		q.Queue(s.sql(appendStartsSQL), starts.args()...)
+	}
+	for _, i := range next {
+		b := batches[i]
 		k := b.Key
-		if len(b.Entries) == 0 {
-			continue
-		}
 		eff := batchOf(b.Entries, rows[i])
-		if b.Entries[0].ParentID == "" {
-			q.Queue(s.sql(appendBatchFirstSQL), k.Agent, k.Owner, k.ID, eff.head, eff.firstNs, eff.lastNs, eff.titleIfEmpty,
-				eff.messages, max(eff.pendingAdd, eff.pendingFloor), eff.compacts, eff.n,
-				eff.ids, eff.ts, eff.lines, eff.search)
-			continue
-		}
 		q.Queue(s.sql(appendBatchSQL), k.Agent, k.Owner, k.ID, eff.head, eff.lastNs, eff.messages,
 			eff.titleIfEmpty, eff.titleIfSet, eff.pendingAdd, eff.pendingFloor, eff.compacts, eff.n,
 			b.Entries[0].ParentID, s.cutoff(), eff.ids, eff.ts, eff.lines, eff.search)
 	}
 	res := s.pool.SendBatch(ctx, &q)
-	refused := -1
-	for i, b := range batches {
-		if len(b.Entries) == 0 {
-			continue
+	if len(started) > 0 {
+		rows, err := res.Query()
+		if err != nil {
+			res.Close()
+			return -1, err
 		}
+		for rows.Next() {
+			var k store.Key
+			if err := rows.Scan(&k.Agent, &k.Owner, &k.ID); err != nil {
+				rows.Close()
+				res.Close()
+				return -1, err
+			}
+			delete(started, k)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			res.Close()
+			return -1, err
+		}
+		for _, i := range started { // the sessions that were there already
+			refuse(i)
+		}
+	}
+	for _, i := range next {
 		tag, err := res.Exec()
 		if err != nil {
 			res.Close()
 			return -1, err
 		}
-		if tag.RowsAffected() != int64(len(b.Entries)) && refused < 0 {
-			refused = i
+		if tag.RowsAffected() != int64(len(batches[i].Entries)) {
+			refuse(i)
 		}
 	}
 	return refused, res.Close()
@@ -240,17 +282,64 @@ INSERT INTO {s}.entries (agent, owner, session, seq, entry_id, ts_ns, entry, sea
 SELECT $1, $2, $3, (s.seq + u.ord - 1)::integer, u.entry_id, u.ts_ns, u.entry, u.search
 FROM s, unnest($15::text[], $16::bigint[], $17::bytea[], $18::text[]) WITH ORDINALITY AS u(entry_id, ts_ns, entry, search, ord)`
 
-// appendBatchFirstSQL starts a session with a batch, as appendFirstSQL
-// does with one entry.
-const appendBatchFirstSQL = `WITH s AS (
+// appendStartsSQL starts sessions with their first batches, as
+// appendFirstSQL does with one entry: a row per session from arrays ($1 to
+// $11), of which ON CONFLICT keeps out those that exist, and the entries
+// of the sessions it inserted, from arrays ($12 to $19: each entry's
+// session, position and columns). It returns the sessions it started.
+const appendStartsSQL = `WITH s AS (
 	INSERT INTO {s}.sessions (agent, owner, id, started_ns, last_ns, title, message_count, pending, compactions, entries, head)
-	VALUES ($1, $2, $3, $5, $6, $7, $8, $9, $10, $11, $4)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[],
+		$7::integer[], $8::integer[], $9::integer[], $10::integer[], $11::text[])
 	ON CONFLICT (agent, owner, id) DO NOTHING
-	RETURNING 0 AS seq
+	RETURNING agent, owner, id
+), e AS (
+	INSERT INTO {s}.entries (agent, owner, session, seq, entry_id, ts_ns, entry, search)
+	SELECT s.agent, s.owner, s.id, u.seq, u.entry_id, u.ts_ns, u.entry, u.search
+	FROM unnest($12::text[], $13::text[], $14::text[], $15::integer[], $16::text[], $17::bigint[], $18::bytea[], $19::text[])
+		AS u(agent, owner, session, seq, entry_id, ts_ns, entry, search)
+	JOIN s ON s.agent = u.agent AND s.owner = u.owner AND s.id = u.session
 )
-INSERT INTO {s}.entries (agent, owner, session, seq, entry_id, ts_ns, entry, search)
-SELECT $1, $2, $3, (s.seq + u.ord - 1)::integer, u.entry_id, u.ts_ns, u.entry, u.search
-FROM s, unnest($12::text[], $13::bigint[], $14::bytea[], $15::text[]) WITH ORDINALITY AS u(entry_id, ts_ns, entry, search, ord)`
+SELECT agent, owner, id FROM s`
+
+// startsArgs gathers appendStartsSQL's arrays: a session's row from its
+// batch's effect, and its entries.
+type startsArgs struct {
+	agent, owner, id, title, head []string
+	started, last                 []int64
+	messages, pending, compacts   []int32
+	count                         []int32
+
+	eAgent, eOwner, eSession, eID []string
+	eSeq                          []int32
+	eTs                           []int64
+	eLine                         [][]byte
+	eSearch                       []*string
+}
+
+func (a *startsArgs) add(b store.Batch, eff batchEffect) {
+	k := b.Key
+	a.agent, a.owner, a.id = append(a.agent, k.Agent), append(a.owner, k.Owner), append(a.id, k.ID)
+	a.started, a.last = append(a.started, eff.firstNs), append(a.last, eff.lastNs)
+	a.title, a.head = append(a.title, eff.titleIfEmpty), append(a.head, eff.head)
+	a.messages = append(a.messages, int32(eff.messages))
+	a.pending = append(a.pending, int32(max(eff.pendingAdd, eff.pendingFloor)))
+	a.compacts = append(a.compacts, int32(eff.compacts))
+	a.count = append(a.count, int32(eff.n))
+	for j := range eff.n {
+		a.eAgent, a.eOwner, a.eSession = append(a.eAgent, k.Agent), append(a.eOwner, k.Owner), append(a.eSession, k.ID)
+		a.eSeq = append(a.eSeq, int32(j))
+	}
+	a.eID = append(a.eID, eff.ids...)
+	a.eTs = append(a.eTs, eff.ts...)
+	a.eLine = append(a.eLine, eff.lines...)
+	a.eSearch = append(a.eSearch, eff.search...)
+}
+
+func (a *startsArgs) args() []any {
+	return []any{a.agent, a.owner, a.id, a.started, a.last, a.title, a.messages, a.pending, a.compacts, a.count, a.head,
+		a.eAgent, a.eOwner, a.eSession, a.eSeq, a.eID, a.eTs, a.eLine, a.eSearch}
+}
 
 // batchEffect is what a batch does to its session's row, composed from
 // what each entry does in appendNextSQL, so that one statement applies
