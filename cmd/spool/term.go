@@ -5,7 +5,6 @@ import (
 	"os"
 	"strings"
 
-	"charm.land/lipgloss/v2"
 	"golang.org/x/term"
 
 	"github.com/spool-go/spool/internal/termmd"
@@ -37,32 +36,45 @@ func colourAllowed(env *environ) bool {
 	return env.getenv("NO_COLOR") == "" && env.getenv("TERM") != "dumb"
 }
 
-// palette paints the kinds of line chat and the commands print. The zero
-// palette paints nothing.
+// palette paints the kinds of line chat and the commands print. It
+// writes its SGR sequences itself: lipgloss, which it used before for
+// these five styles, linked a dozen packages whose package init every
+// spool process paid, `spool sessions ls` as much as `spool chat`. The
+// zero palette paints nothing.
 type palette struct {
 	on                                 bool
-	user, tool, notice, errorS, dimmed lipgloss.Style
+	user, tool, notice, errorS, dimmed style
 }
+
+// style is the parameters of an SGR sequence: "1;36" is bold cyan.
+type style string
 
 func newPalette(on bool) palette {
 	if !on {
 		return palette{}
 	}
-	return palette{
-		on:     true,
-		user:   lipgloss.NewStyle().Foreground(lipgloss.Cyan).Bold(true),
-		tool:   lipgloss.NewStyle().Foreground(lipgloss.Yellow),
-		notice: lipgloss.NewStyle().Foreground(lipgloss.Magenta),
-		errorS: lipgloss.NewStyle().Foreground(lipgloss.Red).Bold(true),
-		dimmed: lipgloss.NewStyle().Faint(true),
-	}
+	return palette{on: true, user: "1;36", tool: "33", notice: "35", errorS: "1;31", dimmed: "2"}
 }
 
-func (p palette) paint(s lipgloss.Style, text string) string {
+// paint returns text in style s, each line styled and reset on its own,
+// as lipgloss did, so that a pager or a terminal that resets at a line's
+// end keeps the colour of the next.
+func (p palette) paint(s style, text string) string {
 	if !p.on {
 		return text
 	}
-	return s.Render(text)
+	var b strings.Builder
+	for i, line := range strings.Split(text, "\n") {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString("\x1b[")
+		b.WriteString(string(s))
+		b.WriteByte('m')
+		b.WriteString(line)
+		b.WriteString("\x1b[m")
+	}
+	return b.String()
 }
 
 // outputFor returns the palette for w.

@@ -65,3 +65,32 @@ func TestMarkdownBlocks(t *testing.T) {
 func ansiStrip(s string) string { return sgrRE.ReplaceAllString(s, "") }
 
 var sgrRE = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
+// TestPaint: the palette writes lipgloss's sequences for its styles (a
+// line in bold cyan is "\x1b[1;36m…\x1b[m"), a line at a time, and the
+// zero palette writes the text alone.
+func TestPaint(t *testing.T) {
+	p := newPalette(true)
+	for _, c := range []struct {
+		s          style
+		text, want string
+	}{
+		{p.user, "> ", "\x1b[1;36m> \x1b[m"},
+		{p.tool, "[calls f {}]", "\x1b[33m[calls f {}]\x1b[m"},
+		{p.notice, "saved", "\x1b[35msaved\x1b[m"},
+		{p.errorS, "error: x", "\x1b[1;31merror: x\x1b[m"},
+		{p.dimmed, "", "\x1b[2m\x1b[m"},
+		{p.notice, "two\nlines", "\x1b[35mtwo\x1b[m\n\x1b[35mlines\x1b[m"},
+	} {
+		if got := p.paint(c.s, c.text); got != c.want {
+			t.Errorf("paint(%q, %q) = %q, want %q", c.s, c.text, got, c.want)
+		}
+	}
+	var off palette
+	if got := off.paint(off.user, "two\nlines"); got != "two\nlines" {
+		t.Errorf("the zero palette painted %q", got)
+	}
+	if newPalette(false).on {
+		t.Error("newPalette(false) paints")
+	}
+}
