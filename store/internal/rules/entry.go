@@ -146,7 +146,35 @@ func ValidBatch[K fmt.Stringer](key K, entries []transcript.Entry, invalid, conf
 	return nil
 }
 
+// plainText reports whether s is valid UTF-8 without control characters.
+// Every append checks four fields (ids, turn id, type), which are ASCII:
+// eight bytes at a time, a word holds no control character when no byte
+// has its high bit set (ASCII), is below 0x20, or is 0x7f; anything else
+// goes rune by rune.
 func plainText(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		b := s[i : i+8]
+		w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		del := w ^ (0x7f * ones)
+		// (x - 0x20..) & ^x & highs is nonzero when a byte of x, all below
+		// 0x80, is below 0x20; (y - ones) & ^y & highs when a byte of y is 0.
+		if w&highs != 0 || ((w-0x20*ones)&^w|(del-ones)&^del)&highs != 0 {
+			return plainRunes(s[i:])
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			return plainRunes(s[i:])
+		}
+	}
+	return true
+}
+
+// plainRunes is plainText rune by rune.
+func plainRunes(s string) bool {
 	if !utf8.ValidString(s) {
 		return false
 	}
