@@ -3,6 +3,7 @@
 package filestore
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"runtime"
@@ -39,17 +40,28 @@ func lockFile(f *os.File, exclusive bool) error {
 	if exclusive {
 		how = unix.LOCK_EX
 	}
-	return withFd(f, "flock", func(fd int) error {
-		for {
-			if err := unix.Flock(fd, how); err != unix.EINTR {
-				return err
-			}
+	return flock(f, how)
+}
+
+// flock is flock(2) on f's descriptor, again when interrupted. It uses
+// f.Fd, which leaves a regular file's descriptor as it is (see statOpen):
+// no closure and no reference counting of the descriptor, as
+// f.SyscallConn's Control has, on a call every append makes twice.
+func flock(f *os.File, how int) error {
+	fd := int(f.Fd())
+	var err error
+	for {
+		if err = unix.Flock(fd, how); err != unix.EINTR {
+			break
 		}
-	})
+	}
+	runtime.KeepAlive(f)
+	return pathErr("flock", f, err)
 }
 
 // withFd runs fn on f's descriptor. Unlike f.Fd, it leaves the file's
-// blocking mode alone, which saves two fcntl calls every time.
+// blocking mode alone, which saves two fcntl calls every time on a file
+// that is not regular (a folder).
 func withFd(f *os.File, op string, fn func(fd int) error) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -68,30 +80,18 @@ func tryLockFile(f *os.File, exclusive bool) (bool, error) {
 	if exclusive {
 		how = unix.LOCK_EX | unix.LOCK_NB
 	}
-	held := true
-	err := withFd(f, "flock", func(fd int) error {
-		for {
-			switch err := unix.Flock(fd, how); err {
-			case unix.EINTR:
-				continue
-			case unix.EWOULDBLOCK:
-				held = false
-				return nil
-			default:
-				return err
-			}
-		}
-	})
-	return held && err == nil, err
+	err := flock(f, how)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // unlockAndClose closes f, which releases its lock: the lock belongs to the
 // open file, and this is its only descriptor.
 func unlockAndClose(f *os.File) error { return f.Close() }
 
-func unlockFile(f *os.File) error {
-	return withFd(f, "flock", func(fd int) error { return unix.Flock(fd, unix.LOCK_UN) })
-}
+func unlockFile(f *os.File) error { return flock(f, unix.LOCK_UN) }
 
 // unlinked reports whether the file that st (from f.Stat) describes no
 // longer has a name: it was deleted, or another file was renamed over it.
