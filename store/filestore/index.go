@@ -156,17 +156,31 @@ func (ix *index) insertLocked(r *rec) {
 // updateLocked makes old, the record in the index, r. The caller holds
 // ix.mu.
 func (ix *index) updateLocked(old, r *rec) {
-	if ix.sorted != nil && !old.info.LastActivity.Equal(r.info.LastActivity) {
-		if i, ok := slices.BinarySearchFunc(ix.sorted, old, cmpRec); ok {
-			ix.sorted = slices.Delete(ix.sorted, i, i+1)
-			*old = *r
-			i, _ = slices.BinarySearchFunc(ix.sorted, old, cmpRec)
-			ix.sorted = slices.Insert(ix.sorted, i, old)
-			return
-		}
-		ix.sorted = nil
+	if ix.sorted == nil || old.info.LastActivity.Equal(r.info.LastActivity) {
+		*old = *r
+		return
 	}
+	i, ok := slices.BinarySearchFunc(ix.sorted, old, cmpRec)
 	*old = *r
+	if !ok {
+		ix.sorted = nil
+		return
+	}
+	// Move it to its new place, shifting only the records it passes: an
+	// append moves its session towards the front, most often not at all
+	// (it is the newest already), and the index may hold thousands.
+	sorted := ix.sorted
+	switch {
+	case i > 0 && cmpRec(old, sorted[i-1]) < 0:
+		j, _ := slices.BinarySearchFunc(sorted[:i], old, cmpRec)
+		copy(sorted[j+1:i+1], sorted[j:i])
+		sorted[j] = old
+	case i+1 < len(sorted) && cmpRec(old, sorted[i+1]) > 0:
+		j, _ := slices.BinarySearchFunc(sorted[i+1:], old, cmpRec)
+		j += i + 1
+		copy(sorted[i:j-1], sorted[i+1:j])
+		sorted[j-1] = old
+	}
 }
 
 // removeLocked drops the record of id. The caller holds ix.mu.
