@@ -139,35 +139,45 @@ var retentionHook func(victims []rec)
 // with one, only the first append of a burst writes the session's record
 // (pending.go).
 func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, entries []transcript.Entry, plains [][]byte, create bool, dirs *dirSyncs, nonce string, due *bool) (bool, error) {
-	e := entries[0]
-	release, err := s.sessions.Lock(ctx, key)
+	// Few returns after the defers, so that they cost no more than calls.
+	ss, err := ix.lockSession(ctx, key.ID)
 	if err != nil {
 		return false, err
 	}
-	defer release()
+	defer ix.unlockSession(ss)
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	sf, err := s.openSession(ctx, ix, key.ID, true, create, true)
-	if err != nil {
+	var snap snapshot
+	sf, known, err := s.openSession(ctx, ix, key.ID, true, create, ss, &snap)
+	if err != nil || sf == nil {
+		if err == nil {
+			err = storekit.ConflictError(key, entries[0].ParentID, "")
+		}
 		return false, err
 	}
-	if sf == nil {
-		return false, storekit.ConflictError(key, e.ParentID, "")
-	}
 	defer sf.close()
+	return s.appendOpen(ix, key, sf, &snap, known, entries, plains, dirs, nonce, due)
+}
+
+// appendOpen is lockAndAppend once the session's file is open and locked,
+// snap what openSession saw of its record (all of it when known).
+func (s *Store) appendOpen(ix *index, key store.Key, sf *sfile, snap *snapshot, known bool, entries []transcript.Entry, plains [][]byte, dirs *dirSyncs, nonce string, due *bool) (bool, error) {
+	e := entries[0]
+	next, pend := &snap.rec, snap.pend
+	var err error
 	if s.fold {
 		// On a file system that folds case the file we hold may be
 		// another spelling's, made since the check before the lock.
 		if err := ix.checkCase(key.ID); err != nil {
 			return false, err
 		}
+		known = false // and the record may have changed meanwhile
 	}
-
-	var next rec
-	known, deferred, err := s.currentInto(ix, key, sf, &next)
-	if err != nil {
-		return false, err
+	if !known {
+		if known, pend, err = s.currentInto(ix, key, sf, next); err != nil {
+			return false, err
+		}
 	}
 	head, pos := "", 0
 	if known {
@@ -176,7 +186,7 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 		}
 		head, pos = next.head, next.info.Entries
 	} else {
-		next = rec{titleOK: true}
+		*next = rec{titleOK: true}
 	}
 	if err := storekit.CheckParent(key, head, e); err != nil {
 		return false, err
@@ -198,7 +208,7 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 			// No reader would take the line back.
 			return false, lineTooLong(key, e, len(line))
 		}
-		if err := s.applyEntry(&next, key, e); err != nil {
+		if err := s.applyEntry(next, key, e); err != nil {
 			return false, err
 		}
 		starts[i] = int64(len(lines))
@@ -230,7 +240,7 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 			ix.mu.Unlock()
 		}
 	}
-	if deferred {
+	if pend != nil {
 		// The burst's mark is open: no record and no fstat. The size is
 		// known under the lock; the mtime waits for the next fstat.
 		next.fileState = fileState{size: sf.size + int64(len(lines)), mtime: unknownMtime, ino: sf.ino}
@@ -240,25 +250,25 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 		next.fileState = sf.fileState
 	}
 	now := time.Now()
+	first := false
 	ix.mu.Lock()
-	ix.putCopyLocked(&next)
-	p, deferred := ix.mine[key.ID] // unchanged: it changes under the session's lock
+	ix.putCopyLocked(next)
 	switch {
-	case deferred:
-		p.last = now
-		ix.mine[key.ID] = p
+	case pend != nil:
+		// Still the session's: ix.mine changes only under its lock.
+		pend.last = now
 	case nonce != "" && dirs == nil && !ix.dropped:
 		// The first append of a burst: the record, and the mark that
 		// says the next appends come without one.
 		if ix.mine == nil {
-			ix.mine = map[string]pending{}
+			ix.mine = map[string]*pending{}
 		}
-		ix.mine[key.ID] = pending{nonce: nonce, since: now, last: now}
+		ix.mine[key.ID] = &pending{nonce: nonce, since: now, last: now}
 		ix.pending.Add(1)
-		ix.writeLocked(appendMark(appendRecord(nil, &next, s.cfg.protector != nil), 'U', unsureBody(nonce, key.ID)))
-		defer s.scheduleFlush()
+		ix.writeLocked(appendMark(appendRecord(nil, next, s.cfg.protector != nil), 'U', unsureBody(nonce, key.ID)))
+		first = true
 	default:
-		ix.writeLocked(appendRecord(nil, &next, s.cfg.protector != nil))
+		ix.writeLocked(appendRecord(nil, next, s.cfg.protector != nil))
 	}
 	if pos == 0 {
 		if dirs != nil {
@@ -269,6 +279,9 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 	}
 	*due = ix.compactDueLocked()
 	ix.mu.Unlock()
+	if first {
+		s.scheduleFlush()
+	}
 	return pos == 0, nil
 }
 
@@ -311,24 +324,25 @@ func (s *Store) current(ix *index, key store.Key, sf *sfile) (*rec, error) {
 }
 
 // currentInto is current into dst, reporting whether the session has
-// entries, and also whether it is one of the Store's deferred sessions
-// (pending.go), in the same hold of ix.mu when the record is current.
-func (s *Store) currentInto(ix *index, key store.Key, sf *sfile, dst *rec) (known, deferred bool, err error) {
+// entries, and also, when it is one of the Store's deferred sessions
+// (pending.go), its pending, in the same hold of ix.mu when the record is
+// current.
+func (s *Store) currentInto(ix *index, key store.Key, sf *sfile, dst *rec) (known bool, pend *pending, err error) {
 	ix.mu.Lock()
-	_, deferred = ix.mine[key.ID]
+	pend = ix.mine[key.ID]
 	r := ix.recs[key.ID]
 	if r != nil && r.sameAs(sf.fileState) {
 		*dst = *r
 		ix.mu.Unlock()
-		return true, deferred, nil
+		return true, pend, nil
 	}
 	ix.mu.Unlock()
 	c, err := s.currentSlow(ix, key, sf)
 	if c == nil || err != nil {
-		return false, deferred, err
+		return false, pend, err
 	}
 	*dst = *c
-	return true, deferred, nil
+	return true, pend, nil
 }
 
 func (s *Store) currentSlow(ix *index, key store.Key, sf *sfile) (*rec, error) {
@@ -425,15 +439,15 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 		unmark, _ := s.markWriter(ix)
 		defer unmark()
 	}
-	release, err := s.sessions.Lock(ctx, key)
+	ss, err := ix.lockSession(ctx, key.ID)
 	if err != nil {
 		return false, err
 	}
-	defer release()
+	defer ix.unlockSession(ss)
 	// Not a kept file: the transcript goes, and its space with the last
 	// descriptor.
-	s.handles.drop(sessionPath(ix.dir, key.ID))
-	sf, err := s.openSession(ctx, ix, key.ID, true, false, false)
+	s.handles.drop(ss)
+	sf, _, err := s.openSession(ctx, ix, key.ID, true, false, nil, nil)
 	if err != nil {
 		return false, err
 	}
@@ -470,7 +484,7 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 	if ix.recs[key.ID] != nil || sf != nil {
 		ix.removeLocked(key.ID)
 		b := appendDelete(nil, key.ID)
-		if p, ok := ix.mine[key.ID]; ok {
+		if p := ix.mine[key.ID]; p != nil {
 			b = appendMark(b, 'V', unsureBody(p.nonce, key.ID))
 			ix.forgetMineLocked(key.ID)
 		}

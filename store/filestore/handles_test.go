@@ -73,6 +73,9 @@ func TestKeptTranscripts(t *testing.T) {
 	if n := a.handles.len(); n != 0 {
 		t.Fatalf("%d files still kept after %v idle", n, handleIdle)
 	}
+	if n := liveSessions(a); n != 0 {
+		t.Fatalf("%d sessions remembered after their files closed", n)
+	}
 	seed(t, a, store.Key{Agent: "a", ID: "last"}, "", t0, 1)
 	a.Close()
 	if n := a.handles.len(); n != 0 {
@@ -80,10 +83,24 @@ func TestKeptTranscripts(t *testing.T) {
 	}
 }
 
+// liveSessions counts the sessions s remembers (sessions.go), over all
+// its indexes.
+func liveSessions(s *Store) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ix := range s.indexes {
+		ix.mu.Lock()
+		n += len(ix.sessions)
+		ix.mu.Unlock()
+	}
+	return n
+}
+
 // len reports how many files are kept. It lives here, beside the only
 // code that calls it, so that it is unused on no platform.
 func (h *handles) len() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.files)
+	return len(h.kept)
 }

@@ -61,8 +61,13 @@ type index struct {
 	// in memory are newer than the file's; pending counts mine for
 	// evictLocked, which must not drop them.
 	unsure  map[string]map[string]bool
-	mine    map[string]pending
+	mine    map[string]*pending
 	pending atomic.Int32
+	// sessions are the namespace's sessions in use or with a kept file
+	// (sessions.go), live their number for evictLocked, which keeps an
+	// index whose sessions are in use.
+	sessions map[string]*session
+	live     atomic.Int32
 	// markedBy is the Store's writer mark once the index names it.
 	markedBy atomic.Pointer[writerMark]
 }

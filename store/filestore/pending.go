@@ -94,7 +94,7 @@ func unsureBody(nonce, id string) string { return nonce + "\t" + id }
 // deferred ones and r is from before the burst's last appends. The caller
 // holds ix.mu.
 func (ix *index) aheadLocked(r *rec) bool {
-	if _, ok := ix.mine[r.info.ID]; !ok {
+	if ix.mine[r.info.ID] == nil {
 		return false
 	}
 	m := ix.recs[r.info.ID]
@@ -158,19 +158,18 @@ func (s *Store) flush(indexes []*index, all bool) (more bool) {
 // process appended since, and its records describe the session.
 func (s *Store) flushOne(ix *index, id string) {
 	ctx := context.Background()
-	key := ix.key.Key(id)
-	release, err := s.sessions.Lock(ctx, key)
+	ss, err := ix.lockSession(ctx, id)
 	if err != nil {
 		return
 	}
-	defer release()
-	sf, err := s.openSession(ctx, ix, id, true, false, true)
+	defer ix.unlockSession(ss)
+	sf, _, err := s.openSession(ctx, ix, id, true, false, ss, nil)
 	if err != nil {
 		return // still pending: tried again at the next flush
 	}
 	ix.mu.Lock()
-	p, ok := ix.mine[id]
-	if !ok {
+	p := ix.mine[id]
+	if p == nil {
 		ix.mu.Unlock()
 		if sf != nil {
 			sf.close()

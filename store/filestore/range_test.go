@@ -70,7 +70,7 @@ func TestRangesAndTails(t *testing.T) {
 	}
 	// Appends past entry 1024 add its offset.
 	all = append(all, seed(t, s, key, parent, t0.Add(time.Hour), 30)...)
-	sf, err := s.openSession(t.Context(), s.indexes[key.Namespace()], key.ID, false, false, false)
+	sf, _, err := s.openSession(t.Context(), s.indexes[key.Namespace()], key.ID, false, false, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

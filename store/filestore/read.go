@@ -189,7 +189,7 @@ func (s *Store) openRead(ctx context.Context, key store.Key) (*sfile, *index, er
 	if err := ix.checkCase(key.ID); err != nil {
 		return nil, nil, err
 	}
-	sf, err := s.openSession(ctx, ix, key.ID, false, false, false)
+	sf, _, err := s.openSession(ctx, ix, key.ID, false, false, nil, nil)
 	return sf, ix, err
 }
 

@@ -113,13 +113,13 @@ func checkRotation(current, to seal.Protector) error {
 // resealSession rewrites one session under to, unless it is under to
 // already, and reports whether it rewrote it.
 func (s *Store) resealSession(ctx context.Context, ix *index, key store.Key, to seal.Protector) (bool, error) {
-	release, err := s.sessions.Lock(ctx, key)
+	ss, err := ix.lockSession(ctx, key.ID)
 	if err != nil {
 		return false, err
 	}
-	defer release()
-	s.handles.drop(sessionPath(ix.dir, key.ID)) // the transcript is replaced
-	sf, err := s.openSession(ctx, ix, key.ID, true, false, false)
+	defer ix.unlockSession(ss)
+	s.handles.drop(ss) // the transcript is replaced
+	sf, _, err := s.openSession(ctx, ix, key.ID, true, false, nil, nil)
 	if err != nil || sf == nil {
 		return false, err
 	}

@@ -24,7 +24,7 @@ type sfile struct {
 	f    *os.File
 	path string
 	fileState
-	keep *handles // where close puts f back (handles.go), or nil to close it
+	ss *session // the session whose file f is, which close puts back (handles.go); nil to close it
 }
 
 // fileState is what says a file changed: its size, its mtime, and its
@@ -43,8 +43,8 @@ func stateOf(st fs.FileInfo) fileState {
 // close releases the lock, and closes the file or keeps it for the next
 // append (see handles).
 func (sf *sfile) close() {
-	if sf.keep != nil {
-		sf.keep.put(sf.path, sf.f)
+	if sf.ss != nil {
+		sf.ss.ix.s.handles.put(sf.ss)
 		return
 	}
 	unlockAndClose(sf.f)
@@ -59,14 +59,29 @@ func (sf *sfile) stat() error {
 	return nil
 }
 
+// snapshot is what an append learns of its session from the index while
+// openSession holds the index's mutex: its record, and its pending when it
+// is one of the Store's deferred sessions (pending.go).
+type snapshot struct {
+	rec  rec
+	pend *pending
+}
+
 // openSession opens and locks the transcript of id, waiting for the lock
 // until ctx is done. Without create it returns nil for a session that has
 // no file. Before it returns, a torn last line is set aside (repairTorn), so
-// every line of the file is whole. With reuse (appends only) it takes the
-// file from those kept open between appends, when there, and close keeps
-// it again (see handles).
-func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive, create, reuse bool) (*sfile, error) {
-	path := sessionPath(ix.dir, id)
+// every line of the file is whole. With ss, the session held (appends and
+// the records that follow them), it takes the file kept open between
+// appends, when there is one, and close keeps it again (see handles).
+// With dst, it copies the session's record there when the file is as the
+// record says, and reports so.
+func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive, create bool, ss *session, dst *snapshot) (*sfile, bool, error) {
+	var path string
+	if ss != nil {
+		path = ss.path
+	} else {
+		path = sessionPath(ix.dir, id)
+	}
 	flag := os.O_RDONLY
 	if exclusive {
 		flag = os.O_RDWR
@@ -77,8 +92,10 @@ func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive
 	for attempt := 0; attempt < 100; attempt++ {
 		var f *os.File
 		var err error
-		if reuse && attempt == 0 {
-			f = s.handles.take(path)
+		if ss != nil {
+			// Whatever happens to it below, the session's file is not kept
+			// until close puts it back.
+			f, ss.f = ss.f, nil
 		}
 		if f == nil {
 			f, err = openFile(path, flag, fileMode)
@@ -86,25 +103,25 @@ func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				if !create {
-					return nil, nil
+					return nil, false, nil
 				}
 				if attempt == 0 {
 					// The folder was removed under the store: make it again.
 					if err := mkdirs(ix.dir); err != nil {
-						return nil, err
+						return nil, false, err
 					}
 					continue
 				}
 			}
-			return nil, fmt.Errorf("filestore: %w", err)
+			return nil, false, fmt.Errorf("filestore: %w", err)
 		}
 		if err := lockCtx(ctx, f, exclusive); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		st, gone, perm, err := statOpen(f, path)
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("filestore: %w", err)
+			return nil, false, fmt.Errorf("filestore: %w", err)
 		}
 		if gone {
 			// Deleted while we waited for the lock: what we hold is no
@@ -112,9 +129,13 @@ func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive
 			f.Close()
 			continue
 		}
-		sf := &sfile{f: f, path: path, fileState: st}
-		if reuse {
-			sf.keep = &s.handles
+		var sf *sfile
+		if ss != nil {
+			ss.f = f
+			sf = &ss.sf
+			*sf = sfile{f: f, path: path, fileState: st, ss: ss}
+		} else {
+			sf = &sfile{f: f, path: path, fileState: st}
 		}
 		if create && sf.size == 0 && perm != fileMode {
 			f.Chmod(fileMode) // the umask may have narrowed it
@@ -124,36 +145,40 @@ func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive
 		ix.mu.Lock()
 		r := ix.recs[id]
 		known := r != nil && r.sameAs(sf.fileState)
+		if known && dst != nil {
+			dst.rec = *r
+			dst.pend = ix.mine[id]
+		}
 		ix.mu.Unlock()
 		torn := false
 		if !known {
 			if torn, err = sf.torn(); err != nil {
 				sf.close()
-				return nil, err
+				return nil, false, err
 			}
 		}
 		if !torn {
-			return sf, nil
+			return sf, known && dst != nil, nil
 		}
 		if exclusive {
 			if err := s.repairTorn(sf); err != nil {
 				sf.close()
-				return nil, err
+				return nil, false, err
 			}
-			return sf, nil
+			return sf, false, nil
 		}
 		// Setting the tail aside needs the exclusive lock; take it on a
 		// file of its own and start over.
 		sf.close()
-		w, err := s.openSession(ctx, ix, id, true, false, false)
+		w, _, err := s.openSession(ctx, ix, id, true, false, nil, nil)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if w != nil {
 			w.close()
 		}
 	}
-	return nil, fmt.Errorf("filestore: %s keeps changing under the store", path)
+	return nil, false, fmt.Errorf("filestore: %s keeps changing under the store", path)
 }
 
 // torn reports whether the file's last byte is not a newline: a write cut

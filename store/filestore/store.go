@@ -13,7 +13,6 @@ import (
 
 	"github.com/spool-go/spool/seal"
 	"github.com/spool-go/spool/store"
-	"github.com/spool-go/spool/store/storekit"
 )
 
 // Store is the file store. It is safe for concurrent use, and several
@@ -31,16 +30,8 @@ type Store struct {
 	tick    uint64                     // the clock of index.used
 	closed  bool
 
-	// sessions serialize the appends and deletes of one session within
-	// the process, so that waiters queue here (giving up when their
-	// context ends) rather than each hold an OS thread in flock; the file
-	// lock still excludes other processes. A lock a session, so that two
-	// sessions never wait for each other (with a fixed set of stripes, 8
-	// writers shared one a third of the time, and their syncs queued).
-	sessions storekit.LocalLocks
-
-	// handles keeps the transcripts appends used open (handles.go); only
-	// the holder of a session's lock in sessions takes or puts its file.
+	// handles keeps the transcripts appends used open (handles.go), each
+	// with its session (sessions.go).
 	handles handles
 
 	// writer is this Store's writer mark, made at its first write, and
@@ -313,8 +304,10 @@ func (s *Store) evictLocked() *index {
 	}
 	var old *index
 	for _, x := range s.indexes {
-		if x.pending.Load() > 0 {
-			continue // deferred records to write first (pending.go)
+		if x.pending.Load() > 0 || x.live.Load() > 0 {
+			// Deferred records to write first (pending.go), or sessions
+			// in use or with kept files (sessions.go).
+			continue
 		}
 		if old == nil || x.used < old.used {
 			old = x

@@ -205,7 +205,7 @@ var compareHook func(dir string)
 // index file too, with record). The session's lock is held from the read
 // to the record, so the record cannot land after a newer one.
 func (s *Store) rescan(ctx context.Context, ix *index, id string, record bool) error {
-	sf, err := s.openSession(ctx, ix, id, false, false, false)
+	sf, _, err := s.openSession(ctx, ix, id, false, false, nil, nil)
 	if err != nil {
 		return err
 	}
