@@ -140,7 +140,8 @@ var retentionHook func(victims []rec)
 // (pending.go).
 func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, entries []transcript.Entry, plains [][]byte, create bool, dirs *dirSyncs, nonce string, due *bool) (bool, error) {
 	// Few returns after the defers, so that they cost no more than calls.
-	ss, err := ix.lockSession(ctx, key.ID)
+	var snap snapshot
+	ss, err := ix.lockSession(ctx, key.ID, &snap)
 	if err != nil {
 		return false, err
 	}
@@ -148,7 +149,6 @@ func (s *Store) lockAndAppend(ctx context.Context, ix *index, key store.Key, ent
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	var snap snapshot
 	sf, known, err := s.openSession(ctx, ix, key.ID, true, create, ss, &snap)
 	if err != nil || sf == nil {
 		if err == nil {
@@ -439,7 +439,7 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 		unmark, _ := s.markWriter(ix)
 		defer unmark()
 	}
-	ss, err := ix.lockSession(ctx, key.ID)
+	ss, err := ix.lockSession(ctx, key.ID, nil)
 	if err != nil {
 		return false, err
 	}

@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -139,6 +140,29 @@ func TestOtherProcessSeen(t *testing.T) {
 	checkListing(t, b, ns, want)
 	info, err := b.Stat(t.Context(), ns.Key("s01"))
 	if err != nil || info.Entries != len(want["s01"]) {
+		t.Fatalf("Stat: %+v %v", info, err)
+	}
+}
+
+// TestAppendAfterOtherStores: a Store whose appends to a session are a
+// burst (its transcript kept open, its record without a record on disk)
+// sees another Store's appends to the session before its next one, and
+// checks the parent against them.
+func TestAppendAfterOtherStores(t *testing.T) {
+	root := t.TempDir()
+	key := store.Key{Agent: "a", ID: "s"}
+	a, b := open(t, root), open(t, root)
+	mine := seed(t, a, key, "", t0, 3)
+	theirs := seed(t, b, key, mine[2].ID, t0.Add(time.Hour), 2)
+	stale := storetest.Chain(mine[2].ID, t0.Add(2*time.Hour), 1)[0]
+	if err := a.Append(t.Context(), key, stale); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("append after the other Store's, on the old head: %v, want ErrConflict", err)
+	}
+	more := seed(t, a, key, theirs[1].ID, t0.Add(3*time.Hour), 2)
+	want := append(append(mine, theirs...), more...)
+	sameEntries(t, read(t, b, key), want)
+	info, err := a.Stat(t.Context(), key)
+	if err != nil || info.Entries != len(want) || !info.LastActivity.Equal(want[len(want)-1].Timestamp) {
 		t.Fatalf("Stat: %+v %v", info, err)
 	}
 }

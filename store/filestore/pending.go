@@ -158,7 +158,7 @@ func (s *Store) flush(indexes []*index, all bool) (more bool) {
 // process appended since, and its records describe the session.
 func (s *Store) flushOne(ix *index, id string) {
 	ctx := context.Background()
-	ss, err := ix.lockSession(ctx, id)
+	ss, err := ix.lockSession(ctx, id, nil)
 	if err != nil {
 		return
 	}

@@ -113,7 +113,7 @@ func checkRotation(current, to seal.Protector) error {
 // resealSession rewrites one session under to, unless it is under to
 // already, and reports whether it rewrote it.
 func (s *Store) resealSession(ctx context.Context, ix *index, key store.Key, to seal.Protector) (bool, error) {
-	ss, err := ix.lockSession(ctx, key.ID)
+	ss, err := ix.lockSession(ctx, key.ID, nil)
 	if err != nil {
 		return false, err
 	}

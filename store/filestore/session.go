@@ -59,12 +59,25 @@ func (sf *sfile) stat() error {
 	return nil
 }
 
-// snapshot is what an append learns of its session from the index while
-// openSession holds the index's mutex: its record, and its pending when it
-// is one of the Store's deferred sessions (pending.go).
+// snapshot is what an append learns of its session from the index in a
+// hold of the index's mutex it takes anyway (lockSession's, or
+// openSession's): its record (when has), and its pending when it is one of
+// the Store's deferred sessions (pending.go). The record is true of the
+// file when the file is as it says (rec.sameAs), however long ago it was
+// taken; pending changes only under the session's lock.
 type snapshot struct {
 	rec  rec
+	has  bool
 	pend *pending
+}
+
+// snapshotLocked copies to snap what the index has of session id. The
+// caller holds ix.mu.
+func (ix *index) snapshotLocked(id string, snap *snapshot) {
+	if r := ix.recs[id]; r != nil {
+		snap.rec, snap.has = *r, true
+	}
+	snap.pend = ix.mine[id]
 }
 
 // openSession opens and locks the transcript of id, waiting for the lock
@@ -73,8 +86,9 @@ type snapshot struct {
 // every line of the file is whole. With ss, the session held (appends and
 // the records that follow them), it takes the file kept open between
 // appends, when there is one, and close keeps it again (see handles).
-// With dst, it copies the session's record there when the file is as the
-// record says, and reports so.
+// With dst, it reports whether the file is as the session's record says,
+// and then leaves the record in dst: the one dst holds already (taken by
+// lockSession), or a copy.
 func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive, create bool, ss *session, dst *snapshot) (*sfile, bool, error) {
 	var path string
 	if ss != nil {
@@ -142,14 +156,16 @@ func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive
 		}
 		// A file just as the index last saw it ends in a newline: the
 		// index records only whole appends. Anything else is checked.
-		ix.mu.Lock()
-		r := ix.recs[id]
-		known := r != nil && r.sameAs(sf.fileState)
-		if known && dst != nil {
-			dst.rec = *r
-			dst.pend = ix.mine[id]
+		known := dst != nil && dst.has && dst.rec.sameAs(sf.fileState)
+		if !known {
+			ix.mu.Lock()
+			r := ix.recs[id]
+			known = r != nil && r.sameAs(sf.fileState)
+			if known && dst != nil {
+				ix.snapshotLocked(id, dst)
+			}
+			ix.mu.Unlock()
 		}
-		ix.mu.Unlock()
 		torn := false
 		if !known {
 			if torn, err = sf.torn(); err != nil {

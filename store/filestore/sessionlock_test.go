@@ -25,7 +25,7 @@ func TestSessionLocksAreTheirOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := ix.lockSession(t.Context(), "held")
+	held, err := ix.lockSession(t.Context(), "held", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestSessionLocksAreTheirOwn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	for i := range 200 {
-		other, err := ix.lockSession(ctx, fmt.Sprint("s", i))
+		other, err := ix.lockSession(ctx, fmt.Sprint("s", i), nil)
 		if err != nil {
 			t.Fatalf("session s%d waited for %s: %v", i, held.id, err)
 		}
@@ -41,11 +41,11 @@ func TestSessionLocksAreTheirOwn(t *testing.T) {
 	}
 	gone, stop := context.WithCancel(t.Context())
 	stop()
-	if _, err := ix.lockSession(gone, "held"); !errors.Is(err, context.Canceled) {
+	if _, err := ix.lockSession(gone, "held", nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the held session's lock again: %v, want context.Canceled", err)
 	}
 	ix.unlockSession(held)
-	again, err := ix.lockSession(ctx, "held")
+	again, err := ix.lockSession(ctx, "held", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestSessionHandOver(t *testing.T) {
 		}
 	}
 	for i := range 300 {
-		held, err := ix.lockSession(ctx, "s")
+		held, err := ix.lockSession(ctx, "s", nil)
 		if err != nil {
 			t.Fatalf("round %d: %v", i, err)
 		}
@@ -97,7 +97,7 @@ func TestSessionHandOver(t *testing.T) {
 		got := make(chan error, len(waiters))
 		for _, c := range waiters {
 			go func() {
-				ss, err := ix.lockSession(c, "s")
+				ss, err := ix.lockSession(c, "s", nil)
 				if err == nil {
 					ix.unlockSession(ss)
 				}

@@ -42,8 +42,10 @@ type session struct {
 }
 
 // lockSession takes this process's lock on session id, waiting until ctx
-// is done. The caller releases it with unlockSession.
-func (ix *index) lockSession(ctx context.Context, id string) (*session, error) {
+// is done. The caller releases it with unlockSession. With snap, when it
+// takes the session without waiting, it also copies there what the index
+// has of it, in the same hold of the index's mutex (see openSession).
+func (ix *index) lockSession(ctx context.Context, id string, snap *snapshot) (*session, error) {
 	ix.mu.Lock()
 	ss := ix.sessions[id]
 	if ss == nil {
@@ -53,6 +55,9 @@ func (ix *index) lockSession(ctx context.Context, id string) (*session, error) {
 		ss = &session{ix: ix, id: id, path: sessionPath(ix.dir, id)}
 		ix.sessions[id] = ss
 		ix.live.Add(1)
+	}
+	if snap != nil && !ss.held {
+		ix.snapshotLocked(id, snap)
 	}
 	if err := ss.holdLocked(ctx); err != nil {
 		return nil, err
