@@ -23,8 +23,9 @@ import (
 //
 // At most maxHandles files are kept; the least recently used goes when
 // another comes, every file idle for handleIdle is closed, and Close closes
-// them all. A file in use (its session held) is never closed here: it is
-// closed when it is put back. On Windows nothing is kept (see keepHandles):
+// them all. A file in use (its session held) is never closed under its
+// holder: the bound and the sweep leave it, and Close waits for it to be
+// put back. On Windows nothing is kept (see keepHandles):
 // a deleted file that a handle still holds keeps its name there until the
 // handle closes, so a session deleted by another process could not be
 // made again.
@@ -42,8 +43,8 @@ const maxHandles = 32
 // for tests).
 var handleIdle = 2 * time.Second
 
-// epoch is what handles.since counts from: a monotonic clock, cheaper to
-// keep in a word than a time.Time.
+// epoch is what since counts from: a monotonic clock, cheaper to keep in a
+// word than a time.Time.
 var epoch = time.Now()
 
 func since() int64 { return int64(time.Since(epoch)) }
