@@ -28,13 +28,12 @@ const (
 		SELECT sid FROM sessions WHERE agent = ? AND owner = ? AND last_activity < ? AND pending = 0 LIMIT ?)`
 	lastRowIDSQL   = `SELECT eid FROM entries WHERE eid >= ? AND eid < ? ORDER BY eid DESC LIMIT 1`
 	insertEntrySQL = `INSERT INTO entries (eid, sid, seq, ts, indexed, body) VALUES (?, ?, ?, ?, ?, ?)`
-	insertTextSQL  = `INSERT INTO entries_fts (rowid, text) VALUES (?, ?)`
+	trimLogSQL     = `DELETE FROM fts_log WHERE seq < ?`
 )
 
 var appendSQL = []string{
 	sessionRowSQL, deleteSessionSQL, updateSessionSQL, insertSessionSQL,
-	sweepNamespaceSQL, lastRowIDSQL, insertEntrySQL, insertTextSQL,
-	queueTextSQL, countQueuedSQL, queuedSQL, unqueueSQL,
+	sweepNamespaceSQL, lastRowIDSQL, insertEntrySQL, trimLogSQL,
 }
 
 // sweepBatch bounds the expired sessions that creating a session deletes in
@@ -107,21 +106,39 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) (err erro
 			return err
 		}
 	}
-	if len(w.texts) > 0 {
-		if err := s.indexIfDue(stmtCtx, tx, w.texts); err != nil {
-			return s.fail("append to", batches[0].Key, err)
-		}
+	if err := s.trimLog(stmtCtx, w); err != nil {
+		return s.fail("append to", batches[0].Key, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return s.fail("append to", batches[0].Key, err)
 	}
+	if s.ix != nil {
+		s.ix.noteLogged(w.logged)
+	}
+	return nil
+}
+
+// trimLog deletes, in w's transaction, the rows of fts_log that the
+// search index has applied and synced, as far as this Store's indexer last
+// saw (see index.go); the row at its mark stays.
+func (s *Store) trimLog(ctx context.Context, w *txWrite) error {
+	if s.ix == nil {
+		return nil
+	}
+	to := s.ix.trimTo.Load()
+	if to <= s.ix.trimmed.Load() {
+		return nil
+	}
+	if _, err := w.stmt(ctx, s, trimLogSQL).ExecContext(ctx, to); err != nil {
+		return err
+	}
+	s.ix.trimmed.Store(to)
 	return nil
 }
 
 // appendTx appends entries, encoded as bodies, to the session in tx:
 // checks the head, updates or makes the session's row and inserts the
-// entries. It adds the text of those it queues for the search index to
-// w.texts, by row id.
+// entries.
 func (s *Store) appendTx(ctx context.Context, w *txWrite, key store.Key, entries []transcript.Entry, bodies [][]byte) error {
 	tx := w.tx
 	row, err := s.sessionRow(ctx, w, key)
@@ -184,11 +201,11 @@ func (s *Store) appendTx(ctx context.Context, w *txWrite, key store.Key, entries
 }
 
 // insertEntry inserts entry e, encoded as body, at position seq of the
-// session whose row is sid, and queues it for the search index when it has
-// text to search, adding the text to w.texts.
+// session whose row is sid. An entry with text to search is marked
+// indexed, which logs it for the search index (by trigger: see index.go).
 func (s *Store) insertEntry(ctx context.Context, w *txWrite, key store.Key, sid int64, seq int, e transcript.Entry, body []byte) error {
 	ts := e.Timestamp.UnixNano() // CheckEntry keeps it within what nanoseconds hold
-	text, searchable := storekit.SearchText(e)
+	_, searchable := storekit.SearchText(e)
 	searchable = searchable && s.cfg.protector == nil
 	var err error
 	if s.cfg.protector != nil {
@@ -200,12 +217,11 @@ func (s *Store) insertEntry(ctx context.Context, w *txWrite, key store.Key, sid 
 	if err == nil {
 		_, err = w.stmt(ctx, s, insertEntrySQL).ExecContext(ctx, eid, sid, seq, ts, searchable, body)
 	}
-	if err == nil && searchable {
-		_, err = w.stmt(ctx, s, queueTextSQL).ExecContext(ctx, eid)
-		w.texts[eid] = text
-	}
 	if err != nil {
 		return s.fail("append to", key, err)
+	}
+	if searchable {
+		w.logged++
 	}
 	return nil
 }

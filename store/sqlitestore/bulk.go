@@ -14,14 +14,14 @@ import (
 // here for the transaction instead. The transaction holds the only write
 // connection, so no other writer takes a row id under it.
 type txWrite struct {
-	tx    *sql.Tx
-	texts map[int64]string     // of the entries queued for the index, by row id
-	next  map[int64]int64      // by millisecond: the next free row id, once looked up
-	stmts map[string]*sql.Stmt // Append's statements bound to tx
+	tx     *sql.Tx
+	logged int                  // entries logged for the search index
+	next   map[int64]int64      // by millisecond: the next free row id, once looked up
+	stmts  map[string]*sql.Stmt // Append's statements bound to tx
 }
 
 func newTxWrite(tx *sql.Tx) *txWrite {
-	return &txWrite{tx: tx, texts: map[int64]string{}, next: map[int64]int64{}, stmts: map[string]*sql.Stmt{}}
+	return &txWrite{tx: tx, next: map[int64]int64{}, stmts: map[string]*sql.Stmt{}}
 }
 
 // stmt returns Append's prepared statement for query, bound to the

@@ -14,6 +14,24 @@ import (
 // (version 2's with the compactions column dropped) holding compaction
 // entries, and checks that opening it counts them: in SQL for plain
 // entries, with the protector for sealed ones.
+// toVersion2 turns s's database into the layout of schema version 2: the
+// search index in the database (empty here), no log.
+func toVersion2(t *testing.T, s *Store) {
+	t.Helper()
+	for _, stmt := range []string{
+		`DROP TRIGGER fts_log_insert`,
+		`DROP TRIGGER fts_log_delete`,
+		`DROP TABLE fts_log`,
+		migrations[0][4], // entries_fts
+		migrations[0][5], // its delete trigger
+		`PRAGMA user_version = 2`,
+	} {
+		if _, err := s.w.Exec(stmt); err != nil {
+			t.Fatal(stmt, err)
+		}
+	}
+}
+
 func TestMigrationCountsCompactions(t *testing.T) {
 	for _, sealed := range []bool{false, true} {
 		name := "plain"

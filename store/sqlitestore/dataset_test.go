@@ -11,7 +11,6 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,7 +38,7 @@ var (
 // changes) and of the data (benchdata.Version).
 func benchDB(b *testing.B) string {
 	benchDBOnce.Do(func() {
-		benchDBPath = filepath.Join(os.TempDir(), fmt.Sprintf("spool-sqlitestore-bench-v3-data%d.db", benchdata.Version))
+		benchDBPath = filepath.Join(os.TempDir(), fmt.Sprintf("spool-sqlitestore-bench-v4-data%d.db", benchdata.Version))
 		if _, err := os.Stat(benchDBPath); err == nil && !*rebuildBench {
 			return
 		}
@@ -53,12 +52,15 @@ func benchDB(b *testing.B) string {
 	return benchDBPath
 }
 
-// buildBenchDB loads the data set into a new file and renames it into
-// place only when complete, so that an interrupted build is never reused.
+// buildBenchDB loads the data set into a new file and renames it (and
+// its search index) into place only when complete, so that an interrupted
+// build is never reused.
 func buildBenchDB(ctx context.Context, path string) error {
 	tmp := path + ".building"
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		os.Remove(tmp + suffix)
+	for _, name := range []string{tmp, indexPath(tmp)} {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(name + suffix)
+		}
 	}
 	s, err := New(ctx, tmp)
 	if err != nil {
@@ -79,11 +81,16 @@ func buildBenchDB(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	if err := os.Rename(indexPath(tmp), indexPath(path)); err != nil {
+		return err
+	}
 	return os.Rename(tmp, path)
 }
 
 // bulkLoader writes sessions straight into a new database, with the rows
-// Append would write, many entries per transaction.
+// Append would write, many entries per transaction, and then has the
+// store's indexer index them (as it would a backlog of appends), and trims
+// the log behind it (as the next append would).
 type bulkLoader struct {
 	s      *Store
 	rowIDs map[int64]int64 // the next entry row id of each millisecond
@@ -117,13 +124,10 @@ func (l *bulkLoader) load(ctx context.Context, keys []store.Key, all iter.Seq2[i
 			return err
 		}
 	}
-	var insEntry, insText *sql.Stmt
+	var insEntry *sql.Stmt
 	prepare := func() error {
 		var err error
-		if insEntry, err = tx.PrepareContext(ctx, `INSERT INTO entries (eid, sid, seq, ts, indexed, body) VALUES (?, ?, ?, ?, ?, ?)`); err != nil {
-			return err
-		}
-		insText, err = tx.PrepareContext(ctx, `INSERT INTO entries_fts (rowid, text) VALUES (?, ?)`)
+		insEntry, err = tx.PrepareContext(ctx, `INSERT INTO entries (eid, sid, seq, ts, indexed, body) VALUES (?, ?, ?, ?, ?, ?)`)
 		return err
 	}
 	if err := prepare(); err != nil {
@@ -139,17 +143,12 @@ func (l *bulkLoader) load(ctx context.Context, keys []store.Key, all iter.Seq2[i
 		if err != nil {
 			return err
 		}
-		text, searchable := storekit.SearchText(e)
+		_, searchable := storekit.SearchText(e)
 		ms := msOf(e.Timestamp.UnixNano())
 		eid := ms<<msShift + l.rowIDs[ms]
 		l.rowIDs[ms]++
 		if _, err := insEntry.ExecContext(ctx, eid, sids[j], seq, e.Timestamp.UnixNano(), searchable, body); err != nil {
 			return err
-		}
-		if searchable {
-			if _, err := insText.ExecContext(ctx, eid, strings.ToLower(text)); err != nil {
-				return err
-			}
 		}
 		if written++; written%perTx == 0 {
 			if err := tx.Commit(); err != nil {
@@ -171,7 +170,14 @@ func (l *bulkLoader) load(ctx context.Context, keys []store.Key, all iter.Seq2[i
 			return err
 		}
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if err := l.s.ix.catchUp(ctx); err != nil {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, trimLogSQL, l.s.ix.trimTo.Load())
+	return err
 }
 
 func nullIfEmpty(s string) any {

@@ -18,15 +18,15 @@
 // The database runs in write-ahead-log mode with synchronous=FULL. Each
 // Append is one transaction, and committing it writes the log and syncs it
 // to disk (fdatasync on Linux and the BSDs, fsync elsewhere) before Append
-// returns: when Append returns nil, the
-// entry, its session's row and its place in the search index (or in the
-// queue of entries awaiting it: see Search) are on disk and survive a
-// crash of the process or of the machine. A crash before that loses the
+// returns: when Append returns nil, the entry, its session's row and its
+// row in the log of the search index (see Search) are on disk and survive
+// a crash of the process or of the machine. A crash before that loses the
 // whole transaction and never part of it. Delete, Prune and the TTL sweep
 // are durable the same way. The log is copied into the main file later, by
 // checkpoints; until then the -wal file is part of the database, so a
 // backup copies all three files while no Store is open, or uses
-// VACUUM INTO.
+// VACUUM INTO. The search index, in a file of its own beside them, is not
+// needed for a backup: it is built again from the entries when missing.
 //
 // # Concurrency
 //
@@ -57,7 +57,9 @@
 // reads its own rows and never an entry. Table entries has one row per
 // entry, keyed by its session and position (agent, owner, session, seq),
 // holding the entry in its wire form (transcript.AppendJSON) beside the
-// timestamp. Times are integer unix nanoseconds, so LastActivity and
+// timestamp. Table fts_log lists, in commit order, the entries inserted
+// and deleted that the search index has yet to apply. Times are integer
+// unix nanoseconds, so LastActivity and
 // cursors round-trip exactly; an entry whose timestamp falls outside the
 // years 1678 to 2261, which that form cannot hold, is refused with
 // store.ErrInvalidEntry.
@@ -70,6 +72,9 @@
 // when a Store opens, each step in a transaction of its own. A database
 // that a newer version of this package wrote is refused with
 // ErrSchemaTooNew, and another program's database with ErrNotSpool.
+// Version 4 moved the search index out of the database: opening an older
+// database drops the index it holds (later writes reuse the space, or
+// VACUUM returns it) and builds the new one in the background.
 //
 // # Search
 //
@@ -86,17 +91,26 @@
 // index without sorting (entry row ids are ordered by time), so a search
 // reads as many candidates as it needs to fill its limit.
 //
-// The index is kept a batch behind the entries: an append queues its
-// entries (table fts_pending, in its own transaction) instead of indexing
-// them, since an FTS5 update per transaction was two thirds of the pages a
-// turn's commit wrote, and the append that finds 128 entries queued
-// indexes all of them in its transaction, so a turn writes about 6 pages
-// of the log instead of 14. Search reads the queued entries besides the
-// index's matches, merged newest first, and checks them the same way, so
-// that its results do not depend on whether an entry is indexed yet. A search within
-// one session of at most 2,000 entries reads that session's entries
-// instead. Owner isolation holds: a search sees its own namespace's sessions
-// only.
+// The index is kept beside the database rather than in it: in the file
+// <database>-search (mode 0600, with its own -wal and -shm), by an
+// indexer that each Store runs in the background, so that an append never
+// waits for it (indexing a turn's text cost more than the rest of the
+// turn) and never shares a commit with it. An append logs its entries in
+// table fts_log, in its own transaction; the indexer applies the log in
+// batches (128 entries, or what a Store finds when it opens), recording
+// in the index's own transaction how far it got, so that a crash of
+// either side neither loses nor repeats an entry; appends trim the log
+// behind it. Search reads the index's matches and, besides them, the
+// entries logged past that point, merged newest first, and checks them
+// the same way, so its results are exact however far behind the indexer
+// is. Deleting entries logs them too, and the indexer takes their rows out
+// of the index. The index is derived data: a missing one, or one that does
+// not match the database (a database restored from a backup without it,
+// say), is built again from the entries, in the background; Search scans
+// the entries until it is. Close stops the indexer, rolling back the batch
+// it is in. A search within one session of at most 2,000 entries reads
+// that session's entries instead. Owner isolation holds: a search sees its
+// own namespace's sessions only.
 //
 // # Expiry
 //
@@ -119,8 +133,9 @@
 // With WithProtector(p), each entry is stored sealed by p, bound with
 // seal.AssociatedData to its session and position, so that an entry copied
 // into another session or moved within its own no longer opens; titles are
-// sealed too, bound to position -1. The full-text index then stays empty,
-// as it would hold the text in the clear, and Search falls back to
+// sealed too, bound to position -1. There is no full-text index then (no
+// -search file, nothing logged for one), as it would hold the text in the
+// clear, and Search falls back to
 // store.Search's scan, which opens every transcript of the namespace. What
 // remains in the clear is the keys (agent, owner, session id), entry
 // timestamps and positions, the counts of store.SessionInfo and the head

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ncruces/go-sqlite3"
 	ncruces "github.com/ncruces/go-sqlite3/driver"
 	"github.com/ncruces/go-sqlite3/ext/fts5"
 
@@ -24,7 +25,12 @@ import (
 
 var ncrucesDriver = sqlDriver{
 	name: "github.com/ncruces/go-sqlite3",
-	open: func(dsn string) (*sql.DB, error) { return ncruces.Open(dsn, fts5.Register) },
+	open: func(dsn, setup string) (*sql.DB, error) {
+		if setup == "" {
+			return ncruces.Open(dsn, fts5.Register)
+		}
+		return ncruces.Open(dsn, fts5.Register, func(c *sqlite3.Conn) error { return c.Exec(setup) })
+	},
 }
 
 var candidates = []struct {

@@ -1,9 +1,13 @@
 package sqlitestore
 
 import (
+	"compress/gzip"
 	"errors"
+	"io"
+	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,34 +17,12 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
-// toVersion2 turns s's database into what schema version 2 made of the
-// same appends: every searchable entry in entries_fts, no fts_pending, the
-// delete trigger of version 1.
-func toVersion2(t *testing.T, s *Store) {
-	t.Helper()
-	tx, err := s.w.BeginTx(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if err := s.indexQueued(t.Context(), tx, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range []string{
-		`DROP TABLE fts_pending`,
-		`DROP TRIGGER entries_fts_delete`,
-		`CREATE TRIGGER entries_fts_delete AFTER DELETE ON entries WHEN old.indexed BEGIN
-			DELETE FROM entries_fts WHERE rowid = old.eid;
-		END`,
-		`PRAGMA user_version = 2`,
-	} {
-		if _, err := tx.Exec(stmt); err != nil {
-			t.Fatal(stmt, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+// byHand leaves the indexing of the Stores the test opens to the test
+// (indexByHand).
+func byHand(t *testing.T) {
+	saved := indexByHand
+	t.Cleanup(func() { indexByHand = saved })
+	indexByHand = true
 }
 
 // withIndexBatch sets indexBatch to n for the test.
@@ -48,6 +30,112 @@ func withIndexBatch(t *testing.T, n int) {
 	saved := indexBatch
 	t.Cleanup(func() { indexBatch = saved })
 	indexBatch = n
+}
+
+// withPassRows sets passRows to n for the test.
+func withPassRows(t *testing.T, n int) {
+	saved := passRows
+	t.Cleanup(func() { passRows = saved })
+	passRows = n
+}
+
+// catchUp runs s's indexer until the index has everything.
+func catchUp(t *testing.T, s *Store) {
+	t.Helper()
+	if err := s.ix.catchUp(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// indexPass runs one pass of s's indexer, of at most rows log rows or
+// entries.
+func indexPass(t *testing.T, s *Store, rows int) {
+	t.Helper()
+	saved := passRows
+	defer func() { passRows = saved }()
+	passRows = rows
+	if _, err := s.ix.pass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restartIndex empties s's index as a mismatched one is, to be built again.
+func restartIndex(t *testing.T, s *Store) {
+	t.Helper()
+	tx, err := s.ix.db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	st, err := s.ix.restart(t.Context(), tx)
+	if err == nil {
+		err = writeState(t.Context(), tx, st)
+	}
+	if err == nil {
+		err = tx.Commit()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// indexState returns s's index state row.
+func readIndexState(t *testing.T, s *Store) indexState {
+	t.Helper()
+	var st indexState
+	if err := s.ix.db.QueryRow(`SELECT mark, mark_eid, cursor FROM state`).Scan(&st.mark, &st.markEID, &st.cursor); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// indexed returns the row ids of the index rows matching word, sorted.
+func indexed(t *testing.T, s *Store, word string) []int64 {
+	t.Helper()
+	rows, err := s.ix.db.Query(`SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?`, `"`+word+`"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// holding returns the row ids of the stored entries whose text contains
+// word, sorted: what the index must hold for it once caught up.
+func holding(t *testing.T, s *Store, word string) []int64 {
+	t.Helper()
+	rows, err := s.w.Query(`SELECT eid, body FROM entries WHERE indexed ORDER BY eid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		var body []byte
+		if err := rows.Scan(&id, &body); err != nil {
+			t.Fatal(err)
+		}
+		if text, broken := indexText(body); !broken && strings.Contains(text, word) {
+			ids = append(ids, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
 
 // say returns a chain of user messages saying texts, the first after parent.
@@ -83,128 +171,417 @@ func searchIDs(t *testing.T, s *Store, ns store.Namespace, text string) []string
 	return ids
 }
 
-// TestIndexQueue follows entries through the queue of the search index:
-// queued by their append, found by Search while queued, indexed all at
-// once by the append that brings the queue to indexBatch, and taken out
-// of the queue and the index alike when their session is deleted.
-func TestIndexQueue(t *testing.T) {
-	withIndexBatch(t, 5)
+// indexStates are the states a search can find the index in, each made
+// from a Store whose entries are appended and nothing indexed yet.
+var indexStates = []struct {
+	name string
+	make func(t *testing.T, s *Store)
+}{
+	{"everything logged", func(*testing.T, *Store) {}},
+	{"partly indexed", func(t *testing.T, s *Store) { indexPass(t, s, 7) }},
+	{"indexed", catchUp},
+	{"not built", func(t *testing.T, s *Store) {
+		catchUp(t, s)
+		restartIndex(t, s)
+	}},
+	{"being built", func(t *testing.T, s *Store) {
+		catchUp(t, s)
+		restartIndex(t, s)
+		indexPass(t, s, 7)
+	}},
+}
+
+// TestIndexFollowsLog follows entries through the search index: logged by
+// their append, found by Search while logged, indexed by the indexer, the
+// log trimmed behind it by the next append, and taken out of the index
+// when their session is deleted.
+func TestIndexFollowsLog(t *testing.T) {
+	byHand(t)
 	s := openTest(t)
 	ns := store.Namespace{Agent: "a"}
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	queued := func() int { return rawCount(t, s, `SELECT count(*) FROM fts_pending`) }
-	indexed := func() int {
-		return rawCount(t, s, `SELECT count(*) FROM entries_fts WHERE entries_fts MATCH '"parcel"'`)
-	}
+	logged := func() int { return rawCount(t, s, `SELECT count(*) FROM fts_log`) }
 
 	first := say("", at, "my parcel is late", "where is the parcel", "no tracking")
 	if err := s.AppendBatch(t.Context(), ns.Key("s1"), first); err != nil {
 		t.Fatal(err)
 	}
-	if q, i := queued(), indexed(); q != 3 || i != 0 {
-		t.Fatalf("after 3 appended: %d queued, %d indexed; want 3 and 0", q, i)
+	if n, i := logged(), indexed(t, s, "parcel"); n != 3 || len(i) != 0 {
+		t.Fatalf("after 3 appended: %d logged, %d indexed; want 3 and 0", n, len(i))
 	}
 	if ids := searchIDs(t, s, ns, "parcel"); len(ids) != 2 {
-		t.Fatalf("Search of the queued entries: %v, want 2 hits", ids)
+		t.Fatalf("Search of the logged entries: %v, want 2 hits", ids)
 	}
-	// An entry with no text to search is not queued.
+	// An entry with no text to search is not logged.
 	end := storetest.NewEntry(first[2].ID, at.Add(time.Second), transcript.TypeTurnEnd, transcript.TurnEnd{DurationMs: 1})
 	appendAll(t, s, ns.Key("s1"), end)
-	if q := queued(); q != 3 {
-		t.Fatalf("a turn end was queued: %d queued", q)
+	if n := logged(); n != 3 {
+		t.Fatalf("a turn end was logged: %d logged", n)
 	}
-	// The append that brings the queue to 5 indexes all of it.
+	catchUp(t, s)
+	if i, want := indexed(t, s, "parcel"), holding(t, s, "parcel"); len(i) != 2 || !slices.Equal(i, want) {
+		t.Fatalf("after catching up: index rows %v for parcel, want %v", i, want)
+	}
+	if st := readIndexState(t, s); st.mark != 3 || st.cursor.Valid {
+		t.Fatalf("index state %+v, want built and at log row 3", st)
+	}
+	// The next append trims the log up to the row at the mark.
 	more := say(end.ID, at.Add(2*time.Second), "parcel found", "thanks")
 	if err := s.AppendBatch(t.Context(), ns.Key("s1"), more); err != nil {
 		t.Fatal(err)
 	}
-	if q, i := queued(), indexed(); q != 0 || i != 3 {
-		t.Fatalf("after 5 queued: %d queued, %d indexed; want 0 and 3", q, i)
+	if n := rawCount(t, s, `SELECT count(*) FROM fts_log WHERE seq < 3`); n != 0 {
+		t.Fatalf("%d log rows below the mark after an append", n)
+	}
+	if n := logged(); n != 3 {
+		t.Fatalf("%d log rows, want the one at the mark and the 2 new", n)
 	}
 	other := say("", at.Add(3*time.Second), "a parcel for another session")
 	appendAll(t, s, ns.Key("s2"), other...)
 	if ids := searchIDs(t, s, ns, "parcel"); len(ids) != 4 {
-		t.Fatalf("Search of indexed and queued entries: %v, want 4 hits", ids)
+		t.Fatalf("Search of indexed and logged entries: %v, want 4 hits", ids)
 	}
-	// Deleting sessions takes their queue and index rows with them.
+	// Deleting sessions logs the deletes; the indexer takes the rows out.
 	for _, id := range []string{"s1", "s2"} {
 		if err := s.Delete(t.Context(), ns.Key(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if q, i := queued(), indexed(); q != 0 || i != 0 {
-		t.Fatalf("after deleting: %d queued, %d indexed; want none", q, i)
+	if ids := searchIDs(t, s, ns, "parcel"); len(ids) != 0 {
+		t.Fatalf("Search after deleting, before the indexer: %v", ids)
+	}
+	catchUp(t, s)
+	if i := indexed(t, s, "parcel"); len(i) != 0 {
+		t.Fatalf("after deleting: index rows %v", i)
 	}
 	if ids := searchIDs(t, s, ns, "parcel"); len(ids) != 0 {
 		t.Fatalf("Search after deleting: %v", ids)
 	}
 }
 
-// TestIndexQueueKeepsCorruptEntries: an entry whose stored body no longer
-// parses stays queued when the rest are indexed, so that Search still
-// reads it and reports it rather than lose it silently.
-func TestIndexQueueKeepsCorruptEntries(t *testing.T) {
-	withIndexBatch(t, 3)
-	s := openTest(t)
-	ns := store.Namespace{Agent: "a"}
-	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	entries := say("", at, "parcel one", "parcel two", "parcel three")
-	appendAll(t, s, ns.Key("s"), entries[:2]...)
-	if _, err := s.w.Exec(`UPDATE entries SET body = CAST('{"broken' AS BLOB) WHERE seq = 0`); err != nil {
-		t.Fatal(err)
-	}
-	appendAll(t, s, ns.Key("s"), entries[2])
-	if q := rawCount(t, s, `SELECT count(*) FROM fts_pending`); q != 1 {
-		t.Fatalf("%d entries queued, want the corrupt one", q)
-	}
-	if _, err := s.Search(t.Context(), ns, store.SearchQuery{Text: "parcel"}); !errors.Is(err, store.ErrCorrupt) {
-		t.Fatalf("Search with a corrupt queued entry: %v, want store.ErrCorrupt", err)
+// TestIndexRowIDReused: a deleted entry's row id given to a new entry (the
+// last of its millisecond deleted, then another stored in it) is indexed
+// with the new text, and the old text is gone, whether the indexer saw the
+// first entry or not.
+func TestIndexRowIDReused(t *testing.T) {
+	for _, sawFirst := range []bool{false, true} {
+		byHand(t)
+		s := openTest(t)
+		ns := store.Namespace{Agent: "a"}
+		at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+		appendAll(t, s, ns.Key("old"), say("", at, "old parcel")...)
+		if sawFirst {
+			catchUp(t, s)
+		}
+		eid := rawCount(t, s, `SELECT eid FROM entries`)
+		if err := s.Delete(t.Context(), ns.Key("old")); err != nil {
+			t.Fatal(err)
+		}
+		appendAll(t, s, ns.Key("new"), say("", at, "new letter")...)
+		if got := rawCount(t, s, `SELECT eid FROM entries`); got != eid {
+			t.Fatalf("the new entry has row id %d, not the deleted one's %d: the test needs it reused", got, eid)
+		}
+		for _, w := range []string{"parcel", "letter"} {
+			searchIDs(t, s, ns, w)
+		}
+		catchUp(t, s)
+		if p, l := indexed(t, s, "parcel"), indexed(t, s, "letter"); len(p) != 0 || len(l) != 1 || l[0] != int64(eid) {
+			t.Fatalf("saw first %v: index rows for parcel %v, for letter %v; want none and [%d]", sawFirst, p, l, eid)
+		}
+		if ids := searchIDs(t, s, ns, "letter"); len(ids) != 1 {
+			t.Fatalf("Search: %v", ids)
+		}
 	}
 }
 
-// TestMigrationQueuesIndex opens a database of schema version 2, whose
-// entries are all in entries_fts, and checks that its search, its new
-// appends (queued) and its deletes work across the change.
-func TestMigrationQueuesIndex(t *testing.T) {
-	withIndexBatch(t, 4)
-	path := filepath.Join(t.TempDir(), "spool.db")
+// TestIndexKeepsCorruptEntries: an entry whose stored body no longer
+// parses when the indexer reads it is kept as broken, so that Search
+// still reads it and reports it rather than lose it silently.
+func TestIndexKeepsCorruptEntries(t *testing.T) {
+	byHand(t)
+	s := openTest(t)
+	ns := store.Namespace{Agent: "a"}
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	appendAll(t, s, ns.Key("s"), say("", at, "parcel one", "parcel two", "parcel three")...)
+	if _, err := s.w.Exec(`UPDATE entries SET body = CAST('{"broken' AS BLOB) WHERE seq = 0`); err != nil {
+		t.Fatal(err)
+	}
+	catchUp(t, s)
+	var broken int
+	if err := s.ix.db.QueryRow(`SELECT count(*) FROM broken`).Scan(&broken); err != nil || broken != 1 {
+		t.Fatalf("%d entries kept as broken (%v), want the corrupt one", broken, err)
+	}
+	for _, text := range []string{"parcel", "three"} {
+		if _, err := s.Search(t.Context(), ns, store.SearchQuery{Text: text}); !errors.Is(err, store.ErrCorrupt) {
+			t.Fatalf("Search(%q) with a corrupt entry the index could not read: %v, want store.ErrCorrupt", text, err)
+		}
+	}
+	// Deleting it takes it off the list.
+	if err := s.Delete(t.Context(), ns.Key("s")); err != nil {
+		t.Fatal(err)
+	}
+	catchUp(t, s)
+	if err := s.ix.db.QueryRow(`SELECT count(*) FROM broken`).Scan(&broken); err != nil || broken != 0 {
+		t.Fatalf("%d entries kept as broken after deleting (%v), want none", broken, err)
+	}
+}
+
+// TestIndexRebuilt: an index file deleted, or one that belongs to another
+// database (a log whose row at its mark is not the one it recorded), is
+// built again from the entries, and Search is exact meanwhile.
+func TestIndexRebuilt(t *testing.T) {
+	byHand(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "spool.db")
 	s := openAt(t, path)
 	ns := store.Namespace{Agent: "a"}
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	old := say("", at, "old parcel", "old letter", "another parcel")
-	appendAll(t, s, ns.Key("old"), old...)
-	toVersion2(t, s)
+	first := say("", at, "a parcel", "a letter", "the parcel again")
+	appendAll(t, s, ns.Key("s"), first...)
+	catchUp(t, s)
+	appendAll(t, s, ns.Key("s"), say(first[2].ID, at.Add(time.Second), "parcel four", "letter five")...) // trims the log
+	catchUp(t, s)
 	s.Close()
 
+	check := func(s *Store) {
+		t.Helper()
+		for _, w := range []string{"parcel", "letter"} {
+			searchIDs(t, s, ns, w)
+		}
+	}
+	// Deleted.
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(indexPath(path) + suffix)
+	}
 	s = openAt(t, path)
-	var version int
-	s.w.QueryRow(`PRAGMA user_version`).Scan(&version)
-	if version != len(migrations) {
-		t.Fatalf("schema version %d after opening, want %d", version, len(migrations))
+	if st := readIndexState(t, s); !st.cursor.Valid {
+		t.Fatalf("a new index is built: state %+v", st)
 	}
-	if ids := searchIDs(t, s, ns, "parcel"); len(ids) != 2 {
-		t.Fatalf("Search of the migrated entries: %v, want 2 hits", ids)
+	check(s)
+	indexPass(t, s, 2)
+	check(s)
+	catchUp(t, s)
+	if st := readIndexState(t, s); st.cursor.Valid {
+		t.Fatalf("after catching up: state %+v", st)
 	}
-	appendAll(t, s, ns.Key("old"), say(old[2].ID, at.Add(time.Second), "new parcel")...)
-	appendAll(t, s, ns.Key("new"), say("", at.Add(2*time.Second), "parcel in a new session")...)
-	if ids := searchIDs(t, s, ns, "parcel"); len(ids) != 4 {
-		t.Fatalf("Search after appending: %v, want 4 hits", ids)
+	check(s)
+	if got, want := indexed(t, s, "parcel"), holding(t, s, "parcel"); len(got) != 3 || !slices.Equal(got, want) {
+		t.Fatalf("rebuilt index rows for parcel %v, want %v", got, want)
 	}
-	if err := s.Delete(t.Context(), ns.Key("old")); err != nil {
+	s.Close()
+
+	// Another database's index: its mark falls on a row of another entry.
+	other := filepath.Join(dir, "other.db")
+	o := openAt(t, other)
+	for i := range 8 {
+		appendAll(t, o, ns.Key("x"+string(rune('a'+i))), say("", at.Add(time.Duration(i)*time.Hour), "unrelated words")...)
+	}
+	catchUp(t, o)
+	o.Close()
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(indexPath(path) + suffix)
+		if b, err := os.ReadFile(indexPath(other) + suffix); err == nil {
+			os.WriteFile(indexPath(path)+suffix, b, 0o600)
+		}
+	}
+	s = openAt(t, path)
+	indexPass(t, s, 2) // finds the mismatch
+	if st := readIndexState(t, s); !st.cursor.Valid {
+		t.Fatalf("a mismatched index is built again: state %+v", st)
+	}
+	check(s)
+	catchUp(t, s)
+	check(s)
+	if got, want := indexed(t, s, "words"), holding(t, s, "words"); len(got) != 0 || len(want) != 0 {
+		t.Fatalf("the other database's index rows survived: %v", got)
+	}
+	if got, want := indexed(t, s, "parcel"), holding(t, s, "parcel"); !slices.Equal(got, want) {
+		t.Fatalf("rebuilt index rows for parcel %v, want %v", got, want)
+	}
+}
+
+// TestIndexStoresShareFile: two Stores on one file (as two processes
+// are) append and index side by side; the index ends with every entry
+// once.
+func TestIndexStoresShareFile(t *testing.T) {
+	withIndexBatch(t, 3)
+	path := filepath.Join(t.TempDir(), "spool.db")
+	a, b := openAt(t, path), openAt(t, path)
+	ns := store.Namespace{Agent: "a"}
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	done := make(chan error, 2)
+	for i, s := range []*Store{a, b} {
+		go func() {
+			var head string
+			for j := range 60 {
+				e := say(head, at.Add(time.Duration(i*1000+j)*time.Millisecond), "parcel number "+string(rune('a'+i)))[0]
+				if err := s.Append(t.Context(), ns.Key(string(rune('a'+i))), e); err != nil {
+					done <- err
+					return
+				}
+				head = e.ID
+			}
+			done <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	searchIDs(t, a, ns, "parcel")
+	catchUp(t, a)
+	catchUp(t, b)
+	searchIDs(t, b, ns, "parcel")
+	if got, want := indexed(t, a, "parcel"), holding(t, a, "parcel"); len(got) != 120 || !slices.Equal(got, want) {
+		t.Fatalf("index rows for parcel: %d, want the 120 entries once", len(got))
+	}
+	if err := errors.Join(a.ix.err(), b.ix.err()); err != nil {
 		t.Fatal(err)
 	}
-	if ids := searchIDs(t, s, ns, "parcel"); len(ids) != 1 {
-		t.Fatalf("Search after deleting: %v, want 1 hit", ids)
+}
+
+// TestCloseStopsIndexer: Close ends a catch-up in progress, leaving the
+// index as its last committed pass left it, which the next Store
+// continues.
+func TestCloseStopsIndexer(t *testing.T) {
+	withPassRows(t, 16)
+	path := filepath.Join(t.TempDir(), "spool.db")
+	byHand(t)
+	s := openAt(t, path)
+	ns := store.Namespace{Agent: "a"}
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var batches []store.Batch
+	for i := range 100 {
+		batches = append(batches, store.Batch{Key: ns.Key("s" + string(rune('a'+i%26)) + string(rune('a'+i/26))), Entries: say("", at.Add(time.Duration(i)*time.Second), "parcel", "letter")})
 	}
-	if n := rawCount(t, s, `SELECT count(*) FROM entries_fts WHERE entries_fts MATCH '"parcel"'`) + rawCount(t, s, `SELECT count(*) FROM fts_pending`); n != 1 {
-		t.Fatalf("%d index and queue rows left, want the new session's 1", n)
+	if err := s.AppendBulk(t.Context(), batches); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	indexByHand = false
+	s = openAt(t, path) // starts catching up
+	time.Sleep(time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.ix.done:
+	default:
+		t.Fatal("Close returned with the indexer running")
+	}
+	indexByHand = true
+	s = openAt(t, path)
+	catchUp(t, s)
+	if got, want := indexed(t, s, "parcel"), holding(t, s, "parcel"); len(got) != 100 || !slices.Equal(got, want) {
+		t.Fatalf("index rows for parcel after a Close mid-catch-up: %d, want 100", len(got))
+	}
+}
+
+// TestIndexCaughtUpInBackground: a Store's indexer indexes on its own
+// once its appends have logged indexBatch entries.
+func TestIndexCaughtUpInBackground(t *testing.T) {
+	withIndexBatch(t, 4)
+	s := openTest(t)
+	ns := store.Namespace{Agent: "a"}
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	appendAll(t, s, ns.Key("s"), say("", at, "parcel 1", "parcel 2", "parcel 3", "parcel 4")...)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(indexed(t, s, "parcel")) < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("not indexed after 10 s: %v", s.ix.err())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// fixture copies testdata/NAME.db.gz, a database written by an earlier
+// version of this package, into the test's folder and returns its path.
+func fixture(t *testing.T, name string) string {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name+".db.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "spool.db")
+	out, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, z); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestMigration opens databases that schema versions 2 and 3 wrote (the
+// version 3 one with entries indexed, one queued and a session deleted),
+// and checks their search before and after the new index is built, and
+// their appends and deletes after.
+func TestMigration(t *testing.T) {
+	for _, name := range []string{"schema-v2", "schema-v3"} {
+		t.Run(name, func(t *testing.T) {
+			byHand(t)
+			path := fixture(t, name)
+			s := openAt(t, path)
+			if v := rawCount(t, s, `PRAGMA user_version`); v != len(migrations) {
+				t.Fatalf("schema version %d after opening, want %d", v, len(migrations))
+			}
+			if n := rawCount(t, s, `SELECT count(*) FROM sqlite_schema WHERE name IN ('entries_fts', 'fts_pending')`); n != 0 {
+				t.Fatalf("%d of the old index's tables left", n)
+			}
+			ns, user := store.Namespace{Agent: "a"}, store.Namespace{Agent: "a", Owner: "u"}
+			want := map[string]int{"parcel": 4, "letter": 1, "queued": 1, "deleted": 0}
+			check := func() {
+				t.Helper()
+				for w, n := range want {
+					if ids := searchIDs(t, s, ns, w); len(ids) != n {
+						t.Fatalf("Search(%q): %d hits, want %d", w, len(ids), n)
+					}
+				}
+				if ids := searchIDs(t, s, user, "parcel"); len(ids) != 1 {
+					t.Fatalf("Search of the user's namespace: %v", ids)
+				}
+			}
+			check() // while the index is being built: the scan
+			catchUp(t, s)
+			check()
+			if got, want := indexed(t, s, "parcel"), holding(t, s, "parcel"); len(got) != 5 || !slices.Equal(got, want) {
+				t.Fatalf("index rows for parcel %v, want %v", got, want)
+			}
+			tail, _, err := s.ReadTail(t.Context(), ns.Key("old"), 1)
+			if err != nil || len(tail) != 1 {
+				t.Fatalf("ReadTail: %v, %v", tail, err)
+			}
+			appendAll(t, s, ns.Key("old"), say(tail[0].ID, time.Now(), "new parcel")...)
+			want["parcel"]++
+			check()
+			if err := s.Delete(t.Context(), ns.Key("old")); err != nil {
+				t.Fatal(err)
+			}
+			want = map[string]int{"parcel": 0, "letter": 0, "queued": 0}
+			check()
+			catchUp(t, s)
+			check()
+			if got := indexed(t, s, "parcel"); len(got) != 1 {
+				t.Fatalf("index rows for parcel after deleting: %v, want the user's 1", got)
+			}
+		})
 	}
 }
 
 // TestSearchPlanMerges: a search through the index merges the index's
-// matches with the queued entries as both come, in row id order, and
-// never sorts the matches (which would read every match of a common word
-// before the first hit).
+// matches with the entries it does not have yet as both come, in row id
+// order, and never sorts the matches (which would read every match of a
+// common word before the first hit).
 func TestSearchPlanMerges(t *testing.T) {
 	s := openTest(t)
 	ns := store.Namespace{Agent: "a"}

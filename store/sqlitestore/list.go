@@ -60,7 +60,8 @@ func (s *Store) List(ctx context.Context, ns store.Namespace, opt store.ListOpti
 }
 
 // Delete removes the session: its row, and with it (in the same statement)
-// its entries and their search index rows. The same id then starts empty.
+// its entries (logged, so that the indexer takes their search index rows
+// out too). The same id then starts empty.
 func (s *Store) Delete(ctx context.Context, key store.Key) error {
 	if err := store.ValidateKey(key); err != nil {
 		return err
@@ -69,6 +70,7 @@ func (s *Store) Delete(ctx context.Context, key store.Key) error {
 		key.Agent, key.Owner, key.ID); err != nil {
 		return s.fail("delete", key, err)
 	}
+	s.pokeIndex()
 	return nil
 }
 
@@ -120,6 +122,9 @@ func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("sqlitestore: %s: pruning %s: %w", s.path, ns, err)
+	}
+	if deleted > 0 {
+		s.pokeIndex()
 	}
 	return deleted, nil
 }

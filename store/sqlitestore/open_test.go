@@ -71,12 +71,18 @@ func TestFileModes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "new", "folder")
 	s := openAt(t, filepath.Join(dir, "spool.db"))
 	seed(t, s, store.Key{Agent: "a", ID: "s"}, time.Now(), 3)
+	if err := s.ix.catchUp(t.Context()); err != nil { // the index's log and shared memory exist
+		t.Fatal(err)
+	}
 	for path, want := range map[string]os.FileMode{
-		dir:                                0o700 | os.ModeDir,
-		filepath.Dir(dir):                  0o700 | os.ModeDir,
-		filepath.Join(dir, "spool.db"):     0o600,
-		filepath.Join(dir, "spool.db-wal"): 0o600,
-		filepath.Join(dir, "spool.db-shm"): 0o600,
+		dir:                                       0o700 | os.ModeDir,
+		filepath.Dir(dir):                         0o700 | os.ModeDir,
+		filepath.Join(dir, "spool.db"):            0o600,
+		filepath.Join(dir, "spool.db-wal"):        0o600,
+		filepath.Join(dir, "spool.db-shm"):        0o600,
+		filepath.Join(dir, "spool.db-search"):     0o600,
+		filepath.Join(dir, "spool.db-search-wal"): 0o600,
+		filepath.Join(dir, "spool.db-search-shm"): 0o600,
 	} {
 		fi, err := os.Stat(path)
 		if err != nil {
@@ -176,7 +182,7 @@ func TestMigrationStepsAreWhole(t *testing.T) {
 
 func TestRefusesOtherDatabases(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "other.db")
-	db, err := chosenDriver.open("file:" + path)
+	db, err := chosenDriver.open("file:"+path, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// An entry's row id (entries.eid, which is also its rowid in entries_fts)
-// orders entries by time: the entry's timestamp in unix milliseconds,
-// shifted left by msShift bits, plus a count of the entries stored before
-// it in the same millisecond. Walking the entries, or the matches of the
+// An entry's row id (entries.eid, which is also its rowid in the search
+// index's entries_fts) orders entries by time: the entry's timestamp in
+// unix milliseconds, shifted left by msShift bits, plus a count of the
+// entries stored before it in the same millisecond. Walking the entries, or the matches of the
 // full-text index, by descending row id is walking them newest first to
 // the millisecond, so that Search stops after its hits instead of sorting
 // every match.

@@ -94,6 +94,31 @@ var migrations = [][]string{
 			DELETE FROM fts_pending WHERE eid = old.eid;
 		END`,
 	},
+	// 4: the search index moves to a database file of its own (index.go),
+	// kept by a background indexer, so that no append waits for it. What
+	// stays here is fts_log: one row for each entry that may have text to
+	// search (indexed, from now on: a user or assistant message) as it is
+	// inserted, and one (del) as it is deleted, numbered in the order of
+	// their transactions' commits. The index records the position of the
+	// log it has applied, in its own transaction, so that it neither loses
+	// nor repeats a change; appends trim the log behind it. The old index
+	// is dropped: the new one is built from the entries.
+	{
+		`DROP TRIGGER entries_fts_delete`,
+		`DROP TABLE fts_pending`,
+		`DROP TABLE entries_fts`,
+		`CREATE TABLE fts_log (
+			seq INTEGER PRIMARY KEY,
+			eid INTEGER NOT NULL,
+			del INTEGER NOT NULL
+		)`,
+		`CREATE TRIGGER fts_log_insert AFTER INSERT ON entries WHEN new.indexed BEGIN
+			INSERT INTO fts_log (eid, del) VALUES (new.eid, 0);
+		END`,
+		`CREATE TRIGGER fts_log_delete AFTER DELETE ON entries WHEN old.indexed BEGIN
+			INSERT INTO fts_log (eid, del) VALUES (old.eid, 1);
+		END`,
+	},
 }
 
 // ErrSchemaTooNew: the database was written by a newer version of this

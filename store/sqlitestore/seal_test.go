@@ -37,8 +37,11 @@ func TestSealedAtRest(t *testing.T) {
 	if err != nil || len(hits) != 2 || hits[0].EntryID != answer.ID {
 		t.Fatalf("Search of a sealed store: %+v, %v; want both entries by the scan", hits, err)
 	}
-	if n := rawCount(t, s, `SELECT count(*) FROM entries_fts`); n != 0 {
-		t.Fatalf("the full-text index of a sealed store holds %d rows", n)
+	if n := rawCount(t, s, `SELECT count(*) FROM fts_log`); n != 0 {
+		t.Fatalf("a sealed store logged %d entries for a search index", n)
+	}
+	if _, err := os.Stat(indexPath(path)); !os.IsNotExist(err) {
+		t.Fatalf("a sealed store has a search index file: %v", err)
 	}
 
 	// Nowhere in the files: not in bodies, titles or the index.

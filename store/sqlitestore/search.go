@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -78,6 +79,7 @@ func (s *Store) Search(ctx context.Context, ns store.Namespace, q store.SearchQu
 	// millisecond still can, and SortHits puts them in exact order.
 	var hits []store.SearchHit
 	var bound int64
+	prev := int64(math.MinInt64)
 	for n := 0; rows.Next(); n++ {
 		if n%1024 == 1023 {
 			if err := ctx.Err(); err != nil {
@@ -96,6 +98,10 @@ func (s *Store) Search(ctx context.Context, ns store.Namespace, q store.SearchQu
 		if len(hits) >= limit && bucketOf(eid) < bound {
 			break
 		}
+		if eid == prev {
+			continue // indexed and still logged: the same entry again
+		}
+		prev = eid
 		e, err := s.decode(ns.Key(id), sid, seq, body)
 		if err != nil {
 			return nil, err
@@ -122,14 +128,25 @@ func (s *Store) Search(ctx context.Context, ns store.Namespace, q store.SearchQu
 }
 
 // searchSQL returns the query for the candidates of a search, newest
-// first. With a MATCH the index drives (CROSS JOIN fixes the join order:
+// first. With a MATCH, the index drives (CROSS JOIN fixes the join order:
 // index, entry, session) and yields its matches by descending row id with
-// no sort; the entries queued for the index (fts_pending, a batch at
-// most) are candidates too, and SQLite merges the two streams, each in
-// row id order, as it goes (a compound SELECT's ORDER BY on the row ids
-// each part yields in order: MERGE (UNION ALL), no sort of the matches).
-// Without one, the entries table does the same; for one session, its own
-// entries, sorted.
+// no sort. Besides them, the entries the index does not have yet are
+// candidates too: those logged past the index's mark (fts_log, a batch or
+// so), and those the index could not read (broken); while the index is
+// being built, every entry instead. SQLite merges the streams, each in row
+// id order, as it goes (a compound SELECT's ORDER BY on the row ids each
+// part yields in order: MERGE (UNION ALL), no sort of the matches); an
+// entry may come twice (indexed and logged again since), which Search
+// skips.
+//
+// The statement reads the database before the index: SQLite starts a
+// statement's read transaction on each database it uses in the order they
+// were attached, main first. So the index's mark is at least as new as any
+// the log was trimmed to in the database's snapshot, and what the index
+// lacks of that snapshot is still in its log.
+//
+// Without a MATCH, the entries table does the same; for one session, its
+// own entries, sorted.
 func searchSQL(ns store.Namespace, session, match string, cutoff int64) (string, []any) {
 	var b strings.Builder
 	var args []any
@@ -141,16 +158,22 @@ func searchSQL(ns store.Namespace, session, match string, cutoff int64) (string,
 			args = append(args, session)
 		}
 	}
+	const (
+		fromEntries = ` FROM entries e CROSS JOIN sessions s ON s.sid = e.sid WHERE `
+		built       = `(SELECT cursor IS NULL FROM idx.state)`
+	)
 	switch {
 	case match != "":
 		b.WriteString(`SELECT entries_fts.rowid, e.ts, e.seq, e.sid, s.id, e.body
-			FROM entries_fts CROSS JOIN entries e ON e.eid = entries_fts.rowid CROSS JOIN sessions s ON s.sid = e.sid
-			WHERE entries_fts MATCH ? AND `)
+			FROM idx.entries_fts CROSS JOIN entries e ON e.eid = entries_fts.rowid CROSS JOIN sessions s ON s.sid = e.sid
+			WHERE entries_fts MATCH ? AND ` + built + ` AND `)
 		args = append(args, match)
 		where()
-		b.WriteString(` UNION ALL SELECT p.eid, e.ts, e.seq, e.sid, s.id, e.body
-			FROM fts_pending p CROSS JOIN entries e ON e.eid = p.eid CROSS JOIN sessions s ON s.sid = e.sid
-			WHERE `)
+		b.WriteString(` UNION ALL SELECT e.eid, e.ts, e.seq, e.sid, s.id, e.body` + fromEntries + `e.eid IN (
+				SELECT l.eid FROM fts_log l WHERE l.seq > (SELECT mark FROM idx.state) AND NOT l.del
+				UNION ALL SELECT eid FROM idx.broken) AND ` + built + ` AND `)
+		where()
+		b.WriteString(` UNION ALL SELECT e.eid, e.ts, e.seq, e.sid, s.id, e.body` + fromEntries + `e.indexed AND NOT ` + built + ` AND `)
 		where()
 		b.WriteString(` ORDER BY 1 DESC`)
 	case session != "":
@@ -158,7 +181,7 @@ func searchSQL(ns store.Namespace, session, match string, cutoff int64) (string,
 		where()
 		b.WriteString(` ORDER BY e.eid DESC`)
 	default:
-		b.WriteString(`SELECT e.eid, e.ts, e.seq, e.sid, s.id, e.body FROM entries e CROSS JOIN sessions s ON s.sid = e.sid WHERE e.indexed AND `)
+		b.WriteString(`SELECT e.eid, e.ts, e.seq, e.sid, s.id, e.body` + fromEntries + `e.indexed AND `)
 		where()
 		b.WriteString(` ORDER BY e.eid DESC`)
 	}

@@ -38,17 +38,15 @@ var hostileQueries = []string{
 }
 
 func TestSearchMatchesScan(t *testing.T) {
-	// Every entry indexed at once; some indexed, the newest queued; every
-	// entry queued for the index.
-	for _, batch := range []int{1, 7, 1 << 20} {
-		t.Run(fmt.Sprint("index batch ", batch), func(t *testing.T) {
-			withIndexBatch(t, batch)
-			testSearchMatchesScan(t)
+	for _, st := range indexStates {
+		t.Run(st.name, func(t *testing.T) {
+			byHand(t)
+			testSearchMatchesScan(t, st.make)
 		})
 	}
 }
 
-func testSearchMatchesScan(t *testing.T) {
+func testSearchMatchesScan(t *testing.T, indexState func(*testing.T, *Store)) {
 	s := openTest(t)
 	ns := store.Namespace{Agent: "a", Owner: "u"}
 	start := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
@@ -72,6 +70,7 @@ func testSearchMatchesScan(t *testing.T) {
 		seedTexts(t, s, store.Key{Agent: "a", Owner: "other", ID: fmt.Sprintf("s%d", i)}, start)
 		seedTexts(t, s, store.Key{Agent: "a", ID: fmt.Sprintf("s%d", i)}, start)
 	}
+	indexState(t, s)
 
 	saved := sessionScanMax
 	t.Cleanup(func() { sessionScanMax = saved })

@@ -36,6 +36,8 @@ type Store struct {
 	writeStmts map[string]*sql.Stmt // Append's, prepared by Open; see stmt.go
 	readStmts  sync.Map             // query → *sql.Stmt, prepared on first use
 
+	ix *indexer // the search index (index.go); nil under a protector
+
 	closeOnce sync.Once
 	closeErr  error
 
@@ -79,26 +81,51 @@ func open(ctx context.Context, path string, drv sqlDriver, opts ...Option) (*Sto
 	}
 	commitWithFdatasync()
 	s := &Store{path: abs, cfg: cfg}
-	if s.w, err = drv.open(dataSource(abs, cfg.busyTimeout, false)); err != nil {
+	if s.w, err = drv.open(dataSource(abs, cfg.busyTimeout, false), ""); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %s: %w", abs, err)
 	}
 	s.w.SetMaxOpenConns(1)
 	s.w.SetConnMaxIdleTime(0)
-	if s.r, err = drv.open(dataSource(abs, cfg.busyTimeout, true)); err != nil {
-		s.w.Close()
-		return nil, fmt.Errorf("sqlitestore: %s: %w", abs, err)
-	}
-	s.r.SetMaxOpenConns(cfg.readConns)
-	s.r.SetMaxIdleConns(cfg.readConns)
-	if err := s.init(ctx); err != nil {
+	if err := s.init(ctx, drv); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Store) init(ctx context.Context) error {
-	mode, err := s.walMode(ctx)
+// init brings the database up to date and opens the read connections and
+// the search index (a sealed database has none: it would hold the text in
+// the clear).
+func (s *Store) init(ctx context.Context, drv sqlDriver) error {
+	if err := s.initDatabase(ctx); err != nil {
+		return err
+	}
+	setup := ""
+	if s.cfg.protector == nil {
+		// The index file exists (mode 0600) before a read connection
+		// attaches it, so that SQLite never creates it.
+		if _, err := prepareFile(indexPath(s.path)); err != nil {
+			return err
+		}
+		setup = "ATTACH " + quote(fileURI(indexPath(s.path))) + " AS idx"
+	}
+	var err error
+	if s.r, err = drv.open(dataSource(s.path, s.cfg.busyTimeout, true), setup); err != nil {
+		return fmt.Errorf("sqlitestore: %s: %w", s.path, err)
+	}
+	s.r.SetMaxOpenConns(s.cfg.readConns)
+	s.r.SetMaxIdleConns(s.cfg.readConns)
+	if s.cfg.protector == nil {
+		if err := s.openIndex(ctx, drv); err != nil {
+			return err
+		}
+		s.ix.start()
+	}
+	return nil
+}
+
+func (s *Store) initDatabase(ctx context.Context) error {
+	mode, err := walMode(ctx, s.w, s.cfg.busyTimeout)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", s.path, err)
 	}
@@ -133,11 +160,11 @@ func (s *Store) init(ctx context.Context) error {
 // and SQLite answers SQLITE_BUSY at once, without waiting, when another
 // connection is opening it at the same moment (several processes starting
 // on a new file): that is retried until the busy timeout.
-func (s *Store) walMode(ctx context.Context) (string, error) {
-	deadline := time.Now().Add(s.cfg.busyTimeout)
+func walMode(ctx context.Context, db *sql.DB, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
 		var mode string
-		err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode)
+		err := db.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode)
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return mode, err
 		}
@@ -185,11 +212,6 @@ func prepareFile(path string) (string, error) {
 // so that the head check and the insert of Append hold the write lock
 // together. synchronous=FULL with WAL syncs the log on every commit.
 func dataSource(abs string, timeout time.Duration, readOnly bool) string {
-	p := filepath.ToSlash(abs)
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p // a Windows volume: file:///C:/…
-	}
-	u := url.URL{Scheme: "file", Path: p}
 	q := []string{
 		"_txlock=immediate",
 		fmt.Sprintf("_pragma=busy_timeout(%d)", timeout.Milliseconds()),
@@ -199,8 +221,21 @@ func dataSource(abs string, timeout time.Duration, readOnly bool) string {
 	if readOnly {
 		q = append(q, "_pragma=query_only(1)")
 	}
-	return u.String() + "?" + strings.Join(q, "&")
+	return fileURI(abs) + "?" + strings.Join(q, "&")
 }
+
+// fileURI returns the file: URI of the file at abs.
+func fileURI(abs string) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows volume: file:///C:/…
+	}
+	u := url.URL{Scheme: "file", Path: p}
+	return u.String()
+}
+
+// quote returns s as an SQL string literal.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // Path returns the absolute path of the database file.
 func (s *Store) Path() string { return s.path }
@@ -209,8 +244,11 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.live.Close()
-		s.closeStmts()
 		var errs []error
+		if s.ix != nil {
+			errs = append(errs, s.ix.stop())
+		}
+		s.closeStmts()
 		if s.r != nil {
 			errs = append(errs, s.r.Close())
 		}
@@ -299,6 +337,9 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("sqlitestore: %s: sweeping expired sessions: %w", s.path, err)
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		s.pokeIndex()
+	}
 	return int(n), nil
 }
 
