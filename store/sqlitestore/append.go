@@ -18,22 +18,27 @@ const (
 	sessionRowSQL = `SELECT sid, started, last_activity, title IS NOT NULL, messages, pending, compactions, entries, head
 		FROM sessions WHERE agent = ? AND owner = ? AND id = ?`
 	deleteSessionSQL = `DELETE FROM sessions WHERE sid = ?`
+	// The row is updated only if it is still the one the append read or
+	// cached (see rowCache): the same session, head and count.
 	updateSessionSQL = `UPDATE sessions SET
 		last_activity = ?, title = coalesce(?, title), messages = ?, pending = ?, compactions = ?, entries = ?, head = ?
-		WHERE sid = ?`
+		WHERE sid = ? AND agent = ? AND owner = ? AND id = ? AND head = ? AND entries = ?`
 	insertSessionSQL = `INSERT INTO sessions
 		(agent, owner, id, started, last_activity, title, messages, pending, compactions, entries, head)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sweepNamespaceSQL = `DELETE FROM sessions WHERE sid IN (
 		SELECT sid FROM sessions WHERE agent = ? AND owner = ? AND last_activity < ? AND pending = 0 LIMIT ?)`
-	lastRowIDSQL   = `SELECT eid FROM entries WHERE eid >= ? AND eid < ? ORDER BY eid DESC LIMIT 1`
-	insertEntrySQL = `INSERT INTO entries (eid, sid, seq, ts, indexed, body) VALUES (?, ?, ?, ?, ?, ?)`
-	trimLogSQL     = `DELETE FROM fts_log WHERE seq < ?`
+	// An entry's row id is the next free one of its millisecond (see
+	// rowid.go), ?1 the millisecond's first and ?2 the next one's.
+	insertEntrySQL = `INSERT INTO entries (eid, sid, seq, ts, indexed, body) VALUES (
+		coalesce((SELECT eid FROM entries WHERE eid >= ?1 AND eid < ?2 ORDER BY eid DESC LIMIT 1) + 1, ?1),
+		?3, ?4, ?5, ?6, ?7)`
+	trimLogSQL = `DELETE FROM fts_log WHERE seq < ?`
 )
 
 var appendSQL = []string{
 	sessionRowSQL, deleteSessionSQL, updateSessionSQL, insertSessionSQL,
-	sweepNamespaceSQL, lastRowIDSQL, insertEntrySQL, trimLogSQL,
+	sweepNamespaceSQL, insertEntrySQL, trimLogSQL,
 }
 
 // sweepBatch bounds the expired sessions that creating a session deletes in
@@ -110,8 +115,10 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) (err erro
 		return s.fail("append to", batches[0].Key, err)
 	}
 	if err := tx.Commit(); err != nil {
+		s.rows.forget(w.rows)
 		return s.fail("append to", batches[0].Key, err)
 	}
+	s.rows.keep(w.rows)
 	if s.ix != nil {
 		s.ix.noteLogged(w.logged)
 	}
@@ -138,23 +145,50 @@ func (s *Store) trimLog(ctx context.Context, w *txWrite) error {
 
 // appendTx appends entries, encoded as bodies, to the session in tx:
 // checks the head, updates or makes the session's row and inserts the
-// entries.
+// entries. It starts from the row as this Store last wrote it, when it is
+// cached, and reads it otherwise, or when the cached one proves stale.
 func (s *Store) appendTx(ctx context.Context, w *txWrite, key store.Key, entries []transcript.Entry, bodies [][]byte) error {
-	tx := w.tx
-	row, err := s.sessionRow(ctx, w, key)
-	if err != nil {
-		return s.fail("append to", key, err)
+	row, cached := w.rows[key]
+	if !cached {
+		row, cached = s.rows.get(key)
 	}
+	for {
+		if !cached {
+			var err error
+			if row, err = s.sessionRow(ctx, w, key); err != nil {
+				return s.fail("append to", key, err)
+			}
+		}
+		done, err := s.appendRow(ctx, w, key, row, cached, entries, bodies)
+		if err != nil || done {
+			return err
+		}
+		cached = false
+	}
+}
+
+// appendRow is appendTx from row, the session's row as read in the
+// transaction or, when cached, as cached: it reports done false, having
+// changed nothing, when a cached row is not the stored one (or might not
+// be: a parent that is not its head, an expiry).
+func (s *Store) appendRow(ctx context.Context, w *txWrite, key store.Key, row sessionRow, cached bool, entries []transcript.Entry, bodies [][]byte) (done bool, err error) {
+	tx := w.tx
 	if row.found && row.expired(s.cutoff()) {
+		if cached {
+			return false, nil
+		}
 		// An expired session with no approval pending starts fresh under
 		// the same id: nothing of the old one may come back.
 		if _, err := s.txStmt(ctx, tx, deleteSessionSQL).ExecContext(ctx, row.sid); err != nil {
-			return s.fail("append to", key, err)
+			return false, s.fail("append to", key, err)
 		}
 		row = sessionRow{}
 	}
 	if err := storekit.CheckParent(key, row.head, entries[0]); err != nil {
-		return err
+		if cached {
+			return false, nil
+		}
+		return false, err
 	}
 
 	info := row.info
@@ -170,16 +204,28 @@ func (s *Store) appendTx(ctx context.Context, w *txWrite, key store.Key, entries
 	var title any // nil keeps the stored title
 	if (!hadTitle || retitled) && info.Title != "" {
 		if title, err = s.sealTitle(key, info.Title); err != nil {
-			return fmt.Errorf("sqlitestore: session %s: sealing title: %w", key, err)
+			return false, fmt.Errorf("sqlitestore: session %s: sealing title: %w", key, err)
 		}
 	}
 	last := entries[len(entries)-1].ID
 	if row.found {
-		_, err = w.stmt(ctx, s, updateSessionSQL).ExecContext(ctx,
-			info.LastActivity.UnixNano(), title, info.MessageCount, info.PendingApprovals, info.Compactions, info.Entries, last, row.sid)
+		var res sql.Result
+		res, err = w.stmt(ctx, s, updateSessionSQL).ExecContext(ctx,
+			info.LastActivity.UnixNano(), title, info.MessageCount, info.PendingApprovals, info.Compactions, info.Entries, last,
+			row.sid, key.Agent, key.Owner, key.ID, row.head, row.info.Entries)
+		var n int64
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		if err == nil && n == 0 {
+			if cached {
+				return false, nil
+			}
+			err = errors.New("the session's row changed within its transaction")
+		}
 	} else {
 		if err := s.sweepNamespace(ctx, tx, key.Namespace()); err != nil {
-			return s.fail("append to", key, err)
+			return false, s.fail("append to", key, err)
 		}
 		var res sql.Result
 		res, err = w.stmt(ctx, s, insertSessionSQL).ExecContext(ctx,
@@ -190,32 +236,39 @@ func (s *Store) appendTx(ctx context.Context, w *txWrite, key store.Key, entries
 		}
 	}
 	if err != nil {
-		return s.fail("append to", key, err)
+		return false, s.fail("append to", key, err)
 	}
 	for i, e := range entries {
 		if err := s.insertEntry(ctx, w, key, row.sid, row.info.Entries+i, e, bodies[i]); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	info.Title = ""
+	w.rows[key] = sessionRow{found: true, sid: row.sid, hasTitle: hadTitle || title != nil, head: last, info: info}
+	return true, nil
 }
 
 // insertEntry inserts entry e, encoded as body, at position seq of the
-// session whose row is sid. An entry with text to search is marked
-// indexed, which logs it for the search index (by trigger: see index.go).
+// session whose row is sid. An entry of a type that can have text to
+// search is marked indexed, which logs it for the search index (by
+// trigger: see index.go); its text is the indexer's to read.
 func (s *Store) insertEntry(ctx context.Context, w *txWrite, key store.Key, sid int64, seq int, e transcript.Entry, body []byte) error {
 	ts := e.Timestamp.UnixNano() // CheckEntry keeps it within what nanoseconds hold
-	_, searchable := storekit.SearchText(e)
-	searchable = searchable && s.cfg.protector == nil
+	searchable := storekit.SearchableType(e.Type) && s.cfg.protector == nil
 	var err error
 	if s.cfg.protector != nil {
 		if body, err = s.cfg.protector.Seal(body, seal.AssociatedData(key.Agent, key.Owner, key.ID, seq)); err != nil {
 			return fmt.Errorf("sqlitestore: session %s: sealing entry %d: %w", key, seq, err)
 		}
 	}
-	eid, err := w.rowID(ctx, s, ts)
+	lo := msOf(ts) << msShift
+	res, err := w.stmt(ctx, s, insertEntrySQL).ExecContext(ctx, lo, lo+1<<msShift, sid, seq, ts, searchable, body)
+	var eid int64
 	if err == nil {
-		_, err = w.stmt(ctx, s, insertEntrySQL).ExecContext(ctx, eid, sid, seq, ts, searchable, body)
+		eid, err = res.LastInsertId()
+	}
+	if err == nil && bucketOf(eid) != msOf(ts) {
+		err = fmt.Errorf("more than %d entries stored with timestamps in one millisecond", 1<<msShift)
 	}
 	if err != nil {
 		return s.fail("append to", key, err)

@@ -3,25 +3,24 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"fmt"
+
+	"github.com/spool-go/spool/store"
 )
 
 // txWrite is what one AppendBulk transaction keeps between its
 // statements. A bulk of an import runs a few statements per entry, each
 // of which bound Append's prepared statement to the transaction anew
-// (database/sql allocates and registers a Stmt every time) and looked up
-// the last row id of the entry's millisecond in the table; both are kept
-// here for the transaction instead. The transaction holds the only write
-// connection, so no other writer takes a row id under it.
+// (database/sql allocates and registers a Stmt every time); they are bound
+// once per transaction here instead.
 type txWrite struct {
 	tx     *sql.Tx
-	logged int                  // entries logged for the search index
-	next   map[int64]int64      // by millisecond: the next free row id, once looked up
-	stmts  map[string]*sql.Stmt // Append's statements bound to tx
+	logged int                      // entries logged for the search index
+	stmts  map[string]*sql.Stmt     // Append's statements bound to tx
+	rows   map[store.Key]sessionRow // the session rows written, for the cache once committed
 }
 
 func newTxWrite(tx *sql.Tx) *txWrite {
-	return &txWrite{tx: tx, next: map[int64]int64{}, stmts: map[string]*sql.Stmt{}}
+	return &txWrite{tx: tx, stmts: map[string]*sql.Stmt{}, rows: map[store.Key]sessionRow{}}
 }
 
 // stmt returns Append's prepared statement for query, bound to the
@@ -33,21 +32,4 @@ func (w *txWrite) stmt(ctx context.Context, s *Store, query string) *sql.Stmt {
 		w.stmts[query] = st
 	}
 	return st
-}
-
-// rowID returns the row id for a new entry at ts (see newRowID), looking
-// the table up once per millisecond per transaction.
-func (w *txWrite) rowID(ctx context.Context, s *Store, ts int64) (int64, error) {
-	ms := msOf(ts)
-	eid, ok := w.next[ms]
-	if !ok {
-		var err error
-		if eid, err = s.newRowID(ctx, w.tx, ts); err != nil {
-			return 0, err
-		}
-	} else if bucketOf(eid) != ms {
-		return 0, fmt.Errorf("more than %d entries stored with timestamps in one millisecond", 1<<msShift)
-	}
-	w.next[ms] = eid + 1
-	return eid, nil
 }

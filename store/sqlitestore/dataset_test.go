@@ -143,7 +143,7 @@ func (l *bulkLoader) load(ctx context.Context, keys []store.Key, all iter.Seq2[i
 		if err != nil {
 			return err
 		}
-		_, searchable := storekit.SearchText(e)
+		searchable := storekit.SearchableType(e.Type)
 		ms := msOf(e.Timestamp.UnixNano())
 		eid := ms<<msShift + l.rowIDs[ms]
 		l.rowIDs[ms]++

@@ -1,12 +1,6 @@
 package sqlitestore
 
-import (
-	"context"
-	"database/sql"
-	"errors"
-	"fmt"
-	"time"
-)
+import "time"
 
 // An entry's row id (entries.eid, which is also its rowid in the search
 // index's entries_fts) orders entries by time: the entry's timestamp in
@@ -33,21 +27,3 @@ func msOf(ts int64) int64 {
 
 // bucketOf returns the millisecond an entry row id belongs to.
 func bucketOf(eid int64) int64 { return eid >> msShift }
-
-// newRowID returns the row id for a new entry at ts: the next free one of
-// its millisecond.
-func (s *Store) newRowID(ctx context.Context, tx *sql.Tx, ts int64) (int64, error) {
-	lo := msOf(ts) << msShift
-	hi := lo + 1<<msShift
-	var last int64
-	err := s.txStmt(ctx, tx, lastRowIDSQL).QueryRowContext(ctx, lo, hi).Scan(&last)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return lo, nil
-	case err != nil:
-		return 0, err
-	case last+1 >= hi:
-		return 0, fmt.Errorf("more than %d entries stored with timestamps in one millisecond", 1<<msShift)
-	}
-	return last + 1, nil
-}

@@ -36,7 +36,8 @@ type Store struct {
 	writeStmts map[string]*sql.Stmt // Append's, prepared by Open; see stmt.go
 	readStmts  sync.Map             // query → *sql.Stmt, prepared on first use
 
-	ix *indexer // the search index (index.go); nil under a protector
+	ix   *indexer // the search index (index.go); nil under a protector
+	rows rowCache // the session rows appends last wrote (rowcache.go)
 
 	closeOnce sync.Once
 	closeErr  error

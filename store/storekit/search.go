@@ -15,6 +15,11 @@ import (
 // wrote and what the assistant answered. Other entries have none.
 func SearchText(e transcript.Entry) (string, bool) { return rules.EntryText(e) }
 
+// SearchableType reports whether entries of type t can have text that
+// SearchText returns, from the type alone: a store that indexes text can
+// tell which entries to index without decoding their data.
+func SearchableType(t transcript.Type) bool { return rules.HasText(t) }
+
 // SearchTerms splits a query into the lower-cased words an entry must all
 // contain to match.
 func SearchTerms(query string) []string { return rules.Terms(query) }

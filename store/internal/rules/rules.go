@@ -21,6 +21,9 @@ import (
 // EntryText returns the text of e that search looks at: what the user
 // wrote and what the assistant answered. Other entries have none.
 func EntryText(e transcript.Entry) (string, bool) {
+	if !HasText(e.Type) {
+		return "", false
+	}
 	switch e.Type {
 	case transcript.TypeUserMessage:
 		var m transcript.UserMessage
@@ -34,6 +37,12 @@ func EntryText(e transcript.Entry) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// HasText reports whether entries of type t can have text that EntryText
+// returns; it returns none for the others, whatever their data.
+func HasText(t transcript.Type) bool {
+	return t == transcript.TypeUserMessage || t == transcript.TypeAssistantMessage
 }
 
 // Terms splits a query into the lower-cased words an entry must all

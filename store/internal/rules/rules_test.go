@@ -1,11 +1,14 @@
 package rules
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/spool-go/spool/transcript"
 )
 
 type hit struct {
@@ -40,6 +43,23 @@ func TestTopKeepsTheFirstInOrder(t *testing.T) {
 			if got[i].at != want[i].at || got[i].id != want[i].id {
 				t.Fatalf("round %d: hit %d is %+v, want %+v", round, i, got[i], want[i])
 			}
+		}
+	}
+}
+
+// TestHasText: EntryText finds text only in entries of the types HasText
+// names, whatever data the others carry; a store that indexes by type
+// alone (storekit.SearchableType) misses nothing.
+func TestHasText(t *testing.T) {
+	for _, typ := range []transcript.Type{
+		transcript.TypeUserMessage, transcript.TypeAssistantMessage, transcript.TypeApprovalRequest,
+		transcript.TypeApprovalDecision, transcript.TypeToolResult, transcript.TypeGovernanceNotice,
+		transcript.TypeSessionMode, transcript.TypeTurnEnd, transcript.TypeBranch, transcript.TypeFork,
+		transcript.TypeCompaction, transcript.TypeSessionTitle, "some.future_type",
+	} {
+		e := transcript.Entry{Type: typ, Data: json.RawMessage(`{"text":"where is my order","message":"x","summary":"y","title":"z"}`)}
+		if _, ok := EntryText(e); ok != HasText(typ) {
+			t.Errorf("%s: EntryText finds text %v, HasText says %v", typ, ok, HasText(typ))
 		}
 	}
 }
