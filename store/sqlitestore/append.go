@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"time"
@@ -13,7 +14,8 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
-// The statements of Append, prepared when the Store opens (see stmt.go).
+// The statements of Append, prepared on the write connection once (see
+// bulk.go).
 const (
 	sessionRowSQL = `SELECT sid, started, last_activity, title IS NOT NULL, messages, pending, compactions, entries, head
 		FROM sessions WHERE agent = ? AND owner = ? AND id = ?`
@@ -36,11 +38,6 @@ const (
 	trimLogSQL = `DELETE FROM fts_log WHERE seq < ?`
 )
 
-var appendSQL = []string{
-	sessionRowSQL, deleteSessionSQL, updateSessionSQL, insertSessionSQL,
-	sweepNamespaceSQL, insertEntrySQL, trimLogSQL,
-}
-
 // sweepBatch bounds the expired sessions that creating a session deletes in
 // its namespace, so one Append never pays for a long-neglected sweep.
 const sweepBatch = 16
@@ -62,15 +59,7 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 // AppendBulk appends every batch in one transaction (store.BulkAppender):
 // one commit and one sync of the log for all of them, and nothing of any
 // stored when one fails.
-func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) (err error) {
-	defer func() {
-		// database/sql rolls the transaction back on its own once ctx
-		// ends, and the statement or commit after that fails with
-		// sql.ErrTxDone: the bulk ended because ctx did, and says so.
-		if errors.Is(err, sql.ErrTxDone) && ctx.Err() != nil && len(batches) > 0 {
-			err = s.fail("append to", batches[0].Key, ctx.Err())
-		}
-	}()
+func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 	// Validate and encode the entries before taking the write lock; each
 	// batch's first parent is checked in the transaction.
 	bodies := make([][][]byte, len(batches))
@@ -88,41 +77,65 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) (err erro
 	if n == 0 {
 		return nil
 	}
-	tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see dataSource
+	var w *txWrite
+	err := s.withWriteConn(ctx, func(c *writeConn) error {
+		var err error
+		w, err = s.bulkTx(ctx, c, batches, bodies)
+		return err
+	})
 	if err != nil {
-		return s.fail("append to", batches[0].Key, err)
-	}
-	defer tx.Rollback()
-	// The statements run under a context that is never cancelled: the
-	// driver watches a cancellable one with a goroutine per statement,
-	// which cost a bulk more than its inserts did. ctx is checked between
-	// batches instead, and cancelling it still rolls the transaction back
-	// (database/sql watches it for BeginTx).
-	stmtCtx := context.WithoutCancel(ctx)
-	w := newTxWrite(tx)
-	for i, b := range batches {
-		if len(b.Entries) == 0 {
-			continue
+		if w != nil {
+			s.rows.forget(w.rows)
 		}
-		if err := ctx.Err(); err != nil {
-			return s.fail("append to", b.Key, err)
-		}
-		if err := s.appendTx(stmtCtx, w, b.Key, b.Entries, bodies[i]); err != nil {
-			return err
-		}
-	}
-	if err := s.trimLog(stmtCtx, w); err != nil {
-		return s.fail("append to", batches[0].Key, err)
-	}
-	if err := tx.Commit(); err != nil {
-		s.rows.forget(w.rows)
-		return s.fail("append to", batches[0].Key, err)
+		return err
 	}
 	s.rows.keep(w.rows)
 	if s.ix != nil {
 		s.ix.noteLogged(w.logged)
 	}
 	return nil
+}
+
+// bulkTx appends the batches, encoded as bodies, in one transaction on c.
+// The statements run under a context that is never cancelled: the driver
+// watches a cancellable one with a goroutine per statement, which cost a
+// bulk more than its inserts did. ctx is checked between batches and
+// before the commit instead, and its end rolls the transaction back; BEGIN
+// runs under it, so that a wait for another process's write lock ends
+// with it.
+func (s *Store) bulkTx(ctx context.Context, c *writeConn, batches []store.Batch, bodies [][][]byte) (w *txWrite, err error) {
+	if err := c.begin(ctx); err != nil {
+		return nil, s.fail("append to", batches[0].Key, err)
+	}
+	w = newTxWrite(c)
+	defer func() {
+		if err != nil {
+			err = c.rollback(err)
+		}
+	}()
+	stmtCtx := context.WithoutCancel(ctx)
+	for i, b := range batches {
+		if len(b.Entries) == 0 {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return w, s.fail("append to", b.Key, err)
+		}
+		if err := s.appendTx(stmtCtx, w, b.Key, b.Entries, bodies[i]); err != nil {
+			return w, err
+		}
+	}
+	if err := s.trimLog(stmtCtx, w); err != nil {
+		return w, s.fail("append to", batches[0].Key, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return w, s.fail("append to", batches[0].Key, err)
+	}
+	if err := c.commit(stmtCtx); err != nil {
+		// commit rolled back; the deferred rollback finds nothing open
+		return w, s.fail("append to", batches[0].Key, err)
+	}
+	return w, nil
 }
 
 // trimLog deletes, in w's transaction, the rows of fts_log that the
@@ -136,7 +149,7 @@ func (s *Store) trimLog(ctx context.Context, w *txWrite) error {
 	if to <= s.ix.trimmed.Load() {
 		return nil
 	}
-	if _, err := w.stmt(ctx, s, trimLogSQL).ExecContext(ctx, to); err != nil {
+	if _, err := w.c.exec(ctx, trimLogSQL, to); err != nil {
 		return err
 	}
 	s.ix.trimmed.Store(to)
@@ -172,14 +185,13 @@ func (s *Store) appendTx(ctx context.Context, w *txWrite, key store.Key, entries
 // changed nothing, when a cached row is not the stored one (or might not
 // be: a parent that is not its head, an expiry).
 func (s *Store) appendRow(ctx context.Context, w *txWrite, key store.Key, row sessionRow, cached bool, entries []transcript.Entry, bodies [][]byte) (done bool, err error) {
-	tx := w.tx
 	if row.found && row.expired(s.cutoff()) {
 		if cached {
 			return false, nil
 		}
 		// An expired session with no approval pending starts fresh under
 		// the same id: nothing of the old one may come back.
-		if _, err := s.txStmt(ctx, tx, deleteSessionSQL).ExecContext(ctx, row.sid); err != nil {
+		if _, err := w.c.exec(ctx, deleteSessionSQL, row.sid); err != nil {
 			return false, s.fail("append to", key, err)
 		}
 		row = sessionRow{}
@@ -209,8 +221,8 @@ func (s *Store) appendRow(ctx context.Context, w *txWrite, key store.Key, row se
 	}
 	last := entries[len(entries)-1].ID
 	if row.found {
-		var res sql.Result
-		res, err = w.stmt(ctx, s, updateSessionSQL).ExecContext(ctx,
+		var res driver.Result
+		res, err = w.c.exec(ctx, updateSessionSQL,
 			info.LastActivity.UnixNano(), title, info.MessageCount, info.PendingApprovals, info.Compactions, info.Entries, last,
 			row.sid, key.Agent, key.Owner, key.ID, row.head, row.info.Entries)
 		var n int64
@@ -224,11 +236,11 @@ func (s *Store) appendRow(ctx context.Context, w *txWrite, key store.Key, row se
 			err = errors.New("the session's row changed within its transaction")
 		}
 	} else {
-		if err := s.sweepNamespace(ctx, tx, key.Namespace()); err != nil {
+		if err := s.sweepNamespace(ctx, w, key.Namespace()); err != nil {
 			return false, s.fail("append to", key, err)
 		}
-		var res sql.Result
-		res, err = w.stmt(ctx, s, insertSessionSQL).ExecContext(ctx,
+		var res driver.Result
+		res, err = w.c.exec(ctx, insertSessionSQL,
 			key.Agent, key.Owner, key.ID, info.Started.UnixNano(), info.LastActivity.UnixNano(), title,
 			info.MessageCount, info.PendingApprovals, info.Compactions, info.Entries, last)
 		if err == nil {
@@ -262,7 +274,7 @@ func (s *Store) insertEntry(ctx context.Context, w *txWrite, key store.Key, sid 
 		}
 	}
 	lo := msOf(ts) << msShift
-	res, err := w.stmt(ctx, s, insertEntrySQL).ExecContext(ctx, lo, lo+1<<msShift, sid, seq, ts, searchable, body)
+	res, err := w.c.exec(ctx, insertEntrySQL, lo, lo+1<<msShift, sid, seq, ts, searchable, body)
 	var eid int64
 	if err == nil {
 		eid, err = res.LastInsertId()
@@ -296,8 +308,8 @@ func (r sessionRow) expired(cutoff int64) bool {
 func (s *Store) sessionRow(ctx context.Context, w *txWrite, key store.Key) (sessionRow, error) {
 	var r sessionRow
 	var started, last int64
-	err := w.stmt(ctx, s, sessionRowSQL).QueryRowContext(ctx, key.Agent, key.Owner, key.ID).
-		Scan(&r.sid, &started, &last, &r.hasTitle, &r.info.MessageCount, &r.info.PendingApprovals, &r.info.Compactions, &r.info.Entries, &r.head)
+	err := w.c.queryRow(ctx, sessionRowSQL, []any{key.Agent, key.Owner, key.ID},
+		&r.sid, &started, &last, &r.hasTitle, &r.info.MessageCount, &r.info.PendingApprovals, &r.info.Compactions, &r.info.Entries, &r.head)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sessionRow{}, nil
 	}
@@ -312,11 +324,11 @@ func (s *Store) sessionRow(ctx context.Context, w *txWrite, key store.Key) (sess
 }
 
 // sweepNamespace deletes up to sweepBatch expired sessions of namespace.
-func (s *Store) sweepNamespace(ctx context.Context, tx *sql.Tx, ns store.Namespace) error {
+func (s *Store) sweepNamespace(ctx context.Context, w *txWrite, ns store.Namespace) error {
 	if s.cfg.ttl <= 0 {
 		return nil
 	}
-	_, err := s.txStmt(ctx, tx, sweepNamespaceSQL).ExecContext(ctx, ns.Agent, ns.Owner, s.cutoff(), sweepBatch)
+	_, err := w.c.exec(ctx, sweepNamespaceSQL, ns.Agent, ns.Owner, s.cutoff(), sweepBatch)
 	return err
 }
 

@@ -33,8 +33,8 @@ type Store struct {
 	path string
 	cfg  config
 
-	writeStmts map[string]*sql.Stmt // Append's, prepared by Open; see stmt.go
-	readStmts  sync.Map             // query → *sql.Stmt, prepared on first use
+	wc        *writeConn // Append's statements on w's connection (bulk.go)
+	readStmts sync.Map   // query → *sql.Stmt, prepared on first use
 
 	ix   *indexer // the search index (index.go); nil under a protector
 	rows rowCache // the session rows appends last wrote (rowcache.go)
@@ -147,9 +147,6 @@ func (s *Store) initDatabase(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := s.prepareWrites(ctx); err != nil {
-		return err
-	}
 	if _, err := s.Sweep(ctx); err != nil {
 		return err
 	}
@@ -209,9 +206,10 @@ func prepareFile(path string) (string, error) {
 }
 
 // dataSource returns the URI both candidate drivers take: the file, the
-// per-connection pragmas, and BEGIN IMMEDIATE for every write transaction
-// so that the head check and the insert of Append hold the write lock
-// together. synchronous=FULL with WAL syncs the log on every commit.
+// per-connection pragmas, and BEGIN IMMEDIATE for every transaction
+// database/sql begins (Append begins its own so: bulk.go), so that what a
+// transaction checks and what it writes hold the write lock together.
+// synchronous=FULL with WAL syncs the log on every commit.
 func dataSource(abs string, timeout time.Duration, readOnly bool) string {
 	q := []string{
 		"_txlock=immediate",
@@ -250,6 +248,9 @@ func (s *Store) Close() error {
 			errs = append(errs, s.ix.stop())
 		}
 		s.closeStmts()
+		if s.w != nil {
+			s.closeWriteConn()
+		}
 		if s.r != nil {
 			errs = append(errs, s.r.Close())
 		}

@@ -3,35 +3,12 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"fmt"
 )
 
 // Statements are prepared once per Store (and by database/sql once per
-// connection): preparing one costs about as much as running it. Those of
-// Append are prepared when the Store opens, because inside Append the
-// transaction holds the only write connection; reads prepare theirs on
-// first use.
-
-func (s *Store) prepareWrites(ctx context.Context) error {
-	s.writeStmts = make(map[string]*sql.Stmt, len(appendSQL))
-	for _, q := range appendSQL {
-		st, err := s.w.PrepareContext(ctx, q)
-		if err != nil {
-			return fmt.Errorf("sqlitestore: %s: preparing %q: %w", s.path, q, err)
-		}
-		s.writeStmts[q] = st
-	}
-	return nil
-}
-
-// txStmt returns Append's prepared statement for query, bound to tx.
-func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
-	st, ok := s.writeStmts[query]
-	if !ok {
-		panic("sqlitestore: statement not among appendSQL: " + query)
-	}
-	return tx.StmtContext(ctx, st)
-}
+// connection): preparing one costs about as much as running it. Reads
+// prepare theirs on first use; Append's are the write connection's own
+// (bulk.go).
 
 // readStmt returns the prepared read statement for query.
 func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -60,9 +37,6 @@ func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows
 
 // closeStmts closes every prepared statement.
 func (s *Store) closeStmts() {
-	for _, st := range s.writeStmts {
-		st.Close()
-	}
 	s.readStmts.Range(func(_, st any) bool {
 		st.(*sql.Stmt).Close()
 		return true
