@@ -1,11 +1,13 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -317,13 +319,10 @@ func (ix *indexer) follow(ctx context.Context, tx *sql.Tx, st *indexState) (more
 		changes = changes[1:] // the row at the mark, applied before
 	}
 	changes = changes[:min(len(changes), passRows)]
-	if err := applyChanges(ctx, tx, changes); err != nil {
-		return false, err
-	}
 	if n := len(changes); n > 0 {
 		st.mark, st.markEID = changes[n-1].seq, changes[n-1].eid
 	}
-	return len(changes) == passRows, nil
+	return len(changes) == passRows, applyChanges(ctx, tx, changes)
 }
 
 // build indexes the entries after the cursor, in row id order, from one
@@ -338,15 +337,12 @@ func (ix *indexer) build(ctx context.Context, tx *sql.Tx, st *indexState) (more 
 	if err != nil {
 		return false, err
 	}
-	if err := applyChanges(ctx, tx, changes); err != nil {
-		return false, err
-	}
 	if len(changes) < passRows {
 		st.cursor = sql.NullInt64{}
 	} else {
 		st.cursor.Int64 = changes[len(changes)-1].eid
 	}
-	return true, nil
+	return true, applyChanges(ctx, tx, changes)
 }
 
 // collect reads the rows of a query that failed with err or not, each into
@@ -416,11 +412,18 @@ func indexText(body []byte) (text string, broken bool) {
 	return strings.ToLower(text), false
 }
 
-// applyChanges writes changes into the index in tx.
+// applyChanges writes changes into the index in tx, in row id order (it
+// sorts them): FTS5 writes out the rows it holds in memory as a segment of
+// its own whenever it is given a row id below the one before, so that a
+// log in commit order (an import's, a session after another, each
+// spanning the same hours) made a segment of almost every row, and merging
+// them was most of the indexer's work. Changes to different entries
+// commute, and those to the same one keep their order.
 func applyChanges(ctx context.Context, tx *sql.Tx, changes []indexChange) error {
 	if len(changes) == 0 {
 		return nil
 	}
+	slices.SortStableFunc(changes, func(a, b indexChange) int { return cmp.Compare(a.eid, b.eid) })
 	// The statements run under a context that is never cancelled (the
 	// driver would watch a cancellable one with a goroutine per
 	// statement); ctx is checked between them, and cancelling it rolls
