@@ -104,7 +104,7 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 // runs under it, so that a wait for another process's write lock ends
 // with it.
 func (s *Store) bulkTx(ctx context.Context, c *writeConn, batches []store.Batch, bodies [][][]byte) (w *txWrite, err error) {
-	if err := c.begin(ctx); err != nil {
+	if err := c.begin(ctx, s.w.timeout); err != nil {
 		return nil, s.fail("append to", batches[0].Key, err)
 	}
 	w = newTxWrite(c)

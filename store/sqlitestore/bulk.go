@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spool-go/spool/store"
 )
@@ -153,14 +154,15 @@ func (c *writeConn) queryRow(ctx context.Context, query string, args []any, dest
 }
 
 // begin starts a write transaction, waiting for the database's write lock
-// while ctx allows (up to the busy timeout).
-func (c *writeConn) begin(ctx context.Context) error {
-	if _, err := c.exec(ctx, `BEGIN IMMEDIATE`); err != nil {
-		// The driver reports ctx's end even for a BEGIN that took effect
-		// before it: end the transaction, if there is one.
-		return c.rollback(err)
-	}
-	return nil
+// while ctx allows, up to timeout (see busy.go).
+func (c *writeConn) begin(ctx context.Context, timeout time.Duration) error {
+	return waitBusy(ctx, timeout, func() error {
+		_, err := c.exec(context.WithoutCancel(ctx), `BEGIN IMMEDIATE`)
+		if err != nil && !isBusy(err) {
+			return c.rollback(err) // should a failed BEGIN have left one open
+		}
+		return err
+	})
 }
 
 // commit commits the transaction, or rolls it back if that fails.

@@ -16,7 +16,7 @@ import (
 // query. Other processes wait on the write lock, so none appends to a
 // session before its count is in.
 func (s *Store) countCompactions(ctx context.Context) error {
-	tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE
+	tx, err := s.w.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", s.path, err)
 	}

@@ -25,8 +25,8 @@ func keyCheckAD() []byte { return seal.AssociatedData("", "", "", -1) }
 // against one stored entry, if there is one (a database sealed before key
 // checks existed). A protector without the key fails with an error
 // matching seal.ErrWrongKey, and nothing is written.
-func checkKey(ctx context.Context, db *sql.DB, path string, p seal.Protector) error {
-	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one process writes the check
+func checkKey(ctx context.Context, db writeDB, path string, p seal.Protector) error {
+	tx, err := db.begin(ctx) // one process writes the check
 	if err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", path, err)
 	}

@@ -66,7 +66,7 @@ func (s *Store) Delete(ctx context.Context, key store.Key) error {
 	if err := store.ValidateKey(key); err != nil {
 		return err
 	}
-	if _, err := s.w.ExecContext(ctx, `DELETE FROM sessions WHERE agent = ? AND owner = ? AND id = ?`,
+	if _, err := s.w.exec(ctx, `DELETE FROM sessions WHERE agent = ? AND owner = ? AND id = ?`,
 		key.Agent, key.Owner, key.ID); err != nil {
 		return s.fail("delete", key, err)
 	}
@@ -84,7 +84,7 @@ func (s *Store) Prune(ctx context.Context, ns store.Namespace, r store.Retention
 	if r.Unlimited() && s.cfg.ttl <= 0 {
 		return 0, nil
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.w.begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("sqlitestore: %s: pruning %s: %w", s.path, ns, err)
 	}

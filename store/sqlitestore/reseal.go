@@ -53,7 +53,7 @@ func (s *Store) Reseal(ctx context.Context, to seal.Protector, progress func(key
 			progress(k.key, done)
 		}
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.w.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", s.path, err)
 	}
@@ -104,7 +104,7 @@ func (s *Store) allSessions(ctx context.Context) ([]sessionRef, error) {
 // is under to already, and reports whether it rewrote it. A session
 // deleted since it was listed is skipped.
 func (s *Store) resealSession(ctx context.Context, sid int64, key store.Key, to seal.Protector) (bool, error) {
-	tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock, now
+	tx, err := s.w.begin(ctx) // the write lock, now
 	if err != nil {
 		return false, s.fail("re-encrypt", key, err)
 	}

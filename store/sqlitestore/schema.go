@@ -135,7 +135,7 @@ var ErrProtectorMismatch = errors.New("sqlitestore: protector setting differs fr
 // migrate brings the database at path up to SchemaVersion, one step per
 // transaction, so that a crash or a concurrent Open leaves it at some
 // whole version; BEGIN IMMEDIATE makes a second process wait for the first.
-func migrate(ctx context.Context, db *sql.DB, path string) error {
+func migrate(ctx context.Context, db writeDB, path string) error {
 	for {
 		done, err := migrateStep(ctx, db, path)
 		if err != nil || done {
@@ -144,8 +144,8 @@ func migrate(ctx context.Context, db *sql.DB, path string) error {
 	}
 }
 
-func migrateStep(ctx context.Context, db *sql.DB, path string) (done bool, err error) {
-	tx, err := db.BeginTx(ctx, nil)
+func migrateStep(ctx context.Context, db writeDB, path string) (done bool, err error) {
+	tx, err := db.begin(ctx)
 	if err != nil {
 		return false, fmt.Errorf("sqlitestore: %s: %w", path, err)
 	}
@@ -182,12 +182,12 @@ func migrateStep(ctx context.Context, db *sql.DB, path string) (done bool, err e
 // checkSealed records on first use whether the database holds sealed
 // entries, and refuses to mix: sealed entries do not parse as plain ones,
 // and plain ones must not be read as if a protector had checked them.
-func checkSealed(ctx context.Context, db *sql.DB, path string, sealed bool) error {
+func checkSealed(ctx context.Context, db writeDB, path string, sealed bool) error {
 	want := "0"
 	if sealed {
 		want = "1"
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := db.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", path, err)
 	}

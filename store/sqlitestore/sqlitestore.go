@@ -28,7 +28,7 @@ func init() {
 // concurrent use, and several Stores (in one process or several) may share
 // one file.
 type Store struct {
-	w    *sql.DB // one connection: writes queue here instead of spinning on SQLite's lock
+	w    writeDB // one connection: writes queue here instead of spinning on SQLite's lock (busy.go)
 	r    *sql.DB // read-only connections
 	path string
 	cfg  config
@@ -82,7 +82,9 @@ func open(ctx context.Context, path string, drv sqlDriver, opts ...Option) (*Sto
 	}
 	commitWithFdatasync()
 	s := &Store{path: abs, cfg: cfg}
-	if s.w, err = drv.open(dataSource(abs, cfg.busyTimeout, false), ""); err != nil {
+	// The write connection waits for locks in Go, not in SQLite (busy.go).
+	s.w.timeout = cfg.busyTimeout
+	if s.w.DB, err = drv.open(dataSource(abs, 0, false), ""); err != nil {
 		return nil, fmt.Errorf("sqlitestore: %s: %w", abs, err)
 	}
 	s.w.SetMaxOpenConns(1)
@@ -126,7 +128,7 @@ func (s *Store) init(ctx context.Context, drv sqlDriver) error {
 }
 
 func (s *Store) initDatabase(ctx context.Context) error {
-	mode, err := walMode(ctx, s.w, s.cfg.busyTimeout)
+	mode, err := walMode(ctx, s.w.DB, s.cfg.busyTimeout)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: %s: %w", s.path, err)
 	}
@@ -248,13 +250,13 @@ func (s *Store) Close() error {
 			errs = append(errs, s.ix.stop())
 		}
 		s.closeStmts()
-		if s.w != nil {
+		if s.w.DB != nil {
 			s.closeWriteConn()
 		}
 		if s.r != nil {
 			errs = append(errs, s.r.Close())
 		}
-		if s.w != nil {
+		if s.w.DB != nil {
 			errs = append(errs, s.w.Close())
 		}
 		s.closeErr = errors.Join(errs...)
@@ -334,7 +336,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	if s.cfg.ttl <= 0 {
 		return 0, nil
 	}
-	res, err := s.w.ExecContext(ctx, `DELETE FROM sessions WHERE last_activity < ? AND pending = 0`, s.cutoff())
+	res, err := s.w.exec(ctx, `DELETE FROM sessions WHERE last_activity < ? AND pending = 0`, s.cutoff())
 	if err != nil {
 		return 0, fmt.Errorf("sqlitestore: %s: sweeping expired sessions: %w", s.path, err)
 	}
