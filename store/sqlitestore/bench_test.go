@@ -105,6 +105,43 @@ func benchAppendParallel(b *testing.B, drv sqlDriver) {
 	benchdata.AppendParallel(b, benchOpen(b, drv, filepath.Join(b.TempDir(), "append.db")), "bench")
 }
 
+// BenchmarkTurn appends turns as BenchmarkTurnVsMastra does (a user and an
+// assistant message, one AppendBatch, on one session), in a folder of
+// the system's temp folder (TMPDIR, which may be a tmpfs, where a sync
+// costs nothing and what is left is the store's own work): with the
+// indexer running beside the appends, as a Store runs (indexed), and with
+// the indexer off (appends), which is what a turn waits for. cpu-ns/op
+// is the process's CPU, the indexer's included when it runs.
+func BenchmarkTurn(b *testing.B) {
+	for _, indexed := range []bool{true, false} {
+		name := "indexed"
+		if !indexed {
+			name = "appends"
+		}
+		b.Run(name, func(b *testing.B) {
+			saved := indexByHand
+			defer func() { indexByHand = saved }()
+			indexByHand = !indexed
+			s := benchOpen(b, chosenDriver, filepath.Join(b.TempDir(), "turns.db"))
+			key := store.Key{Agent: "bench", ID: "turns"}
+			g := benchdata.NewGen(5)
+			head, i := "", 0
+			done := benchdata.CPUMetric(b)
+			for b.Loop() {
+				user := g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)
+				user.ParentID = head
+				answer := g.Next(benchdata.Base.Add(time.Duration(i+1)*time.Millisecond), false)
+				answer.ParentID = user.ID
+				if err := s.AppendBatch(b.Context(), key, []transcript.Entry{user, answer}); err != nil {
+					b.Fatal(err)
+				}
+				head, i = answer.ID, i+2
+			}
+			done()
+		})
+	}
+}
+
 // benchTail reads the newest 50 entries of a 100,000-entry session and of
 // a 1,000-entry one.
 func benchTail(b *testing.B, drv sqlDriver) {

@@ -110,8 +110,8 @@ type indexer struct {
 	lastErr error // of the last catch-up; nil when it succeeded
 }
 
-// openIndex opens (creating it when missing) the search index of s and
-// starts its indexer, which catches up at once.
+// openIndex opens the search index of s, creating it when missing (to be
+// built by the indexer, which start starts).
 func (s *Store) openIndex(ctx context.Context, drv sqlDriver) error {
 	path := indexPath(s.path)
 	if _, err := prepareFile(path); err != nil {

@@ -132,18 +132,22 @@ func (s *Store) Search(ctx context.Context, ns store.Namespace, q store.SearchQu
 // index, entry, session) and yields its matches by descending row id with
 // no sort. Besides them, the entries the index does not have yet are
 // candidates too: those logged past the index's mark (fts_log, a batch or
-// so), and those the index could not read (broken); while the index is
-// being built, every entry instead. SQLite merges the streams, each in row
-// id order, as it goes (a compound SELECT's ORDER BY on the row ids each
-// part yields in order: MERGE (UNION ALL), no sort of the matches); an
-// entry may come twice (indexed and logged again since), which Search
-// skips.
+// so), those the indexer could not read (broken), and, while the index is
+// being built, those past the entry it has reached (cursor; none once it
+// is built: the bound is then the largest row id). SQLite merges the
+// streams, each in row id order, as it goes (a compound SELECT's ORDER BY
+// on the row ids each part yields in order: MERGE (UNION ALL), no sort of
+// the matches); an entry may come twice (indexed and logged again since),
+// which Search skips.
 //
-// The statement reads the database before the index: SQLite starts a
-// statement's read transaction on each database it uses in the order they
-// were attached, main first. So the index's mark is at least as new as any
-// the log was trimmed to in the database's snapshot, and what the index
-// lacks of that snapshot is still in its log.
+// That is every entry of the database's snapshot: one the build read is
+// indexed, and one stored or stored again since it started is logged past
+// the mark, which the build started from. The statement reads the database
+// before the index: SQLite starts a statement's read transaction on each
+// database it uses in the order they were attached, main first. So the
+// index's state is at least as new as any the log was trimmed to in the
+// database's snapshot, and what the index lacks of that snapshot is still
+// in its log.
 //
 // Without a MATCH, the entries table does the same; for one session, its
 // own entries, sorted.
@@ -158,22 +162,20 @@ func searchSQL(ns store.Namespace, session, match string, cutoff int64) (string,
 			args = append(args, session)
 		}
 	}
-	const (
-		fromEntries = ` FROM entries e CROSS JOIN sessions s ON s.sid = e.sid WHERE `
-		built       = `(SELECT cursor IS NULL FROM idx.state)`
-	)
+	const fromEntries = ` FROM entries e CROSS JOIN sessions s ON s.sid = e.sid WHERE `
 	switch {
 	case match != "":
 		b.WriteString(`SELECT entries_fts.rowid, e.ts, e.seq, e.sid, s.id, e.body
 			FROM idx.entries_fts CROSS JOIN entries e ON e.eid = entries_fts.rowid CROSS JOIN sessions s ON s.sid = e.sid
-			WHERE entries_fts MATCH ? AND ` + built + ` AND `)
+			WHERE entries_fts MATCH ? AND `)
 		args = append(args, match)
 		where()
 		b.WriteString(` UNION ALL SELECT e.eid, e.ts, e.seq, e.sid, s.id, e.body` + fromEntries + `e.eid IN (
 				SELECT l.eid FROM fts_log l WHERE l.seq > (SELECT mark FROM idx.state) AND NOT l.del
-				UNION ALL SELECT eid FROM idx.broken) AND ` + built + ` AND `)
+				UNION ALL SELECT eid FROM idx.broken) AND `)
 		where()
-		b.WriteString(` UNION ALL SELECT e.eid, e.ts, e.seq, e.sid, s.id, e.body` + fromEntries + `e.indexed AND NOT ` + built + ` AND `)
+		b.WriteString(` UNION ALL SELECT e.eid, e.ts, e.seq, e.sid, s.id, e.body` + fromEntries + `e.eid > coalesce(
+				(SELECT cursor FROM idx.state), 9223372036854775807) AND e.indexed AND `)
 		where()
 		b.WriteString(` ORDER BY 1 DESC`)
 	case session != "":
