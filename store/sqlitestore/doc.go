@@ -36,7 +36,8 @@
 // the write lock together: of two appends with the same parent exactly one
 // lands, and the other fails with store.ErrConflict. Within a Store, writes
 // queue for its one write connection; between Stores, for SQLite's lock, up
-// to the busy timeout (WithBusyTimeout, 10 seconds). Reads never wait for
+// to the busy timeout (WithBusyTimeout, 10 seconds) or until the write's
+// context ends. Reads never wait for
 // writes, see committed data only, and are each one statement, so a count
 // and the entries it counts come from one snapshot. Several processes may
 // open a new database file at the same moment: switching it to write-ahead
