@@ -100,9 +100,8 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 // The statements run under a context that is never cancelled: the driver
 // watches a cancellable one with a goroutine per statement, which cost a
 // bulk more than its inserts did. ctx is checked between batches and
-// before the commit instead, and its end rolls the transaction back; BEGIN
-// runs under it, so that a wait for another process's write lock ends
-// with it.
+// before the commit instead, and its end rolls the transaction back; a
+// wait for another process's write lock (begin) ends with it.
 func (s *Store) bulkTx(ctx context.Context, c *writeConn, batches []store.Batch, bodies [][][]byte) (w *txWrite, err error) {
 	if err := c.begin(ctx, s.w.timeout); err != nil {
 		return nil, s.fail("append to", batches[0].Key, err)

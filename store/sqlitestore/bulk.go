@@ -35,7 +35,7 @@ type writeConn struct {
 func (s *Store) withWriteConn(ctx context.Context, fn func(*writeConn) error) error {
 	conn, err := s.w.Conn(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("sqlitestore: %s: %w", s.path, err)
 	}
 	defer conn.Close()
 	return conn.Raw(func(dc any) error {
@@ -119,6 +119,7 @@ func (c *writeConn) queryRow(ctx context.Context, query string, args []any, dest
 		return err
 	}
 	defer rows.Close()
+	rows.Columns() // before Next, as database/sql calls them (ncruces's driver needs it)
 	vals := make([]driver.Value, len(dest))
 	if err := rows.Next(vals); err == io.EOF {
 		return sql.ErrNoRows

@@ -29,7 +29,12 @@ var ncrucesDriver = sqlDriver{
 		if setup == "" {
 			return ncruces.Open(dsn, fts5.Register)
 		}
-		return ncruces.Open(dsn, fts5.Register, func(c *sqlite3.Conn) error { return c.Exec(setup) })
+		return ncruces.Open(dsn, func(c *sqlite3.Conn) error {
+			if err := fts5.Register(c); err != nil {
+				return err
+			}
+			return c.Exec(setup)
+		})
 	},
 }
 

@@ -173,7 +173,9 @@ func (ix *indexer) init(ctx context.Context) error {
 			return ix.fail(err)
 		}
 	}
-	st, err := ix.restart(ctx, tx)
+	// The read connections attach the index once it has its schema
+	// (see Store.init), so the log is read on the write connection here.
+	st, err := ix.restart(ctx, tx, ix.s.w.DB)
 	if err == nil {
 		err = writeState(ctx, tx, st)
 	}
@@ -313,7 +315,7 @@ func (ix *indexer) follow(ctx context.Context, tx *sql.Tx, st *indexState) (more
 	switch {
 	case st.mark == 0 && len(changes) > 0 && changes[0].seq != 1,
 		st.mark > 0 && (len(changes) == 0 || changes[0].seq != st.mark || changes[0].eid != st.markEID):
-		*st, err = ix.restart(ctx, tx)
+		*st, err = ix.restart(ctx, tx, ix.s.r)
 		return true, err
 	case st.mark > 0:
 		changes = changes[1:] // the row at the mark, applied before
@@ -369,11 +371,11 @@ func collect(rows *sql.Rows, err error, dest func(*indexChange, *sql.RawBytes) [
 }
 
 // restart empties the index to build it again from the entries, and
-// returns the state to build from: the log's newest row as the mark (none:
-// 0), and every entry to be read again.
-func (ix *indexer) restart(ctx context.Context, tx *sql.Tx) (indexState, error) {
+// returns the state to build from: the log's newest row (read through db)
+// as the mark (none: 0), and every entry to be read again.
+func (ix *indexer) restart(ctx context.Context, tx *sql.Tx, db *sql.DB) (indexState, error) {
 	var mark, eid int64
-	err := ix.s.r.QueryRowContext(ctx, `SELECT seq, eid FROM fts_log ORDER BY seq DESC LIMIT 1`).Scan(&mark, &eid)
+	err := db.QueryRowContext(ctx, `SELECT seq, eid FROM fts_log ORDER BY seq DESC LIMIT 1`).Scan(&mark, &eid)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return indexState{}, err
 	}

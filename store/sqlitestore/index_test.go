@@ -67,7 +67,7 @@ func restartIndex(t *testing.T, s *Store) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	st, err := s.ix.restart(t.Context(), tx)
+	st, err := s.ix.restart(t.Context(), tx, s.r)
 	if err == nil {
 		err = writeState(t.Context(), tx, st)
 	}

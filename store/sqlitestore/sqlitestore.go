@@ -103,11 +103,13 @@ func (s *Store) init(ctx context.Context, drv sqlDriver) error {
 	if err := s.initDatabase(ctx); err != nil {
 		return err
 	}
+	// The read connections attach the index once it exists (mode 0600:
+	// SQLite never creates it) and has its schema, which this process or
+	// another has committed by the time openIndex returns: a connection
+	// that attached it before would not see its tables.
 	setup := ""
 	if s.cfg.protector == nil {
-		// The index file exists (mode 0600) before a read connection
-		// attaches it, so that SQLite never creates it.
-		if _, err := prepareFile(indexPath(s.path)); err != nil {
+		if err := s.openIndex(ctx, drv); err != nil {
 			return err
 		}
 		setup = "ATTACH " + quote(fileURI(indexPath(s.path))) + " AS idx"
@@ -118,10 +120,7 @@ func (s *Store) init(ctx context.Context, drv sqlDriver) error {
 	}
 	s.r.SetMaxOpenConns(s.cfg.readConns)
 	s.r.SetMaxIdleConns(s.cfg.readConns)
-	if s.cfg.protector == nil {
-		if err := s.openIndex(ctx, drv); err != nil {
-			return err
-		}
+	if s.ix != nil {
 		s.ix.start()
 	}
 	return nil
