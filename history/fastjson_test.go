@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -47,4 +48,31 @@ func FuzzFastDecode(f *testing.F) {
 		p, ok := fastApproval(b)
 		check("fastApproval", p, ok, func() any { return new(approvalData) })
 	})
+}
+
+// TestControlFree holds the word-at-a-time check to the byte-at-a-time
+// one at every offset and length around a word.
+func TestControlFree(t *testing.T) {
+	slow := func(v []byte) bool {
+		for _, c := range v {
+			if c < 0x20 {
+				return false
+			}
+		}
+		return true
+	}
+	bytesToTry := []byte{0x00, 0x01, 0x1f, 0x20, 0x21, 0x7f, 0x80, 0x9f, 0xa0, 0xff, 'a'}
+	for n := 0; n <= 19; n++ {
+		for at := 0; at < n; at++ {
+			for _, c := range bytesToTry {
+				for _, fill := range []byte{'a', 0x20, 0xff, 0x80} {
+					v := bytes.Repeat([]byte{fill}, n)
+					v[at] = c
+					if got, want := controlFree(v), slow(v); got != want {
+						t.Fatalf("controlFree(%x) = %v, want %v", v, got, want)
+					}
+				}
+			}
+		}
+	}
 }
