@@ -53,8 +53,9 @@ func Measure(fn func() int) Phase {
 // AB runs a and b in rounds, interleaved (a then b, then b then a, so that
 // neither always goes first), and returns every round's phases: the way to
 // compare two things on a machine whose speed changes from one second to
-// the next.
-func AB(rounds int, a, b func() Phase) (as, bs []Phase) {
+// the next. A round is usually a Phase; P lets a benchmark keep other
+// figures of its rounds (a database's CPU, round trips).
+func AB[P any](rounds int, a, b func() P) (as, bs []P) {
 	for r := range rounds {
 		if r%2 == 0 {
 			as = append(as, a())

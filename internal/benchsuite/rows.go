@@ -148,10 +148,10 @@ var rows = []row{
 		today: "1.15x in wall rate, which two shared cores cannot show", goal: "replica CPU per turn flat (two within 25% of one); round trips per turn a small constant (≤ 8)",
 		pkg: "./internal/replicatest/", bench: "^BenchmarkReplicaCost$", benchtime: "1x",
 		value: func(m metrics) (string, bool) {
-			c1, c2 := m["replicas=1/replica-cpu-µs/turn"], m["replicas=2/replica-cpu-µs/turn"]
-			t1, t2 := m["replicas=1/db-round-trips/turn"], m["replicas=2/db-round-trips/turn"]
+			c1, c2 := m["/one-replica-cpu-µs/turn"], m["/two-replica-cpu-µs/turn"]
+			t1, t2 := m["/one-db-round-trips/turn"], m["/two-db-round-trips/turn"]
 			s := fmt.Sprintf("one: %.0f µs replica CPU, %.0f µs database CPU, %.1f round trips, %.0f bytes a turn; two: %.0f, %.0f, %.1f, %.0f",
-				c1, m["replicas=1/db-cpu-µs/turn"], t1, m["replicas=1/db-bytes/turn"], c2, m["replicas=2/db-cpu-µs/turn"], t2, m["replicas=2/db-bytes/turn"])
+				c1, m["/one-db-cpu-µs/turn"], t1, m["/one-db-bytes/turn"], c2, m["/two-db-cpu-µs/turn"], t2, m["/two-db-bytes/turn"])
 			return s, c1 > 0 && c2 <= 1.25*c1 && t1 <= 8 && t2 <= 8
 		},
 	},

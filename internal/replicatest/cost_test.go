@@ -3,7 +3,6 @@ package replicatest
 import (
 	"context"
 	"fmt"
-
 	"net"
 	"net/url"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/spool-go/spool/internal/benchdata"
 )
 
 // BenchmarkReplicaCost measures what a turn costs where it scales, on one
@@ -21,97 +22,141 @@ import (
 // serving the replicas, from /proc), and the round trips and bytes between
 // them, counted by a proxy each replica reaches the database through. A
 // round trip is a run of bytes from a replica followed by the database's
-// answer. 16 requests in flight over 64 sessions, 1,200 turns per run.
+// answer. Both deployments run side by side, each on a schema of its own:
+// rounds of 500 turns (16 requests in flight over 64 sessions, so that on
+// two replicas a session's turns move between them) interleaved, and each
+// figure is the median of its rounds, reported as one-… and two-….
 //
 //	SPOOL_TEST_POSTGRES=… go test -run '^$' -bench ReplicaCost -benchtime 1x ./internal/replicatest/
 func BenchmarkReplicaCost(b *testing.B) {
-	for _, replicas := range []int{1, 2} {
-		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
-			for b.Loop() {
-				replicaCost(b, replicas, 1200)
+	for b.Loop() {
+		one, two := newCostRig(b, 1), newCostRig(b, 2)
+		ones, twos := benchdata.AB(costRounds, func() costRound { return one.round(b, costTurns) },
+			func() costRound { return two.round(b, costTurns) })
+		for _, side := range []struct {
+			name   string
+			rounds []costRound
+		}{{"one", ones}, {"two", twos}} {
+			med := func(f func(costRound) float64) float64 {
+				xs := make([]float64, len(side.rounds))
+				for i, r := range side.rounds {
+					xs[i] = f(r)
+				}
+				return benchdata.Median(xs)
 			}
-		})
+			b.ReportMetric(med(func(r costRound) float64 { return r.rate }), side.name+"-turns/s")
+			b.ReportMetric(med(func(r costRound) float64 { return r.repCPU }), side.name+"-replica-cpu-µs/turn")
+			b.ReportMetric(med(func(r costRound) float64 { return r.dbCPU }), side.name+"-db-cpu-µs/turn")
+			b.ReportMetric(med(func(r costRound) float64 { return r.trips }), side.name+"-db-round-trips/turn")
+			b.ReportMetric(med(func(r costRound) float64 { return r.bytes }), side.name+"-db-bytes/turn")
+		}
 	}
 }
 
-func replicaCost(b *testing.B, replicas, turns int) {
-	d := newDeployment(b)
-	var (
-		reps    []*replica
-		proxies []*countingProxy
-	)
+const (
+	costRounds = 6
+	costTurns  = 500
+)
+
+// costRig is one deployment of the benchmark: its replicas, each behind a
+// counting proxy, on a schema of its own.
+type costRig struct {
+	d       *deployment
+	reps    []*replica
+	proxies []*countingProxy
+	c       *client
+}
+
+// costRound is what one round of turns cost, per turn.
+type costRound struct {
+	rate, repCPU, dbCPU, trips, bytes float64
+}
+
+func newCostRig(b *testing.B, replicas int) *costRig {
+	r := &costRig{d: newDeployment(b), c: newClient()}
+	b.Cleanup(r.c.close)
 	for i := range replicas {
 		name := string(rune('A' + i))
-		p := newCountingProxy(b, d.storeURL)
-		proxies = append(proxies, p)
-		reps = append(reps, d.startReplicaVia(b, name, p.addr))
+		p := newCountingProxy(b, r.d.storeURL)
+		r.proxies = append(r.proxies, p)
+		r.reps = append(r.reps, r.d.startReplicaVia(b, name, p.addr))
 	}
-	c := newClient()
-	defer c.close()
+	r.send(b, 128) // warm up: connections, prepared statements, the sessions' states
+	return r
+}
+
+// send runs n turns, 16 in flight, request i on session i%64, worker w on
+// replica w%replicas.
+func (r *costRig) send(b *testing.B, n int) {
 	ctx := context.Background()
-	send := func(n int) {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for w := range 16 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rep := reps[w%len(reps)]
-				for {
-					i := next.Add(1) - 1
-					if i >= int64(n) {
-						return
-					}
-					if _, err := c.invoke(ctx, rep.URL, fmt.Sprintf("cost-%d", i%64), "hello from the cost benchmark"); err != nil {
-						b.Error(err)
-						return
-					}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep := r.reps[w%len(r.reps)]
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
 				}
-			}()
-		}
-		wg.Wait()
+				if _, err := r.c.invoke(ctx, rep.URL, fmt.Sprintf("cost-%d", i%64), "hello from the cost benchmark"); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
 	}
-	send(128) // warm up: connections, prepared statements, the sessions' states
-	repCPU := func() (t time.Duration) {
-		for _, r := range reps {
-			t += procCPU(b, r.Cmd.Process.Pid)
-		}
-		return t
+	wg.Wait()
+}
+
+func (r *costRig) repCPU(b *testing.B) (t time.Duration) {
+	for _, rep := range r.reps {
+		t += procCPU(b, rep.Cmd.Process.Pid)
 	}
-	dbCPU := func() (t time.Duration) {
-		rows, err := d.admin.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1`, d.app+`\_%`)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var pid int
-			rows.Scan(&pid)
-			t += procCPU(b, pid)
-		}
-		return t
+	return t
+}
+
+func (r *costRig) dbCPU(b *testing.B) (t time.Duration) {
+	rows, err := r.d.admin.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1`, r.d.app+`\_%`)
+	if err != nil {
+		b.Fatal(err)
 	}
-	rep0, db0 := repCPU(), dbCPU()
-	var trips0, bytes0 int64
-	for _, p := range proxies {
-		trips0 += p.trips.Load()
-		bytes0 += p.bytes.Load()
+	defer rows.Close()
+	for rows.Next() {
+		var pid int
+		rows.Scan(&pid)
+		t += procCPU(b, pid)
 	}
+	return t
+}
+
+func (r *costRig) traffic() (trips, bytes int64) {
+	for _, p := range r.proxies {
+		trips += p.trips.Load()
+		bytes += p.bytes.Load()
+	}
+	return trips, bytes
+}
+
+// round runs turns and returns what they cost.
+func (r *costRig) round(b *testing.B, turns int) costRound {
+	rep0, db0 := r.repCPU(b), r.dbCPU(b)
+	trips0, bytes0 := r.traffic()
 	start := time.Now()
-	send(turns)
+	r.send(b, turns)
 	elapsed := time.Since(start)
-	rep1, db1 := repCPU(), dbCPU()
-	var trips1, bytes1 int64
-	for _, p := range proxies {
-		trips1 += p.trips.Load()
-		bytes1 += p.bytes.Load()
-	}
+	rep1, db1 := r.repCPU(b), r.dbCPU(b)
+	trips1, bytes1 := r.traffic()
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(turns) }
-	b.ReportMetric(float64(turns)/elapsed.Seconds(), "turns/s")
-	b.ReportMetric(per(rep1-rep0), "replica-cpu-µs/turn")
-	b.ReportMetric(per(db1-db0), "db-cpu-µs/turn")
-	b.ReportMetric(float64(trips1-trips0)/float64(turns), "db-round-trips/turn")
-	b.ReportMetric(float64(bytes1-bytes0)/float64(turns), "db-bytes/turn")
+	return costRound{
+		rate:   float64(turns) / elapsed.Seconds(),
+		repCPU: per(rep1 - rep0),
+		dbCPU:  per(db1 - db0),
+		trips:  float64(trips1-trips0) / float64(turns),
+		bytes:  float64(bytes1-bytes0) / float64(turns),
+	}
 }
 
 // startReplicaVia starts a replica whose database connections go to addr.
@@ -124,10 +169,28 @@ func (d *deployment) startReplicaVia(t testing.TB, name, addr string) *replica {
 	return d.startReplica(t, name)
 }
 
-// procCPU returns the CPU time (user and system) process pid has used, or
-// 0 when it is gone.
+// procCPU returns the CPU time process pid has used, or 0 when it is
+// gone: the sum of its threads' run time in nanoseconds
+// (/proc/PID/task/*/schedstat), where /proc/PID/stat counts in ticks of
+// 10 ms, too coarse for a round of a few hundred turns; the ticks where
+// schedstat is missing (a kernel without schedstats).
 func procCPU(t testing.TB, pid int) time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	dir := "/proc/" + strconv.Itoa(pid)
+	tasks, err := os.ReadDir(dir + "/task")
+	var sum time.Duration
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + "/task/" + task.Name() + "/schedstat")
+		if err != nil {
+			sum = -1
+			break
+		}
+		ns, _ := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
+		sum += time.Duration(ns)
+	}
+	if err == nil && sum >= 0 {
+		return sum
+	}
+	b, err := os.ReadFile(dir + "/stat")
 	if err != nil {
 		return 0
 	}
