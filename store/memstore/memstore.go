@@ -46,7 +46,7 @@ type Store struct {
 }
 
 type session struct {
-	entries []transcript.Entry
+	entries chunks
 	info    store.SessionInfo
 }
 
@@ -103,14 +103,6 @@ func clone(e transcript.Entry) transcript.Entry {
 	return e
 }
 
-func cloneAll(entries []transcript.Entry) []transcript.Entry {
-	out := make([]transcript.Entry, len(entries))
-	for i, e := range entries {
-		out[i] = clone(e)
-	}
-	return out
-}
-
 // get returns key's session, or nil. The caller holds s.mu.
 func (s *Store) get(key store.Key) *session {
 	return s.namespaces[key.Namespace()][key.ID]
@@ -140,7 +132,7 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 	sess := s.get(key)
 	head := ""
 	if sess != nil {
-		head = sess.entries[len(sess.entries)-1].ID
+		head = sess.entries.last().ID
 	}
 	if err := storekit.CheckParent(key, head, entries[0]); err != nil {
 		return err
@@ -155,7 +147,7 @@ func (s *Store) AppendBatch(ctx context.Context, key store.Key, entries []transc
 		sessions[key.ID] = sess
 	}
 	for _, e := range entries {
-		sess.entries = append(sess.entries, clone(e))
+		sess.entries.add(clone(e))
 		sess.info.Apply(key, e)
 	}
 	return nil
@@ -180,10 +172,10 @@ func (s *Store) ReadRange(ctx context.Context, key store.Key, start, end int) ([
 	if sess == nil {
 		return nil, 0, nil
 	}
-	n := len(sess.entries)
+	n := sess.entries.n
 	start = min(max(start, 0), n)
 	end = min(max(end, start), n)
-	return cloneAll(sess.entries[start:end]), n, nil
+	return sess.entries.clones(start, end), n, nil
 }
 
 // ReadTail returns copies of the newest n entries in append order and the
@@ -198,9 +190,9 @@ func (s *Store) ReadTail(ctx context.Context, key store.Key, n int) ([]transcrip
 	if sess == nil {
 		return nil, 0, nil
 	}
-	total := len(sess.entries)
+	total := sess.entries.n
 	n = min(max(n, 0), total)
-	return cloneAll(sess.entries[total-n:]), total, nil
+	return sess.entries.clones(total-n, total), total, nil
 }
 
 // Stat returns the session's info, or store.ErrNotFound.
