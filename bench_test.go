@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -39,6 +40,23 @@ func BenchmarkTurn(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkNewSessionTurn measures a session's first turn: the handle,
+// its state and listener, and one Send, as a request that starts a
+// session pays them (POST /invoke with a new id).
+func BenchmarkNewSessionTurn(b *testing.B) {
+	ctx := b.Context()
+	a, _ := spool.New(spool.Config{Model: echo.New(), Store: memstore.New()})
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		s := session(b, a, ctx, "new-"+strconv.Itoa(i))
+		if _, err := s.Send(ctx, "hello there, how are you today?"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
