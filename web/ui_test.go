@@ -357,12 +357,24 @@ func testModelSees(t *testing.T, b context.Context, srv *spoolServer) {
 		if got := eval[[]string](tb, `[...document.querySelectorAll('#messages li.tool.call .decision')].map(e => e.textContent)`); !slices.Equal(got, []string{"Allowed once", "Denied"}) {
 			t.Errorf("the approvals' answers shown: %q", got)
 		}
-		// Each turn's model, usage and duration.
+		// Each turn's model, usage and duration: the duration as the
+		// messages route gives it, which omits one under a millisecond
+		// (an echo turn on a fast disk), and then the footer has none.
 		metas := eval[[]string](tb, `[...document.querySelectorAll('#messages .turn-foot .meta')].map(e => e.textContent)`)
-		if len(metas) < 3 || !strings.HasPrefix(metas[0], "echo · ") || !strings.Contains(metas[0], "tokens in") || !strings.HasSuffix(metas[0], " s") {
+		code, body := srv.do(t, "GET", "/v1/sessions/tools/messages", nil)
+		var page struct{ Turns []struct{ DurationMs int64 } }
+		if err := json.Unmarshal(body, &page); code != 200 || err != nil || len(page.Turns) < 3 {
+			t.Fatalf("messages: %d %s", code, body)
+		}
+		if len(metas) < 3 || !strings.HasPrefix(metas[0], "echo · ") || !strings.Contains(metas[0], "tokens in") {
 			t.Errorf("turn footers %q", metas)
 		}
-		code, body := srv.do(t, "GET", "/v1/sessions/tools/history", nil)
+		for i, m := range metas[:min(len(metas), len(page.Turns))] {
+			if timed := page.Turns[i].DurationMs > 0; strings.HasSuffix(m, " s") != timed {
+				t.Errorf("turn %d took %d ms, and its footer says %q", i, page.Turns[i].DurationMs, m)
+			}
+		}
+		code, body = srv.do(t, "GET", "/v1/sessions/tools/history", nil)
 		var hist struct {
 			Messages []struct{ Role, Content string }
 		}
