@@ -44,7 +44,10 @@ type BulkAppender interface {
 	// all of them are durable. Batches of the same session follow each
 	// other in order. A failure may leave some batches, or a prefix of
 	// one, appended, and others not; the error names a session that
-	// failed. A transfer run again finds what is there and goes on from it.
+	// failed. Whatever it returns, nothing of the call lands after it has
+	// returned, also when ctx ended while it ran (a store whose server runs
+	// what it was sent whole waits for the outcome): a transfer run again
+	// finds what is there and goes on from it.
 	AppendBulk(ctx context.Context, batches []Batch) error
 }
 

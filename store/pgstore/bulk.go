@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -92,6 +93,12 @@ const (
 	minPart   = 64
 )
 
+// appendTimeout bounds a batch's pipeline once it has been sent. The
+// caller's context is not used from then on (appendPart): the server runs
+// a pipeline it has whole, and the store must report what happened, not
+// a guess. redisstore does the same.
+const appendTimeout = 30 * time.Second
+
 // splitBulk cuts a bulk of n entries into parts of about n/bulkParts
 // entries, each session's batches in one part, in order (the batches of a
 // session need not be next to each other in a bulk: a transfer of
@@ -138,8 +145,19 @@ func (s *Store) appendPart(ctx context.Context, batches []store.Batch) error {
 	}
 	var refused int
 	err := retry(ctx, func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// Once sent, the pipeline runs to its end and commits whether or
+		// not the client still waits for it (the server has it whole), so
+		// a client that stopped waiting when ctx ended could not say what
+		// is stored, and a transfer run again at once would see it land
+		// under it (TestImportCancelled, under load). So ctx keeps a part
+		// from being sent, and the wait for its outcome outlives ctx.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
+		defer cancel()
 		var err error
-		refused, err = s.appendBulkTx(ctx, batches, rows)
+		refused, err = s.appendBulkTx(wctx, batches, rows)
 		return err
 	})
 	if err != nil {

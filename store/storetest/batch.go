@@ -122,9 +122,9 @@ func testBulk(t *testing.T, s store.Store) {
 
 // testBulkResume: a bulk whose context ends while it runs (a process
 // stopped mid-import) leaves each session with a prefix of its entries,
-// read back whole and counted, and appending the rest from where each
-// session stands completes every one of them, as a transfer run again
-// does.
+// read back whole and counted, nothing more of it lands after it returned,
+// and appending the rest from where each session stands completes every
+// one of them, as a transfer run again does.
 func testBulkResume(t *testing.T, s store.Store) {
 	ns := newNamespace()
 	var batches []store.Batch
@@ -132,7 +132,8 @@ func testBulkResume(t *testing.T, s store.Store) {
 		entries := Chain("", base().Add(time.Duration(i)*time.Second), 6)
 		batches = append(batches, store.Batch{Key: ns.Key(name("sess")), Entries: entries})
 	}
-	for _, stopAfter := range []time.Duration{0, time.Millisecond} {
+	landed := map[store.Key]int{}
+	for _, stopAfter := range []time.Duration{0, 200 * time.Microsecond, time.Millisecond, 3 * time.Millisecond} {
 		ctx, cancel := context.WithCancel(t.Context())
 		if stopAfter == 0 {
 			cancel()
@@ -152,6 +153,15 @@ func testBulkResume(t *testing.T, s store.Store) {
 			checkRead(t, s, b.Key, b.Entries[:len(got)], "a stopped bulk leaves a prefix of each batch")
 			if info, err := store.Stat(t.Context(), s, b.Key); len(got) > 0 && (err != nil || info.Entries != len(got)) {
 				t.Fatalf("Stat after a stopped bulk: %+v %v, want %d entries", info, err, len(got))
+			}
+			landed[b.Key] = len(got)
+		}
+		// A server may still be running what a store sent it when the
+		// context ended: what it commits then must have been waited for.
+		time.Sleep(20 * time.Millisecond)
+		for _, b := range batches {
+			if got, err := s.Read(t.Context(), b.Key); err != nil || len(got) != landed[b.Key] {
+				t.Fatalf("%s: %d entries when the stopped bulk returned, %d a moment later (%v): it landed after it returned", b.Key, landed[b.Key], len(got), err)
 			}
 		}
 	}
