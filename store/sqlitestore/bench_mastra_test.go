@@ -56,21 +56,12 @@ func BenchmarkTurnVsMastra(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	key := store.Key{Agent: "bench", ID: "turns"}
-	g := benchdata.NewGen(5)
-	head, i := "", 0
+	w := newTurnWriter(s)
 	const turns = 200
 	spool := func() benchdata.Phase {
 		return benchdata.Measure(func() int {
 			for range turns {
-				user := g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)
-				user.ParentID = head
-				answer := g.Next(benchdata.Base.Add(time.Duration(i+1)*time.Millisecond), false)
-				answer.ParentID = user.ID
-				if err := s.AppendBatch(b.Context(), key, []transcript.Entry{user, answer}); err != nil {
-					b.Fatal(err)
-				}
-				head, i = answer.ID, i+2
+				w.turn(b)
 			}
 			return turns
 		})
@@ -178,4 +169,30 @@ func mastraNode(b *testing.B) string {
 		}
 	}
 	return node
+}
+
+// turnWriter appends turns of the shared data set to one session, as the
+// Mastra row's turn is: a user message and its answer in one AppendBatch.
+type turnWriter struct {
+	s    *Store
+	key  store.Key
+	g    *benchdata.Gen
+	head string
+	n    int // entries appended
+}
+
+func newTurnWriter(s *Store) *turnWriter {
+	return &turnWriter{s: s, key: store.Key{Agent: "bench", ID: "turns"}, g: benchdata.NewGen(5)}
+}
+
+// turn appends one turn.
+func (w *turnWriter) turn(b *testing.B) {
+	user := w.g.Next(benchdata.Base.Add(time.Duration(w.n)*time.Millisecond), false)
+	user.ParentID = w.head
+	answer := w.g.Next(benchdata.Base.Add(time.Duration(w.n+1)*time.Millisecond), false)
+	answer.ParentID = user.ID
+	if err := w.s.AppendBatch(b.Context(), w.key, []transcript.Entry{user, answer}); err != nil {
+		b.Fatal(err)
+	}
+	w.head, w.n = answer.ID, w.n+2
 }

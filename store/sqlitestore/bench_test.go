@@ -122,20 +122,10 @@ func BenchmarkTurn(b *testing.B) {
 			saved := indexByHand
 			defer func() { indexByHand = saved }()
 			indexByHand = !indexed
-			s := benchOpen(b, chosenDriver, filepath.Join(b.TempDir(), "turns.db"))
-			key := store.Key{Agent: "bench", ID: "turns"}
-			g := benchdata.NewGen(5)
-			head, i := "", 0
+			w := newTurnWriter(benchOpen(b, chosenDriver, filepath.Join(b.TempDir(), "turns.db")))
 			done := benchdata.CPUMetric(b)
 			for b.Loop() {
-				user := g.Next(benchdata.Base.Add(time.Duration(i)*time.Millisecond), false)
-				user.ParentID = head
-				answer := g.Next(benchdata.Base.Add(time.Duration(i+1)*time.Millisecond), false)
-				answer.ParentID = user.ID
-				if err := s.AppendBatch(b.Context(), key, []transcript.Entry{user, answer}); err != nil {
-					b.Fatal(err)
-				}
-				head, i = answer.ID, i+2
+				w.turn(b)
 			}
 			done()
 		})
