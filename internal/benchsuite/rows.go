@@ -25,23 +25,21 @@ func atMost(key, format string, goal float64) func(metrics) (string, bool) {
 
 // with adds other metrics to a row's value, for context.
 func with(f func(metrics) (string, bool), format string, keys ...string) func(metrics) (string, bool) {
-	return func(m metrics) (string, bool) {
-		s, ok := f(m)
-		vals := make([]any, len(keys))
-		for i, k := range keys {
-			vals[i] = m[k]
-		}
-		return s + " (" + fmt.Sprintf(format, vals...) + ")", ok
-	}
+	return scaled(f, 1, format, keys...)
 }
 
 // withMicros is with for metrics in nanoseconds, shown in µs.
 func withMicros(f func(metrics) (string, bool), format string, keys ...string) func(metrics) (string, bool) {
+	return scaled(f, 1e3, format, keys...)
+}
+
+// scaled adds the metrics of keys, each divided by div, to a row's value.
+func scaled(f func(metrics) (string, bool), div float64, format string, keys ...string) func(metrics) (string, bool) {
 	return func(m metrics) (string, bool) {
 		s, ok := f(m)
 		vals := make([]any, len(keys))
 		for i, k := range keys {
-			vals[i] = m[k] / 1e3
+			vals[i] = m[k] / div
 		}
 		return s + " (" + fmt.Sprintf(format, vals...) + ")", ok
 	}
