@@ -158,21 +158,14 @@ func (s *Store) initDatabase(ctx context.Context) error {
 // journal mode it has. Switching a new database takes its exclusive lock,
 // and SQLite answers SQLITE_BUSY at once, without waiting, when another
 // connection is opening it at the same moment (several processes starting
-// on a new file): that is retried until the busy timeout.
+// on a new file): that is retried as every write is (waitBusy), until the
+// busy timeout.
 func walMode(ctx context.Context, db *sql.DB, timeout time.Duration) (string, error) {
-	deadline := time.Now().Add(timeout)
-	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		var mode string
-		err := db.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode)
-		if err == nil || !isBusy(err) || time.Now().After(deadline) {
-			return mode, err
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(wait):
-		}
-	}
+	var mode string
+	err := waitBusy(ctx, timeout, func() error {
+		return db.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode)
+	})
+	return mode, err
 }
 
 // isBusy reports whether err is SQLITE_BUSY (any of its extended codes).
