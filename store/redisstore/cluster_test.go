@@ -3,6 +3,8 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -105,5 +107,54 @@ func TestClusterWait(t *testing.T) {
 	}
 	if got := readAll(t, s, key); len(got) != 1 {
 		t.Fatalf("%d entries, want 1", len(got))
+	}
+}
+
+// A session's channel is subscribed on the primary that owns its slot,
+// the node its messages are published through, and on no other: a
+// message reaches another node's subscribers through the cluster bus,
+// after the publisher has its reply, so a listener there could get a
+// message published before it listened (storetest's Notifier/Isolation,
+// seen failing under load with one pub/sub connection for the Store).
+func TestClusterListenOnOwner(t *testing.T) {
+	s := newClusterStore(t)
+	ctx := t.Context()
+	cluster := s.Client().(*redis.ClusterClient)
+	owners := map[string]string{} // channel → address of its slot's primary
+	for i := range 12 {
+		key := store.Key{Agent: "agent", Owner: fmt.Sprintf("u%d", i), ID: "s"}
+		if _, err := s.Listen(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+		name := redisstore.LiveChannel(s, key)
+		node, err := cluster.MasterForKey(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owners[name] = node.Options().Addr
+	}
+	if n := len(slices.Compact(slices.Sorted(maps.Values(owners)))); n < 2 {
+		t.Fatalf("the channels are on %d primaries: the test needs them spread", n)
+	}
+	err := cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		subscribed, err := node.PubSubChannels(ctx, "{"+s.Prefix()+":*").Result()
+		if err != nil {
+			return err
+		}
+		addr := node.Options().Addr
+		for _, name := range subscribed {
+			if owners[name] != addr {
+				t.Errorf("%s is subscribed on %s, its slot's primary is %s", name, addr, owners[name])
+			}
+		}
+		for name, owner := range owners {
+			if owner == addr && !slices.Contains(subscribed, name) {
+				t.Errorf("%s is not subscribed on its slot's primary %s (it has %q)", name, addr, subscribed)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

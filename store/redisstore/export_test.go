@@ -75,3 +75,6 @@ func LoadScripts(ctx context.Context, s *Store) error {
 	}
 	return settleScript().Load(ctx, s.c).Err()
 }
+
+// LiveChannel is key's pub/sub channel.
+func LiveChannel(s *Store, key store.Key) string { return s.liveChannel(key) }

@@ -17,7 +17,7 @@ import (
 // Each session key has a channel, {P:agent:owner}:s:ID:live:DB (the
 // namespace's hash tag, like every key of the session, and the database
 // number, since pub/sub is not scoped by database). A Store subscribes on
-// one connection of its own (one go-redis PubSub), made on the first
+// a connection of its own (one go-redis PubSub), made on the first
 // Listen, to the channels that have listeners in the process, and fans
 // each message out to them through a store.Hub. Messages are published
 // with PUBLISH; the Store's own come back to it like any others, so its
@@ -29,30 +29,42 @@ import (
 // Notifier contract says of a listener that fell behind) and they catch
 // up another way.
 //
-// On Redis Cluster, PUBLISH reaches the subscribers of every node, so one
-// connection per Store serves every session, and each session's messages
-// are published through the node that owns its channel's slot, so that
-// they arrive in order (TestClusterConformance); sharded pub/sub (SPUBLISH)
-// would keep the traffic on the session's shard, at the cost of a
-// connection per shard, and is not used.
+// On Redis Cluster a session's messages are published, and its channel
+// subscribed, on the primary that owns the channel's slot: a Store has a
+// pub/sub connection for each primary its listeners need. PUBLISH reaches
+// the subscribers of every node, but those of other nodes through the
+// cluster bus, later than the publisher's reply: a message published
+// before Listen returned could then reach the new listener, and messages
+// published through two nodes could cross
+// (TestClusterConformance/Notifier). On the slot's primary a message
+// reaches exactly the subscriptions made before it, in order. Sharded
+// pub/sub (SPUBLISH) would also keep the traffic off the other nodes, but
+// drops subscriptions when slots move, and is not used.
 
 var _ store.Notifier = (*Store)(nil)
 
-// notifier is a Store's pub/sub connection and its listeners; the zero
+// notifier is a Store's pub/sub connections and their listeners; the zero
 // value is ready.
 type notifier struct {
 	hub store.Hub
 
 	mu     sync.Mutex
-	ps     *redis.PubSub
-	chans  map[string]*redisChannel
-	sent   map[string]int // subscribe replies to come, by channel
+	conns  map[string]*pubsubConn   // by node address ("" off a cluster)
+	chans  map[string]*redisChannel // by channel name
 	closed bool
-	done   chan struct{}
+}
+
+// pubsubConn is one pub/sub connection and the subscribe replies it has
+// to come.
+type pubsubConn struct {
+	ps   *redis.PubSub
+	sent map[string]int // subscribe replies to come, by channel
+	done chan struct{}  // closed when receive returns
 }
 
 type redisChannel struct {
 	key       store.Key
+	conn      *pubsubConn
 	n         int
 	replies   int // subscribe replies to come for this channel before its own
 	confirmed bool
@@ -68,25 +80,32 @@ func (s *Store) liveChannel(key store.Key) string {
 	return keysFor(s.prefix, key.Namespace()).sessionPrefix() + key.ID + ":live:" + strconv.Itoa(db)
 }
 
+// channelNode is the client that publishes and subscribes channel name,
+// and its address: on a cluster, the primary owning the channel's slot;
+// otherwise the Store's client, address "".
+func (s *Store) channelNode(ctx context.Context, name string) (redis.UniversalClient, string, error) {
+	cc, ok := s.c.(*redis.ClusterClient)
+	if !ok {
+		return s.c, "", nil
+	}
+	node, err := cc.MasterForKey(ctx, name)
+	if err != nil {
+		return nil, "", err
+	}
+	return node, node.Options().Addr, nil
+}
+
 // Notify implements store.Notifier with PUBLISH on the session's channel.
 func (s *Store) Notify(ctx context.Context, key store.Key, msg []byte) error {
 	if err := store.ValidateKey(key); err != nil {
 		return err
 	}
 	name := s.liveChannel(key)
-	var pub redis.Cmdable = s.c
-	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		// PUBLISH has no key, so a cluster client sends each to a node
-		// of its choosing, and messages through different nodes reach a
-		// subscriber out of order. Through the node that owns the
-		// channel's slot, every message of a session takes one path.
-		node, err := cc.MasterForKey(ctx, name)
-		if err != nil {
-			return redisError("notify", key, err)
-		}
-		pub = node
+	node, _, err := s.channelNode(ctx, name)
+	if err != nil {
+		return redisError("notify", key, err)
 	}
-	if err := pub.Publish(ctx, name, msg).Err(); err != nil {
+	if err := node.Publish(ctx, name, msg).Err(); err != nil {
 		return redisError("notify", key, err)
 	}
 	return nil
@@ -106,32 +125,38 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 	}
 	n := &s.notify
 	name := s.liveChannel(key)
+	node, addr, err := s.channelNode(ctx, name)
+	if err != nil {
+		return nil, redisError("listen", key, err)
+	}
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
 		return nil, errors.New("redisstore: listen: the store is closed")
 	}
-	if n.ps == nil {
-		n.ps = s.c.Subscribe(context.Background())
-		n.chans = map[string]*redisChannel{}
-		n.sent = map[string]int{}
-		n.done = make(chan struct{})
-		go n.receive(n.ps)
-	}
-	ps := n.ps
 	c := n.chans[name]
 	if c == nil {
+		conn := n.conns[addr]
+		if conn == nil {
+			conn = &pubsubConn{ps: node.Subscribe(context.Background()), sent: map[string]int{}, done: make(chan struct{})}
+			if n.conns == nil {
+				n.conns = map[string]*pubsubConn{}
+				n.chans = map[string]*redisChannel{}
+			}
+			n.conns[addr] = conn
+			go n.receive(conn)
+		}
 		// Replies to earlier subscriptions to the channel (by a
 		// listener gone since) come first: they do not confirm this one.
-		c = &redisChannel{key: key, ready: make(chan struct{}), replies: n.sent[name]}
+		c = &redisChannel{key: key, conn: conn, ready: make(chan struct{}), replies: conn.sent[name]}
 		// Sent holding mu, so that the channel's SUBSCRIBEs and
 		// UNSUBSCRIBEs reach Redis in the order of chans' changes.
-		if err := ps.Subscribe(ctx, name); err != nil {
+		if err := conn.ps.Subscribe(ctx, name); err != nil {
 			n.mu.Unlock()
 			return nil, redisError("listen", key, err)
 		}
 		n.chans[name] = c
-		n.sent[name]++
+		conn.sent[name]++
 	}
 	c.n++
 	ready := c.ready
@@ -144,7 +169,7 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 		if c.n--; c.n == 0 && n.chans[name] == c {
 			delete(n.chans, name)
 			if !n.closed {
-				_ = ps.Unsubscribe(context.Background(), name)
+				_ = c.conn.ps.Unsubscribe(context.Background(), name)
 			}
 		}
 	})
@@ -162,16 +187,16 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 	}
 }
 
-// receive passes the pub/sub connection's messages on until it closes.
-func (n *notifier) receive(ps *redis.PubSub) {
-	defer close(n.done)
-	for m := range ps.ChannelWithSubscriptions(redis.WithChannelSize(store.ListenBuffer)) {
+// receive passes conn's messages on until it closes.
+func (n *notifier) receive(conn *pubsubConn) {
+	defer close(conn.done)
+	for m := range conn.ps.ChannelWithSubscriptions(redis.WithChannelSize(store.ListenBuffer)) {
 		switch m := m.(type) {
 		case *redis.Message:
 			n.mu.Lock()
 			c := n.chans[m.Channel]
 			n.mu.Unlock()
-			if c != nil {
+			if c != nil && c.conn == conn {
 				_ = n.hub.Notify(context.Background(), c.key, []byte(m.Payload))
 			}
 		case *redis.Subscription:
@@ -179,10 +204,13 @@ func (n *notifier) receive(ps *redis.PubSub) {
 				continue
 			}
 			n.mu.Lock()
-			if n.sent[m.Channel]--; n.sent[m.Channel] <= 0 {
-				delete(n.sent, m.Channel)
+			if conn.sent[m.Channel]--; conn.sent[m.Channel] <= 0 {
+				delete(conn.sent, m.Channel)
 			}
 			c := n.chans[m.Channel]
+			if c != nil && c.conn != conn {
+				c = nil // a subscription of the channel's earlier node
+			}
 			var again bool
 			if c != nil && c.replies > 0 {
 				c.replies--
@@ -205,15 +233,15 @@ func (n *notifier) receive(ps *redis.PubSub) {
 	}
 }
 
-// closeNotify closes the pub/sub connection; listeners' channels close.
+// closeNotify closes the pub/sub connections; listeners' channels close.
 func (n *notifier) closeNotify() {
 	n.mu.Lock()
 	n.closed = true
-	ps, done := n.ps, n.done
+	conns := n.conns
 	n.mu.Unlock()
-	if ps != nil {
-		_ = ps.Close()
-		<-done
+	for _, conn := range conns {
+		_ = conn.ps.Close()
+		<-conn.done
 	}
 	n.hub.DropAll()
 }
