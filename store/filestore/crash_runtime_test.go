@@ -1,12 +1,10 @@
 package filestore_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/filestore"
@@ -72,22 +71,7 @@ func TestCrashRuntime(t *testing.T) {
 	acked := map[string][]string{}
 	n := 0
 	for round := range 20 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashRuntimeChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), turnsEnv+"="+root)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(out)
-		if !sc.Scan() || sc.Text() != "READY" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("round %d: the child did not start: %q", round, sc.Text())
-		}
+		cmd, sc := spooltest.StartChild(t, "TestCrashRuntimeChild", turnsEnv+"="+root)
 		timer := time.AfterFunc(time.Duration(rand.IntN(150))*time.Millisecond, func() { cmd.Process.Signal(syscall.SIGKILL) })
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())

@@ -1,18 +1,17 @@
 package filestore
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/transcript"
@@ -133,34 +132,18 @@ func TestCrashRounds(t *testing.T) {
 // the "<key> <entry id>" of every append it acknowledged.
 func crashRound(t *testing.T, root string, sealed bool, round int) []string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashAppender$", "-test.count=1")
 	flag := "0"
 	if sealed {
 		flag = "1"
 	}
-	cmd.Env = append(os.Environ(), crashEnv+"="+root+"|"+flag)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, sc := spooltest.StartChild(t, "TestCrashAppender", crashEnv+"="+root+"|"+flag)
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
-		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			lines <- sc.Text()
 		}
 	}()
-	// The first line says the appender opened the store (or why not).
-	if first, ok := <-lines; !ok || first != "READY" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("round %d: the appender did not start: %q", round, first)
-	}
 	kill := time.After(time.Duration(rand.IntN(150)) * time.Millisecond)
 	var acked []string
 	for {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/transcript"
@@ -81,7 +82,7 @@ func TestCrashIndex(t *testing.T) {
 	ns := store.Namespace{Agent: "a"}
 	acked := 0
 	for round := range 15 {
-		cmd, sc := startReady(t, "TestCrashIndexWriter", indexCrashEnv+"="+path)
+		cmd, sc := spooltest.StartChild(t, "TestCrashIndexWriter", indexCrashEnv+"="+path)
 		timer := time.AfterFunc(time.Duration(20+rand.IntN(150))*time.Millisecond, func() { cmd.Process.Signal(syscall.SIGKILL) })
 		for sc.Scan() {
 			if strings.HasPrefix(sc.Text(), "ERR") {

@@ -1,18 +1,17 @@
 package sqlitestore
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/transcript"
@@ -70,7 +69,7 @@ func TestCrashRounds(t *testing.T) {
 	acked := map[string][]string{}
 	total := 0
 	for round := range 20 {
-		cmd, sc := startReady(t, "TestCrashRoundsAppender", roundsEnv+"="+path)
+		cmd, sc := spooltest.StartChild(t, "TestCrashRoundsAppender", roundsEnv+"="+path)
 		timer := time.AfterFunc(time.Duration(rand.IntN(150))*time.Millisecond, func() { cmd.Process.Signal(syscall.SIGKILL) })
 		for sc.Scan() {
 			k, id, ok := strings.Cut(sc.Text(), " ")
@@ -114,28 +113,4 @@ func TestCrashRounds(t *testing.T) {
 		}
 		appendAll(t, s, k, storetest.NewEntry(storetest.Head(tail), time.Now(), transcript.TypeUserMessage, transcript.UserMessage{Text: "after"}))
 	}
-}
-
-// startReady starts this test binary running test alone, with env added
-// to its environment, and returns it once it has printed READY, with the
-// rest of its output.
-func startReady(t *testing.T, test, env string) (*exec.Cmd, *bufio.Scanner) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() || sc.Text() != "READY" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("%s did not start: %q", test, sc.Text())
-	}
-	return cmd, sc
 }
