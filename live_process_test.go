@@ -1,15 +1,14 @@
 package spool_test
 
 import (
-	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/internal/teststores"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store"
@@ -58,21 +57,9 @@ func init() {
 func TestWatcherSurvivesKilledReplica(t *testing.T) {
 	u := teststores.PostgresURL(t)
 	ctx := context.Background()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SPOOL_TEST_CHILD_LIVE="+u)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, _ := spooltest.StartChild(t, "", "streaming", "SPOOL_TEST_CHILD_LIVE="+u)
 	defer cmd.Wait()
 	defer cmd.Process.Kill()
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "streaming\n" {
-		t.Fatalf("the child said %q (%v)", line, err)
-	}
 	st, err := store.Open(ctx, u)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/internal/benchdata"
+	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store"
@@ -211,20 +212,7 @@ func BenchmarkSQLiteKilledMidTurn(b *testing.B) {
 // (SIGKILL, as a crash would) at that point.
 func killChildWhen(t *testing.T, env, want string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), env)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != want+"\n" {
-		cmd.Process.Kill()
-		t.Fatalf("the child said %q (%v), want %q", line, err, want)
-	}
+	cmd, _ := spooltest.StartChild(t, "", want, env)
 	cmd.Process.Kill()
 	cmd.Wait()
 }

@@ -71,7 +71,7 @@ func TestCrashRuntime(t *testing.T) {
 	acked := map[string][]string{}
 	n := 0
 	for round := range 20 {
-		cmd, sc := spooltest.StartChild(t, "TestCrashRuntimeChild", turnsEnv+"="+root)
+		cmd, sc := spooltest.StartChild(t, "TestCrashRuntimeChild", "READY", turnsEnv+"="+root)
 		timer := time.AfterFunc(time.Duration(rand.IntN(150))*time.Millisecond, func() { cmd.Process.Signal(syscall.SIGKILL) })
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())

@@ -136,7 +136,7 @@ func crashRound(t *testing.T, root string, sealed bool, round int) []string {
 	if sealed {
 		flag = "1"
 	}
-	cmd, sc := spooltest.StartChild(t, "TestCrashAppender", crashEnv+"="+root+"|"+flag)
+	cmd, sc := spooltest.StartChild(t, "TestCrashAppender", "READY", crashEnv+"="+root+"|"+flag)
 	lines := make(chan string)
 	go func() {
 		defer close(lines)

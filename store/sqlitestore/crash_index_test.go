@@ -82,7 +82,7 @@ func TestCrashIndex(t *testing.T) {
 	ns := store.Namespace{Agent: "a"}
 	acked := 0
 	for round := range 15 {
-		cmd, sc := spooltest.StartChild(t, "TestCrashIndexWriter", indexCrashEnv+"="+path)
+		cmd, sc := spooltest.StartChild(t, "TestCrashIndexWriter", "READY", indexCrashEnv+"="+path)
 		timer := time.AfterFunc(time.Duration(20+rand.IntN(150))*time.Millisecond, func() { cmd.Process.Signal(syscall.SIGKILL) })
 		for sc.Scan() {
 			if strings.HasPrefix(sc.Text(), "ERR") {

@@ -69,7 +69,7 @@ func TestCrashRounds(t *testing.T) {
 	acked := map[string][]string{}
 	total := 0
 	for round := range 20 {
-		cmd, sc := spooltest.StartChild(t, "TestCrashRoundsAppender", roundsEnv+"="+path)
+		cmd, sc := spooltest.StartChild(t, "TestCrashRoundsAppender", "READY", roundsEnv+"="+path)
 		timer := time.AfterFunc(time.Duration(rand.IntN(150))*time.Millisecond, func() { cmd.Process.Signal(syscall.SIGKILL) })
 		for sc.Scan() {
 			k, id, ok := strings.Cut(sc.Text(), " ")
