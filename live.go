@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spool-go/spool/store"
@@ -143,8 +144,9 @@ type liveTurn struct {
 	ended  chan struct{} // closed when the run ended
 	gone   chan struct{} // closed when the hub forgets the run
 	forget sync.Once
-	relay  func() // ends the relay's subscription (relay.go), when it has one
-	recent int64  // its number in liveHub.recent once finished, under liveHub.mu; -1 before
+	relay  func()      // ends the relay's subscription (relay.go), when it has one
+	asked  atomic.Bool // a watcher elsewhere asked for the run (a sync): its relay notifies every event
+	recent int64       // its number in liveHub.recent once finished, under liveHub.mu; -1 before
 }
 
 // forgotten marks t forgotten by the hub, and ends its relay's

@@ -20,17 +20,26 @@ import (
 //
 // With a store that implements store.Notifier (the memory store's
 // in-process Hub, Postgres LISTEN/NOTIFY, Redis pub/sub, and any other
-// store that does), every run is relayed: its events are notified on the
-// session's key as they happen ("ev": those ready together in one
-// notification), and its end ("end"); and the process running it listens
-// on that key for "sync" (a watcher elsewhere asks for the run's events so
-// far: the answer is a "snap" of them) and "stop" (Session.Stop from
-// another process). A watcher in a process that does not run the turn
-// listens, asks for a snap, and joins the two by event id: the same ids,
-// so no gap and no repeat. The relay reads the run's events like any
-// watcher, so it never slows the turn. A process listens once per
-// session (relaySub), however many watchers it has there, and decodes
-// each message once for all of them.
+// store that does), every run is relayed: the process running it listens
+// on the session's key for "sync" (a watcher elsewhere asks for the run's
+// events so far: the answer is a "snap" of them) and "stop" (Session.Stop
+// from another process), and notifies the run's events on that key as
+// they happen ("ev": those ready together in one notification), and its
+// end ("end"), to whoever may hear them. A watcher in a process that does
+// not run the turn listens, asks for a snap, and joins the two by event
+// id: the same ids, so no gap and no repeat. The relay reads the run's
+// events like any watcher, so it never slows the turn. A process listens
+// once per session (relaySub), however many watchers it has there, and
+// decodes each message once for all of them.
+//
+// Who may hear: on a store that counts its listeners (the memory store),
+// anyone but the run's own subscription. On one that cannot (Postgres,
+// Redis, another process's socket), a run notifies its first events
+// always, and the rest once it was asked for (a sync): a watcher that
+// follows the session hears a run begin and asks for it, and one that
+// comes later asks when it begins. So a turn nobody watches elsewhere
+// costs one notification, not one for each batch of its deltas on every
+// replica that listens to the session.
 
 // relayMsg is one notification of the relay.
 type relayMsg struct {
@@ -306,7 +315,7 @@ func (a *Agent) relay(t *liveTurn) {
 			// NOTIFY, one PUBLISH): a model that streams faster than
 			// the store notifies costs a round trip per batch, not per
 			// delta.
-			heard := len(evs) > 0 && a.heard(t.key)
+			heard := len(evs) > 0 && a.heard(t, n == 0)
 			switch {
 			case !heard:
 			case len(evs) == 1:
@@ -316,7 +325,7 @@ func (a *Agent) relay(t *liveTurn) {
 			}
 			n += len(evs)
 			if done && len(evs) == 0 {
-				if a.heard(t.key) {
+				if a.heard(t, false) {
 					_ = a.notify(context.Background(), t.key, relayMsg{T: "end", Pos: t.pos})
 				}
 				return
@@ -328,18 +337,22 @@ func (a *Agent) relay(t *liveTurn) {
 	}()
 }
 
-// heard reports whether a notification of key's run may reach anyone:
-// false only when the store counts the listeners of key (the memory
-// store) and the one there is is this process's own subscription with no
-// watcher on it. What is left out then is never missed: a watcher that
-// comes later listens first and then asks for a snap, which has every
-// event the run had when it was asked, those left out among them.
-func (a *Agent) heard(key store.Key) bool {
-	n, known := store.Listeners(a.cfg.Store, key)
-	if !known || n > 1 {
-		return true
+// heard reports whether a notification of run t's events may reach
+// anyone; first says the events are the run's first. When the store
+// counts the listeners of the session (the memory store): unless the one
+// there is is this process's own subscription with no watcher on it.
+// When it cannot: for the run's first events, once a watcher asked for
+// the run, and when this process has a watcher of the session. What is
+// left out is never missed: a watcher that comes later listens first and
+// then asks for a snap, which has every event the run had when it was
+// asked, those left out among them; one that follows the session hears
+// the run's first events and asks then (watchRelayed).
+func (a *Agent) heard(t *liveTurn, first bool) bool {
+	n, known := store.Listeners(a.cfg.Store, t.key)
+	if known {
+		return n > 1 || n == 1 && a.live.watched(t.key)
 	}
-	return n == 1 && a.live.watched(key)
+	return first || t.asked.Load() || a.live.watched(t.key)
 }
 
 // watched reports whether key's subscription in this process has a
@@ -386,6 +399,9 @@ func (a *Agent) onControl(t *liveTurn, m *relayMsg) {
 	case m.T == "stop":
 		t.stop()
 	case m.T == "sync":
+		// Asked before the snap is taken: an event the relay left out
+		// (it had not been asked yet) is in the snap.
+		t.asked.Store(true)
 		evs, done, _ := t.since(0)
 		// Not on the subscription's goroutine: a notify may be a round
 		// trip, and the session's other messages wait meanwhile.
@@ -431,6 +447,11 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 		yield(Event{}, err)
 		return true
 	}
+	// A run heard of only by its first events is asked for once, so that
+	// its relay notifies the rest (heard): askedPos is the newest run the
+	// watch asked for or had a snap of, and joins the nonces of the last
+	// few runs asked for, whose snaps have what their relays left out.
+	askedPos, joins := int64(-1), make([]string, 0, 4)
 	if opt.Ready != nil {
 		opt.Ready()
 	}
@@ -592,6 +613,17 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 				if len(evs) == 0 {
 					continue
 				}
+				if m.Pos > askedPos {
+					join := transcript.NewID(s.a.now())
+					if len(joins) == cap(joins) {
+						joins = slices.Delete(joins, 0, 1)
+					}
+					askedPos, joins = m.Pos, append(joins, join)
+					if err := s.a.notify(ctx, s.key, relayMsg{T: "sync", Nonce: join}); err != nil {
+						yield(Event{}, err)
+						return true
+					}
+				}
 				if !synced && after.IsZero() && follow && evs[0].ID == (EventID{Pos: m.Pos, N: 1}).String() {
 					// A run's first event, notified after this watch
 					// listened: the run began after the watch did, and
@@ -607,9 +639,10 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 			case "snap":
 				if m.Nonce == probing && probing != "" {
 					probing = ""
-				} else if m.Nonce != nonce {
+				} else if m.Nonce != nonce && !slices.Contains(joins, m.Nonce) {
 					continue
 				}
+				askedPos = max(askedPos, m.Pos)
 				if !synced && after.IsZero() {
 					// The watch starts at the running run's beginning;
 					// a run already over is not replayed.

@@ -301,48 +301,63 @@ func TestHeard(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := store.Key{Agent: "default", ID: "h"}
-	if a.heard(key) {
-		t.Fatal("heard with no listener")
-	}
 	tr, _ := a.live.begin(key, "t1", 0, func() {})
 	defer tr.forgotten()
+	if a.heard(tr, true) {
+		t.Fatal("heard with no listener")
+	}
 	if !a.listenRelay(tr) {
 		t.Fatal("the relay did not listen")
 	}
-	if a.heard(key) {
+	if a.heard(tr, true) {
 		t.Fatal("heard by the run's own subscription alone")
 	}
 	_, off, err := a.live.subscribe(mem, key, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !a.heard(key) {
+	if !a.heard(tr, false) {
 		t.Fatal("not heard by a watcher of this agent")
 	}
 	off()
-	if a.heard(key) {
+	if a.heard(tr, false) {
 		t.Fatal("heard once the watcher left")
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	if _, err := mem.Listen(ctx, key); err != nil {
 		t.Fatal(err)
 	}
-	if !a.heard(key) {
+	if !a.heard(tr, false) {
 		t.Fatal("not heard by another listener")
 	}
 	cancel()
 
-	b, err := New(Config{Model: echo.New(), Store: &basicNotifier{mem}})
+	// A store that cannot count its listeners: a run's first events are
+	// heard, the rest once someone asked for the run.
+	b, err := New(Config{Model: echo.New(), Store: &basicNotifier{mem: mem}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !b.heard(key) {
-		t.Fatal("not heard on a store that cannot count its listeners")
+	bt, _ := b.live.begin(store.Key{Agent: "default", ID: "b"}, "t1", 0, func() {})
+	defer bt.forgotten()
+	if !b.heard(bt, true) {
+		t.Fatal("a run's first events not heard on a store that cannot count its listeners")
+	}
+	if b.heard(bt, false) {
+		t.Fatal("a run's later events heard on a store that cannot count its listeners, unasked")
+	}
+	b.onControl(bt, &relayMsg{T: "sync", Nonce: "n"})
+	if !b.heard(bt, false) {
+		t.Fatal("a run's later events not heard once a watcher asked for it")
 	}
 }
 
-// basicNotifier is a Notifier that does not count its listeners.
-type basicNotifier struct{ mem *memstore.Store }
+// basicNotifier is a Notifier that does not count its listeners; it
+// counts the relay's notifications of run events and ends.
+type basicNotifier struct {
+	mem      *memstore.Store
+	evs, end atomic.Int64
+}
 
 func (n *basicNotifier) Append(ctx context.Context, k store.Key, e transcript.Entry) error {
 	return n.mem.Append(ctx, k, e)
@@ -359,9 +374,101 @@ func (n *basicNotifier) List(ctx context.Context, ns store.Namespace, o store.Li
 func (n *basicNotifier) Delete(ctx context.Context, k store.Key) error { return n.mem.Delete(ctx, k) }
 
 func (n *basicNotifier) Notify(ctx context.Context, k store.Key, msg []byte) error {
+	switch {
+	case bytes.HasPrefix(msg, []byte(`{"t":"ev"`)):
+		n.evs.Add(1)
+	case bytes.HasPrefix(msg, []byte(`{"t":"end"`)):
+		n.end.Add(1)
+	}
 	return n.mem.Notify(ctx, k, msg)
 }
 
 func (n *basicNotifier) Listen(ctx context.Context, k store.Key) (<-chan []byte, error) {
 	return n.mem.Listen(ctx, k)
+}
+
+// slowModel answers with words, one event each, a millisecond apart, so
+// that a run's events are relayed in several batches.
+type slowModel struct{}
+
+func (slowModel) Stream(ctx context.Context, _ *model.Request) iter.Seq2[model.Event, error] {
+	return func(yield func(model.Event, error) bool) {
+		for _, w := range []string{"one ", "two ", "three ", "four ", "five"} {
+			time.Sleep(time.Millisecond)
+			if !yield(model.Event{Kind: model.EventText, Text: w}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// On a store that cannot count its listeners, a run nobody asked for
+// notifies its first events only; a watcher that follows the session from
+// another process hears each run begin, asks for it, and gets all of it.
+func TestRelayAskedFor(t *testing.T) {
+	// No probe: what the follower gets, it gets by asking for the run.
+	oldProbe := probeAfter
+	probeAfter = time.Hour
+	t.Cleanup(func() { probeAfter = oldProbe })
+	ctx := t.Context()
+	mem := memstore.New()
+	rs, ws := &basicNotifier{mem: mem}, &basicNotifier{mem: mem}
+	runs, err := New(Config{Store: rs, Model: slowModel{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watches, err := New(Config{Store: ws, Model: slowModel{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := runs.Session(ctx, "s")
+	const turns = 3
+	for range turns {
+		if _, err := sess.Send(ctx, "hi"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if evs, end := rs.evs.Load(), rs.end.Load(); evs != turns || end != 0 {
+		t.Fatalf("%d turns nobody watched: %d notifications of events and %d of ends, want %d and 0", turns, evs, end, turns)
+	}
+
+	other, _ := watches.Session(ctx, "s")
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ready := make(chan struct{})
+	texts := make(chan string, turns)
+	go func() {
+		defer close(texts)
+		text := ""
+		for ev, err := range other.Watch(wctx, WatchOptions{Follow: true, Ready: func() { close(ready) }}) {
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			text += ev.Text
+			if ev.Kind == EventTurnEnd {
+				texts <- text
+				text = ""
+			}
+		}
+	}()
+	<-ready
+	rs.evs.Store(0)
+	for i := range turns {
+		res, err := sess.Send(ctx, "hi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-texts:
+			if got != res.Text {
+				t.Fatalf("turn %d: the follower got %q; the answer is %q", i, got, res.Text)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("turn %d: the follower got no end", i)
+		}
+	}
+	if evs := rs.evs.Load(); evs <= turns {
+		t.Fatalf("%d turns followed from elsewhere: %d notifications of events, want more than one a turn", turns, evs)
+	}
 }
