@@ -613,6 +613,17 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 				if len(evs) == 0 {
 					continue
 				}
+				if synced && inRun >= 0 && m.Pos > inRun {
+					// A newer run began, so the run the watch is in has
+					// ended, and the watch did not have its end: its
+					// relay left out what it was not asked for yet and
+					// forgot the run before the ask came, or its last
+					// notifications come after the newer run's first
+					// (two replicas). The transcript has the rest.
+					if !fromTranscript(stored{from: inRun, after: after, skip: maps.Clone(seen), step: step}) {
+						return true
+					}
+				}
 				if m.Pos > askedPos {
 					join := transcript.NewID(s.a.now())
 					if len(joins) == cap(joins) {

@@ -472,3 +472,72 @@ func TestRelayAskedFor(t *testing.T) {
 		t.Fatalf("%d turns followed from elsewhere: %d notifications of events, want more than one a turn", turns, evs)
 	}
 }
+
+// slowSyncs is a basicNotifier whose syncs arrive late.
+type slowSyncs struct{ *basicNotifier }
+
+func (n slowSyncs) Notify(ctx context.Context, k store.Key, msg []byte) error {
+	if bytes.HasPrefix(msg, []byte(`{"t":"sync"`)) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return n.basicNotifier.Notify(ctx, k, msg)
+}
+
+// A follower whose ask for a run arrives after the run ended and the next
+// one replaced it (the relay forgot the run, and never notified the rest
+// of it) gets the rest from the transcript: every turn whole, in order.
+func TestRelayAskedTooLate(t *testing.T) {
+	oldProbe := probeAfter
+	probeAfter = time.Hour
+	t.Cleanup(func() { probeAfter = oldProbe })
+	ctx := t.Context()
+	mem := memstore.New()
+	runs, err := New(Config{Store: &basicNotifier{mem: mem}, Model: slowModel{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watches, err := New(Config{Store: slowSyncs{&basicNotifier{mem: mem}}, Model: slowModel{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := runs.Session(ctx, "s")
+	other, _ := watches.Session(ctx, "s")
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ready := make(chan struct{})
+	texts := make(chan string, 8)
+	go func() {
+		text := ""
+		for ev, err := range other.Watch(wctx, WatchOptions{Follow: true, Ready: func() { close(ready) }}) {
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			text += ev.Text
+			if ev.Kind == EventTurnEnd {
+				texts <- text
+				text = ""
+			}
+		}
+	}()
+	<-ready
+	time.Sleep(300 * time.Millisecond) // the watch's first sync went unanswered
+	var want []string
+	for range 3 {
+		res, err := sess.Send(ctx, "hi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, res.Text)
+	}
+	for i, w := range want {
+		select {
+		case got := <-texts:
+			if got != w {
+				t.Fatalf("turn %d: the follower got %q; the answer is %q", i, got, w)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("turn %d: the follower got no end", i)
+		}
+	}
+}
