@@ -433,26 +433,7 @@ func TestRelayAskedFor(t *testing.T) {
 	}
 
 	other, _ := watches.Session(ctx, "s")
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ready := make(chan struct{})
-	texts := make(chan string, turns)
-	go func() {
-		defer close(texts)
-		text := ""
-		for ev, err := range other.Watch(wctx, WatchOptions{Follow: true, Ready: func() { close(ready) }}) {
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			text += ev.Text
-			if ev.Kind == EventTurnEnd {
-				texts <- text
-				text = ""
-			}
-		}
-	}()
-	<-ready
+	texts := followTexts(t, other)
 	rs.evs.Store(0)
 	for i := range turns {
 		res, err := sess.Send(ctx, "hi")
@@ -471,6 +452,30 @@ func TestRelayAskedFor(t *testing.T) {
 	if evs := rs.evs.Load(); evs <= turns {
 		t.Fatalf("%d turns followed from elsewhere: %d notifications of events, want more than one a turn", turns, evs)
 	}
+}
+
+// followTexts follows sess (Watch with Follow) until the test ends, and
+// sends the text of each turn it sees end; it returns once the watch is
+// ready.
+func followTexts(t *testing.T, sess *Session) <-chan string {
+	ready := make(chan struct{})
+	texts := make(chan string, 8)
+	go func() {
+		text := ""
+		for ev, err := range sess.Watch(t.Context(), WatchOptions{Follow: true, Ready: func() { close(ready) }}) {
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			text += ev.Text
+			if ev.Kind == EventTurnEnd {
+				texts <- text
+				text = ""
+			}
+		}
+	}()
+	<-ready
+	return texts
 }
 
 // slowSyncs is a basicNotifier whose syncs arrive late.
@@ -502,25 +507,7 @@ func TestRelayAskedTooLate(t *testing.T) {
 	}
 	sess, _ := runs.Session(ctx, "s")
 	other, _ := watches.Session(ctx, "s")
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ready := make(chan struct{})
-	texts := make(chan string, 8)
-	go func() {
-		text := ""
-		for ev, err := range other.Watch(wctx, WatchOptions{Follow: true, Ready: func() { close(ready) }}) {
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			text += ev.Text
-			if ev.Kind == EventTurnEnd {
-				texts <- text
-				text = ""
-			}
-		}
-	}()
-	<-ready
+	texts := followTexts(t, other)
 	time.Sleep(300 * time.Millisecond) // the watch's first sync went unanswered
 	var want []string
 	for range 3 {
