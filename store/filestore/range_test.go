@@ -113,3 +113,29 @@ func TestRangesOfForeignFile(t *testing.T) {
 	sameEntries(t, read(t, s, key), all)
 	checkRanges(t, s, key, all, true)
 }
+
+// A tail whose lines are longer than the first chunk tailLines reads
+// (4 KiB for one line) is read whole: the chunks grow until they hold it.
+func TestTailOfLongLines(t *testing.T) {
+	root := t.TempDir()
+	key := store.Key{Agent: "a", ID: "long"}
+	var all []transcript.Entry
+	parent := ""
+	for i, size := range []int{10, 5 << 10, 3 << 10, 70 << 10, 4<<10 - 100, 200 << 10} {
+		text := string(bytes.Repeat([]byte{'a' + byte(i)}, size))
+		e := storetest.NewEntry(parent, t0.Add(time.Duration(i)*time.Millisecond), transcript.TypeUserMessage, transcript.UserMessage{Text: text})
+		all = append(all, e)
+		parent = e.ID
+	}
+	for n := 1; n <= len(all); n++ {
+		writeRaw(t, filepath.Join(root, "a", "long.jsonl"), lines(t, all[:n]...), 0)
+		s := open(t, root)
+		for k := 0; k <= n+1; k++ {
+			got, total, err := s.ReadTail(t.Context(), key, k)
+			if err != nil || total != n {
+				t.Fatalf("%d entries, ReadTail(%d): total %d, %v", n, k, total, err)
+			}
+			sameEntries(t, got, all[n-min(k, n):n])
+		}
+	}
+}

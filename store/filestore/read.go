@@ -249,10 +249,14 @@ func checkChain(key store.Key, start int, prev string, entries []transcript.Entr
 }
 
 // tailLines returns the last n lines that hold entries, oldest first,
-// reading backwards in growing chunks.
+// reading backwards in growing chunks. The first chunk is sized for n
+// lines of about a KiB (at least 4 KiB, at most 64): the runtime reads a
+// session's newest entry at the start of every turn, and a 64 KiB read
+// for one line of a few hundred bytes was most of what a file turn
+// allocated.
 func tailLines(sf *sfile, n int) ([][]byte, error) {
 	var lines [][]byte
-	chunk := int64(64 << 10)
+	chunk := min(max(int64(n)<<10, 4<<10), 64<<10)
 	var buf []byte // the bytes of [at, end), end being the last newline read
 	end := sf.size - 1
 	for at := end; at > 0 && len(lines) < n; {
