@@ -447,10 +447,15 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 		yield(Event{}, err)
 		return true
 	}
-	// A run heard of only by its first events is asked for once, so that
-	// its relay notifies the rest (heard): askedPos is the newest run the
-	// watch asked for or had a snap of, and joins the nonces of the last
-	// few runs asked for, whose snaps have what their relays left out.
+	// On a store that cannot count its listeners, a run heard of only by
+	// its first events is asked for once, so that its relay notifies the
+	// rest (heard): askedPos is the newest run the watch asked for or had
+	// a snap of, and joins the nonces of the last few runs asked for,
+	// whose snaps have what their relays left out. (A run whose first
+	// events come before the snap of the watch's first sync is asked for
+	// twice; the two snaps join by event id.) On one that counts them, a
+	// relay notifies every event while anyone else listens.
+	_, counts := store.Listeners(s.a.cfg.Store, s.key)
 	askedPos, joins := int64(-1), make([]string, 0, 4)
 	if opt.Ready != nil {
 		opt.Ready()
@@ -522,11 +527,15 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 			}
 		}
 	}
-	// fromTranscript follows the run at st.from (whose process does not
-	// answer) through the transcript to its end; it reports false when
-	// the watch is over.
-	fromTranscript := func(st stored) bool {
-		go func() { _ = s.closeDead(ctx, s.openTurnID(ctx)) }()
+	// fromTranscript follows the run at st.from through the transcript to
+	// its end; it reports false when the watch is over. dead says that
+	// the run's process does not answer: the turn open in the transcript
+	// is then closed if no process holds it. A run that a newer one
+	// followed has ended, and its process may well be there: not dead.
+	fromTranscript := func(st stored, dead bool) bool {
+		if dead {
+			go func() { _ = s.closeDead(ctx, s.openTurnID(ctx)) }()
+		}
 		last, ok := s.watchStored(ctx, st, false, yield)
 		if !ok || !follow {
 			return false
@@ -555,7 +564,7 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 					return true
 				}
 				if open {
-					if !fromTranscript(st) {
+					if !fromTranscript(st, true) {
 						return true
 					}
 					continue
@@ -589,7 +598,7 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 				// step it is in is not yielded again: the transcript's
 				// text of that step goes on from it.
 				skip := maps.Clone(seen)
-				if !fromTranscript(stored{from: inRun, after: after, skip: skip, step: step}) {
+				if !fromTranscript(stored{from: inRun, after: after, skip: skip, step: step}, true) {
 					return true
 				}
 			}
@@ -620,11 +629,11 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 					// forgot the run before the ask came, or its last
 					// notifications come after the newer run's first
 					// (two replicas). The transcript has the rest.
-					if !fromTranscript(stored{from: inRun, after: after, skip: maps.Clone(seen), step: step}) {
+					if !fromTranscript(stored{from: inRun, after: after, skip: maps.Clone(seen), step: step}, false) {
 						return true
 					}
 				}
-				if m.Pos > askedPos {
+				if !counts && m.Pos > askedPos {
 					join := transcript.NewID(s.a.now())
 					if len(joins) == cap(joins) {
 						joins = slices.Delete(joins, 0, 1)
@@ -871,9 +880,11 @@ func (s *Session) watchStored(ctx context.Context, st stored, follow bool, yield
 	pos, after := st.from, st.after
 	for {
 		// A run of this process that the transcript has nothing of yet
-		// is followed live, delta by delta.
+		// is followed live, delta by delta, once what the transcript
+		// has before it was read.
 		t, next := s.a.live.current(s.key)
-		if t != nil && t.pos >= pos && after.Before(EventID{Pos: t.pos, N: maxEvents}) {
+		live := t != nil && after.Before(EventID{Pos: t.pos, N: maxEvents})
+		if live && t.pos == pos {
 			n := 0
 			if after.Pos == t.pos {
 				n = int(min(after.N, maxEvents))
@@ -893,7 +904,11 @@ func (s *Session) watchStored(ctx context.Context, st stored, follow bool, yield
 			pos = max(pos, int64(total))
 			continue
 		}
-		entries, _, err := store.ReadRange(ctx, s.a.cfg.Store, s.key, int(pos), math.MaxInt)
+		end := math.MaxInt
+		if live && t.pos > pos {
+			end = int(t.pos) // what the transcript has before that run, first
+		}
+		entries, _, err := store.ReadRange(ctx, s.a.cfg.Store, s.key, int(pos), end)
 		if err != nil {
 			if ctx.Err() == nil {
 				yield(Event{}, err)

@@ -435,19 +435,12 @@ func TestRelayAskedFor(t *testing.T) {
 	other, _ := watches.Session(ctx, "s")
 	texts := followTexts(t, other)
 	rs.evs.Store(0)
-	for i := range turns {
+	for range turns {
 		res, err := sess.Send(ctx, "hi")
 		if err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case got := <-texts:
-			if got != res.Text {
-				t.Fatalf("turn %d: the follower got %q; the answer is %q", i, got, res.Text)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("turn %d: the follower got no end", i)
-		}
+		wantTexts(t, texts, res.Text)
 	}
 	if evs := rs.evs.Load(); evs <= turns {
 		t.Fatalf("%d turns followed from elsewhere: %d notifications of events, want more than one a turn", turns, evs)
@@ -476,6 +469,22 @@ func followTexts(t *testing.T, sess *Session) <-chan string {
 	}()
 	<-ready
 	return texts
+}
+
+// wantTexts checks that the follower of texts (followTexts) saw turns
+// end with the answers want, in order.
+func wantTexts(t *testing.T, texts <-chan string, want ...string) {
+	t.Helper()
+	for i, w := range want {
+		select {
+		case got := <-texts:
+			if got != w {
+				t.Fatalf("turn %d: the follower got %q; the answer is %q", i, got, w)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("turn %d: the follower got no end", i)
+		}
+	}
 }
 
 // slowSyncs is a basicNotifier whose syncs arrive late.
@@ -517,14 +526,126 @@ func TestRelayAskedTooLate(t *testing.T) {
 		}
 		want = append(want, res.Text)
 	}
-	for i, w := range want {
-		select {
-		case got := <-texts:
-			if got != w {
-				t.Fatalf("turn %d: the follower got %q; the answer is %q", i, got, w)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("turn %d: the follower got no end", i)
+	wantTexts(t, texts, want...)
+}
+
+// lateEnd is a basicNotifier whose first notification of a run's end
+// arrives late: the run's last batch crosses the next run's first, as two
+// NOTIFYs on two replicas' connections may.
+type lateEnd struct {
+	*basicNotifier
+	done atomic.Bool
+}
+
+func (n *lateEnd) Notify(ctx context.Context, k store.Key, msg []byte) error {
+	if bytes.HasPrefix(msg, []byte(`{"t":"ev"`)) && bytes.Contains(msg, []byte(`turn_end`)) && n.done.CompareAndSwap(false, true) {
+		time.Sleep(300 * time.Millisecond)
+	}
+	return n.basicNotifier.Notify(ctx, k, msg)
+}
+
+// A follower that hears the next run begin before the end of the run it
+// is in has every turn whole, in order, wherever the next run runs: in
+// the first run's process, in the follower's own, or in a third (the end
+// comes from the transcript).
+func TestRelayCrossedEnd(t *testing.T) {
+	oldProbe := probeAfter
+	probeAfter = time.Hour
+	t.Cleanup(func() { probeAfter = oldProbe })
+	agent := func(st store.Store) *Agent {
+		a, err := New(Config{Store: st, Model: slowModel{}})
+		if err != nil {
+			t.Fatal(err)
 		}
+		return a
+	}
+	cases := map[string]func(mem *memstore.Store) (first, next, watcher *Agent){
+		"one process": func(mem *memstore.Store) (*Agent, *Agent, *Agent) {
+			a := agent(&lateEnd{basicNotifier: &basicNotifier{mem: mem}})
+			return a, a, a
+		},
+		"next run where the follower is": func(mem *memstore.Store) (*Agent, *Agent, *Agent) {
+			c := agent(&basicNotifier{mem: mem})
+			return agent(&lateEnd{basicNotifier: &basicNotifier{mem: mem}}), c, c
+		},
+		"next run in a third process": func(mem *memstore.Store) (*Agent, *Agent, *Agent) {
+			return agent(&lateEnd{basicNotifier: &basicNotifier{mem: mem}}), agent(&basicNotifier{mem: mem}), agent(&basicNotifier{mem: mem})
+		},
+	}
+	for name, agents := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			first, next, watcher := agents(memstore.New())
+			other, _ := watcher.Session(ctx, "s")
+			texts := followTexts(t, other)
+			time.Sleep(syncWait + 200*time.Millisecond) // the first sync went unanswered: no run
+			var want []string
+			for _, a := range []*Agent{first, next} {
+				sess, _ := a.Session(ctx, "s")
+				res, err := sess.Send(ctx, "hi")
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, res.Text)
+			}
+			wantTexts(t, texts, want...)
+		})
+	}
+}
+
+// lockingNotifier is a basicNotifier with the memory store's turn lock,
+// shared by every agent on mem as a Postgres advisory lock is by
+// replicas; it counts the times its agent took it.
+type lockingNotifier struct {
+	basicNotifier
+	locks atomic.Int64
+}
+
+func (n *lockingNotifier) Lock(ctx context.Context, k store.Key) (func(), error) {
+	n.locks.Add(1)
+	return n.mem.Lock(ctx, k)
+}
+
+// lateLockingEnd is lateEnd with the shared turn lock.
+type lateLockingEnd struct {
+	*lockingNotifier
+	late *lateEnd
+}
+
+func (n lateLockingEnd) Notify(ctx context.Context, k store.Key, msg []byte) error {
+	return n.late.Notify(ctx, k, msg)
+}
+
+// A follower that reads a crossed run's end from the transcript does not
+// take the session's turn lock to close the turn open there: that is the
+// next run, alive (closing a dead turn is for a run whose process does
+// not answer).
+func TestRelayCrossedEndTakesNoLock(t *testing.T) {
+	oldProbe := probeAfter
+	probeAfter = time.Hour
+	t.Cleanup(func() { probeAfter = oldProbe })
+	ctx := t.Context()
+	mem := memstore.New()
+	first := &lockingNotifier{basicNotifier: basicNotifier{mem: mem}}
+	a, _ := New(Config{Store: lateLockingEnd{first, &lateEnd{basicNotifier: &first.basicNotifier}}, Model: slowModel{}})
+	b, _ := New(Config{Store: &lockingNotifier{basicNotifier: basicNotifier{mem: mem}}, Model: slowModel{}})
+	ws := &lockingNotifier{basicNotifier: basicNotifier{mem: mem}}
+	c, _ := New(Config{Store: ws, Model: slowModel{}})
+	other, _ := c.Session(ctx, "s")
+	texts := followTexts(t, other)
+	time.Sleep(syncWait + 200*time.Millisecond)
+	var want []string
+	for _, ag := range []*Agent{a, b} {
+		sess, _ := ag.Session(ctx, "s")
+		res, err := sess.Send(ctx, "hi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, res.Text)
+	}
+	wantTexts(t, texts, want...)
+	time.Sleep(100 * time.Millisecond) // a closeDead started by the watch would have locked by now
+	if n := ws.locks.Load(); n > 0 {
+		t.Fatalf("the follower's process took the session's turn lock %d times", n)
 	}
 }
