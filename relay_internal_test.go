@@ -75,14 +75,21 @@ func (s *muteStore) ReadRange(ctx context.Context, key store.Key, start, end int
 	return s.Store.ReadRange(ctx, key, start, end)
 }
 
+// relayWaits sets how long a relayed watch waits for the answer to its
+// sync and, in a run, for a word from it before it probes, until the
+// test ends.
+func relayWaits(t *testing.T, sync, probe time.Duration) {
+	oldSync, oldProbe := syncWait, probeAfter
+	syncWait, probeAfter = sync, probe
+	t.Cleanup(func() { syncWait, probeAfter = oldSync, oldProbe })
+}
+
 // A relayed watcher that takes the run's process for gone in the middle
 // of a step (its probe is not answered) follows the run through the
 // transcript, and yields of the stored step only what it did not have:
 // the text it gets, live and then stored, is the answer exactly, once.
 func TestProbeMidStep(t *testing.T) {
-	oldSync, oldProbe := syncWait, probeAfter
-	syncWait, probeAfter = 50*time.Millisecond, 20*time.Millisecond
-	t.Cleanup(func() { syncWait, probeAfter = oldSync, oldProbe })
+	relayWaits(t, 50*time.Millisecond, 20*time.Millisecond)
 	ctx := context.Background()
 	mem := memstore.New()
 	gate := make(chan struct{})
@@ -407,9 +414,7 @@ func (slowModel) Stream(ctx context.Context, _ *model.Request) iter.Seq2[model.E
 // another process hears each run begin, asks for it, and gets all of it.
 func TestRelayAskedFor(t *testing.T) {
 	// No probe: what the follower gets, it gets by asking for the run.
-	oldProbe := probeAfter
-	probeAfter = time.Hour
-	t.Cleanup(func() { probeAfter = oldProbe })
+	relayWaits(t, syncWait, time.Hour)
 	ctx := t.Context()
 	mem := memstore.New()
 	rs, ws := &basicNotifier{mem: mem}, &basicNotifier{mem: mem}
@@ -436,11 +441,7 @@ func TestRelayAskedFor(t *testing.T) {
 	texts := followTexts(t, other)
 	rs.evs.Store(0)
 	for range turns {
-		res, err := sess.Send(ctx, "hi")
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantTexts(t, texts, res.Text)
+		wantTexts(t, texts, sendEach(t, runs)...)
 	}
 	if evs := rs.evs.Load(); evs <= turns {
 		t.Fatalf("%d turns followed from elsewhere: %d notifications of events, want more than one a turn", turns, evs)
@@ -487,6 +488,22 @@ func wantTexts(t *testing.T, texts <-chan string, want ...string) {
 	}
 }
 
+// sendEach sends one turn on session "s" of each agent in turn and
+// returns their answers.
+func sendEach(t *testing.T, agents ...*Agent) []string {
+	t.Helper()
+	var answers []string
+	for _, a := range agents {
+		sess, _ := a.Session(t.Context(), "s")
+		res, err := sess.Send(t.Context(), "hi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers = append(answers, res.Text)
+	}
+	return answers
+}
+
 // slowSyncs is a basicNotifier whose syncs arrive late.
 type slowSyncs struct{ *basicNotifier }
 
@@ -501,9 +518,7 @@ func (n slowSyncs) Notify(ctx context.Context, k store.Key, msg []byte) error {
 // one replaced it (the relay forgot the run, and never notified the rest
 // of it) gets the rest from the transcript: every turn whole, in order.
 func TestRelayAskedTooLate(t *testing.T) {
-	oldProbe := probeAfter
-	probeAfter = time.Hour
-	t.Cleanup(func() { probeAfter = oldProbe })
+	relayWaits(t, syncWait, time.Hour) // no probe
 	ctx := t.Context()
 	mem := memstore.New()
 	runs, err := New(Config{Store: &basicNotifier{mem: mem}, Model: slowModel{}})
@@ -514,19 +529,10 @@ func TestRelayAskedTooLate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, _ := runs.Session(ctx, "s")
 	other, _ := watches.Session(ctx, "s")
 	texts := followTexts(t, other)
 	time.Sleep(300 * time.Millisecond) // the watch's first sync went unanswered
-	var want []string
-	for range 3 {
-		res, err := sess.Send(ctx, "hi")
-		if err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, res.Text)
-	}
-	wantTexts(t, texts, want...)
+	wantTexts(t, texts, sendEach(t, runs, runs, runs)...)
 }
 
 // lateEnd is a basicNotifier whose first notification of a run's end
@@ -549,9 +555,7 @@ func (n *lateEnd) Notify(ctx context.Context, k store.Key, msg []byte) error {
 // the first run's process, in the follower's own, or in a third (the end
 // comes from the transcript).
 func TestRelayCrossedEnd(t *testing.T) {
-	oldProbe := probeAfter
-	probeAfter = time.Hour
-	t.Cleanup(func() { probeAfter = oldProbe })
+	relayWaits(t, syncWait, time.Hour) // no probe
 	agent := func(st store.Store) *Agent {
 		a, err := New(Config{Store: st, Model: slowModel{}})
 		if err != nil {
@@ -574,21 +578,11 @@ func TestRelayCrossedEnd(t *testing.T) {
 	}
 	for name, agents := range cases {
 		t.Run(name, func(t *testing.T) {
-			ctx := t.Context()
 			first, next, watcher := agents(memstore.New())
-			other, _ := watcher.Session(ctx, "s")
+			other, _ := watcher.Session(t.Context(), "s")
 			texts := followTexts(t, other)
 			time.Sleep(syncWait + 200*time.Millisecond) // the first sync went unanswered: no run
-			var want []string
-			for _, a := range []*Agent{first, next} {
-				sess, _ := a.Session(ctx, "s")
-				res, err := sess.Send(ctx, "hi")
-				if err != nil {
-					t.Fatal(err)
-				}
-				want = append(want, res.Text)
-			}
-			wantTexts(t, texts, want...)
+			wantTexts(t, texts, sendEach(t, first, next)...)
 		})
 	}
 }
@@ -606,44 +600,22 @@ func (n *lockingNotifier) Lock(ctx context.Context, k store.Key) (func(), error)
 	return n.mem.Lock(ctx, k)
 }
 
-// lateLockingEnd is lateEnd with the shared turn lock.
-type lateLockingEnd struct {
-	*lockingNotifier
-	late *lateEnd
-}
-
-func (n lateLockingEnd) Notify(ctx context.Context, k store.Key, msg []byte) error {
-	return n.late.Notify(ctx, k, msg)
-}
-
 // A follower that reads a crossed run's end from the transcript does not
 // take the session's turn lock to close the turn open there: that is the
 // next run, alive (closing a dead turn is for a run whose process does
 // not answer).
 func TestRelayCrossedEndTakesNoLock(t *testing.T) {
-	oldProbe := probeAfter
-	probeAfter = time.Hour
-	t.Cleanup(func() { probeAfter = oldProbe })
-	ctx := t.Context()
+	relayWaits(t, syncWait, time.Hour) // no probe
 	mem := memstore.New()
-	first := &lockingNotifier{basicNotifier: basicNotifier{mem: mem}}
-	a, _ := New(Config{Store: lateLockingEnd{first, &lateEnd{basicNotifier: &first.basicNotifier}}, Model: slowModel{}})
+	// The first run's end arrives late; the next run holds the turn lock.
+	a, _ := New(Config{Store: &lateEnd{basicNotifier: &basicNotifier{mem: mem}}, Model: slowModel{}})
 	b, _ := New(Config{Store: &lockingNotifier{basicNotifier: basicNotifier{mem: mem}}, Model: slowModel{}})
 	ws := &lockingNotifier{basicNotifier: basicNotifier{mem: mem}}
 	c, _ := New(Config{Store: ws, Model: slowModel{}})
-	other, _ := c.Session(ctx, "s")
+	other, _ := c.Session(t.Context(), "s")
 	texts := followTexts(t, other)
 	time.Sleep(syncWait + 200*time.Millisecond)
-	var want []string
-	for _, ag := range []*Agent{a, b} {
-		sess, _ := ag.Session(ctx, "s")
-		res, err := sess.Send(ctx, "hi")
-		if err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, res.Text)
-	}
-	wantTexts(t, texts, want...)
+	wantTexts(t, texts, sendEach(t, a, b)...)
 	time.Sleep(100 * time.Millisecond) // a closeDead started by the watch would have locked by now
 	if n := ws.locks.Load(); n > 0 {
 		t.Fatalf("the follower's process took the session's turn lock %d times", n)
