@@ -37,6 +37,7 @@ func Window(entries []transcript.Entry, opt Options) (msgs []model.Message, full
 func (b *Builder) addAll(entries []transcript.Entry) {
 	n := len(entries)
 	b.entries = entries[:n:n]
+	b.shared = true
 	b.parts = make([]*part, 0, n)
 	b.turns = make([]turn, 0, n/3+1)
 	for i := range entries {

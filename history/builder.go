@@ -79,6 +79,7 @@ type Builder struct {
 	// transcript, what the last window needed, and whether an entry came
 	// whose turn may be one that was forgotten.
 	base     int
+	shared   bool  // entries is the caller's array (addAll), which Forget must not write over
 	prev     int32 // the position of the last entry that is not a marker, or -1
 	needFrom int   // the first position the last window looked at
 	full     bool  // the last window was full
@@ -143,6 +144,9 @@ func (b *Builder) add(e transcript.Entry, data any) {
 		// more: a session a server makes per request has that many, and a
 		// long one grows as it goes.
 		b.entries = make([]transcript.Entry, 0, 4)
+	}
+	if len(b.entries) == cap(b.entries) {
+		b.shared = false // append moves the entries to an array of the Builder's own
 	}
 	b.entries = append(b.entries, e)
 	b.take(len(b.entries)-1, data)

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/transcript"
@@ -269,6 +271,57 @@ func BenchmarkView(b *testing.B) {
 				bl.Add(e)
 			}
 			b.StartTimer()
+		}
+	}
+}
+
+// TestForgetInPlace: Forget moves what it keeps to the front of the
+// Builder's own arrays (a long session's Builder forgets every few hundred
+// entries; allocating them anew was most of what a turn allocated), never
+// to the front of a caller's array given to Build, and the history is the
+// same either way.
+func TestForgetInPlace(t *testing.T) {
+	long := benchSession(t, 1500)
+	opt := Options{MaxMessages: 5}
+	b := NewBuilder(opt)
+	moved := 0
+	for i, e := range long {
+		b.Add(e)
+		b.Window()
+		entries, parts, turns := unsafe.SliceData(b.entries), unsafe.SliceData(b.parts), unsafe.SliceData(b.turns)
+		base := b.Base()
+		b.Forget()
+		if b.Base() == base {
+			continue
+		}
+		moved++
+		if unsafe.SliceData(b.entries) != entries || unsafe.SliceData(b.parts) != parts || unsafe.SliceData(b.turns) != turns {
+			t.Fatalf("after entry %d: Forget allocated new arrays", i)
+		}
+		if got, want := b.Messages(), Build(long[:i+1], opt); !reflect.DeepEqual(got, want) {
+			t.Fatalf("after entry %d: after Forget\n%s\nBuild\n%s", i, dumpMessages(got), dumpMessages(want))
+		}
+	}
+	if moved == 0 {
+		t.Fatal("the Builder never forgot")
+	}
+
+	// A Builder over a caller's array (as Build makes) copies what it keeps.
+	given := slices.Clone(long[:900])
+	b = NewBuilder(opt)
+	b.addAll(given)
+	b.Window()
+	b.Forget()
+	if b.Base() == 0 {
+		t.Fatal("the Builder over a given array did not forget")
+	}
+	if !reflect.DeepEqual(given, long[:900]) {
+		t.Fatal("Forget wrote over the entries given to the Builder")
+	}
+	for i := 900; i < 950; i++ {
+		b.Add(long[i])
+		if got, want := b.Messages(), Build(long[:i+1], opt); !reflect.DeepEqual(got, want) {
+			t.Fatalf("after entry %d: \n%s\nBuild\n%s", i, dumpMessages(got), dumpMessages(want))
 		}
 	}
 }

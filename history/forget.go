@@ -2,7 +2,8 @@ package history
 
 import (
 	"maps"
-	"slices"
+
+	"github.com/spool-go/spool/transcript"
 )
 
 // forgetMin is the fewest entries Forget drops (tests lower it).
@@ -50,13 +51,26 @@ func (b *Builder) Forget() {
 	*b = Builder{opt: old.opt, final: -1, current: -1, newest: -1, activeFinal: -1, activeCurrent: -1, prev: -1,
 		base: old.base + cut, maxID: old.maxID, decided: decided, carried: maps.Clone(decided), tick: old.tick,
 		view: old.view} // its buffer, which the next View fills again
+	// The kept entries, parts and turns move to the front of the arrays
+	// they are in, which are the Builder's own (unless the entries are a
+	// caller's, given to Build): a long session's Builder forgets every
+	// few hundred entries, and allocating them anew each time was most of
+	// what a turn allocated. The arrays have room for as many again.
 	n := len(old.entries) - cut
-	b.entries = slices.Clone(old.entries[cut:])
-	b.parts = make([]*part, 0, n+16)
-	b.turns = make([]turn, 0, n/3+16)
-	for i := range n {
-		b.take(i, nil)
-		b.parts[i] = old.parts[cut+i] // decoded data carries over
+	if old.shared {
+		b.entries = append(make([]transcript.Entry, 0, 2*n), old.entries[cut:]...)
+	} else {
+		b.entries = old.entries[:copy(old.entries, old.entries[cut:])]
+		clear(old.entries[n:]) // what they held is garbage now
 	}
+	b.parts = old.parts[:0]
+	b.turns = old.turns[:0]
+	for i := range n {
+		p := old.parts[cut+i] // decoded data carries over; take writes at i < cut+i
+		b.take(i, nil)
+		b.parts[i] = p
+	}
+	clear(old.parts[n:])
+	clear(old.turns[len(b.turns):])
 	b.refresh()
 }
