@@ -146,6 +146,26 @@ func TestNewIDSortsByCreation(t *testing.T) {
 	}
 }
 
+// TestNewIDSortsAcrossMilliseconds: ids made by callers whose clock
+// readings come out of order (one read the time, another made an id in
+// the next millisecond, then the first made its id) still sort in the
+// order they were made; two turns of a session are made this way on a
+// busy server.
+func TestNewIDSortsAcrossMilliseconds(t *testing.T) {
+	now := time.Now()
+	prev := NewID(now)
+	for i := range 64 {
+		for _, at := range []time.Time{now.Add(-time.Millisecond), now, now.Add(time.Millisecond), now} {
+			id := NewID(at)
+			if id <= prev {
+				t.Fatalf("round %d: id %q made after %q sorts before it", i, id, prev)
+			}
+			prev = id
+		}
+		now = now.Add(time.Millisecond)
+	}
+}
+
 func TestTypedData(t *testing.T) {
 	e, err := New(time.Now(), TypeAssistantMessage, "t", AssistantMessage{
 		Text:      "ok",

@@ -15,15 +15,24 @@ var (
 	// ULID, its entropy half goes through an interface (ulid.New) and the
 	// ULID escapes, an allocation per id besides its string.
 	idBuf ulid.ULID
+	// idLast is the millisecond of the last id: NewID never goes back
+	// before it (see NewID).
+	idLast uint64
 )
 
 // NewID returns a new ULID for the time t: 26 characters, sortable by
-// creation. Ids made in the same millisecond by this process sort in the
-// order they were made.
+// creation: the ids this process makes sort in the order they were made.
+//
+// An id's time is t's millisecond, or the last id's when t is earlier: a
+// caller that read the clock just before another made an id may come
+// second, and a fresh id in the earlier millisecond would sort first, as
+// would one in the later millisecond after it (its entropy drawn anew,
+// below the id before). Those are turns of one session out of order.
 func NewID(t time.Time) string {
 	idMu.Lock()
 	defer idMu.Unlock()
-	ms := ulid.Timestamp(t)
+	ms := max(ulid.Timestamp(t), idLast)
+	idLast = ms
 	if idBuf.SetTime(ms) == nil && idEntropy.MonotonicRead(ms, idBuf[6:]) == nil {
 		return idBuf.String()
 	}
