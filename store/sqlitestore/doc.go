@@ -98,7 +98,7 @@
 // waits for it (indexing a turn's text cost more than the rest of the
 // turn) and never shares a commit with it. An append logs its entries in
 // table fts_log, in its own transaction; the indexer applies the log in
-// batches (128 entries, or what a Store finds when it opens), recording
+// batches (512 entries, or what a Store finds when it opens), recording
 // in the index's own transaction how far it got, so that a crash of
 // either side neither loses nor repeats an entry; appends trim the log
 // behind it. Search reads the index's matches and, besides them, the
