@@ -165,7 +165,9 @@ func decodeJSON(r *http.Request, v any, strict bool) error {
 		}
 		return errf(http.StatusBadRequest, CodeBadRequest, "malformed JSON: "+jsonProblem(err))
 	}
-	if dec.More() {
+	// Nothing but white space may follow the object. (More would take a
+	// closing '}' or ']' after it for the end.)
+	if _, err := dec.Token(); err != io.EOF {
 		return errf(http.StatusBadRequest, CodeBadRequest, "malformed JSON: data after the object")
 	}
 	return nil

@@ -64,18 +64,25 @@ func TestInvokeBadRequests(t *testing.T) {
 		{"wrong type", `{"prompt":42}`, "application/json", 400, server.CodeInvalidRequest},
 		{"unknown field", `{"prompt":"hi","session":"x"}`, "application/json", 400, server.CodeInvalidRequest},
 		{"trailing data", `{"prompt":"hi"} {}`, "application/json", 400, server.CodeBadRequest},
+		{"trailing brace", `{"prompt":"hi"}}`, "application/json", 400, server.CodeBadRequest},
+		{"trailing bracket", `{"prompt":"hi"}]`, "application/json", 400, server.CodeBadRequest},
+		{"trailing space", "{\"prompt\":\"hi\"}\n\t ", "application/json", 200, ""},
 		{"empty body", ``, "application/json", 400, server.CodeBadRequest},
 		{"text/plain", `{"prompt":"hi"}`, "text/plain", 400, server.CodeUnsupportedType},
 		{"no content type", `{"prompt":"hi"}`, "", 400, server.CodeUnsupportedType},
 		{"form", `prompt=hi`, "application/x-www-form-urlencoded", 400, server.CodeUnsupportedType},
 		{"invalid session id", `{"prompt":"hi","sessionId":"../etc"}`, "application/json", 400, server.CodeInvalidSessionID},
 		{"too large", `{"prompt":"` + strings.Repeat("x", 2000) + `"}`, "application/json", 413, server.CodeBodyTooLarge},
+		{"too large after the object", `{"prompt":"hi"}` + strings.Repeat(" ", 2000), "application/json", 413, server.CodeBodyTooLarge},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := e.do(req{method: "POST", path: "/invoke", body: c.body, header: map[string]string{"Content-Type": c.ctype}})
 			if r.status != c.status {
 				t.Fatalf("status %d, want %d: %s", r.status, c.status, r.body)
+			}
+			if c.status == 200 {
+				return
 			}
 			if code := r.errCode(t); code != c.code {
 				t.Fatalf("code %q, want %q", code, c.code)
