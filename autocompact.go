@@ -105,7 +105,7 @@ func (s *Session) autoCompact(ctx context.Context) {
 			sl.compactFailures++
 			wait := compactBackoff << min(sl.compactFailures-1, 6)
 			sl.compactAfter = time.Now().Add(min(wait, compactBackoffMax))
-			_, nerr := s.writer(sl).append(ctx, transcript.TypeGovernanceNotice, transcript.NewID(a.now()), "",
+			_, nerr := s.writer(sl).append(ctx, transcript.TypeGovernanceNotice, sl.st.newTurnID(a.now()), "",
 				transcript.GovernanceNotice{Kind: NoticeCompactionFailed, Message: err.Error()})
 			if nerr != nil {
 				a.log.LogAttrs(ctx, slog.LevelWarn, "recording a failed compaction", slog.String("session", s.key.ID), slog.String("error", nerr.Error()))

@@ -148,7 +148,7 @@ func (s *Session) SwitchBranch(ctx context.Context, turnID string) error {
 			restores = []string{turnID}
 		}
 		w := s.writer(sl)
-		_, err = w.append(ctx, transcript.TypeBranch, transcript.NewID(s.a.now()), "", transcript.Branch{
+		_, err = w.append(ctx, transcript.TypeBranch, sl.st.newTurnID(s.a.now()), "", transcript.Branch{
 			Kind:         transcript.BranchSwitch,
 			Supersedes:   c.branchFrom(now),
 			Restores:     restores,

@@ -213,7 +213,7 @@ func (s *Session) compact(ctx context.Context, sl *slot, opts CompactOptions) (*
 	if plan.Previous != nil {
 		in.Previous, res.Previous = plan.Previous.Text, plan.Previous.ID
 	}
-	entryTurn := transcript.NewID(a.now())
+	entryTurn := sl.st.newTurnID(a.now())
 	timeout := a.cfg.Compaction.Timeout
 	if timeout <= 0 {
 		timeout = DefaultSummaryTimeout

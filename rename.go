@@ -34,7 +34,7 @@ func (s *Session) Rename(ctx context.Context, title string) error {
 			return fmt.Errorf("%w (session %s)", ErrApprovalPending, s.key)
 		}
 		w := s.writer(sl)
-		_, err := w.append(ctx, transcript.TypeSessionTitle, transcript.NewID(s.a.now()), "", transcript.SessionTitle{Title: title})
+		_, err := w.append(ctx, transcript.TypeSessionTitle, sl.st.newTurnID(s.a.now()), "", transcript.SessionTitle{Title: title})
 		return err
 	})
 }

@@ -271,7 +271,7 @@ func (s *Session) SetToolMode(ctx context.Context, mode transcript.ToolMode) err
 			return fmt.Errorf("%w (session %s)", ErrApprovalPending, s.key)
 		}
 		w := s.writer(sl)
-		_, err := w.append(ctx, transcript.TypeSessionMode, transcript.NewID(s.a.now()), "", transcript.SessionMode{ToolMode: mode})
+		_, err := w.append(ctx, transcript.TypeSessionMode, sl.st.newTurnID(s.a.now()), "", transcript.SessionMode{ToolMode: mode})
 		return err
 	})
 }

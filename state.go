@@ -16,6 +16,7 @@ import (
 type state struct {
 	head         string
 	count        int
+	lastTurn     string // the greatest turn id seen (newTurnID)
 	lastActivity time.Time
 	mode         transcript.ToolMode // "" until a session.mode entry says
 	approved     map[string]bool     // tools approved for the rest of the session; nil for none
@@ -40,6 +41,14 @@ type openTurn struct {
 func newState(opt history.Options) *state {
 	return &state{hist: history.NewBuilder(opt)}
 }
+
+// newTurnID returns the turn id of a new entry of the session (a turn's,
+// or a marker's, title's or notice's): one that sorts after every turn id
+// the session has, even one another replica made with a clock ahead of
+// this one's. The history's Builder tells new turns from old ones by their
+// ids sorting so, and forgets the old ones only while they do
+// (history.Builder.Forget).
+func (st *state) newTurnID(now time.Time) string { return transcript.NewIDAfter(now, st.lastTurn) }
 
 // approve notes that tool is approved for the rest of the session.
 func (st *state) approve(tool string) {
@@ -75,6 +84,7 @@ func loadState(entries []transcript.Entry, opt history.Options) *state {
 func (st *state) apply(e transcript.Entry, data any) {
 	st.hist.AddDecoded(e, data)
 	st.head = e.ID
+	st.lastTurn = max(st.lastTurn, e.TurnID)
 	st.count++
 	if e.Timestamp.After(st.lastActivity) {
 		st.lastActivity = e.Timestamp

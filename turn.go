@@ -70,7 +70,7 @@ func (s *Session) newTurn(ctx context.Context, yield func(Event, error) bool, wa
 				return err
 			}
 			created := sl.st.count == 0
-			turnID := transcript.NewID(s.a.now())
+			turnID := sl.st.newTurnID(s.a.now())
 			o, err := open(ctx, sl, turnID)
 			if err != nil {
 				return err

@@ -2,12 +2,15 @@ package transcript
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 )
 
 func TestWireShape(t *testing.T) {
@@ -163,6 +166,26 @@ func TestNewIDSortsAcrossMilliseconds(t *testing.T) {
 			prev = id
 		}
 		now = now.Add(time.Millisecond)
+	}
+}
+
+// TestNewIDAfter: an id made after one from a clock an hour ahead sorts
+// after it; an id that is not a ULID, or one from the past, changes
+// nothing.
+func TestNewIDAfter(t *testing.T) {
+	now := time.Now()
+	for _, after := range []string{"", "turn-9", "01ARZ3NDEKTSV4RRFFQ69G5FAV"} {
+		prev := NewID(now)
+		if id := NewIDAfter(now, after); id <= prev || id[:10] != prev[:10] {
+			t.Fatalf("after %q: id %q made after %q has another millisecond", after, id, prev)
+		}
+	}
+	// Last: ids made after this one are an hour ahead in this process.
+	ahead := ulid.MustNew(ulid.Timestamp(now.Add(time.Hour)), rand.Reader).String()
+	for range 100 {
+		if id := NewIDAfter(now, ahead); id <= ahead {
+			t.Fatalf("id %q made after %q sorts before it", id, ahead)
+		}
 	}
 }
 

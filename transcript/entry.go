@@ -65,7 +65,7 @@ type Entry struct {
 	ParentID  string          // the id of the entry before it in the session; empty on the first
 	Timestamp time.Time       // when it was written; encoded in UTC
 	Type      Type            // what it records
-	TurnID    string          // the turn it belongs to
+	TurnID    string          // the turn it belongs to (spool's sort after the session's earlier turns': a ULID, see NewIDAfter)
 	Status    Status          // only on TypeTurnEnd
 	Data      json.RawMessage // the content, a JSON object
 }

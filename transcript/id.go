@@ -41,3 +41,16 @@ func NewID(t time.Time) string {
 	// fresh entropy, which cannot fail for a valid time.
 	return ulid.MustNew(ms, rand.Reader).String()
 }
+
+// NewIDAfter is NewID for an id that must also sort after the id after,
+// which another process may have made with a clock ahead of this one's:
+// the turns of a session, whichever replica runs them. When after is a
+// ULID whose millisecond is t's or later, the id is made for the
+// millisecond after it; any other after (empty, or not a ULID) changes
+// nothing.
+func NewIDAfter(t time.Time, after string) string {
+	if u, err := ulid.ParseStrict(after); err == nil && u.Time() >= ulid.Timestamp(t) && u.Time() < ulid.MaxTime() {
+		t = ulid.Time(u.Time() + 1)
+	}
+	return NewID(t)
+}

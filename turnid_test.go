@@ -1,0 +1,65 @@
+package spool_test
+
+import (
+	"crypto/rand"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/model/echo"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/memstore"
+	"github.com/spool-go/spool/transcript"
+)
+
+// TestTurnIDsSortAfterAClockAhead: on a session whose last turn another
+// replica ran with a clock an hour ahead of this one's, the turns, titles
+// and modes this process writes get turn ids that sort after it. The
+// history's Builder tells new turns from old by their ids sorting so, and
+// forgets old turns only while they do.
+func TestTurnIDsSortAfterAClockAhead(t *testing.T) {
+	ctx := t.Context()
+	st := memstore.New()
+	k := store.Key{Agent: "default", ID: "skewed"}
+	// Made as the other replica would: its entries' ids are this
+	// process's (NewID never goes back, so an id made here for the later
+	// time would move this process's clock), its turn id is an hour ahead.
+	turn := ulid.MustNew(ulid.Timestamp(time.Now().Add(time.Hour)), rand.Reader).String()
+	appendTurn(t, st, k, "", turn, time.Now(), "asked on the other replica", "answered there")
+	a, err := spool.New(spool.Config{Model: echo.New(), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := session(t, a, ctx, k.ID)
+	if _, err := s.Send(ctx, "and here"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rename(ctx, "skewed clocks"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetToolMode(ctx, transcript.ToolModeAuto); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(ctx, "and again"); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := st.Read(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := ""
+	for _, e := range entries {
+		if e.TurnID == last {
+			continue
+		}
+		if e.TurnID < last {
+			t.Fatalf("%s entry of turn %s after turn %s: it sorts before it", e.Type, e.TurnID, last)
+		}
+		last = e.TurnID
+	}
+	if last == turn {
+		t.Fatal("no turn after the other replica's")
+	}
+}
