@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/internal/benchdata"
@@ -60,44 +59,6 @@ func BenchmarkNewSessionTurn(b *testing.B) {
 	}
 }
 
-// fillTurns appends n finished turns to a session directly, as a long
-// history would leave them.
-func fillTurns(b *testing.B, st store.Store, k store.Key, n int) {
-	head := ""
-	now := time.Now().Add(-time.Hour)
-	for i := range n {
-		head = appendTurn(b, st, k, head, transcript.NewID(now), now,
-			fmt.Sprintf("question number %d about an order", i), fmt.Sprintf("answer number %d: it ships on Friday", i))
-	}
-}
-
-// appendTurn appends a finished turn (a question, its answer and the
-// turn's end) to a session directly, as another writer would, after the
-// entry head, and returns the id of its last entry.
-func appendTurn(tb testing.TB, st store.Store, k store.Key, head, turn string, at time.Time, question, answer string) string {
-	tb.Helper()
-	for _, step := range []struct {
-		typ    transcript.Type
-		status transcript.Status
-		data   any
-	}{
-		{transcript.TypeUserMessage, "", transcript.UserMessage{Text: question}},
-		{transcript.TypeAssistantMessage, "", transcript.AssistantMessage{Text: answer, Model: "echo"}},
-		{transcript.TypeTurnEnd, transcript.StatusOK, transcript.TurnEnd{Usage: transcript.Usage{InputTokens: 10, OutputTokens: 10}}},
-	} {
-		e, err := transcript.New(at, step.typ, turn, step.data)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		e.ParentID, e.Status = head, step.status
-		if err := st.Append(tb.Context(), k, e); err != nil {
-			tb.Fatal(err)
-		}
-		head = e.ID
-	}
-	return head
-}
-
 // BenchmarkSendLongSession compares Send on a session with 10 earlier
 // turns and with 10,000: history building reads only the window, so the
 // two should be close.
@@ -109,7 +70,7 @@ func BenchmarkSendLongSession(b *testing.B) {
 				st := newStore(b)
 				a, _ := spool.New(spool.Config{Model: echo.New(), Store: st})
 				s := session(b, a, ctx, "long")
-				fillTurns(b, st, s.Key(), turns)
+				benchdata.FillTurns(b, st, s.Key(), turns)
 				if _, err := s.Send(ctx, "warm up"); err != nil { // loads the session once
 					b.Fatal(err)
 				}

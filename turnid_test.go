@@ -8,6 +8,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/benchdata"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
@@ -27,7 +28,7 @@ func TestTurnIDsSortAfterAClockAhead(t *testing.T) {
 	// process's (NewID never goes back, so an id made here for the later
 	// time would move this process's clock), its turn id is an hour ahead.
 	turn := ulid.MustNew(ulid.Timestamp(time.Now().Add(time.Hour)), rand.Reader).String()
-	appendTurn(t, st, k, "", turn, time.Now(), "asked on the other replica", "answered there")
+	benchdata.AppendTurn(t, st, k, "", turn, time.Now(), "asked on the other replica", "answered there")
 	a, err := spool.New(spool.Config{Model: echo.New(), Store: st})
 	if err != nil {
 		t.Fatal(err)

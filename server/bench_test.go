@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -68,7 +67,7 @@ func invokeVsBare(b *testing.B, long bool) {
 	defer bareSrv.Close()
 	if long {
 		for w := range benchClients {
-			fillSession(b, st, store.Key{Agent: "default", ID: fmt.Sprint("long-", w)}, 1000)
+			benchdata.FillTurns(b, st, store.Key{Agent: "default", ID: fmt.Sprint("long-", w)}, 1000)
 		}
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients}}
@@ -134,34 +133,4 @@ func bareInvoke(w http.ResponseWriter, r *http.Request) {
 		"sessionId": req.SessionID, "turnId": transcript.NewID(time.Now()), "status": "ok",
 		"text": "echo: " + req.Prompt, "usage": map[string]int{"inputTokens": 10, "outputTokens": 10},
 	})
-}
-
-// fillSession appends n finished turns to a session directly, as a long
-// history would leave them.
-func fillSession(b *testing.B, st store.Store, k store.Key, n int) {
-	ctx := context.Background()
-	head := ""
-	now := time.Now().Add(-time.Hour)
-	for i := range n {
-		turn := transcript.NewID(now)
-		for _, step := range []struct {
-			typ    transcript.Type
-			status transcript.Status
-			data   any
-		}{
-			{transcript.TypeUserMessage, "", transcript.UserMessage{Text: fmt.Sprintf("question number %d about an order", i)}},
-			{transcript.TypeAssistantMessage, "", transcript.AssistantMessage{Text: fmt.Sprintf("answer number %d: it ships on Friday", i), Model: "echo"}},
-			{transcript.TypeTurnEnd, transcript.StatusOK, transcript.TurnEnd{Usage: transcript.Usage{InputTokens: 10, OutputTokens: 10}}},
-		} {
-			e, err := transcript.New(now, step.typ, turn, step.data)
-			if err != nil {
-				b.Fatal(err)
-			}
-			e.ParentID, e.Status = head, step.status
-			if err := st.Append(ctx, k, e); err != nil {
-				b.Fatal(err)
-			}
-			head = e.ID
-		}
-	}
 }
