@@ -16,7 +16,7 @@ import (
 type state struct {
 	head         string
 	count        int
-	lastTurn     string // the greatest turn id seen (newTurnID)
+	maxTurnID    string // the greatest turn id seen (newTurnID)
 	lastActivity time.Time
 	mode         transcript.ToolMode // "" until a session.mode entry says
 	approved     map[string]bool     // tools approved for the rest of the session; nil for none
@@ -48,7 +48,7 @@ func newState(opt history.Options) *state {
 // this one's. The history's Builder tells new turns from old ones by their
 // ids sorting so, and forgets the old ones only while they do
 // (history.Builder.Forget).
-func (st *state) newTurnID(now time.Time) string { return transcript.NewIDAfter(now, st.lastTurn) }
+func (st *state) newTurnID(now time.Time) string { return transcript.NewIDAfter(now, st.maxTurnID) }
 
 // approve notes that tool is approved for the rest of the session.
 func (st *state) approve(tool string) {
@@ -84,7 +84,7 @@ func loadState(entries []transcript.Entry, opt history.Options) *state {
 func (st *state) apply(e transcript.Entry, data any) {
 	st.hist.AddDecoded(e, data)
 	st.head = e.ID
-	st.lastTurn = max(st.lastTurn, e.TurnID)
+	st.maxTurnID = max(st.maxTurnID, e.TurnID)
 	st.count++
 	if e.Timestamp.After(st.lastActivity) {
 		st.lastActivity = e.Timestamp
