@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -49,6 +50,7 @@ func BenchmarkNewSessionTurn(b *testing.B) {
 	ctx := b.Context()
 	a, _ := spool.New(spool.Config{Model: echo.New(), Store: memstore.New()})
 	b.ReportAllocs()
+	before := liveHeap()
 	i := 0
 	for b.Loop() {
 		i++
@@ -57,6 +59,19 @@ func BenchmarkNewSessionTurn(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// What the process keeps of each session after its turn: the
+	// transcript in the memory store, and the finished run that the hub
+	// keeps for RecentTurn so that watchers can resume it.
+	b.ReportMetric(float64(liveHeap()-before)/float64(i), "kept-B/session")
+	runtime.KeepAlive(a)
+}
+
+// liveHeap returns the bytes of the heap's live objects.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
 
 // BenchmarkSendLongSession compares Send on a session with 10 earlier

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -266,6 +267,13 @@ func (h *liveHub) finish(t *liveTurn) {
 		close(t.wake)
 	}
 	t.wake = closedWake
+	// The hub keeps the run's events for RecentTurn; room for more than
+	// it has would be kept, and scanned by the collector, as long.
+	// Watchers keep what since gave them: the events are never written
+	// to again.
+	if cap(t.events) > len(t.events) {
+		t.events = slices.Clone(t.events)
+	}
 	close(t.ended)
 	t.mu.Unlock()
 	h.mu.Lock()

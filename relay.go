@@ -78,8 +78,12 @@ type relaySub struct {
 	stop  func() // ends the store's listener (store.ListenFunc), under liveHub.subMu
 	refs  int    // subscribers, under liveHub.subMu
 
-	mu   sync.Mutex
-	outs map[*subOut]struct{}
+	mu sync.Mutex
+	// outs are the subscribers; never written in place (dropOut makes a
+	// new slice), so deliver can range over it while it drops one. Most
+	// sessions have one subscriber, their run's relay, and the hub keeps
+	// it for RecentTurn after the run: a slice is the least to keep.
+	outs []*subOut
 	full int  // subscribers that read every message (watchers)
 	dead bool // the store's listener ended
 }
@@ -134,7 +138,7 @@ func (h *liveHub) attach(st store.Store, key store.Key, out *subOut) (func(), er
 		sub := h.subs[key]
 		mine := sub == nil
 		if mine {
-			sub = &relaySub{ready: make(chan struct{}), outs: map[*subOut]struct{}{}}
+			sub = &relaySub{ready: make(chan struct{})}
 			h.subs[key] = sub
 		}
 		sub.refs++
@@ -168,7 +172,7 @@ func (h *liveHub) attach(st store.Store, key store.Key, out *subOut) (func(), er
 			h.release(key, sub)
 			continue
 		}
-		sub.outs[out] = struct{}{}
+		sub.outs = append(sub.outs, out)
 		if all {
 			sub.full++
 		}
@@ -177,16 +181,29 @@ func (h *liveHub) attach(st store.Store, key store.Key, out *subOut) (func(), er
 		return func() {
 			once.Do(func() {
 				sub.mu.Lock()
-				if _, ok := sub.outs[out]; ok {
-					delete(sub.outs, out)
-					if all {
-						sub.full--
-					}
-				}
+				sub.dropOut(out)
 				sub.mu.Unlock()
 				h.release(key, sub)
 			})
 		}, nil
+	}
+}
+
+// dropOut takes out from sub's subscribers, if it is one of them, in a
+// new slice (see relaySub.outs). sub.mu is held.
+func (sub *relaySub) dropOut(out *subOut) {
+	if !slices.Contains(sub.outs, out) {
+		return
+	}
+	var rest []*subOut
+	for _, o := range sub.outs {
+		if o != out {
+			rest = append(rest, o)
+		}
+	}
+	sub.outs = rest
+	if out.all {
+		sub.full--
 	}
 }
 
@@ -235,7 +252,7 @@ func (h *liveHub) deliver(key store.Key, sub *relaySub, b []byte) {
 	var buf [4]func(*relayMsg)
 	fns := buf[:0] // called once the lock is let go: a stop runs the run's cancel
 	sub.mu.Lock()
-	for out := range sub.outs {
+	for _, out := range sub.outs {
 		if !out.all && !ctl {
 			continue
 		}
@@ -247,10 +264,7 @@ func (h *liveHub) deliver(key store.Key, sub *relaySub, b []byte) {
 		case out.ch <- m:
 		default:
 			close(out.ch) // too slow: dropped, it catches up another way
-			delete(sub.outs, out)
-			if out.all {
-				sub.full--
-			}
+			sub.dropOut(out)
 		}
 	}
 	sub.mu.Unlock()
@@ -265,14 +279,14 @@ func (h *liveHub) dead(key store.Key, sub *relaySub) {
 	var fns []func(*relayMsg)
 	sub.mu.Lock()
 	sub.dead = true
-	for out := range sub.outs {
+	for _, out := range sub.outs {
 		if out.fn != nil {
 			fns = append(fns, out.fn)
 			continue
 		}
 		close(out.ch)
 	}
-	clear(sub.outs)
+	sub.outs = nil
 	sub.full = 0
 	sub.mu.Unlock()
 	for _, fn := range fns {

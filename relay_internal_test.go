@@ -621,3 +621,44 @@ func TestRelayCrossedEndTakesNoLock(t *testing.T) {
 		t.Fatalf("the follower's process took the session's turn lock %d times", n)
 	}
 }
+
+// What the hub keeps of a finished run for RecentTurn is its events and
+// its relay's one subscription, each no larger than it is: a server
+// starting thousands of sessions a second keeps every one of them for a
+// minute.
+func TestFinishedRunKeepsLittle(t *testing.T) {
+	a, err := New(Config{Model: echo.New(), Store: memstore.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	s, err := a.Session(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(ctx, "one two three four five six seven"); err != nil {
+		t.Fatal(err)
+	}
+	run, _ := a.live.current(s.key)
+	if run == nil {
+		t.Fatal("the hub kept no run")
+	}
+	run.mu.Lock()
+	n, c := len(run.events), cap(run.events)
+	run.mu.Unlock()
+	if n == 0 || c != n {
+		t.Errorf("the finished run keeps %d events in room for %d", n, c)
+	}
+	a.live.subMu.Lock()
+	sub := a.live.subs[s.key]
+	a.live.subMu.Unlock()
+	if sub == nil {
+		t.Fatal("the finished run's relay does not listen")
+	}
+	sub.mu.Lock()
+	outs := len(sub.outs)
+	sub.mu.Unlock()
+	if outs != 1 {
+		t.Errorf("the session's subscription has %d subscribers, want the relay's one", outs)
+	}
+}

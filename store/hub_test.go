@@ -229,3 +229,36 @@ func (c *chanOnly) Notify(ctx context.Context, key store.Key, msg []byte) error 
 func (c *chanOnly) Listen(ctx context.Context, key store.Key) (<-chan []byte, error) {
 	return c.hub.Listen(ctx, key)
 }
+
+// Listeners of one key come and go in any order: each stop takes away
+// that listener only, the rest keep getting every message, and Listeners
+// counts what is left.
+func TestHubListenersComeAndGo(t *testing.T) {
+	var h store.Hub
+	key := store.Key{Agent: "a", ID: "s"}
+	ctx := t.Context()
+	got := make([][]string, 4)
+	stops := make([]func(), 4)
+	for i := range stops {
+		stop, err := h.ListenFunc(key, func(msg []byte) { got[i] = append(got[i], string(msg)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		stops[i] = stop
+	}
+	for n, i := range []int{2, 0, 3, 1} {
+		if err := h.Notify(ctx, key, []byte(strconv.Itoa(n))); err != nil {
+			t.Fatal(err)
+		}
+		stops[i]()
+		if l, _ := h.Listeners(key); l != 3-n {
+			t.Fatalf("after %d stops: %d listeners, want %d", n+1, l, 3-n)
+		}
+	}
+	want := map[int][]string{2: {"0"}, 0: {"0", "1"}, 3: {"0", "1", "2"}, 1: {"0", "1", "2", "3"}}
+	for i, w := range want {
+		if !slices.Equal(got[i], w) {
+			t.Errorf("listener %d got %q, want %q", i, got[i], w)
+		}
+	}
+}

@@ -146,8 +146,13 @@ const hubChan = 16
 // ready to use. Notify never waits: a listener that is ListenBuffer
 // messages behind is dropped.
 type Hub struct {
-	mu   sync.Mutex
-	subs map[Key]map[*hubSub]struct{}
+	mu sync.Mutex
+	// subs are each key's listeners. A key's slice is never written in
+	// place: dropLocked makes a new one, so that Notify may go on ranging
+	// over the one it began with while a listener it calls is dropped.
+	// A slice rather than a set because most keys have one listener
+	// (a session's, in each process), and a process may keep thousands.
+	subs map[Key][]*hubSub
 }
 
 // hubSub is one listener. Its messages go straight into ch while ch has
@@ -170,7 +175,7 @@ type hubSub struct {
 func (h *Hub) Notify(ctx context.Context, key Key, msg []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for sub := range h.subs[key] {
+	for _, sub := range h.subs[key] {
 		h.sendLocked(key, sub, msg)
 	}
 	return nil
@@ -269,12 +274,9 @@ func (h *Hub) add(key Key, sub *hubSub) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.subs == nil {
-		h.subs = map[Key]map[*hubSub]struct{}{}
+		h.subs = map[Key][]*hubSub{}
 	}
-	if h.subs[key] == nil {
-		h.subs[key] = map[*hubSub]struct{}{}
-	}
-	h.subs[key][sub] = struct{}{}
+	h.subs[key] = append(h.subs[key], sub)
 }
 
 // DropAll closes the channel of every listener, as Notify does to one
@@ -286,7 +288,7 @@ func (h *Hub) DropAll() {
 	h.mu.Lock()
 	var fns []func([]byte)
 	for key, subs := range h.subs {
-		for sub := range subs {
+		for _, sub := range subs {
 			fns = h.dropLocked(key, sub, fns)
 		}
 	}
@@ -300,7 +302,7 @@ func (h *Hub) DropAll() {
 func (h *Hub) Drop(key Key) {
 	h.mu.Lock()
 	var fns []func([]byte)
-	for sub := range h.subs[key] {
+	for _, sub := range h.subs[key] {
 		fns = h.dropLocked(key, sub, fns)
 	}
 	h.mu.Unlock()
@@ -321,9 +323,21 @@ func (h *Hub) dropLocked(key Key, sub *hubSub, fns []func([]byte)) []func([]byte
 	} else if !sub.pumping {
 		close(sub.ch)
 	}
-	delete(h.subs[key], sub)
-	if len(h.subs[key]) == 0 {
+	if rest := without(h.subs[key], sub); len(rest) > 0 {
+		h.subs[key] = rest
+	} else {
 		delete(h.subs, key)
 	}
 	return fns
+}
+
+// without returns subs but sub, in a new slice (see Hub.subs).
+func without(subs []*hubSub, sub *hubSub) []*hubSub {
+	var rest []*hubSub
+	for _, s := range subs {
+		if s != sub {
+			rest = append(rest, s)
+		}
+	}
+	return rest
 }
