@@ -187,6 +187,47 @@ func TestNewIDAfter(t *testing.T) {
 			t.Fatalf("id %q made after %q sorts before it", id, ahead)
 		}
 	}
+	// Another process's id in a millisecond still to come here: the new
+	// id is in that millisecond when it sorts after it there, else in the
+	// next.
+	ms := ulid.Timestamp(now.Add(2 * time.Hour))
+	low, high := ulid.ULID{}, ulid.ULID{}
+	for i := range 10 {
+		high[6+i] = 0xff
+	}
+	low.SetTime(ms)
+	high.SetTime(ms)
+	for _, c := range []struct {
+		after ulid.ULID
+		ms    uint64
+	}{{low, ms}, {high, ms + 1}} {
+		id := NewIDAfter(now, c.after.String())
+		if u := ulid.MustParse(id); id <= c.after.String() || u.Time() != c.ms {
+			t.Fatalf("after %s: id %s, in millisecond %d, want after it in %d", c.after, id, u.Time(), c.ms)
+		}
+	}
+}
+
+// A session's turns, each made after the one before, as fast as they
+// come: the ids keep to the clock (to the last id's millisecond, when
+// that is ahead), a millisecond apart at most for each millisecond that
+// passed, and never carry every id the process makes ahead of it.
+func TestNewIDAfterKeepsToTheClock(t *testing.T) {
+	first := NewID(time.Now())
+	start := time.Now()
+	last := first
+	for range 5000 {
+		id := NewIDAfter(time.Now(), last)
+		if id <= last {
+			t.Fatalf("id %s made after %s sorts before it", id, last)
+		}
+		last = id
+	}
+	took := uint64(time.Since(start).Milliseconds())
+	a, b := ulid.MustParse(first).Time(), ulid.MustParse(last).Time()
+	if b > a+took+2 {
+		t.Fatalf("5,000 ids made one after another in %d ms span %d ms", took, b-a)
+	}
 }
 
 func TestTypedData(t *testing.T) {

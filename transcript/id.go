@@ -45,12 +45,22 @@ func NewID(t time.Time) string {
 // NewIDAfter is NewID for an id that must also sort after the id after,
 // which another process may have made with a clock ahead of this one's:
 // the turns of a session, whichever replica runs them. When after is a
-// ULID whose millisecond is t's or later, the id is made for the
-// millisecond after it; any other after (empty, or not a ULID) changes
-// nothing.
+// ULID whose millisecond is t's or later, the id is made in after's
+// millisecond, or in the next one when that does not sort after it (after
+// came from another process, whose entropy in that millisecond was
+// higher); any other after (empty, or not a ULID) changes nothing.
+//
+// Only as far ahead as needed: an id in the next millisecond each time
+// would carry every id this process makes (NewID never goes back) ahead
+// of the clock by a millisecond for each turn a session runs within one,
+// without bound.
 func NewIDAfter(t time.Time, after string) string {
-	if u, err := ulid.ParseStrict(after); err == nil && u.Time() >= ulid.Timestamp(t) && u.Time() < ulid.MaxTime() {
-		t = ulid.Time(u.Time() + 1)
+	u, err := ulid.ParseStrict(after)
+	if err != nil || u.Time() < ulid.Timestamp(t) || u.Time() >= ulid.MaxTime() {
+		return NewID(t)
 	}
-	return NewID(t)
+	if id := NewID(ulid.Time(u.Time())); id > u.String() {
+		return id
+	}
+	return NewID(ulid.Time(u.Time() + 1))
 }
