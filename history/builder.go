@@ -38,6 +38,7 @@ type Builder struct {
 
 	index map[string]int32 // turn ids seen, built only once they stop increasing
 	maxID string           // the greatest turn id seen, while index is nil
+	fork  string           // the turn id of a fork's first entry (forkHead), outside that order
 
 	final    int // the turn of the final entry (markers aside), or -1
 	current  int // the newest turn with a message, or -1
@@ -268,11 +269,28 @@ func (b *Builder) lookup(id string) (int, bool) {
 		k, ok := b.index[id]
 		return int(k), ok
 	}
-	// Without an index the turn ids increase with the turns.
-	k, found := slices.BinarySearchFunc(b.turns, id, func(t turn, id string) int {
+	// Without an index the turn ids increase with the turns, but for a
+	// fork's first turn while the Builder holds it.
+	turns, skip := b.turns, 0
+	if b.fork != "" && b.base == 0 && len(turns) > 0 {
+		if id == b.fork {
+			return 0, true
+		}
+		turns, skip = turns[1:], 1
+	}
+	k, found := slices.BinarySearchFunc(turns, id, func(t turn, id string) int {
 		return strings.Compare(b.entries[t.first].TurnID, id)
 	})
-	return k, found
+	return k + skip, found
+}
+
+// forkHead reports whether entry i is the first of a fork (session.fork,
+// Fork), at the start of the transcript. Its turn id is from when the
+// fork was made, and the copied turns after it keep theirs, older: it
+// stands outside the order of turn ids, so that a fork's turns are told
+// apart, and forgotten, as any session's.
+func (b *Builder) forkHead(i int) bool {
+	return i == 0 && b.base == 0 && b.entries[i].Type == transcript.TypeFork
 }
 
 // keptStatus reports whether a turn that ended with s is sent (rules 2, 3).
@@ -298,9 +316,14 @@ func (b *Builder) turnOf(i int) int {
 	}
 	// Spool's turn ids are ULIDs, so a new turn's id sorts after every
 	// earlier one and needs no lookup. Other writers fall back to a map
-	// from the first id that does not.
+	// from the first id that does not. The first entry of a fork is the
+	// one exception spool makes (forkHead).
 	if b.index == nil {
-		if len(b.turns) == 0 || id > b.maxID {
+		if b.forkHead(i) {
+			b.fork = id
+			return b.newTurn(i)
+		}
+		if len(b.turns) == 0 || (id > b.maxID && id != b.fork) {
 			b.maxID = id
 			return b.newTurn(i)
 		}

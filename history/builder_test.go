@@ -200,31 +200,42 @@ func TestBuilderForget(t *testing.T) {
 			}
 		}
 		entries, _, opt := fuzzTranscript(in)
-		b := NewBuilder(opt)
-		for i, e := range entries {
-			b.Add(e)
-			got, full := b.Window()
-			if !full && b.Base() > 0 {
-				b = NewBuilder(opt)
-				for _, e := range entries[:i+1] {
-					b.Add(e)
-				}
-				got, full = b.Window()
-			}
-			base := b.Base()
-			b.Forget()
-			if b.Base() != base {
-				forgot++
-			}
-			if want, wantFull := Window(entries[:i+1], opt); !reflect.DeepEqual(got, want) || full != wantFull {
-				t.Fatalf("seed %d, %+v: after entry %d (base %d): differs from Build\n%s\nwant\n%s", seed, opt, i, b.Base(), dumpMessages(got), dumpMessages(want))
-			}
-		}
+		forgot += forgetting(t, fmt.Sprint("seed ", seed), entries, entries, opt)
 	}
 	if forgot == 0 {
 		t.Error("no random transcript was ever forgotten in part")
 	}
 	t.Logf("forgot %d times", forgot)
+}
+
+// forgetting adds entries to a Builder one at a time, forgetting after
+// each window (and starting anew, as a caller does, when a window could
+// reach what was forgotten), and holds every window to Build's over the
+// same prefix of want. It returns how many times Forget dropped entries.
+func forgetting(t *testing.T, name string, entries, want []transcript.Entry, opt Options) (forgot int) {
+	t.Helper()
+	b := NewBuilder(opt)
+	for i, e := range entries {
+		b.Add(e)
+		got, full := b.Window()
+		if !full && b.Base() > 0 {
+			b = NewBuilder(opt)
+			for _, e := range entries[:i+1] {
+				b.Add(e)
+			}
+			got, full = b.Window()
+		}
+		base := b.Base()
+		b.Forget()
+		if b.Base() != base {
+			forgot++
+		}
+		if w, wFull := Window(want[:i+1], opt); !reflect.DeepEqual(got, w) || full != wFull {
+			t.Fatalf("%s, %+v: after entry %d (base %d): differs from Build\n%s\nwant\n%s\ntranscript:\n%s",
+				name, opt, i, b.Base(), dumpMessages(got), dumpMessages(w), dumpEntries(entries[:i+1]))
+		}
+	}
+	return forgot
 }
 
 // TestBuilderViewSlides: over a long session, View is the window after
@@ -324,4 +335,41 @@ func TestForgetInPlace(t *testing.T) {
 			t.Fatalf("after entry %d: \n%s\nBuild\n%s", i, dumpMessages(got), dumpMessages(want))
 		}
 	}
+}
+
+// TestForkHeadOutOfOrder: a fork's first entry (session.fork) has a turn
+// id newer than the copied turns after it. The Builder takes it out of
+// the order of turn ids: its windows are Build's over the same transcript
+// with a fork entry whose turn id sorts first, at every step and as it
+// forgets, and a fork is forgotten in part as any session is.
+func TestForkHeadOutOfOrder(t *testing.T) {
+	defer func(n int) { forgetMin = n }(forgetMin)
+	forgetMin = 4
+	forgot := 0
+	for seed := range 300 {
+		r := rand.New(rand.NewPCG(uint64(seed), 14))
+		in := make([]byte, 3+2*(1+r.IntN(400)))
+		for i := range in {
+			in[i] = byte(r.UintN(256))
+		}
+		in[3] &= 0x7f // turn ids in order, as spool writes them
+		for i := 4; i < len(in); i += 2 {
+			if in[i]&3 == 3 {
+				in[i] &^= 1
+			}
+			if seed%2 == 0 && (in[i-1]%13 == 7 || in[i-1]%13 == 12) {
+				in[i-1]-- // no approval requests or compactions, which hold turns
+			}
+		}
+		entries, _, opt := fuzzTranscript(in)
+		forked := func(turn string) []transcript.Entry {
+			head := fuzzEntry(len(entries), turn, transcript.TypeFork, "", transcript.Fork{Source: "src", TurnID: "t01"})
+			return append([]transcript.Entry{head}, entries...)
+		}
+		forgot += forgetting(t, fmt.Sprint("seed ", seed, ", the fork's turn first for Build"), forked("zz"), forked("a"), opt)
+	}
+	if forgot == 0 {
+		t.Error("no fork was ever forgotten in part")
+	}
+	t.Logf("forgot %d times", forgot)
 }

@@ -49,7 +49,7 @@ func (b *Builder) Forget() {
 
 	old := *b
 	*b = Builder{opt: old.opt, final: -1, current: -1, newest: -1, activeFinal: -1, activeCurrent: -1, prev: -1,
-		base: old.base + cut, maxID: old.maxID, decided: decided, carried: maps.Clone(decided), tick: old.tick,
+		base: old.base + cut, maxID: old.maxID, fork: old.fork, decided: decided, carried: maps.Clone(decided), tick: old.tick,
 		view: old.view} // its buffer, which the next View fills again
 	// The kept entries, parts and turns move to the front of the arrays
 	// they are in, which are the Builder's own (unless the entries are a
