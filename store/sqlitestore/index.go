@@ -168,6 +168,26 @@ func (ix *indexer) init(ctx context.Context) error {
 	}
 	switch version {
 	case indexVersion:
+		// An index that does not follow this database's log (a database
+		// restored from a backup beside a newer index, say) is built
+		// again now, not at the indexer's first pass: until then Search
+		// would trust its matches and its mark.
+		var st indexState
+		if err := tx.QueryRowContext(ctx, `SELECT mark, mark_eid, cursor FROM state`).Scan(&st.mark, &st.markEID, &st.cursor); err != nil {
+			return ix.fail(err)
+		}
+		ok, err := ix.follows(ctx, st)
+		if err == nil && !ok {
+			if st, err = ix.restart(ctx, tx, ix.s.w.DB); err == nil {
+				err = writeState(ctx, tx, st)
+			}
+			if err == nil {
+				err = tx.Commit()
+			}
+		}
+		if err != nil {
+			return ix.fail(err)
+		}
 		return nil
 	case 0:
 	default:
@@ -378,6 +398,28 @@ func collect(rows *sql.Rows, err error, dest func(*indexChange, *sql.RawBytes) [
 // restart empties the index to build it again from the entries, and
 // returns the state to build from: the log's newest row (read through db)
 // as the mark (none: 0), and every entry to be read again.
+// follows reports whether the index whose state is st follows this
+// database's log: the log's row at the mark is the one the index recorded
+// there, or, for an index that has applied nothing, the log has its first
+// row still (or none). A build under way (a cursor) reads the entries,
+// and its mark is checked when it is done.
+func (ix *indexer) follows(ctx context.Context, st indexState) (bool, error) {
+	if st.cursor.Valid {
+		return true, nil
+	}
+	var seq, eid int64
+	err := ix.s.w.DB.QueryRowContext(ctx, `SELECT seq, eid FROM fts_log WHERE seq >= ? ORDER BY seq LIMIT 1`, st.mark).Scan(&seq, &eid)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return st.mark == 0, nil
+	case err != nil:
+		return false, err
+	case st.mark == 0:
+		return seq == 1, nil
+	}
+	return seq == st.mark && eid == st.markEID, nil
+}
+
 func (ix *indexer) restart(ctx context.Context, tx *sql.Tx, db *sql.DB) (indexState, error) {
 	var mark, eid int64
 	err := db.QueryRowContext(ctx, `SELECT seq, eid FROM fts_log ORDER BY seq DESC LIMIT 1`).Scan(&mark, &eid)

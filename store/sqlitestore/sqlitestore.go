@@ -196,6 +196,13 @@ func prepareFile(path string) (string, error) {
 	if err := f.Close(); err != nil {
 		return "", fmt.Errorf("sqlitestore: %w", err)
 	}
+	// SQLite opens the file a link names: the files named after the
+	// database (the search index, the turn locks, the live socket) must
+	// be the same whichever name a Store was given, or two Stores on one
+	// database would keep two indexes of one log and two sets of locks.
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", fmt.Errorf("sqlitestore: %w", err)
+	}
 	return abs, nil
 }
 
