@@ -232,13 +232,12 @@ func (s *Store) appendOpen(ix *index, key store.Key, sf *sfile, snap *snapshot, 
 		return false, fmt.Errorf("filestore: session %s: %w", key, err)
 	}
 	for i := range entries {
-		s.noteOffset(sf, pos+i, sf.size+starts[i])
 		if pos+i == offsetEvery {
-			// The offsets file was made: the folder changed.
-			ix.mu.Lock()
-			ix.touchDirLocked()
-			ix.mu.Unlock()
+			// The offsets file is made: the folder changes.
+			ix.changeDir(func() error { s.noteOffset(sf, pos+i, sf.size+starts[i]); return nil })
+			continue
 		}
+		s.noteOffset(sf, pos+i, sf.size+starts[i])
 	}
 	if pend != nil {
 		// The burst's mark is open: no record and no fstat. The size is
@@ -269,13 +268,6 @@ func (s *Store) appendOpen(ix *index, key store.Key, sf *sfile, snap *snapshot, 
 		first = true
 	default:
 		ix.writeLocked(appendRecord(nil, next, s.cfg.protector != nil))
-	}
-	if pos == 0 {
-		if dirs != nil {
-			dirs.touch(ix) // once for the whole bulk, after its last new transcript
-		} else {
-			ix.touchDirLocked()
-		}
 	}
 	*due = ix.compactDueLocked()
 	ix.mu.Unlock()
@@ -469,17 +461,23 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 	// The side files first: until the transcript goes, the session is
 	// whole without them (set-aside lines stay unread, offsets are rebuilt).
 	base := filepath.Join(ix.dir, key.ID)
-	for _, ext := range []string{tornExt, offsetsExt} {
-		if err := os.Remove(base + ext); err != nil && !os.IsNotExist(err) {
-			return false, fmt.Errorf("filestore: deleting session %s: %w", key, err)
+	err = ix.changeDir(func() error {
+		for _, ext := range []string{tornExt, offsetsExt} {
+			if err := os.Remove(base + ext); err != nil && !os.IsNotExist(err) {
+				return err
+			}
 		}
-	}
-	if sf != nil {
-		if err := os.Remove(sf.path); err != nil {
-			return false, fmt.Errorf("filestore: deleting session %s: %w", key, err)
+		if sf != nil {
+			if err := os.Remove(sf.path); err != nil {
+				return err
+			}
 		}
+		removeLockFile(base + lockExt)
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("filestore: deleting session %s: %w", key, err)
 	}
-	removeLockFile(base + lockExt)
 	ix.mu.Lock()
 	if ix.recs[key.ID] != nil || sf != nil {
 		ix.removeLocked(key.ID)
@@ -490,7 +488,6 @@ func (s *Store) deleteSession(ctx context.Context, key store.Key, seen *rec) (bo
 		}
 		ix.writeLocked(b)
 	}
-	ix.touchDirLocked()
 	ix.mu.Unlock()
 	// Without it a crash could bring the file back.
 	if err := durable.SyncDir(ix.dir); err != nil {

@@ -14,22 +14,11 @@ import (
 // bulkWriters bounds the sessions AppendBulk writes at once.
 const bulkWriters = 8
 
-// dirSyncs collects the folders a bulk made transcripts in, and their
-// indexes, whose folder mtime (touchDirLocked) is recorded once at the
-// end of the bulk rather than once a transcript.
+// dirSyncs collects the folders a bulk made transcripts in, each synced
+// once at the end of the bulk rather than once a transcript.
 type dirSyncs struct {
-	mu      sync.Mutex
-	dirs    map[string]bool
-	touched map[*index]bool
-}
-
-func (d *dirSyncs) touch(ix *index) {
-	d.mu.Lock()
-	if d.touched == nil {
-		d.touched = map[*index]bool{}
-	}
-	d.touched[ix] = true
-	d.mu.Unlock()
+	mu   sync.Mutex
+	dirs map[string]bool
 }
 
 func (d *dirSyncs) add(dir string) {
@@ -50,11 +39,28 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 	dirs := &dirSyncs{dirs: map[string]bool{}}
 	var order []store.Key
 	bySession := map[store.Key][]store.Batch{}
+	creates := map[store.Namespace]bool{}
 	for _, b := range batches {
 		if _, ok := bySession[b.Key]; !ok {
 			order = append(order, b.Key)
 		}
 		bySession[b.Key] = append(bySession[b.Key], b)
+		if checkKey(b.Key) == nil { // a bad one fails as it comes, below
+			creates[b.Key.Namespace()] = creates[b.Key.Namespace()] || len(b.Entries) > 0 && b.Entries[0].ParentID == ""
+		}
+	}
+	// Each namespace is loaded first (its folder proved or compared once),
+	// so that the transcripts the bulk makes are this process's changes
+	// to a folder it knows, recorded as they are made (dirchange.go),
+	// however many of them are made at once.
+	for ns, create := range creates {
+		ix, err := s.index(ctx, ns, create)
+		if err == nil && ix != nil {
+			err = s.ensureLoaded(ctx, ix)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	var (
 		mu    sync.Mutex
@@ -91,11 +97,6 @@ func (s *Store) AppendBulk(ctx context.Context, batches []store.Batch) error {
 	}
 	close(next)
 	wg.Wait()
-	for ix := range dirs.touched {
-		ix.mu.Lock()
-		ix.touchDirLocked()
-		ix.mu.Unlock()
-	}
 	for dir := range dirs.dirs {
 		if err := durable.SyncDir(dir); err != nil && first == nil {
 			first = fmt.Errorf("filestore: %w", err)

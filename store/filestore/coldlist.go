@@ -138,7 +138,7 @@ func (ix *index) coldFirst(k int) ([]*rec, bool) {
 		}
 	}
 	dir, err := os.Stat(ix.dir)
-	if err != nil || !t.provenLocked(dir.ModTime().UnixNano()) || len(t.unsure) > 0 {
+	if err != nil || !t.provenLocked(dir.ModTime().UnixNano(), t.deadLocked()) || len(t.unsure) > 0 {
 		// Unproved, or a live writer's deferred records (pending.go) to
 		// compare: the full load does.
 		return nil, false

@@ -134,10 +134,13 @@
 //     transcripts.
 //   - Another program adding or removing a transcript: the folder's mtime
 //     is not the one the index recorded, so List compares every session
-//     with the index and reads the transcripts that differ. (On a file
-//     system whose timestamps are coarse, a change in the same clock tick
-//     as one by this package can go unnoticed until the folder next
-//     changes.)
+//     with the index and reads the transcripts that differ. A Store that
+//     changes the folder itself records the mtime its change left only
+//     when the folder was as it last saw it before: otherwise it compares
+//     too. (On a file system whose timestamps are coarse, a change in the
+//     same clock tick as one by this package, or one made while this
+//     package's own change is under way, can go unnoticed until the folder
+//     next changes.)
 //   - Another program appending to an existing transcript: Read, ReadTail,
 //     ReadRange and Append see it at once and record it; List and Stat see
 //     it then, or when the folder is next compared.

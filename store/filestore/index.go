@@ -48,7 +48,10 @@ type index struct {
 	j            journal
 	needValidate bool            // compare with the folder at the next chance
 	validating   bool            // a validation is under way
-	dirMod       time.Time       // the folder's mtime when last compared
+	dirMod       time.Time       // the folder's mtime when last compared, or after this process's last change to it
+	dirChanging  int             // this process's changes to the folder under way (dirchange.go)
+	dirForeign   bool            // one of them found the folder changed by something else
+	dirGen       uint64          // this process's changes to the folder ended so far
 	writers      map[string]bool // writers whose marks are open (marks.go)
 	folder       int64           // the folder's mtime by the last F mark, or 0
 	rewriting    bool            // a rewrite is writing the new file: records wait in held

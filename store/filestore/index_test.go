@@ -86,6 +86,20 @@ func TestTranscriptAddedByHand(t *testing.T) {
 	delete(want, "s00")
 	checkListing(t, s, ns, want)
 	checkListing(t, open(t, root), ns, want)
+
+	// Writes another, and then, before anyone lists, the Store makes a
+	// transcript itself: the Store records the folder's mtime after its
+	// own change only when its change was the only one, so it compares
+	// the folder instead, and so does a cold Store after it closed.
+	time.Sleep(10 * time.Millisecond)
+	more := storetest.Chain("", t0.Add(2*time.Hour), 2)
+	writeRaw(t, filepath.Join(root, "a", "more.jsonl"), lines(t, more...), 0)
+	want["more"] = more
+	time.Sleep(10 * time.Millisecond)
+	want["new"] = seed(t, s, ns.Key("new"), "", t0.Add(3*time.Hour), 1)
+	checkListing(t, s, ns, want)
+	s.Close()
+	checkListing(t, open(t, root), ns, want)
 }
 
 func TestStaleIndexAfterCrash(t *testing.T) {
@@ -390,4 +404,29 @@ func TestRewriteOutsideTheLock(t *testing.T) {
 		}
 	}
 	checkListing(t, b, ns, want)
+}
+
+// TestWriterMarkWithoutIndex: a Store whose first write to a namespace
+// finds no index file cannot write its W mark, and does not take the
+// namespace as marked: once another Store builds the index, the writer's
+// next change writes its mark there, and its death is seen.
+func TestWriterMarkWithoutIndex(t *testing.T) {
+	defer func(idle time.Duration) { flushIdle = idle }(flushIdle)
+	flushIdle = time.Hour
+	root := t.TempDir()
+	ns := store.Namespace{Agent: "a"}
+	// A transcript another program wrote: a folder without an index.
+	first := storetest.Chain("", t0, 1)
+	writeRaw(t, filepath.Join(root, "a", "s.jsonl"), lines(t, first...), 0)
+	want := map[string][]transcript.Entry{"s": first}
+
+	a := open(t, root)
+	want["s"] = append(want["s"], seed(t, a, ns.Key("s"), storetest.Head(want["s"]), t0.Add(time.Minute), 1)...)
+	b := open(t, root)
+	checkListing(t, b, ns, want) // builds the index: no W for a
+	b.Close()
+	want["s"] = append(want["s"], seed(t, a, ns.Key("s"), storetest.Head(want["s"]), t0.Add(2*time.Minute), 2)...)
+	Die(a)
+
+	checkListing(t, open(t, root), ns, want)
 }

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/spool-go/spool/internal/durable"
 )
@@ -287,6 +286,8 @@ func (ix *index) rewrite() error {
 		ix.mu.Unlock()
 		return fmt.Errorf("filestore: %w", err)
 	}
+	// The new file is made, and linked or renamed, in the folder.
+	ix.beginDirChangeLocked()
 	buf := ix.appendMarksLocked([]byte(ix.s.indexHeader()))
 	sealed := ix.s.cfg.protector != nil
 	// The records in listing order, after a P mark giving their length, so
@@ -307,6 +308,7 @@ func (ix *index) rewrite() error {
 
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	defer ix.endDirChangeLocked() // into the file installed, if it was
 	ix.rewriting = false
 	held := ix.held
 	ix.held = nil
@@ -344,7 +346,6 @@ func (ix *index) rewrite() error {
 	}
 	ix.j.close()
 	ix.j.f, ix.j.id, ix.j.read, ix.j.records = f, st, int64(len(buf)), records
-	ix.touchDirLocked()
 	return err
 }
 
@@ -404,18 +405,4 @@ func (ix *index) install(tmpPath string, first bool) error {
 		}
 	}
 	return os.Rename(tmpPath, ix.j.path)
-}
-
-// touchDirLocked notes the folder's mtime after this process changed the folder
-// itself, so that the change does not look like another program's. The
-// caller holds ix.mu.
-func (ix *index) touchDirLocked() {
-	if st, err := os.Stat(ix.dir); err == nil {
-		ix.dirMod = st.ModTime()
-		// And for other processes, in the index (see marks.go).
-		if mtime := st.ModTime().UnixNano(); mtime != ix.folder {
-			ix.folder = mtime
-			ix.writeLocked(appendMark(nil, 'F', strconv.FormatInt(mtime, 10)))
-		}
-	}
 }

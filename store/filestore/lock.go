@@ -62,13 +62,14 @@ func openLockFile(ix *index, path string) (*os.File, error) {
 	if !os.IsNotExist(err) {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}
-	if f, err = openFile(path, os.O_RDWR|os.O_CREATE, fileMode); err != nil {
+	err = ix.changeDir(func() error {
+		f, err = openFile(path, os.O_RDWR|os.O_CREATE, fileMode)
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}
 	fixMode(f)
-	ix.mu.Lock()
-	ix.touchDirLocked()
-	ix.mu.Unlock()
 	return f, nil
 }
 

@@ -170,41 +170,49 @@ func (s *Store) markWriter(ix *index) (release func(), nonce string) {
 		}
 	}
 	w, done := s.writer, s.markedNS[ix.key]
-	if w != nil {
-		nonce = w.nonce
-	}
-	if w != nil && !done {
-		s.markedNS[ix.key] = true
-	}
 	s.mu.Unlock()
-	if w != nil && done {
-		ix.markedBy.Store(w)
+	if w == nil {
+		return s.runlock, ""
 	}
-	if w != nil && !done {
+	if !done {
 		// No rewrite may be under way: it would hold the mark for the
 		// new file, unsynced. The sync is outside ix.mu, on the file the
 		// mark went to, which only a rewrite replaces.
 		ix.rewriteMu.Lock()
 		ix.mu.Lock()
 		ix.writeLocked(appendMark(nil, 'W', w.nonce))
-		if ix.writers == nil {
-			ix.writers = map[string]bool{}
-		}
-		ix.writers[w.nonce] = true
 		f := ix.j.f
+		if f != nil {
+			if ix.writers == nil {
+				ix.writers = map[string]bool{}
+			}
+			ix.writers[w.nonce] = true
+		}
 		ix.mu.Unlock()
 		if f != nil {
 			durable.SyncData(f)
 		}
 		ix.rewriteMu.Unlock()
-		ix.markedBy.Store(w)
+		if f == nil {
+			// No index file took the mark (none is made yet, or it was
+			// deleted): the namespace is not marked. The change goes on
+			// without one, its record written as it is made (nothing
+			// deferred), and the next change tries again; the index that
+			// a validation then builds from the folder has what it did.
+			return s.runlock, ""
+		}
+		s.mu.Lock()
+		s.markedNS[ix.key] = true
+		s.mu.Unlock()
 	}
-	return s.runlock, nonce
+	ix.markedBy.Store(w)
+	return s.runlock, w.nonce
 }
 
 // unmarkWriter closes this Store's marks, at Close, after the writes under
-// way: each namespace it wrote gets C and the folder's mtime, synced, and
-// then the lock goes.
+// way: each namespace it wrote gets C, synced, and then the lock goes. Not
+// the folder's mtime: each change this Store made recorded it, and one
+// recorded now would take in whatever another program did since.
 func (s *Store) unmarkWriter(w *writerMark, namespaces map[store.Namespace]bool) {
 	if w == nil {
 		return
@@ -213,11 +221,7 @@ func (s *Store) unmarkWriter(w *writerMark, namespaces map[store.Namespace]bool)
 		dir := s.namespaceDir(ns)
 		x := newIndex(s, ns, dir)
 		x.mu.Lock()
-		b := appendMark(nil, 'C', w.nonce)
-		if st, err := os.Stat(dir); err == nil {
-			b = appendMark(b, 'F', strconv.FormatInt(st.ModTime().UnixNano(), 10))
-		}
-		x.writeLocked(b)
+		x.writeLocked(appendMark(nil, 'C', w.nonce))
 		if x.j.f != nil {
 			durable.SyncData(x.j.f) // a fresh index of its own: no List waits on it
 		}
@@ -248,26 +252,31 @@ func (ix *index) alive(nonce string) bool {
 
 // provenLocked reports whether the index is current without comparing the
 // folder (see above), the folder's mtime being mtime, the index just
-// caught up.
-func (ix *index) provenLocked(mtime int64) bool {
-	if ix.j.id == nil || ix.needValidate || ix.folder == 0 || mtime != ix.folder {
-		return false
-	}
-	for nonce := range ix.writers {
-		if !ix.alive(nonce) {
-			return false
-		}
-	}
-	return true
+// caught up; dead are the writers it names that died.
+func (ix *index) provenLocked(mtime int64, dead []string) bool {
+	return ix.j.id != nil && !ix.needValidate && ix.folder != 0 && mtime == ix.folder && len(dead) == 0
 }
 
-// closeDeadLocked closes the marks of writers that died, once a
-// comparison of the folder has made good what they left undone, and
-// removes their lock files.
-func (ix *index) closeDeadLocked() {
-	var b []byte
+// deadLocked returns the writers the index names open whose process died.
+func (ix *index) deadLocked() []string {
+	var dead []string
 	for nonce := range ix.writers {
-		if ix.alive(nonce) {
+		if !ix.alive(nonce) {
+			dead = append(dead, nonce)
+		}
+	}
+	return dead
+}
+
+// closeDeadLocked closes the marks of the writers dead, found dead before
+// a comparison of the folder that has made good what they left undone,
+// and removes their lock files. Only those: a writer that died while the
+// folder was compared may have appended after its transcripts were, and
+// its open marks are what tells the next Store to compare again.
+func (ix *index) closeDeadLocked(dead []string) {
+	var b []byte
+	for _, nonce := range dead {
+		if !ix.writers[nonce] {
 			continue
 		}
 		path := filepath.Join(ix.s.root, writerPrefix+nonce)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spool-go/spool/store"
 )
 
 // Deferred records: the appends of a burst write no index record.
@@ -251,8 +253,10 @@ func (s *Store) refreshUnsure(ctx context.Context, ix *index) error {
 	return nil
 }
 
-// parseUnsure splits a U or V mark's body.
+// parseUnsure splits a U or V mark's body. Its id is checked as a
+// record's is: a path is made of it (refreshUnsure), and the index is a
+// file anyone with the folder can write.
 func parseUnsure(body string) (nonce, id string, ok bool) {
 	nonce, id, ok = strings.Cut(body, "\t")
-	return nonce, id, ok && nonce != "" && id != ""
+	return nonce, id, ok && nonce != "" && store.ValidID(id)
 }

@@ -135,3 +135,28 @@ func TestDeferredRecordsRewrite(t *testing.T) {
 	checkListing(t, b, ns, want)
 	checkListing(t, open(t, root), ns, want)
 }
+
+// TestUnsureMarkIDStaysInFolder: a U mark's id is checked as a record's
+// is: one naming a path outside the namespace's folder (an index written
+// by hand) is not listed, and the file it names is not read or repaired.
+func TestUnsureMarkIDStaysInFolder(t *testing.T) {
+	root := t.TempDir()
+	ns := store.Namespace{Agent: "a"}
+	s := open(t, root)
+	seed(t, s, ns.Key("s"), "", t0, 1)
+	s.Close()
+
+	outside := filepath.Join(root, "outside.jsonl") // <root>/a/../outside.jsonl
+	data := append(lines(t, storetest.Chain("", t0, 1)...), "precious, no newline"...)
+	writeRaw(t, outside, data, 0)
+	writeRaw(t, filepath.Join(root, "a", indexName), appendMark(nil, 'U', unsureBody("feedface", "../outside")), os.O_APPEND)
+
+	for _, info := range listAll(t, open(t, root), ns) {
+		if !store.ValidID(info.ID) {
+			t.Errorf("List shows a session with id %q", info.ID)
+		}
+	}
+	if got, _ := os.ReadFile(outside); string(got) != string(data) {
+		t.Errorf("a file outside the namespace's folder was changed:\n%q\nnow\n%q", data, got)
+	}
+}

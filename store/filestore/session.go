@@ -112,7 +112,14 @@ func (s *Store) openSession(ctx context.Context, ix *index, id string, exclusive
 			f, ss.f = ss.f, nil
 		}
 		if f == nil {
-			f, err = openFile(path, flag, fileMode)
+			f, err = openFile(path, flag&^os.O_CREATE, fileMode)
+			if create && errors.Is(err, fs.ErrNotExist) {
+				// A new transcript: the folder changes.
+				err = ix.changeDir(func() error {
+					f, err = openFile(path, flag, fileMode)
+					return err
+				})
+			}
 		}
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {

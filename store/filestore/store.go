@@ -237,6 +237,7 @@ func (s *Store) index(ctx context.Context, ns store.Namespace, create bool) (*in
 	}
 	s.mu.Unlock()
 	made := false
+	var madeAt os.FileInfo
 	if x == nil {
 		dir := s.namespaceDir(ns)
 		if err := s.checkNamespaceCase(ns); err != nil {
@@ -253,6 +254,7 @@ func (s *Store) index(ctx context.Context, ns store.Namespace, create bool) (*in
 				return nil, err
 			}
 			made = true
+			madeAt, _ = os.Stat(dir)
 			// Another process may have made the same folder in other case
 			// at the same moment.
 			if err := s.checkNamespaceCase(ns); err != nil {
@@ -267,6 +269,13 @@ func (s *Store) index(ctx context.Context, ns store.Namespace, create bool) (*in
 		var evicted *index
 		if x = s.indexes[ns]; x == nil {
 			x = newIndex(s, ns, dir)
+			if madeAt != nil {
+				// The folder as this process made it, empty: its changes
+				// from now on are this process's to record (dirchange.go)
+				// while the validation below, or before it the appends of
+				// other goroutines, go on.
+				x.dirMod = madeAt.ModTime()
+			}
 			s.indexes[ns] = x
 			evicted = s.evictLocked()
 		}

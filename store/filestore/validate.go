@@ -79,7 +79,9 @@ func (s *Store) validate(ctx context.Context, ix *index, first bool) error {
 	ix.needValidate = false
 	ix.validating = true
 	dirSt, derr := os.Stat(ix.dir)
-	if derr == nil && indexOK && ix.provenLocked(dirSt.ModTime().UnixNano()) {
+	gen := ix.dirGen // this process's changes to the folder from now on record their own mtimes
+	dead := ix.deadLocked()
+	if derr == nil && indexOK && ix.provenLocked(dirSt.ModTime().UnixNano(), dead) {
 		// Every writer that could have left the index behind is alive,
 		// and nothing else changed the folder (marks.go).
 		ix.validating = false
@@ -178,9 +180,11 @@ func (s *Store) validate(ctx context.Context, ix *index, first bool) error {
 		}
 	}
 	ix.loaded = true
-	ix.dirMod = dirSt.ModTime()
+	if ix.dirGen == gen {
+		ix.dirMod = dirSt.ModTime()
+	}
 	done = true
-	ix.closeDeadLocked()
+	ix.closeDeadLocked(dead)
 	ix.mu.Unlock()
 	rewritten := false
 	if !indexOK || len(stale) > 0 || removed > 0 {
@@ -192,7 +196,13 @@ func (s *Store) validate(ctx context.Context, ix *index, first bool) error {
 		// with records meanwhile.
 		ix.needValidate = false
 	}
-	ix.touchDirLocked() // the folder as compared, for the next cold Store
+	if ix.dirGen == gen {
+		// The folder as compared, for the next cold Store; not as it is
+		// now: a transcript made since it was read would be hidden. (A
+		// change of this process since, the rewrite's included, recorded
+		// the mtime it left.)
+		ix.recordDirLocked(dirSt.ModTime())
+	}
 	ix.mu.Unlock()
 	return nil
 }
