@@ -217,3 +217,55 @@ func TestNoKeysLoopbackHostsOnly(t *testing.T) {
 		t.Fatalf("with keys: %d", res.StatusCode)
 	}
 }
+
+// Without keys, a request that changes something is refused when it comes
+// from another site's page: a form or a no-cors fetch needs no preflight
+// and carries the server's own Host, so the Host check lets it through.
+// The server's own pages, an allowed origin and programs (no Origin) go
+// on; so do reads.
+func TestNoKeysCrossSiteRefused(t *testing.T) {
+	e := newEnv(t, spool.Config{}, server.Options{AllowedOrigins: []string{"https://app.example.com"}})
+	if r := e.post("/invoke", map[string]string{"prompt": "hello", "sessionId": "http"}); r.status != 200 {
+		t.Fatalf("seed: %d %s", r.status, r.body)
+	}
+	s, err := e.agent.Session(t.Context(), "http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := func() int {
+		t.Helper()
+		tr, err := s.Transcript(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(tr)
+	}
+	host := strings.TrimPrefix(e.http.URL, "http://")
+	for _, c := range []struct {
+		name   string
+		header map[string]string
+		want   int
+	}{
+		{"another site's form", map[string]string{"Origin": "https://evil.example", "Content-Type": "text/plain"}, 403},
+		{"another site's form, from a browser that says so", map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, 403},
+		{"a cross-site fetch without Origin", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"a local page on another port", map[string]string{"Origin": "http://localhost:3000", "Sec-Fetch-Site": "same-site"}, 403},
+		{"the server's own page", map[string]string{"Origin": "http://" + host, "Sec-Fetch-Site": "same-origin"}, 200},
+		{"the server's own page, from an older browser", map[string]string{"Origin": "http://" + host}, 200},
+		{"a page behind a proxy that sets Host", map[string]string{"Origin": "http://127.0.0.1:5173", "Sec-Fetch-Site": "same-origin"}, 200},
+		{"an allowed origin", map[string]string{"Origin": "https://app.example.com", "Sec-Fetch-Site": "cross-site"}, 200},
+		{"a program", nil, 200},
+	} {
+		before := entries()
+		r := e.do(req{method: "POST", path: "/v1/sessions/http/regenerate", header: c.header})
+		if r.status != c.want {
+			t.Fatalf("%s: %d %s, want %d", c.name, r.status, r.body, c.want)
+		}
+		if ran := entries() != before; ran != (c.want == 200) {
+			t.Fatalf("%s: the turn ran: %v", c.name, ran)
+		}
+	}
+	if r := e.get("/v1/sessions", "Origin", "https://evil.example"); r.status != 200 {
+		t.Fatalf("a cross-site read: %d", r.status)
+	}
+}

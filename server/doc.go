@@ -128,7 +128,13 @@
 // project-scoped agent every key reaches the project's shared sessions.
 // Without keys every request has project access and the server answers
 // only to loopback Host names (see Options.AllowedHosts), which defeats
-// DNS rebinding; expose such a server on loopback only.
+// DNS rebinding; expose such a server on loopback only. Such a server also
+// refuses (403) a request that changes something when it comes from
+// another site's page: the browser says so (Sec-Fetch-Site) and the
+// page's Origin is not one of Options.AllowedOrigins, or, from a browser
+// that does not say, its Origin is neither the server's own nor allowed.
+// A form or a fetch in no-cors mode needs no preflight, and its Host is
+// the server's.
 //
 // # Errors
 //

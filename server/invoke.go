@@ -205,12 +205,31 @@ func fieldList(v any) string {
 
 // jsonProblem describes a decoding error by position and field, never by
 // the values it saw.
+// jsonKind names what a json.UnmarshalTypeError's Value says was found
+// ("array", "string", "number", "bool"), for a person.
+func jsonKind(v string) string {
+	if strings.HasPrefix(v, "number") {
+		return "a number"
+	}
+	switch v {
+	case "array":
+		return "an array"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	}
+	return v
+}
+
 func jsonProblem(err error) string {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
 		return fmt.Sprintf("syntax error at byte %d", se.Offset)
+	case errors.As(err, &te) && te.Field == "":
+		return "the body must be a JSON object, not " + jsonKind(te.Value)
 	case errors.As(err, &te):
 		return fmt.Sprintf("field %q must be %s", te.Field, te.Type.String())
 	case errors.Is(err, io.EOF):

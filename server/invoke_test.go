@@ -89,6 +89,13 @@ func TestInvokeBadRequests(t *testing.T) {
 			}
 		})
 	}
+	// A body that is JSON but not an object says so, in words.
+	for body, want := range map[string]string{`[]`: "not an array", `"x"`: "not a string", `42`: "not a number", `true`: "not true or false"} {
+		r := e.do(req{method: "POST", path: "/invoke", body: body, header: map[string]string{"Content-Type": "application/json"}})
+		if msg := string(r.body); r.status != 400 || !strings.Contains(msg, "the body must be a JSON object, "+want) {
+			t.Errorf("body %s: %d %s", body, r.status, msg)
+		}
+	}
 }
 
 func TestInvokeApprovalPendingIs409(t *testing.T) {

@@ -53,7 +53,9 @@ type Options struct {
 	// rebinding. Add the name the server is reached by.
 	AllowedHosts []string
 	// AllowedOrigins are Origin values ("https://app.example.com") that
-	// /mcp accepts besides the server's own origin.
+	// /mcp accepts besides the server's own origin, and, when the server
+	// has no keys, every route that changes something (the rest refuse
+	// another site's pages: see the package doc).
 	AllowedOrigins []string
 	// UI, when set, serves / and every other path outside the API
 	// (/invoke, /chat, /api/chat, /mcp, /v1/…): the hook for the web UI, a
@@ -474,6 +476,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 		writeAPIError(rw, errf(http.StatusForbidden, CodeForbidden, "this server answers to loopback names only (Host "+r.Host+" is not allowed)"), errorBody{})
 		return
 	}
+	if s.opts.Keys.Len() == 0 && !safeMethod(r.Method) && s.isAPIPath(r.URL.Path) && !s.sameSite(r) {
+		// Without keys the browser's own checks are all that keeps
+		// another site's page from acting here: a form or a no-cors
+		// fetch may POST with no body and no preflight, and its Host is
+		// this server's.
+		writeAPIError(rw, errf(http.StatusForbidden, CodeForbidden, "cross-site request refused (Origin "+r.Header.Get("Origin")+"): a server without keys acts only for its own pages and the allowed origins"), errorBody{})
+		return
+	}
 	if s.opts.UI != nil && !s.isAPIPath(r.URL.Path) {
 		// The UI authenticates through the API it calls; its own
 		// pages are public.
@@ -488,6 +498,28 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 	ident = id
 	rctx.ident, rctx.authenticated = id, true
 	serve(true)
+}
+
+// safeMethod reports whether a request with method m changes nothing.
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// sameSite reports whether a request comes from this server's own pages,
+// an allowed origin, or no browser page at all. A browser says where the
+// page is (Sec-Fetch-Site): same-origin holds behind a reverse proxy that
+// rewrites Host too, where Origin and Host differ; from another site, the
+// page's Origin must be allowed (originAllowed). Without Sec-Fetch-Site
+// (an older browser, or a program), the Origin decides, and a request
+// without one passes.
+func (s *Server) sameSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin", "none":
+		return true
+	case "":
+		return s.originAllowed(r)
+	}
+	return r.Header.Get("Origin") != "" && s.originAllowed(r)
 }
 
 // isAPIPath reports whether path belongs to a route of the server rather

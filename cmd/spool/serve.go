@@ -72,7 +72,7 @@ func (f *serveFlags) register(fs *flagSet, env *environ, chf *channelFlags) {
 	fs.StringVar(&f.instructions, "instructions", "", "the agent's instructions")
 	fs.StringVar(&f.mode, "mode", "ask", "tool mode of new sessions: ask, auto or off")
 	fs.StringVar(&f.allowHosts, "allow-host", "", "comma-separated Host names accepted besides loopback ones (/mcp, and every route without keys)")
-	fs.StringVar(&f.allowOrigins, "allow-origin", "", "comma-separated Origins accepted by /mcp besides the server's own")
+	fs.StringVar(&f.allowOrigins, "allow-origin", "", "comma-separated Origins accepted besides the server's own, by /mcp and, without keys, by every route that changes something")
 	fs.BoolVar(&f.insecure, "insecure-no-auth", false, "allow listening on a non-loopback address without keys (anyone who reaches it has project access)")
 	fs.Int64Var(&f.maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.DurationVar(&f.keepAlive, "keep-alive", 15*time.Second, "interval of keep-alive comments in event streams")
