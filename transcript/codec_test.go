@@ -369,3 +369,16 @@ func BenchmarkParser(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(lines)), "ns/entry")
 }
+
+// An id for a time before 1970, which a ULID cannot hold, is made for the
+// earliest it can (or the last id's millisecond), and the ids after it are
+// as ever: the time once wrapped around past every ULID's, and every id
+// the process made after it panicked.
+func TestNewIDBefore1970(t *testing.T) {
+	before := NewID(time.Now())
+	old := NewID(time.Date(1677, 9, 21, 0, 0, 0, 0, time.UTC))
+	after := NewID(time.Now())
+	if !(before < old && old < after) {
+		t.Fatalf("ids %s, %s (for 1677), %s are not in the order they were made", before, old, after)
+	}
+}

@@ -31,15 +31,29 @@ var (
 func NewID(t time.Time) string {
 	idMu.Lock()
 	defer idMu.Unlock()
-	ms := max(ulid.Timestamp(t), idLast)
+	ms := max(idTime(t), idLast)
 	idLast = ms
 	if idBuf.SetTime(ms) == nil && idEntropy.MonotonicRead(ms, idBuf[6:]) == nil {
 		return idBuf.String()
 	}
 	// The monotonic entropy overflows only after 2^80 ids in one
-	// millisecond, or t is before 1970 or after 10889; fall back to
-	// fresh entropy, which cannot fail for a valid time.
+	// millisecond: fall back to fresh entropy, which cannot fail for a
+	// time a ULID holds.
 	return ulid.MustNew(ms, rand.Reader).String()
+}
+
+// idTime is t's millisecond as a ULID holds it: a time before 1970 is
+// 1970's first (ulid.Timestamp would wrap it around to one past every
+// ULID's, and every id after it would be refused), and one after 10889
+// the last a ULID holds.
+func idTime(t time.Time) uint64 {
+	switch {
+	case t.Before(time.UnixMilli(0)):
+		return 0
+	case ulid.Timestamp(t) > ulid.MaxTime():
+		return ulid.MaxTime()
+	}
+	return ulid.Timestamp(t)
 }
 
 // NewIDAfter is NewID for an id that must also sort after the id after,
@@ -56,7 +70,7 @@ func NewID(t time.Time) string {
 // without bound.
 func NewIDAfter(t time.Time, after string) string {
 	u, err := ulid.ParseStrict(after)
-	if err != nil || u.Time() < ulid.Timestamp(t) || u.Time() >= ulid.MaxTime() {
+	if err != nil || u.Time() < idTime(t) || u.Time() >= ulid.MaxTime() {
 		return NewID(t)
 	}
 	if id := NewID(ulid.Time(u.Time())); id > u.String() {

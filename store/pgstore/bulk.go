@@ -178,7 +178,16 @@ func (s *Store) appendOneBatch(ctx context.Context, b store.Batch) error {
 		return nil
 	}
 	if entries[0].ParentID == "" || len(entries) == 1 {
-		if err := s.Append(ctx, b.Key, entries[0]); err != nil {
+		// As for a part (appendPart): ctx keeps the entry from being
+		// sent, and the wait for its outcome outlives ctx, so that nothing
+		// of a bulk lands after it returned (store.BulkAppender).
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
+		err := s.Append(wctx, b.Key, entries[0])
+		cancel()
+		if err != nil {
 			return err
 		}
 		entries = entries[1:]

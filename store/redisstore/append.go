@@ -97,12 +97,8 @@ func (s *Store) appendArgs(key store.Key, e transcript.Entry) ([]string, []any, 
 	if err != nil {
 		return nil, nil, err
 	}
-	// Activity is kept, indexed and put in cursors as unix nanoseconds,
-	// which an int64 holds only for these years.
-	if y := e.Timestamp.Year(); y < 1678 || y > 2261 {
-		return nil, nil, fmt.Errorf("%w: session %s: entry %q: timestamp %s is outside the years 1678-2261 that the store can index",
-			store.ErrInvalidEntry, key, e.ID, e.Timestamp.Format(time.RFC3339))
-	}
+	// Activity is kept, indexed and put in cursors as unix nanoseconds:
+	// CheckEntry has made sure that an int64 holds the entry's.
 	var one store.SessionInfo
 	one.Apply(key, e)
 	isMessage := "0"
@@ -159,6 +155,20 @@ func (s *Store) settle(ctx context.Context, key store.Key, keys []string, args [
 		return nil
 	}
 	return fmt.Errorf("redisstore: append to session %s: not appended: %w", key, sendErr)
+}
+
+// fenceRest settles the items of a pipeline after one whose append did
+// not land, each whose command got no reply: the call returns that
+// failure, and a copy of their commands still on its way (resent by the
+// client, or held in the network) must not land after it returned, as
+// the fence makes sure (settle). Those of other sessions could. What a
+// settle finds is not the call's answer any more.
+func (s *Store) fenceRest(ctx context.Context, items []pipelined, cmds []redis.Cmder) {
+	for j, c := range cmds {
+		if res, err := c.(*redis.Cmd).Result(); err != nil && res == nil {
+			s.settle(ctx, items[j].key, items[j].keys, items[j].args, err)
+		}
+	}
 }
 
 // appendAndWait runs appendScript and then WAIT or WAITAOF on the same
@@ -301,7 +311,8 @@ func (s *Store) appendPipelined(ctx context.Context, items []pipelined) error {
 			appendScript().EvalSha(ctx, pipe, it.keys, it.args...)
 		}
 		cmds, _ := pipe.Exec(ctx)
-		for _, c := range cmds {
+		start := done
+		for j, c := range cmds {
 			it := items[done]
 			res, err := c.(*redis.Cmd).Result()
 			if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -314,6 +325,7 @@ func (s *Store) appendPipelined(ctx context.Context, items []pipelined) error {
 			}
 			if err != nil && res == nil {
 				if err := s.settle(ctx, it.key, it.keys, it.args, err); err != nil {
+					s.fenceRest(ctx, items[start+j+1:start+len(cmds)], cmds[j+1:])
 					return err
 				}
 				done++

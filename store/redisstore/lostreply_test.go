@@ -143,6 +143,36 @@ func TestAppendNeverArrived(t *testing.T) {
 	wantIDs(t, direct, key, append(entries, e)...)
 }
 
+// TestBulkLateCopyFenced: AppendBulk pipelines the append script for two
+// new sessions, and neither call reaches Redis. AppendBulk settles the
+// first, finds it not appended and returns its error, having fenced the
+// second too: a copy of either arriving late appends nothing after
+// AppendBulk returned (store.BulkAppender: "nothing of the call lands
+// after it has returned").
+func TestBulkLateCopyFenced(t *testing.T) {
+	direct, via, p := behindProxy(t)
+	p.set(redisstore.AppendScriptHash, hold)
+	ka, kb := store.Key{Agent: "agent", ID: "bulk-a"}, store.Key{Agent: "agent", ID: "bulk-b"}
+	err := via.AppendBulk(t.Context(), []store.Batch{
+		{Key: ka, Entries: []transcript.Entry{storetest.NewEntry("", time.Now(), "x.note", nil)}},
+		{Key: kb, Entries: []transcript.Entry{storetest.NewEntry("", time.Now(), "x.note", nil)}},
+	})
+	if err == nil {
+		t.Fatal("AppendBulk through a network that delivered nothing succeeded")
+	}
+	p.mu.Lock()
+	held := p.held
+	p.mu.Unlock()
+	if len(held) < 2 {
+		t.Fatalf("the proxy held %d commands, want the pipeline's two", len(held))
+	}
+	for _, cmd := range held {
+		direct.Client().Do(t.Context(), cmd...) // the copies still in the network arrive
+	}
+	wantIDs(t, direct, ka)
+	wantIDs(t, direct, kb)
+}
+
 // When the check after a lost reply cannot run either, Append says that
 // it does not know: ErrOutcomeUnknown, here for an entry that is in fact
 // in the session.

@@ -34,7 +34,7 @@ type proxyRule int
 const (
 	relay     proxyRule = iota
 	dropReply           // deliver the command, lose the reply, close the client's connection
-	hold                // keep the command, close the client's connection
+	hold                // keep the command (and those pipelined with it), close the client's connection
 )
 
 // startProxy listens on a free port in front of the Redis of
@@ -139,6 +139,13 @@ func (p *proxy) serve(client net.Conn) {
 		case hold:
 			p.mu.Lock()
 			p.held = append(p.held, args)
+			for r.Buffered() > 0 { // the rest of a pipeline, sent with it
+				_, more, err := readCommand(r)
+				if err != nil {
+					break
+				}
+				p.held = append(p.held, more)
+			}
 			p.mu.Unlock()
 			client.Close()
 			server.Close()

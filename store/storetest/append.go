@@ -18,6 +18,7 @@ var appendChecks = []check{
 	{"Read/AppendOrder", testAppendOrder},
 	{"Read/ExactlyAsAppended", testExactRoundTrip},
 	{"Read/NanosecondTimestamp", testNanosecondTimestamp},
+	{"Read/ExtremeTimestamps", testExtremeTimestamps},
 	{"Read/UnknownSessionIsEmpty", testUnknownSession},
 	{"Append/Conflict/NewSessionWithParent", testConflictNewSession},
 	{"Append/Conflict/StaleParent", testConflictStale},
@@ -76,6 +77,27 @@ func testNanosecondTimestamp(t *testing.T, s store.Store) {
 	e.Timestamp = e.Timestamp.Add(123456789 * time.Nanosecond).In(time.FixedZone("UTC+5", 5*3600))
 	appendAll(t, s, key, e)
 	checkRead(t, s, key, []transcript.Entry{e}, "Read returns the timestamp as appended, to the nanosecond (the wire format keeps every digit)")
+}
+
+// testExtremeTimestamps: an entry one store takes, every store takes, so
+// that a transfer between any two never fails on one: the first and last
+// times storekit.CheckEntry accepts, each in a session of its own (whose
+// listing order and cursors use it).
+func testExtremeTimestamps(t *testing.T, s store.Store) {
+	ns := newNamespace()
+	for i, at := range []time.Time{storekit.MinTimestamp, storekit.MaxTimestamp} {
+		key := ns.Key(name(fmt.Sprint("sess", i)))
+		e := NewEntry("", at, transcript.TypeUserMessage, transcript.UserMessage{Text: "hi"})
+		e.Timestamp = at
+		if err := s.Append(t.Context(), key, e); err != nil {
+			t.Fatalf("Append of an entry at %s, which storekit.CheckEntry accepts: %v", at.Format(time.RFC3339Nano), err)
+		}
+		checkRead(t, s, key, []transcript.Entry{e}, "Read returns an entry at the edge of the times every store takes")
+	}
+	page, err := s.List(t.Context(), ns, store.ListOptions{})
+	if err != nil || len(page.Sessions) != 2 {
+		t.Fatalf("List of the two sessions: %d, %v", len(page.Sessions), err)
+	}
 }
 
 func testUnknownSession(t *testing.T, s store.Store) {
