@@ -213,7 +213,7 @@ func benchServer(ctx context.Context, env *environ, f *benchFlags, prefix string
 	if err != nil {
 		return "", nil, err
 	}
-	st, err := openStore(ctx, env, f.storeURL, false)
+	st, err := openStore(ctx, env, "--store", f.storeURL, false)
 	if err != nil {
 		return "", nil, err
 	}

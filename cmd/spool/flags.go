@@ -18,6 +18,15 @@ type common struct {
 	agent    string
 	user     string
 	encrypt  bool
+	from     string // the flag storeURL came from, for messages: "" is --store (or SPOOL_STORE)
+}
+
+// storeFlag names where storeURL came from, for a message.
+func (c *common) storeFlag() string {
+	if c.from != "" {
+		return c.from
+	}
+	return "--store"
 }
 
 func (c *common) register(fs *flagSet, env *environ) {
@@ -52,13 +61,13 @@ func (c *common) key(id string) (store.Key, error) {
 }
 
 func (c *common) open(ctx context.Context, env *environ) (store.Store, error) {
-	return openStore(ctx, env, c.storeURL, c.encrypt)
+	return openStore(ctx, env, c.storeFlag(), c.storeURL, c.encrypt)
 }
 
 // openExisting opens the store for a command that only reads: a local
 // store that does not exist is an error (errNoStore), and is not created.
 func (c *common) openExisting(ctx context.Context, env *environ) (store.Store, error) {
-	if err := requireStore(c.storeURL); err != nil {
+	if err := requireStore(c.storeFlag(), c.storeURL); err != nil {
 		return nil, err
 	}
 	return c.open(ctx, env)
@@ -114,14 +123,16 @@ func parse(fs *flagSet, args []string) ([]string, error) {
 		if err := fs.Parse(args); err != nil {
 			return nil, &usageError{} // flag already printed the problem
 		}
-		args = fs.Args()
-		if len(args) == 0 {
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			// Parse stopped at "--", which it takes: everything after
+			// it is an argument, flags or not.
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
 			return pos, nil
 		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
 }

@@ -37,7 +37,7 @@ var errNoStore = errors.New("no store at")
 // store on this machine (file:, sqlite:) that does not exist: read-only
 // commands report a mistyped --store instead of creating an empty store
 // there. Servers (postgres:, redis:) and memory: are taken as they are.
-func requireStore(rawURL string) error {
+func requireStore(flag, rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil // opening it says what is wrong
@@ -66,14 +66,18 @@ func requireStore(rawURL string) error {
 		return nil
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w %s (nothing has been saved there; check --store or SPOOL_STORE)", errNoStore, path)
+		hint := flag
+		if flag == "--store" {
+			hint = "--store or SPOOL_STORE"
+		}
+		return fmt.Errorf("%w %s (nothing has been saved there; check %s)", errNoStore, path, hint)
 	}
 	return nil
 }
 
 // checkScheme refuses a store URL of a kind no store opens, naming the
-// kinds there are.
-func checkScheme(rawURL string) error {
+// flag it came from and the kinds there are.
+func checkScheme(flag, rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme == "" {
 		return nil // opening it says what is wrong
@@ -83,7 +87,7 @@ func checkScheme(rawURL string) error {
 			return nil
 		}
 	}
-	return usagef("--store: no kind of store is called %q; use file:, file:PATH, memory:, sqlite:PATH, postgres://… or redis://…", u.Scheme+":")
+	return usagef("%s: no kind of store is called %q; use file:, file:PATH, memory:, sqlite:PATH, postgres://… or redis://…", flag, u.Scheme+":")
 }
 
 // openStore opens the store a URL names, encrypted at rest when
@@ -93,8 +97,8 @@ func checkScheme(rawURL string) error {
 // and opens as it is; postgres: and redis: with a key are an error rather
 // than a silent plain store. An encrypted store opened without its key, or
 // with another key, is refused before anything is written.
-func openStore(ctx context.Context, env *environ, rawURL string, encrypt bool) (store.Store, error) {
-	if err := checkScheme(rawURL); err != nil {
+func openStore(ctx context.Context, env *environ, flag, rawURL string, encrypt bool) (store.Store, error) {
+	if err := checkScheme(flag, rawURL); err != nil {
 		return nil, err
 	}
 	enc, err := loadEncryption(env, encrypt)
@@ -174,7 +178,7 @@ func openTarget(ctx context.Context, env *environ, c *common) (store.Store, erro
 		if !q.Has("maxSessions") && !q.Has("maxAge") && !q.Has("retention") {
 			q.Set("retention", "none")
 			u.RawQuery = q.Encode()
-			return openStore(ctx, env, u.String(), c.encrypt)
+			return openStore(ctx, env, c.storeFlag(), u.String(), c.encrypt)
 		}
 	}
 	return c.open(ctx, env)

@@ -105,19 +105,26 @@ func sessionsExport(ctx context.Context, env *environ, args []string) error {
 		if err != nil {
 			return err
 		}
-		err = transfer.Sessions(ctx, st, namespaces, func(k store.Key) error {
-			keys = append(keys, k)
-			return nil
-		})
+		if len(namespaces) > 0 { // none: --agent names no agent the store has (transfer.Sessions would walk them all)
+			err = transfer.Sessions(ctx, st, namespaces, func(k store.Key) error {
+				keys = append(keys, k)
+				return nil
+			})
+		}
 		if err != nil {
 			return err
 		}
 	} else {
+		seen := map[store.Key]bool{}
 		for _, id := range pos {
 			k, err := c.key(id)
 			if err != nil {
 				return err
 			}
+			if seen[k] {
+				continue // once: an import of the file would conflict with the second copy
+			}
+			seen[k] = true
 			if err := checkSession(ctx, st, k); err != nil {
 				return err
 			}
@@ -141,7 +148,7 @@ func sessionsExport(ctx context.Context, env *environ, args []string) error {
 }
 
 // namespacesFor returns the namespaces --all covers: every namespace of the store, or
-// those of the agent (and user) given explicitly.
+// those of the agent (and user) given explicitly, which may be none.
 func namespacesFor(ctx context.Context, fs *flag.FlagSet, c *common, st store.Store) ([]store.Namespace, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -234,15 +241,15 @@ func runMigrate(ctx context.Context, env *environ, args []string) error {
 	if *from == *to {
 		return usagef("--from and --to name the same store")
 	}
-	if err := requireStore(*from); err != nil {
-		return fmt.Errorf("--from: %w", err)
+	if err := requireStore("--from", *from); err != nil {
+		return err
 	}
-	src, err := openStore(ctx, env, *from, *encrypt)
+	src, err := openStore(ctx, env, "--from", *from, *encrypt)
 	if err != nil {
 		return fmt.Errorf("--from: %w", err)
 	}
 	defer store.Close(src)
-	dst, err := openTarget(ctx, env, &common{storeURL: *to, encrypt: *encrypt})
+	dst, err := openTarget(ctx, env, &common{storeURL: *to, encrypt: *encrypt, from: "--to"})
 	if err != nil {
 		return fmt.Errorf("--to: %w", err)
 	}

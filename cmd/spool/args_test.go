@@ -1,0 +1,61 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// export --all --agent X exports only agent X's sessions; with none,
+// nothing, not every agent's sessions; and a session named twice is
+// exported once (an import of the file would conflict with the second).
+func TestExportSelection(t *testing.T) {
+	c := newCLI(t, nil)
+	url := tempStoreURL(t)
+	if code, _, errs := c.run("hello\n", "chat", "--store", url, "--session", "s1"); code != 0 {
+		t.Fatalf("chat: %d %s", code, errs)
+	}
+	code, out, errs := c.run("", "sessions", "export", "--all", "--agent", "other", "--store", url)
+	if code != 0 {
+		t.Fatalf("export: %d %s", code, errs)
+	}
+	if strings.Contains(out, `"agent":"default"`) {
+		t.Errorf("export --all --agent other exported agent default's sessions:\n%s", out)
+	}
+	code, once, errs := c.run("", "sessions", "export", "s1", "--store", url)
+	if code != 0 {
+		t.Fatalf("export s1: %d %s", code, errs)
+	}
+	if code, twice, errs := c.run("", "sessions", "export", "s1", "s1", "--store", url); code != 0 || twice != once {
+		t.Errorf("export s1 s1: %d %s\n%s\nwant what export s1 writes:\n%s", code, errs, twice, once)
+	}
+}
+
+// migrate has no --store: its errors name --from and --to.
+func TestMigrateErrorsNameItsFlags(t *testing.T) {
+	c := newCLI(t, nil)
+	src := tempStoreURL(t)
+	if code, _, errs := c.run("hello\n", "chat", "--store", src); code != 0 {
+		t.Fatalf("chat: %d %s", code, errs)
+	}
+	code, _, errs := c.run("", "migrate", "--from", src, "--to", "bogus:x")
+	if code != 2 || strings.Contains(errs, "--store") || !strings.Contains(errs, "--to") {
+		t.Errorf("migrate --to bogus:x: exit %d, stderr %q; want 2 and an error naming --to, not --store", code, errs)
+	}
+	code, _, errs = c.run("", "migrate", "--from", "sqlite:"+t.TempDir()+"/none.db", "--to", "memory:")
+	if code != 1 || strings.Contains(errs, "--store or SPOOL_STORE") {
+		t.Errorf("migrate --from missing: exit %d, stderr %q; want no advice to use --store/SPOOL_STORE", code, errs)
+	}
+}
+
+// Everything after "--" is an argument, flag or not.
+func TestDoubleDashEndsFlags(t *testing.T) {
+	c := newCLI(t, nil)
+	url := tempStoreURL(t)
+	if code, _, errs := c.run("hello\n", "chat", "--store", url, "--session", "s1"); code != 0 {
+		t.Fatalf("chat: %d %s", code, errs)
+	}
+	code, out, errs := c.run("", "sessions", "rename", "s1", "--store", url, "--", "a", "--json")
+	if code != 0 || !strings.Contains(out, "a --json") {
+		t.Errorf("rename s1 -- a --json: exit %d, out %q, err %q; want the title \"a --json\"", code, out, errs)
+	}
+}
