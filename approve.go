@@ -46,7 +46,7 @@ func (s *Session) Resolve(ctx context.Context, approvalID string, d Decision) it
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		var r *run
-		err := s.with(ctx, writing, func(ctx context.Context, sl *slot) error {
+		err := s.with(ctx, turning, func(ctx context.Context, sl *slot) error {
 			p, ok := sl.st.pendingApproval(approvalID)
 			if !ok {
 				return fmt.Errorf("%w: approval %q of session %s", ErrNoApproval, approvalID, s.key)

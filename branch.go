@@ -34,8 +34,9 @@ import (
 // place. The Result is Send's; Result.Supersedes names the replaced turn.
 // It fails with ErrNoTurn on a session with no turn, ErrApprovalPending
 // while a turn waits on an approval, and ErrTurnRunning while a turn is
-// running on the session or waits to run in this process. It reads the
-// session's transcript once, to find the turn.
+// running on the session or waits to run in this process; a compaction,
+// a rename or a mode change under way is waited for, as Send waits. It
+// reads the session's transcript once, to find the turn.
 func (s *Session) Regenerate(ctx context.Context) (*Result, error) {
 	return Collect(s.RegenerateStream(ctx))
 }
@@ -88,7 +89,7 @@ func (s *Session) EditStream(ctx context.Context, turnID, text string) iter.Seq2
 // conversation.
 func (s *Session) replace(ctx context.Context, plan func(c *conversation, turnID string) (opening, error)) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		if s.a.reg.writing(s.key) {
+		if s.a.reg.turning(s.key) {
 			yield(Event{}, fmt.Errorf("%w (session %s)", ErrTurnRunning, s.key))
 			return
 		}
@@ -112,7 +113,7 @@ func (s *Session) replace(ctx context.Context, plan func(c *conversation, turnID
 // is not on the active branch (switch at the earlier turn first), and like
 // Regenerate while a turn runs or waits on an approval.
 func (s *Session) SwitchBranch(ctx context.Context, turnID string) error {
-	if s.a.reg.writing(s.key) {
+	if s.a.reg.turning(s.key) {
 		return fmt.Errorf("%w (session %s)", ErrTurnRunning, s.key)
 	}
 	return s.with(ctx, writing, func(ctx context.Context, sl *slot) error {

@@ -735,3 +735,79 @@ func TestBranchWhileAnotherProcessRuns(t *testing.T) {
 		t.Fatalf("Fork at the turn before it: %v", err)
 	}
 }
+
+// Regenerate while only a compaction holds the session (here the
+// automatic one after a turn, its summarizer still working) waits for it,
+// as Send does: a compaction, a rename or a mode change is no turn, and
+// ErrTurnRunning would be false.
+func TestRegenerateWaitsForCompaction(t *testing.T) {
+	ctx := t.Context()
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	sum := func(ctx context.Context, in spool.SummaryInput) (spool.Summary, error) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-release
+		return spool.Summary{Text: "sum"}, nil
+	}
+	a := newAgent(t, spool.Config{Compaction: spool.Compaction{Turns: 2, KeepTurns: 1, Summarizer: sum}})
+	s := session(t, a, ctx, "s")
+	for _, p := range []string{"one", "two"} {
+		if _, err := s.Send(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-started // the compaction runs; no turn does
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Regenerate(ctx)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Regenerate while a compaction ran returned at once: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("Regenerate after the compaction: %v", err)
+	}
+}
+
+// A fork at a session's last turn carries the compaction made after it
+// even when a rename came between: the fork's history is the source's.
+func TestForkKeepsCompactionAfterRename(t *testing.T) {
+	ctx := t.Context()
+	a := newAgent(t, spool.Config{})
+	s := session(t, a, ctx, "s")
+	var last string
+	for _, p := range []string{"one", "two", "three"} {
+		r, err := s.Send(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = r.TurnID
+	}
+	if err := s.Rename(ctx, "title"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Compact(ctx, spool.CompactOptions{KeepTurns: 1}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := a.Fork(ctx, "s", last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the fork's history\n%v\nthe source's\n%v", got, want)
+	}
+}

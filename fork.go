@@ -72,13 +72,21 @@ func (a *Agent) Fork(ctx context.Context, id, atTurn string, opts ...ForkOption)
 	if !t.ended {
 		return nil, fmt.Errorf("%w: turn %s of session %s has not ended", ErrTurnRunning, atTurn, src)
 	}
-	// Compactions right after the turn cover it and the turns before: they
-	// are part of the session as it stood then.
-	end := t.last + 1
-	for end < len(entries) && entries[end].Type == transcript.TypeCompaction {
-		end++
+	// Compactions after the turn and before the next one cover it and the
+	// turns before: they are part of the session as it stood then, with or
+	// without a title, mode or notice written between (which are not: the
+	// fork's mode is the one its turn ran under).
+	prefix := entries[:t.last+1]
+	for _, e := range entries[t.last+1:] {
+		if e.Type == transcript.TypeCompaction {
+			prefix = append(prefix[:len(prefix):len(prefix)], e)
+			continue
+		}
+		if e.Type != transcript.TypeSessionTitle && e.Type != transcript.TypeSessionMode && e.Type != transcript.TypeGovernanceNotice {
+			break
+		}
 	}
-	copies, head := forkEntries(entries[:end], a)
+	copies, head := forkEntries(prefix, a)
 	head.Source, head.TurnID = id, atTurn
 	first, err := transcript.New(a.now(), transcript.TypeFork, transcript.NewID(a.now()), head)
 	if err != nil {

@@ -27,7 +27,8 @@ type slot struct {
 	held    bool
 	waiters []chan struct{}
 	refs    int           // holders and waiters
-	writers int           // holders and waiters that write (access writing)
+	writers int           // holders and waiters that write (access writing and turning)
+	turns   int           // those that run a turn (access turning)
 	elem    *list.Element // in idle, when refs == 0
 	st      *state        // cached state; nil when unknown
 	// abandoned is a turn this process started and could not end (its
@@ -45,9 +46,9 @@ func newRegistry(max int) *registry {
 }
 
 // acquire waits for the session's turn, in arrival order, until ctx is
-// done. A writer (write) is counted until its release, so that writing
-// reports it.
-func (r *registry) acquire(ctx context.Context, k store.Key, write bool) (*slot, error) {
+// done. A writer (write), and a turn (turn) among them, is counted until
+// its release, so that writing and turning report it.
+func (r *registry) acquire(ctx context.Context, k store.Key, write, turn bool) (*slot, error) {
 	r.mu.Lock()
 	s := r.slots[k]
 	if s == nil {
@@ -59,9 +60,7 @@ func (r *registry) acquire(ctx context.Context, k store.Key, write bool) (*slot,
 		s.elem = nil
 	}
 	s.refs++
-	if write {
-		s.writers++
-	}
+	s.count(write, turn, 1)
 	if !s.held {
 		s.held = true
 		r.mu.Unlock()
@@ -79,9 +78,7 @@ func (r *registry) acquire(ctx context.Context, k store.Key, write bool) (*slot,
 		for i, w := range s.waiters {
 			if w == ch {
 				s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
-				if write {
-					s.writers--
-				}
+				s.count(write, turn, -1)
 				r.unref(s)
 				r.mu.Unlock()
 				return nil, ctx.Err()
@@ -89,19 +86,28 @@ func (r *registry) acquire(ctx context.Context, k store.Key, write bool) (*slot,
 		}
 		r.mu.Unlock()
 		// The slot was handed to us as we gave up: pass it on.
-		r.release(s, write)
+		r.release(s, write, turn)
 		return nil, ctx.Err()
 	}
 }
 
-// release hands the slot to the next waiter, or frees it; write is
-// acquire's.
-func (r *registry) release(s *slot, write bool) {
+// count adds n to the writers (write) and the turns (turn) of s; r.mu is
+// held.
+func (s *slot) count(write, turn bool, n int) {
+	if write {
+		s.writers += n
+	}
+	if turn {
+		s.turns += n
+	}
+}
+
+// release hands the slot to the next waiter, or frees it; write and turn
+// are acquire's.
+func (r *registry) release(s *slot, write, turn bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if write {
-		s.writers--
-	}
+	s.count(write, turn, -1)
 	if len(s.waiters) > 0 {
 		next := s.waiters[0]
 		s.waiters = s.waiters[1:]
@@ -120,6 +126,15 @@ func (r *registry) writing(k store.Key) bool {
 	defer r.mu.Unlock()
 	s := r.slots[k]
 	return s != nil && s.writers > 0
+}
+
+// turning reports whether a turn of this process (access turning) holds
+// session k or waits for it.
+func (r *registry) turning(k store.Key) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.slots[k]
+	return s != nil && s.turns > 0
 }
 
 // unref drops one reference; r.mu is held.

@@ -86,6 +86,11 @@ const (
 	// writing: the queue and, when the store has one, its lock across
 	// processes, for as long as the call runs.
 	writing
+	// turning: writing, for a turn (a prompt's, or one resumed after an
+	// approval): Regenerate and SwitchBranch refuse while one holds the
+	// session or waits for it (registry.turning), where a compaction, a
+	// rename or a mode change is only waited for.
+	turning
 )
 
 // with runs fn holding the session: after the calls before it, with its
@@ -99,12 +104,13 @@ func (s *Session) with(ctx context.Context, mode access, fn func(ctx context.Con
 	if mode == reading && s.a.reg.writing(s.key) {
 		return s.readAside(ctx, fn)
 	}
-	sl, err := s.a.reg.acquire(ctx, s.key, mode == writing)
+	write := mode != reading
+	sl, err := s.a.reg.acquire(ctx, s.key, write, mode == turning)
 	if err != nil {
 		return err
 	}
-	defer s.a.reg.release(sl, mode == writing)
-	if mode == writing {
+	defer s.a.reg.release(sl, write, mode == turning)
+	if write {
 		unlock, err := s.a.lockStore(ctx, s.key)
 		if err != nil {
 			return err
@@ -202,7 +208,7 @@ func (s *Session) expire(ctx context.Context, sl *slot, mode access) error {
 	if len(sl.st.pending) > 0 {
 		return &store.ExpiredError{Key: s.key}
 	}
-	if mode == writing {
+	if mode != reading {
 		if err := s.a.cfg.Store.Delete(ctx, s.key); err != nil {
 			return fmt.Errorf("spool: session %s: deleting the expired session: %w", s.key, err)
 		}

@@ -62,7 +62,7 @@ func (s *Session) newTurn(ctx context.Context, yield func(Event, error) bool, wa
 	deadline := time.Now().Add(s.a.cfg.BusyTimeout)
 	for attempt := 1; ; attempt++ {
 		var r *run
-		err := s.with(ctx, writing, func(ctx context.Context, sl *slot) error {
+		err := s.with(ctx, turning, func(ctx context.Context, sl *slot) error {
 			if len(sl.st.pending) > 0 {
 				return fmt.Errorf("%w (session %s)", ErrApprovalPending, s.key)
 			}
