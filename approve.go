@@ -53,7 +53,10 @@ func (s *Session) Resolve(ctx context.Context, approvalID string, d Decision) it
 			}
 			r = s.newRun(sl, yield, cancel, p.TurnID)
 			defer r.done()
-			r.wrote = true // the turn is under way: a failure from here on ends it
+			// r.wrote is set once the decision is recorded (decide): a
+			// failure before leaves the turn paused as it was (another
+			// process's decision got there first, or the store failed),
+			// and one after ends it.
 			r.observe(ctx, Observation{Kind: ObserveTurnStart})
 			r.emit(Event{Kind: EventTurnStart})
 			return r.settle(ctx, r.resume(ctx, p, d))
@@ -102,6 +105,7 @@ func (r *run) decide(ctx context.Context, p Approval, d Decision) error {
 	}); err != nil {
 		return err
 	}
+	r.wrote = true // the turn is under way again: a failure from here on ends it
 	r.observe(ctx, Observation{Kind: ObserveApproval, Tool: p.Tool, CallID: p.CallID, Verdict: dec, ApprovalScope: d.Scope})
 	call := transcript.ToolCall{ID: p.CallID, Name: p.Tool, Arguments: p.Arguments}
 	if d.Allow && r.interrupted(ctx) != nil {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
 	"github.com/spool-go/spool/tool"
 	"github.com/spool-go/spool/transcript"
@@ -266,5 +268,71 @@ func TestBadToolArgumentsAreAnErrorResult(t *testing.T) {
 	res, err = s.Send(ctx, `/call no_such_tool {}`)
 	if err != nil || res.Status != transcript.StatusOK {
 		t.Fatalf("Send of a call to no tool = %+v, %v; want the turn ended ok", res, err)
+	}
+}
+
+// gatedStore is a store without a lock whose first approval.decision
+// append waits for gate (held is closed when it does).
+type gatedStore struct {
+	plainStore
+	once sync.Once
+	gate chan struct{}
+	held chan struct{}
+}
+
+func (g *gatedStore) Append(ctx context.Context, k store.Key, e transcript.Entry) error {
+	if e.Type == transcript.TypeApprovalDecision {
+		first := false
+		g.once.Do(func() { first = true })
+		if first {
+			close(g.held)
+			<-g.gate
+		}
+	}
+	return g.plainStore.Append(ctx, k, e)
+}
+
+// Two processes on a store without a lock approve the same call at once.
+// The one whose decision loses the race reports it and writes nothing: the
+// turn the winner runs goes on, and its tool's result is recorded.
+func TestApproveRaceOnStoreWithoutLock(t *testing.T) {
+	ctx := t.Context()
+	st := &gatedStore{plainStore: plainStore{memstore.New()}, gate: make(chan struct{}), held: make(chan struct{})}
+	a1 := newAgent(t, spool.Config{Store: st, Tools: approvalTools(nil)})
+	toolIn, toolOut := make(chan struct{}), make(chan struct{})
+	slow := tool.New("delete_order", "Delete an order.", func(ctx context.Context, a orderArgs) (string, error) {
+		close(toolIn)
+		<-toolOut
+		return "deleted", nil
+	}, tool.RequireApproval())
+	a2 := newAgent(t, spool.Config{Store: st, Tools: []*tool.Tool{slow}})
+	s1, s2 := session(t, a1, ctx, "s"), session(t, a2, ctx, "s")
+	res, err := s1.Send(ctx, `/call delete_order {"order":1}`)
+	if err != nil || len(res.Pending) != 1 {
+		t.Fatal(res, err)
+	}
+	id := res.Pending[0].ID
+	err1 := make(chan error, 1)
+	go func() { _, err := s1.Approve(ctx, id, transcript.ApprovalScopeOnce); err1 <- err }()
+	<-st.held // a1 read the state and is appending its decision
+	err2 := make(chan error, 1)
+	go func() { _, err := s2.Approve(ctx, id, transcript.ApprovalScopeOnce); err2 <- err }()
+	<-toolIn // a2 decided and runs the call
+	close(st.gate)
+	e1 := <-err1
+	close(toolOut)
+	if e2 := <-err2; e2 != nil {
+		t.Fatalf("the approval that won the race failed: %v (the other: %v)", e2, e1)
+	}
+	if e1 == nil {
+		t.Fatal("the approval that lost the race succeeded")
+	}
+	entries, err := s1.Transcript(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := entries[len(entries)-1]
+	if end.Type != transcript.TypeTurnEnd || end.Status != transcript.StatusOK {
+		t.Fatalf("the turn ended %s %s, want ok", end.Type, end.Status)
 	}
 }
