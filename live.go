@@ -27,7 +27,13 @@ import (
 //
 // A run's events stay in the hub for RecentTurn after it ended, so that a
 // client that lost its connection just before the end still gets the rest
-// exactly.
+// exactly, as long as no newer run of the session began meanwhile: the hub
+// keeps each session's newest run only. A watcher still in a run when a
+// newer one begins (a client that resumes after the next turn started, or
+// one too slow to keep up with turns that end faster than it reads) goes
+// on with the newer run and does not get the rest of its own, nor a run
+// that began and ended between. (Known, not yet fixed: the hub would keep
+// a session's recent runs, and a watcher walk them in order.)
 
 // RecentTurn is how long a finished run's events are kept for watchers
 // that reconnect after its end.
