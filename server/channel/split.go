@@ -38,7 +38,12 @@ func Split(text string, limit int, measure func(string) int, format func(string)
 			out := format(body)
 			over := measure(out) - limit
 			if over <= 0 || runes <= 1 {
-				parts = append(parts, out)
+				if strings.TrimSpace(out) != "" {
+					// A piece that renders to nothing (only
+					// reference-link definitions) is no message: the
+					// platforms refuse an empty one.
+					parts = append(parts, out)
+				}
 				reopen = fence
 				if len(reopen) > limit/8 {
 					// A fence line that long would crowd out the code.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"unicode/utf8"
 
 	slackapi "github.com/slack-go/slack"
 
@@ -52,8 +53,17 @@ func (c *conv) Edit(ctx context.Context, id, text string) error {
 const argsShown = 1500
 
 func (c *conv) Ask(ctx context.Context, q channel.Question) error {
-	args := q.Arguments(argsShown)
-	question := "*Approval needed:* the tool `" + escape(q.Approval.Tool) + "` wants to run with\n```\n" + escape(args) + "\n```"
+	// The section holds the arguments escaped, which may grow them
+	// several times over (&, < and > in a shell command or HTML): fewer
+	// of them are shown until it fits Slack's limit, or it refuses the
+	// message and the buttons with it.
+	var question string
+	for n := argsShown; ; n = n * 3 / 4 {
+		question = "*Approval needed:* the tool `" + escape(q.Approval.Tool) + "` wants to run with\n```\n" + escape(q.Arguments(n)) + "\n```"
+		if utf8.RuneCountInString(question) <= Limit || n == 0 {
+			break
+		}
+	}
 	btn := func(id, label, value string, style slackapi.Style) slackapi.BlockElement {
 		b := slackapi.NewButtonBlockElement(id, value, slackapi.NewTextBlockObject(slackapi.PlainTextType, label, false, false))
 		b.Style = style

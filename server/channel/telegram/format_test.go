@@ -1,8 +1,10 @@
 package telegram_test
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/spool-go/spool/server/channel"
 	"github.com/spool-go/spool/server/channel/telegram"
 )
 
@@ -20,6 +22,22 @@ func TestFormat(t *testing.T) {
 	} {
 		if got := telegram.Format(c.md); got != c.want {
 			t.Errorf("%q: %q, want %q", c.md, got, c.want)
+		}
+	}
+}
+
+// A long answer that ends with reference-link definitions: the piece that
+// holds only them renders to nothing and is no part (Telegram refuses an
+// empty message, and a refused part ends the answer there).
+func TestSplitNoEmptyPart(t *testing.T) {
+	text := strings.Repeat("word ", 790) + "see [the docs][1] and [the API][2].\n\n[1]: https://example.com/docs/getting-started/installation\n[2]: https://example.com/reference/api/v2/endpoints"
+	parts := channel.Split(text, telegram.Limit, channel.UTF16Len, telegram.Format)
+	if len(parts) == 0 {
+		t.Fatal("no parts")
+	}
+	for i, p := range parts {
+		if strings.TrimSpace(p) == "" {
+			t.Fatalf("part %d of %d is empty", i, len(parts))
 		}
 	}
 }
