@@ -48,6 +48,9 @@ var (
 	// ErrSummarizer: a compaction's summarizer failed, timed out or wrote
 	// no text; nothing was appended. The error wraps the summarizer's.
 	ErrSummarizer = errors.New("spool: the summarizer failed")
+	// ErrEndNotRecorded: Stop ended the turn, but the store did not record
+	// its end (it failed); the session's next call records it.
+	ErrEndNotRecorded = errors.New("spool: the turn stopped, but its end is not recorded")
 )
 
 // TurnError is returned by Send when a turn ended with status error or

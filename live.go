@@ -148,6 +148,7 @@ type liveTurn struct {
 	// channel per event, and one close wakes every waiter of a batch.
 	wake   chan struct{}
 	done   bool
+	lost   bool          // the run ended without its end recorded (the store failed)
 	ended  chan struct{} // closed when the run ended
 	gone   chan struct{} // closed when the hub forgets the run
 	forget sync.Once
@@ -258,14 +259,15 @@ const liveEvents = 16
 // closedWake is a closed channel: the wake of a run that ended.
 var closedWake = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// finish marks the run ended; the hub forgets it after RecentTurn.
-func (h *liveHub) finish(t *liveTurn) {
+// finish marks the run ended, its end recorded or lost (the store
+// failed); the hub forgets it after RecentTurn.
+func (h *liveHub) finish(t *liveTurn, lost bool) {
 	t.mu.Lock()
 	if t.done {
 		t.mu.Unlock()
 		return
 	}
-	t.done = true
+	t.done, t.lost = true, lost
 	// Nothing is left to stop, and the cancel holds the run's context,
 	// and through it its caller's, for as long as the hub keeps the run.
 	t.cancel = nil
@@ -434,7 +436,8 @@ func (s *Session) Running() (turnID string, ok bool) {
 // when the store is a store.Notifier, in another sharing the store: it is
 // recorded as cancelled, like a turn whose caller's context ended. Stop
 // returns once the turn's end is recorded, or when ctx ends, with the turn's id. With no turn
-// running it is ErrNotRunning.
+// running it is ErrNotRunning; a turn of this process that stopped without
+// its end recorded (the store failed) is ErrEndNotRecorded.
 func (s *Session) Stop(ctx context.Context) (turnID string, err error) {
 	t := s.a.live.running(s.key)
 	if t == nil {
@@ -443,6 +446,12 @@ func (s *Session) Stop(ctx context.Context) (turnID string, err error) {
 	t.stop()
 	select {
 	case <-t.ended:
+		t.mu.Lock()
+		lost := t.lost
+		t.mu.Unlock()
+		if lost {
+			return t.turnID, fmt.Errorf("%w (turn %s of session %s; the store failed)", ErrEndNotRecorded, t.turnID, s.key)
+		}
 		return t.turnID, nil
 	case <-ctx.Done():
 		return t.turnID, ctx.Err()

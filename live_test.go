@@ -403,3 +403,30 @@ func TestWatchByPollingPauses(t *testing.T) {
 	}
 	checkIncreasing(t, append(evs, resumed...))
 }
+
+// Stop of a turn whose end the store cannot record says so: the turn
+// stopped, but ErrEndNotRecorded, not success.
+func TestStopEndNotRecorded(t *testing.T) {
+	st := &failingStore{plainStore: plainStore{memstore.New()}}
+	a := newAgent(t, spool.Config{Store: st, Model: echo.New(echo.WithDelay(10 * time.Millisecond))})
+	ctx := context.Background()
+	sess := session(t, a, ctx, "s")
+	done := runningTurn(t, sess, strings.Repeat("word ", 500))
+	st.fail.Store(true)
+	if _, err := sess.Stop(ctx); !errors.Is(err, spool.ErrEndNotRecorded) {
+		t.Fatalf("Stop of a turn whose end the store refused: %v, want ErrEndNotRecorded", err)
+	}
+	<-done
+	if _, ok := sess.Running(); ok {
+		t.Fatal("a turn still runs after Stop")
+	}
+	st.fail.Store(false)
+	if _, err := sess.Send(ctx, "again"); err != nil {
+		t.Fatalf("the next call, the store back: %v", err)
+	}
+	entries, err := sess.Transcript(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkWellFormed(t, entries)
+}

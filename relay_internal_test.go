@@ -251,9 +251,9 @@ func TestForgetRecentTurns(t *testing.T) {
 	ta, _ := h.begin(a, "ta", 0, func() {})
 	off := 0
 	ta.relayed(func() { off++ })
-	h.finish(ta)
+	h.finish(ta, false)
 	tb, _ := h.begin(b, "tb", 0, func() {})
-	h.finish(tb)
+	h.finish(tb, false)
 	tb2, old := h.begin(b, "tb2", 2, func() {}) // replaces tb
 	if old != tb {
 		t.Fatalf("begin replaced %v, want tb", old)
@@ -288,7 +288,7 @@ func TestForgetRecentTurns(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d runs still queued, want the hole of tb", n)
 	}
-	h.finish(tb2)
+	h.finish(tb2, false)
 	h.mu.Lock()
 	due := h.recent[len(h.recent)-1]
 	h.mu.Unlock()

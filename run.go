@@ -61,7 +61,7 @@ func (s *Session) newRun(sl *slot, yield func(Event, error) bool, cancel context
 }
 
 // done ends the run for its watchers.
-func (r *run) done() { r.s.a.live.finish(r.live) }
+func (r *run) done() { r.s.a.live.finish(r.live, r.wrote && !r.ended) }
 
 // turnUsage is what the whole turn has used: before this call and in it.
 func (r *run) turnUsage() transcript.Usage { return r.prior.Add(r.usage) }
