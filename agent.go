@@ -315,11 +315,11 @@ func (a *Agent) DeleteSession(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	sl, err := a.reg.acquire(ctx, k, true, false)
+	sl, err := a.reg.acquire(ctx, k, writing)
 	if err != nil {
 		return err
 	}
-	defer a.reg.release(sl, true, false)
+	defer a.reg.release(sl, writing)
 	// The store's lock too: a delete waits for a turn running on the
 	// session in another process instead of cutting into it.
 	unlock, err := a.lockStore(ctx, k)

@@ -46,9 +46,9 @@ func newRegistry(max int) *registry {
 }
 
 // acquire waits for the session's turn, in arrival order, until ctx is
-// done. A writer (write), and a turn (turn) among them, is counted until
-// its release, so that writing and turning report it.
-func (r *registry) acquire(ctx context.Context, k store.Key, write, turn bool) (*slot, error) {
+// done. A writer (access writing or turning), and a turn among them, is
+// counted until its release, so that writing and turning report it.
+func (r *registry) acquire(ctx context.Context, k store.Key, mode access) (*slot, error) {
 	r.mu.Lock()
 	s := r.slots[k]
 	if s == nil {
@@ -60,7 +60,7 @@ func (r *registry) acquire(ctx context.Context, k store.Key, write, turn bool) (
 		s.elem = nil
 	}
 	s.refs++
-	s.count(write, turn, 1)
+	s.count(mode, 1)
 	if !s.held {
 		s.held = true
 		r.mu.Unlock()
@@ -78,7 +78,7 @@ func (r *registry) acquire(ctx context.Context, k store.Key, write, turn bool) (
 		for i, w := range s.waiters {
 			if w == ch {
 				s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
-				s.count(write, turn, -1)
+				s.count(mode, -1)
 				r.unref(s)
 				r.mu.Unlock()
 				return nil, ctx.Err()
@@ -86,28 +86,28 @@ func (r *registry) acquire(ctx context.Context, k store.Key, write, turn bool) (
 		}
 		r.mu.Unlock()
 		// The slot was handed to us as we gave up: pass it on.
-		r.release(s, write, turn)
+		r.release(s, mode)
 		return nil, ctx.Err()
 	}
 }
 
-// count adds n to the writers (write) and the turns (turn) of s; r.mu is
-// held.
-func (s *slot) count(write, turn bool, n int) {
-	if write {
+// count adds n to the writers (access writing and turning) and the turns
+// (turning) of s, as mode is; r.mu is held.
+func (s *slot) count(mode access, n int) {
+	if mode != reading {
 		s.writers += n
 	}
-	if turn {
+	if mode == turning {
 		s.turns += n
 	}
 }
 
-// release hands the slot to the next waiter, or frees it; write and turn
-// are acquire's.
-func (r *registry) release(s *slot, write, turn bool) {
+// release hands the slot to the next waiter, or frees it; mode is
+// acquire's.
+func (r *registry) release(s *slot, mode access) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s.count(write, turn, -1)
+	s.count(mode, -1)
 	if len(s.waiters) > 0 {
 		next := s.waiters[0]
 		s.waiters = s.waiters[1:]

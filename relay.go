@@ -195,13 +195,7 @@ func (sub *relaySub) dropOut(out *subOut) {
 	if !slices.Contains(sub.outs, out) {
 		return
 	}
-	var rest []*subOut
-	for _, o := range sub.outs {
-		if o != out {
-			rest = append(rest, o)
-		}
-	}
-	sub.outs = rest
+	sub.outs = slices.DeleteFunc(slices.Clone(sub.outs), func(o *subOut) bool { return o == out })
 	if out.all {
 		sub.full--
 	}

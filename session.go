@@ -104,13 +104,12 @@ func (s *Session) with(ctx context.Context, mode access, fn func(ctx context.Con
 	if mode == reading && s.a.reg.writing(s.key) {
 		return s.readAside(ctx, fn)
 	}
-	write := mode != reading
-	sl, err := s.a.reg.acquire(ctx, s.key, write, mode == turning)
+	sl, err := s.a.reg.acquire(ctx, s.key, mode)
 	if err != nil {
 		return err
 	}
-	defer s.a.reg.release(sl, write, mode == turning)
-	if write {
+	defer s.a.reg.release(sl, mode)
+	if mode != reading {
 		unlock, err := s.a.lockStore(ctx, s.key)
 		if err != nil {
 			return err

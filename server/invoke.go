@@ -203,8 +203,6 @@ func fieldList(v any) string {
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
-// jsonProblem describes a decoding error by position and field, never by
-// the values it saw.
 // jsonKind names what a json.UnmarshalTypeError's Value says was found
 // ("array", "string", "number", "bool"), for a person.
 func jsonKind(v string) string {
@@ -222,6 +220,8 @@ func jsonKind(v string) string {
 	return v
 }
 
+// jsonProblem describes a decoding error by position and field, never by
+// the values it saw.
 func jsonProblem(err error) string {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError

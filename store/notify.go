@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 )
 
@@ -323,21 +324,11 @@ func (h *Hub) dropLocked(key Key, sub *hubSub, fns []func([]byte)) []func([]byte
 	} else if !sub.pumping {
 		close(sub.ch)
 	}
-	if rest := without(h.subs[key], sub); len(rest) > 0 {
+	// A new slice, not the one Notify may be ranging over (see Hub.subs).
+	if rest := slices.DeleteFunc(slices.Clone(h.subs[key]), func(s *hubSub) bool { return s == sub }); len(rest) > 0 {
 		h.subs[key] = rest
 	} else {
 		delete(h.subs, key)
 	}
 	return fns
-}
-
-// without returns subs but sub, in a new slice (see Hub.subs).
-func without(subs []*hubSub, sub *hubSub) []*hubSub {
-	var rest []*hubSub
-	for _, s := range subs {
-		if s != sub {
-			rest = append(rest, s)
-		}
-	}
-	return rest
 }

@@ -395,9 +395,6 @@ func collect(rows *sql.Rows, err error, dest func(*indexChange, *sql.RawBytes) [
 	return changes, rows.Err()
 }
 
-// restart empties the index to build it again from the entries, and
-// returns the state to build from: the log's newest row (read through db)
-// as the mark (none: 0), and every entry to be read again.
 // follows reports whether the index whose state is st follows this
 // database's log: the log's row at the mark is the one the index recorded
 // there, or, for an index that has applied nothing, the log has its first
@@ -420,6 +417,9 @@ func (ix *indexer) follows(ctx context.Context, st indexState) (bool, error) {
 	return seq == st.mark && eid == st.markEID, nil
 }
 
+// restart empties the index to build it again from the entries, and
+// returns the state to build from: the log's newest row (read through db)
+// as the mark (none: 0), and every entry to be read again.
 func (ix *indexer) restart(ctx context.Context, tx *sql.Tx, db *sql.DB) (indexState, error) {
 	var mark, eid int64
 	err := db.QueryRowContext(ctx, `SELECT seq, eid FROM fts_log ORDER BY seq DESC LIMIT 1`).Scan(&mark, &eid)
