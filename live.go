@@ -27,17 +27,21 @@ import (
 //
 // A run's events stay in the hub for RecentTurn after it ended, so that a
 // client that lost its connection just before the end still gets the rest
-// exactly, as long as no newer run of the session began meanwhile: the hub
-// keeps each session's newest run only. A watcher still in a run when a
-// newer one begins (a client that resumes after the next turn started, or
-// one too slow to keep up with turns that end faster than it reads) goes
-// on with the newer run and does not get the rest of its own, nor a run
-// that began and ended between. (Known, not yet fixed: the hub would keep
-// a session's recent runs, and a watcher walk them in order.)
+// exactly. The hub keeps a session's runs that way, the newest and up to
+// keptRuns in all, so a watcher that resumes after the next turn started,
+// or one too slow to keep up with turns that end faster than it reads,
+// gets the rest of its own run and then every run after it, in order. A
+// watcher behind by more runs than that, or by more than RecentTurn, goes
+// on with the oldest run still kept.
 
 // RecentTurn is how long a finished run's events are kept for watchers
 // that reconnect after its end.
 const RecentTurn = time.Minute
+
+// keptRuns is how many of a session's runs the hub keeps at most: a
+// session running turns back to back (an agent's loop) keeps as many
+// while they are recent, not a minute of them.
+const keptRuns = 8
 
 // EventID identifies an event of a session. It is written "P.N": P is the
 // position of the run that produced the event in the session's transcript
@@ -105,7 +109,7 @@ var ErrTooManyWatchers = errors.New("spool: too many watchers")
 // liveHub holds the live runs of an agent's sessions.
 type liveHub struct {
 	mu       sync.Mutex
-	turns    map[store.Key]*liveTurn     // the newest run of each session, running or recent
+	turns    map[store.Key]*liveTurn     // the newest run of each session, running or recent (liveTurn.prev: the runs before it)
 	next     map[store.Key]chan struct{} // closed when a run begins on the session
 	watchers map[store.Key]int           // watchers per session
 	total    int                         // watchers in all
@@ -113,8 +117,9 @@ type liveHub struct {
 	maxAll   int                         // Config.MaxWatchers
 	// recent are the finished runs not yet forgotten, in the order they
 	// ended (so in the order they are due: each RecentTurn after its
-	// end), from the one numbered base; a run replaced by a newer one is
-	// nil there. One timer forgets them all, not one per run.
+	// end), from the one numbered base; a run the hub stopped keeping
+	// early (over keptRuns) is nil there. One timer forgets them all,
+	// not one per run.
 	recent []recentTurn
 	base   int64
 	forget *time.Timer
@@ -146,34 +151,41 @@ type liveTurn struct {
 	// wake is closed when events grow or the run ends. It is made only
 	// when someone waits (since), so that a run nobody watches makes no
 	// channel per event, and one close wakes every waiter of a batch.
-	wake   chan struct{}
-	done   bool
-	lost   bool          // the run ended without its end recorded (the store failed)
-	ended  chan struct{} // closed when the run ended
-	gone   chan struct{} // closed when the hub forgets the run
-	forget sync.Once
-	relay  func()      // ends the relay's subscription (relay.go), when it has one
-	asked  atomic.Bool // a watcher elsewhere asked for the run (a sync): its relay notifies every event
-	recent int64       // its number in liveHub.recent once finished, under liveHub.mu; -1 before
+	wake  chan struct{}
+	done  bool
+	lost  bool          // the run ended without its end recorded (the store failed)
+	ended chan struct{} // closed when the run ended
+	// retired is closed when the run stops answering other processes'
+	// watchers (a newer run of the session began, or the hub forgot
+	// it): its relay's subscription ends.
+	retired chan struct{}
+	retire1 sync.Once
+	relay   func()      // ends the relay's subscription (relay.go), when it has one
+	asked   atomic.Bool // a watcher elsewhere asked for the run (a sync): its relay notifies every event
+
+	// Under liveHub.mu:
+	recent int64     // its number in liveHub.recent once finished; -1 before
+	prev   *liveTurn // the session's run before it, while the hub keeps both
+	kept   bool      // the hub keeps it for its session's watchers
 }
 
-// forgotten marks t forgotten by the hub, and ends its relay's
-// subscription.
-func (t *liveTurn) forgotten() {
-	t.forget.Do(func() {
-		close(t.gone)
+// retire ends t's relay's subscription: the session's newer run, or none,
+// answers other processes from now on.
+func (t *liveTurn) retire() {
+	t.retire1.Do(func() {
+		close(t.retired)
 		t.relayed(nil)
 	})
 }
 
 // relayed sets off as what ends t's relay's subscription, ending the one
-// it replaces; once t is forgotten it ends off at once.
+// it replaces; once t is retired it ends off at once.
 func (t *liveTurn) relayed(off func()) {
 	t.mu.Lock()
 	old := t.relay
 	t.relay = off
 	select {
-	case <-t.gone:
+	case <-t.retired:
 		t.relay = nil
 	default:
 		off = nil
@@ -188,25 +200,41 @@ func (t *liveTurn) relayed(off func()) {
 }
 
 // begin registers a run starting at pos. It returns the session's run it
-// replaces (nil when none), for the caller to forget once the new run's
-// relay listens: forgotten first, the old run's relay would end the
+// follows (nil when none), for the caller to retire once the new run's
+// relay listens: retired first, the old run's relay would end the
 // session's listener, and the new one listen again, on every turn.
 func (h *liveHub) begin(key store.Key, turnID string, pos int64, cancel context.CancelFunc) (t, old *liveTurn) {
-	t = &liveTurn{key: key, turnID: turnID, pos: pos, cancel: cancel, ended: make(chan struct{}), gone: make(chan struct{}),
-		events: make([]Event, 0, liveEvents), recent: -1}
+	t = &liveTurn{key: key, turnID: turnID, pos: pos, cancel: cancel, ended: make(chan struct{}), retired: make(chan struct{}),
+		events: make([]Event, 0, liveEvents), recent: -1, kept: true}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if old = h.turns[key]; old != nil {
-		if i := old.recent - h.base; old.recent >= 0 && i >= 0 && i < int64(len(h.recent)) && h.recent[i].t == old {
-			h.recent[i].t = nil
-		}
-	}
+	old = h.turns[key]
+	t.prev = old
 	h.turns[key] = t
+	// The chain held keptRuns at most: with t, one may be over.
+	x := t
+	for i := 1; i < keptRuns && x.prev != nil; i++ {
+		x = x.prev
+	}
+	if c := x.prev; c != nil {
+		x.prev = nil
+		h.unkeepLocked(c)
+	}
 	if ch := h.next[key]; ch != nil {
 		close(ch)
 		delete(h.next, key)
 	}
 	return t, old
+}
+
+// unkeepLocked stops keeping t, taken off its session's chain, and
+// drops it from recent (its memory goes now, not when it is due).
+// h.mu is held.
+func (h *liveHub) unkeepLocked(t *liveTurn) {
+	t.kept, t.prev = false, nil
+	if i := t.recent - h.base; t.recent >= 0 && i >= 0 && i < int64(len(h.recent)) && h.recent[i].t == t {
+		h.recent[i].t = nil
+	}
 }
 
 // stop cancels the run, unless it ended.
@@ -286,7 +314,7 @@ func (h *liveHub) finish(t *liveTurn, lost bool) {
 	t.mu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.turns[t.key] == t {
+	if t.kept {
 		t.recent = h.base + int64(len(h.recent))
 		h.recent = append(h.recent, recentTurn{t: t, due: time.Now().Add(RecentTurn)})
 		if h.forget == nil {
@@ -309,10 +337,8 @@ func (h *liveHub) forgetDue() {
 	now := time.Now()
 	for len(h.recent) > 0 && !h.recent[0].due.After(now) {
 		if t := h.recent[0].t; t != nil {
-			if h.turns[t.key] == t {
-				delete(h.turns, t.key)
-			}
-			t.forgotten()
+			h.forgetLocked(t)
+			t.retire()
 		}
 		h.recent[0] = recentTurn{}
 		h.recent = h.recent[1:]
@@ -326,6 +352,22 @@ func (h *liveHub) forgetDue() {
 	// per run ending, at thousands of runs a second, costs more than
 	// keeping a run a little longer than RecentTurn.
 	h.forget.Reset(max(h.recent[0].due.Sub(now), forgetEvery))
+}
+
+// forgetLocked takes t off its session's chain of runs (its session's
+// newest run, or one before it). h.mu is held.
+func (h *liveHub) forgetLocked(t *liveTurn) {
+	if h.turns[t.key] == t {
+		delete(h.turns, t.key)
+	} else {
+		for x := h.turns[t.key]; x != nil; x = x.prev {
+			if x.prev == t {
+				x.prev = nil // what came before t went before it
+				break
+			}
+		}
+	}
+	t.kept, t.prev = false, nil
 }
 
 // forgetEvery is how often, at most, the hub forgets finished runs.
@@ -559,12 +601,8 @@ func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, 
 				} else {
 					after = EventID{Pos: t.pos, N: maxEvents}
 				}
-			case t.pos == after.Pos:
-				if n = int(min(after.N, maxEvents)); t.over(n) {
-					n = -1
-				}
 			default:
-				n = 0 // a run after the watcher's last event: all of it
+				t, n = h.resume(t, after)
 			}
 			if n >= 0 {
 				last, ok := s.follow(ctx, t, n, yield)
@@ -584,6 +622,28 @@ func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, 
 			}
 		}
 	}
+}
+
+// resume returns the oldest run of t's chain (t, the session's newest, and
+// the runs before it the hub keeps) with events after `after`, and how
+// many of its events come before those; nil and -1 when none has.
+func (h *liveHub) resume(t *liveTurn, after EventID) (*liveTurn, int) {
+	var chain [keptRuns]*liveTurn
+	runs := chain[:0]
+	h.mu.Lock()
+	for x := t; x != nil && x.pos >= after.Pos && len(runs) < len(chain); x = x.prev {
+		runs = append(runs, x)
+	}
+	h.mu.Unlock()
+	for _, r := range slices.Backward(runs) {
+		if r.pos > after.Pos {
+			return r, 0 // a run after the watcher's last event: all of it
+		}
+		if n := int(min(after.N, maxEvents)); !r.over(n) {
+			return r, n
+		}
+	}
+	return nil, -1
 }
 
 // maxEvents stands for "past every event of its run" in an EventID.

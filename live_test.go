@@ -165,6 +165,118 @@ func TestWatch(t *testing.T) {
 	}
 }
 
+// A watcher behind by more than one run (it resumes after the next turns
+// ran, or reads slower than turns end) gets the rest of its own run and
+// then every run after it, in order, each whole: the hub keeps a
+// session's recent runs, not only its newest.
+func TestWatchResumesRunsBehind(t *testing.T) {
+	a := newAgent(t, spool.Config{Model: echo.New(echo.WithDelay(time.Millisecond))})
+	ctx := context.Background()
+	sess := session(t, a, ctx, "behind")
+	done := runningTurn(t, sess, strings.Repeat("one ", 20))
+	var first []spool.Event
+	for ev, err := range sess.Watch(ctx, spool.WatchOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = append(first, ev)
+	}
+	res1 := <-done
+
+	// A slow follower: it takes one event, then waits while two more
+	// turns run and end.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	slow := make(chan []spool.Event, 1)
+	hold := make(chan struct{})
+	go func() {
+		var evs []spool.Event
+		ends := 0
+		for ev, err := range sess.Watch(wctx, spool.WatchOptions{After: mustID(t, first[0].ID), Follow: true}) {
+			if err != nil {
+				break
+			}
+			evs = append(evs, ev)
+			if len(evs) == 1 {
+				<-hold
+			}
+			if ev.Kind == spool.EventTurnEnd {
+				if ends++; ends == 3 {
+					slow <- evs
+					return
+				}
+			}
+		}
+		slow <- nil
+	}()
+	for sess.Watchers() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	res2, err := sess.Send(ctx, "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res3, err := sess.Send(ctx, "three")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := res1.Text + res2.Text + res3.Text
+	close(hold)
+	var evs []spool.Event
+	select {
+	case evs = <-slow:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the slow follower did not see three runs end")
+	}
+	if got := texts(first[:1]) + texts(evs); got != want {
+		t.Fatalf("the slow follower saw %q, want %q", got, want)
+	}
+	checkIDsRise(t, append(first[:1:1], evs...))
+
+	// Resuming after each event of the first run, with both later runs
+	// over, gives the rest of it and both later runs whole.
+	for k := range first {
+		var rest []spool.Event
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		for ev, err := range sess.Watch(wctx, spool.WatchOptions{After: mustID(t, first[k].ID), Follow: true}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wctx.Err() != nil {
+				break
+			}
+			rest = append(rest, ev)
+			if ev.Result != nil && ev.Result.TurnID == res3.TurnID {
+				break
+			}
+		}
+		cancel()
+		if got := texts(first[:k+1]) + texts(rest); got != want {
+			t.Fatalf("after event %d of the first run: %q, want %q", k, got, want)
+		}
+		checkIDsRise(t, append(first[k:k+1:k+1], rest...))
+	}
+}
+
+func mustID(t *testing.T, s string) spool.EventID {
+	t.Helper()
+	id, err := spool.ParseEventID(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// checkIDsRise fails unless the events' ids rise strictly.
+func checkIDsRise(t *testing.T, evs []spool.Event) {
+	t.Helper()
+	for i := 1; i < len(evs); i++ {
+		if !mustID(t, evs[i-1].ID).Before(mustID(t, evs[i].ID)) {
+			t.Fatalf("event %d (%s) does not come after event %d (%s)", i, evs[i].ID, i-1, evs[i-1].ID)
+		}
+	}
+}
+
 // A session's watchers are bounded.
 func TestWatchBound(t *testing.T) {
 	a := newAgent(t, spool.Config{MaxSessionWatchers: 1})

@@ -310,7 +310,7 @@ func (a *Agent) notify(ctx context.Context, key store.Key, m relayMsg) error {
 // relay relays run t through the store's notifications until it ends;
 // with a store that has none it returns at once. Its answers to syncs and
 // stops need no goroutine of their own: the session's subscription calls
-// them (onControl), until the hub forgets the run.
+// them (onControl), until the run retires.
 func (a *Agent) relay(t *liveTurn) {
 	if !a.listenRelay(t) {
 		return
@@ -378,8 +378,9 @@ func (h *liveHub) watched(key store.Key) bool {
 }
 
 // listenRelay subscribes run t to the syncs and stops of its session,
-// until the hub forgets the run (RecentTurn after its end, so that a
-// watcher elsewhere that reconnects after the end still gets the rest).
+// until the run retires: when the session's next run begins, or when the
+// hub forgets it (RecentTurn after its end, so that a watcher elsewhere
+// that reconnects after the end still gets the rest).
 // It reports false when the store has no notifications.
 func (a *Agent) listenRelay(t *liveTurn) bool {
 	off, err := a.live.subscribeFunc(a.cfg.Store, t.key, func(m *relayMsg) { a.onControl(t, m) })
@@ -392,14 +393,14 @@ func (a *Agent) listenRelay(t *liveTurn) bool {
 
 // onControl answers m, a sync or a stop for run t; a nil m says the
 // store dropped the session's listener: t listens again, a moment later,
-// until the hub forgets it.
+// until it retires.
 func (a *Agent) onControl(t *liveTurn, m *relayMsg) {
 	switch {
 	case m == nil:
 		t.relayed(nil)
 		go func() {
 			select {
-			case <-t.gone:
+			case <-t.retired:
 			case <-time.After(PollInterval):
 				a.listenRelay(t)
 			}
@@ -634,10 +635,15 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 					// A newer run began, so the run the watch is in has
 					// ended, and the watch did not have its end: its
 					// relay left out what it was not asked for yet and
-					// forgot the run before the ask came, or its last
+					// retired the run before the ask came, or its last
 					// notifications come after the newer run's first
-					// (two replicas). The transcript has the rest.
-					if !fromTranscript(stored{from: inRun, after: after, skip: maps.Clone(seen), step: step}, false) {
+					// (two replicas). The transcript has the rest, and
+					// (with follow) every run between that one and this.
+					st := stored{from: inRun, after: after, skip: maps.Clone(seen), step: step}
+					if follow {
+						st.until = m.Pos
+					}
+					if !fromTranscript(st, false) {
 						return true
 					}
 				}
@@ -839,6 +845,10 @@ type stored struct {
 	after EventID           // yield only events after this one
 	skip  map[EventKind]int // the first so many stored events of these kinds were had live
 	step  *partStep         // the step after those, had live in part (nil: none)
+	// until, when not 0, is where the watch through the transcript ends:
+	// it yields every run's events before that entry (not only the first
+	// turn's, whatever follow says).
+	until int64
 }
 
 // partStep is what a watcher had live of a step whose end it did not
@@ -880,13 +890,16 @@ func (p *partStep) rest(evs []Event) []Event {
 
 // watchStored yields the session's events as the transcript has them,
 // reading it every PollInterval from st.from, until a turn's end (every
-// turn's, with follow, until ctx ends). It returns the id of the last
+// turn's, with follow, until ctx ends; up to st.until when it is set). It returns the id of the last
 // event it yielded (or skipped) and false when the watcher stopped or ctx
 // ended.
 func (s *Session) watchStored(ctx context.Context, st stored, follow bool, yield func(Event, error) bool) (EventID, bool) {
 	turns := map[string]*storedTurn{}
 	pos, after := st.from, st.after
 	for {
+		if st.until > 0 && pos >= st.until {
+			return after, true
+		}
 		// A run of this process that the transcript has nothing of yet
 		// is followed live, delta by delta, once what the transcript
 		// has before it was read.
@@ -898,7 +911,7 @@ func (s *Session) watchStored(ctx context.Context, st stored, follow bool, yield
 				n = int(min(after.N, maxEvents))
 			}
 			last, ok := s.follow(ctx, t, n, yield)
-			if !ok || !follow {
+			if !ok || (!follow && st.until == 0) {
 				return last, ok
 			}
 			after = last
@@ -913,8 +926,11 @@ func (s *Session) watchStored(ctx context.Context, st stored, follow bool, yield
 			continue
 		}
 		end := math.MaxInt
+		if st.until > 0 {
+			end = int(st.until)
+		}
 		if live && t.pos > pos {
-			end = int(t.pos) // what the transcript has before that run, first
+			end = min(end, int(t.pos)) // what the transcript has before that run, first
 		}
 		entries, _, err := store.ReadRange(ctx, s.a.cfg.Store, s.key, int(pos), end)
 		if err != nil {
@@ -950,8 +966,13 @@ func (s *Session) watchStored(ctx context.Context, st stored, follow bool, yield
 					return after, false
 				}
 			}
-			if len(evs) > 0 && evs[len(evs)-1].Kind == EventTurnEnd && !follow {
-				return after, true // the turn's end, or its pause
+			if len(evs) > 0 && evs[len(evs)-1].Kind == EventTurnEnd {
+				// The turn's end, or its pause: what the watcher had
+				// live was of that run.
+				st.skip, st.step = nil, nil
+				if !follow && st.until == 0 {
+					return after, true
+				}
 			}
 		}
 		pos += int64(len(entries))

@@ -3,6 +3,8 @@ package spool
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"iter"
 	"slices"
 	"sync"
@@ -244,7 +246,8 @@ func TestWatchersShareListener(t *testing.T) {
 
 // TestForgetRecentTurns: a finished run is kept until it is due, then
 // forgotten (its relay's subscription ended); a run that a newer one
-// replaced is forgotten at once and leaves nothing in the queue.
+// followed is retired at once (its relay ends) but kept for watchers
+// until it is due as well.
 func TestForgetRecentTurns(t *testing.T) {
 	h := newLiveHub(0, 0)
 	a, b := store.Key{ID: "a"}, store.Key{ID: "b"}
@@ -254,39 +257,40 @@ func TestForgetRecentTurns(t *testing.T) {
 	h.finish(ta, false)
 	tb, _ := h.begin(b, "tb", 0, func() {})
 	h.finish(tb, false)
-	tb2, old := h.begin(b, "tb2", 2, func() {}) // replaces tb
+	tb2, old := h.begin(b, "tb2", 2, func() {}) // follows tb
 	if old != tb {
-		t.Fatalf("begin replaced %v, want tb", old)
+		t.Fatalf("begin followed %v, want tb", old)
 	}
-	old.forgotten()
+	old.retire()
 	select {
-	case <-tb.gone:
+	case <-tb.retired:
 	default:
-		t.Fatal("a replaced run is not forgotten")
+		t.Fatal("a followed run is not retired")
 	}
 	h.mu.Lock()
-	if len(h.recent) != 2 || h.recent[0].t != ta || h.recent[1].t != nil {
-		t.Fatalf("recent = %+v, want ta and a hole", h.recent)
+	if len(h.recent) != 2 || h.recent[0].t != ta || h.recent[1].t != tb || tb2.prev != tb {
+		t.Fatalf("recent = %+v, want ta and tb, tb before tb2", h.recent)
 	}
 	h.recent[0].due = time.Now().Add(-time.Second)
+	h.recent[1].due = time.Now().Add(-time.Second)
 	h.mu.Unlock()
 	h.forgetDue()
 	select {
-	case <-ta.gone:
+	case <-ta.retired:
 	default:
-		t.Fatal("a due run is not forgotten")
+		t.Fatal("a due run is not retired")
 	}
 	if cur, _ := h.current(a); cur != nil || off != 1 {
 		t.Fatalf("after forgetting: current %v, relay ended %d times", cur, off)
 	}
-	if cur, _ := h.current(b); cur != tb2 {
-		t.Fatalf("the running run of b is %v, want tb2", cur)
+	if cur, _ := h.current(b); cur != tb2 || tb2.prev != nil {
+		t.Fatalf("the running run of b is %v (before it %v), want tb2 alone", cur, tb2.prev)
 	}
 	h.mu.Lock()
 	n := len(h.recent)
 	h.mu.Unlock()
-	if n != 1 {
-		t.Fatalf("%d runs still queued, want the hole of tb", n)
+	if n != 0 {
+		t.Fatalf("%d runs still queued, want none", n)
 	}
 	h.finish(tb2, false)
 	h.mu.Lock()
@@ -294,6 +298,44 @@ func TestForgetRecentTurns(t *testing.T) {
 	h.mu.Unlock()
 	if due.t != tb2 || time.Until(due.due) <= 0 {
 		t.Fatalf("tb2 queued as %+v", due)
+	}
+}
+
+// TestKeptRunsBound: a session running turns back to back keeps keptRuns
+// of them, not every run of the last RecentTurn; the ones over the bound
+// leave the queue at once.
+func TestKeptRunsBound(t *testing.T) {
+	h := newLiveHub(0, 0)
+	k := store.Key{ID: "s"}
+	var runs []*liveTurn
+	for i := range 3 * keptRuns {
+		r, old := h.begin(k, fmt.Sprint(i), int64(2*i), func() {})
+		if old != nil {
+			old.retire()
+		}
+		h.finish(r, false)
+		runs = append(runs, r)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	chain := 0
+	for x := h.turns[k]; x != nil; x = x.prev {
+		if x != runs[len(runs)-1-chain] {
+			t.Fatalf("run %d of the chain is not the session's run %d", chain, len(runs)-1-chain)
+		}
+		chain++
+	}
+	queued := 0
+	for _, r := range h.recent {
+		if r.t != nil {
+			queued++
+		}
+	}
+	if chain != keptRuns || queued != keptRuns {
+		t.Fatalf("kept %d runs on the chain and %d in the queue, want %d", chain, queued, keptRuns)
+	}
+	if runs[0].kept || !runs[len(runs)-keptRuns].kept {
+		t.Fatal("the oldest runs are kept, or a recent one is not")
 	}
 }
 
@@ -309,7 +351,7 @@ func TestHeard(t *testing.T) {
 	}
 	key := store.Key{Agent: "default", ID: "h"}
 	tr, _ := a.live.begin(key, "t1", 0, func() {})
-	defer tr.forgotten()
+	defer tr.retire()
 	if a.heard(tr, true) {
 		t.Fatal("heard with no listener")
 	}
@@ -346,7 +388,7 @@ func TestHeard(t *testing.T) {
 		t.Fatal(err)
 	}
 	bt, _ := b.live.begin(store.Key{Agent: "default", ID: "b"}, "t1", 0, func() {})
-	defer bt.forgotten()
+	defer bt.retire()
 	if !b.heard(bt, true) {
 		t.Fatal("a run's first events not heard on a store that cannot count its listeners")
 	}
@@ -585,6 +627,52 @@ func TestRelayCrossedEnd(t *testing.T) {
 			wantTexts(t, texts, sendEach(t, first, next)...)
 		})
 	}
+}
+
+// lostRun is a basicNotifier that loses the end of the first run it
+// relays and every event of the second: a follower in the first run
+// hears nothing more until the third begins.
+type lostRun struct {
+	*basicNotifier
+	mu   sync.Mutex
+	runs []int64 // the runs whose events it was given, in order
+}
+
+func (n *lostRun) Notify(ctx context.Context, k store.Key, msg []byte) error {
+	var m relayMsg
+	if err := json.Unmarshal(msg, &m); err == nil && m.T == "ev" {
+		n.mu.Lock()
+		if !slices.Contains(n.runs, m.Pos) {
+			n.runs = append(n.runs, m.Pos)
+		}
+		run := slices.Index(n.runs, m.Pos)
+		n.mu.Unlock()
+		if run == 1 || run == 0 && bytes.Contains(msg, []byte(`turn_end`)) {
+			return nil
+		}
+	}
+	return n.basicNotifier.Notify(ctx, k, msg)
+}
+
+// A follower in another process that hears a run begin while it is still
+// in a run that ended two runs ago gets the rest of its run and the whole
+// run between from the transcript, then the new run: every turn, in
+// order.
+func TestRelayFollowerBehindRuns(t *testing.T) {
+	relayWaits(t, syncWait, time.Hour) // no probe
+	mem := memstore.New()
+	runs, err := New(Config{Store: &lostRun{basicNotifier: &basicNotifier{mem: mem}}, Model: slowModel{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watches, err := New(Config{Store: &basicNotifier{mem: mem}, Model: slowModel{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := watches.Session(t.Context(), "s")
+	texts := followTexts(t, other)
+	time.Sleep(syncWait + 200*time.Millisecond) // the first sync went unanswered: no run
+	wantTexts(t, texts, sendEach(t, runs, runs, runs)...)
 }
 
 // lockingNotifier is a basicNotifier with the memory store's turn lock,

@@ -52,7 +52,7 @@ func (s *Session) newRun(sl *slot, yield func(Event, error) bool, cancel context
 	r.live, old = s.a.live.begin(s.key, turnID, int64(sl.st.count), cancel)
 	s.a.relay(r.live)
 	if old != nil {
-		old.forgotten()
+		old.retire()
 	}
 	if t := sl.st.open; t != nil && t.id == turnID {
 		r.prior = t.usage
