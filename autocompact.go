@@ -92,27 +92,37 @@ func (s *Session) afterTurn(ctx context.Context) {
 // fails is recorded and retried after a backoff; nothing it does fails a
 // turn.
 func (s *Session) autoCompact(ctx context.Context) {
-	a := s.a
 	_ = s.with(ctx, writing, func(ctx context.Context, sl *slot) error {
-		if !s.compactionDue(sl) {
-			return nil
-		}
-		_, err := s.compact(ctx, sl, CompactOptions{})
-		switch {
-		case err == nil:
-			sl.compactFailures, sl.compactAfter = 0, time.Time{}
-		case errors.Is(err, ErrSummarizer) && ctx.Err() == nil:
-			sl.compactFailures++
-			wait := compactBackoff << min(sl.compactFailures-1, 6)
-			sl.compactAfter = time.Now().Add(min(wait, compactBackoffMax))
-			_, nerr := s.writer(sl).append(ctx, transcript.TypeGovernanceNotice, sl.st.newTurnID(a.now()), "",
-				transcript.GovernanceNotice{Kind: NoticeCompactionFailed, Message: err.Error()})
-			if nerr != nil {
-				a.log.LogAttrs(ctx, slog.LevelWarn, "recording a failed compaction", slog.String("session", s.key.ID), slog.String("error", nerr.Error()))
-			}
-		}
+		s.compactIfDue(ctx, sl)
 		return nil
 	})
+}
+
+// compactIfDue is autoCompact with the session held (sl). A turn calls it
+// too before it asks the model, when the model refused the last turn as
+// longer than its context window: the compaction after that turn runs in
+// the background, and the next turn may come first.
+func (s *Session) compactIfDue(ctx context.Context, sl *slot) {
+	a := s.a
+	if !s.compactionDue(sl) {
+		return
+	}
+	_, err := s.compact(ctx, sl, CompactOptions{})
+	switch {
+	case err == nil:
+		sl.compactFailures, sl.compactAfter = 0, time.Time{}
+	case errors.Is(err, ErrNothingToCompact):
+		sl.overflowed = false // nothing left that a compaction could shrink
+	case errors.Is(err, ErrSummarizer) && ctx.Err() == nil:
+		sl.compactFailures++
+		wait := compactBackoff << min(sl.compactFailures-1, 6)
+		sl.compactAfter = time.Now().Add(min(wait, compactBackoffMax))
+		_, nerr := s.writer(sl).append(ctx, transcript.TypeGovernanceNotice, sl.st.newTurnID(a.now()), "",
+			transcript.GovernanceNotice{Kind: NoticeCompactionFailed, Message: err.Error()})
+		if nerr != nil {
+			a.log.LogAttrs(ctx, slog.LevelWarn, "recording a failed compaction", slog.String("session", s.key.ID), slog.String("error", nerr.Error()))
+		}
+	}
 }
 
 // compactionDue reports whether a trigger of Config.Compaction holds for
@@ -122,6 +132,9 @@ func (s *Session) compactionDue(sl *slot) bool {
 	st := sl.st
 	if st.open != nil || time.Now().Before(sl.compactAfter) {
 		return false
+	}
+	if sl.overflowed {
+		return true // the model refused the history as too long
 	}
 	if c.Turns > 0 && st.sinceCompaction >= c.Turns {
 		return true

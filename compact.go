@@ -28,7 +28,11 @@ const DefaultSummaryTimeout = 2 * time.Minute
 //
 // Automatic compaction runs after a turn ends, once a trigger holds:
 // Tokens, the history the next request would carry, or Turns, the turns
-// ended since the last compaction. It runs in the background, after the
+// ended since the last compaction; and after a turn the model refused as
+// longer than its context window (transcript.CodeContextTooLong, whose
+// turn end says so), whatever Tokens and Turns say, so that the next
+// turn fits (a turn that comes before that compaction ran compacts
+// first). It runs in the background, after the
 // turn's answer has gone to its consumer, and holds the session as a turn
 // does: a turn that arrives meanwhile waits for it (or has gone first),
 // and the two never interleave. A summarizer that fails never fails a
@@ -244,6 +248,7 @@ func (s *Session) compact(ctx context.Context, sl *slot, opts CompactOptions) (*
 		return nil, err
 	}
 	a.Observe(ctx, o)
+	sl.overflowed = false
 	res.EntryID, res.Summary, res.Model, res.Usage = e.ID, sum.Text, sum.Model, sum.Usage
 	msgs, full := sl.st.hist.Window()
 	if !full && sl.st.hist.Base() > 0 {

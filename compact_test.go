@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"reflect"
 	"strings"
 	"sync"
@@ -346,5 +347,75 @@ func TestCompactAndEdit(t *testing.T) {
 	got, _ = s.History(ctx)
 	if len(got) != 4 || !strings.HasPrefix(got[1].Content, history.SummaryPrefix) || got[2].Content != "three" {
 		t.Fatalf("after switching back: %v", got)
+	}
+}
+
+// windowModel refuses a request of more than max messages as a provider
+// refuses one over its context window, and is the echo model otherwise.
+type windowModel struct {
+	max   int
+	inner model.Model
+}
+
+func (m windowModel) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Event, error] {
+	if len(req.Messages) > m.max {
+		return func(yield func(model.Event, error) bool) {
+			yield(model.Event{}, &model.Error{Code: transcript.CodeContextTooLong, StatusCode: 400, Message: "Bad Request; type invalid_request_error"})
+		}
+	}
+	return m.inner.Stream(ctx, req)
+}
+
+// A turn the model refuses as longer than its context window ends
+// context_too_long, with a notice saying what to do; with automatic
+// compaction the session is compacted after it whatever the thresholds
+// say, and the next turn fits. Without, the next turn is refused too:
+// nothing is dropped from the history behind the caller's back.
+func TestContextTooLongCompacts(t *testing.T) {
+	ctx := t.Context()
+	for _, auto := range []bool{true, false} {
+		t.Run(fmt.Sprint("automatic=", auto), func(t *testing.T) {
+			cfg := spool.Config{Model: windowModel{max: 6, inner: echo.New()}}
+			summaries := 0
+			if auto {
+				cfg.Compaction = spool.Compaction{Turns: 1000, KeepTurns: 1, Summarizer: func(context.Context, spool.SummaryInput) (spool.Summary, error) {
+					summaries++
+					return spool.Summary{Text: "earlier turns"}, nil
+				}}
+			}
+			a := newAgent(t, cfg)
+			s := session(t, a, ctx, "long")
+			sendAll(t, s, "one", "two", "three") // six messages: the seventh is over
+			_, err := s.Send(ctx, "four")
+			var te *spool.TurnError
+			if !errors.As(err, &te) || te.Code != transcript.CodeContextTooLong || !errors.Is(err, model.ErrContextTooLong) {
+				t.Fatalf("a turn over the window: %v", err)
+			}
+			entries, _ := s.Transcript(ctx)
+			var notice transcript.GovernanceNotice
+			for _, e := range entries {
+				if e.Type == transcript.TypeGovernanceNotice {
+					_ = e.DecodeData(&notice)
+				}
+			}
+			if notice.Kind != transcript.NoticeContextTooLong || !strings.Contains(notice.Message, "compact") {
+				t.Fatalf("notice %+v", notice)
+			}
+			_, err = s.Send(ctx, "five")
+			if auto && (err != nil || summaries != 1) {
+				t.Fatalf("after the automatic compaction: %v (%d summaries)", err, summaries)
+			}
+			if !auto && !errors.Is(err, model.ErrContextTooLong) {
+				t.Fatalf("without compaction the next turn is over the window too: %v", err)
+			}
+			if auto {
+				// The trigger was the refusal: the turns after it do not
+				// compact again.
+				sendAll(t, s, "six")
+				if summaries != 1 {
+					t.Fatalf("%d summaries after the refusal was dealt with", summaries)
+				}
+			}
+		})
 	}
 }

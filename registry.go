@@ -39,6 +39,10 @@ type slot struct {
 	// row; none is tried again before compactAfter.
 	compactFailures int
 	compactAfter    time.Time
+	// overflowed says that the session's last turn was refused as longer
+	// than the model's context window: the automatic compaction after it
+	// runs whatever its thresholds say, until one succeeds.
+	overflowed bool
 }
 
 func newRegistry(max int) *registry {

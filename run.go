@@ -192,6 +192,9 @@ func (r *run) loop(ctx context.Context) error {
 				status = transcript.StatusCancelled
 			} else if errors.Is(err, model.ErrRateLimited) {
 				notice = transcript.NoticeRateLimited
+			} else if errors.Is(err, model.ErrContextTooLong) {
+				notice = transcript.NoticeContextTooLong
+				r.sl.overflowed = true
 			}
 			return r.end(ctx, status, notice, noticeMessage(notice, err), err)
 		case blocked != nil:
@@ -218,8 +221,11 @@ func (e *stepsError) Error() string {
 }
 
 func noticeMessage(kind string, err error) string {
-	if kind == transcript.NoticeRateLimited {
+	switch kind {
+	case transcript.NoticeRateLimited:
 		return "the model provider is rate limiting requests"
+	case transcript.NoticeContextTooLong:
+		return "the conversation is longer than the model's context window: compact the session, or lower the history's token budget"
 	}
 	return ""
 }

@@ -69,6 +69,9 @@ func (s *Session) newTurn(ctx context.Context, yield func(Event, error) bool, wa
 			if err := s.settleOpenTurn(ctx, sl, wait); err != nil {
 				return err
 			}
+			if sl.overflowed && s.a.cfg.Compaction.automatic() {
+				s.compactIfDue(ctx, sl)
+			}
 			created := sl.st.count == 0
 			turnID := sl.st.newTurnID(s.a.now())
 			o, err := open(ctx, sl, turnID)

@@ -82,12 +82,17 @@ type Event struct {
 // transcript.CodeRateLimited.
 var ErrRateLimited = errors.New("model: rate limited")
 
+// ErrContextTooLong is matched by an *Error with code
+// transcript.CodeContextTooLong: the request is longer than the model's
+// context window.
+var ErrContextTooLong = errors.New("model: the request is longer than the model's context window")
+
 // Error is a failure the provider reported or caused. Its Message never
 // contains request content.
 type Error struct {
 	// Code is one of the provider codes of package transcript
-	// (CodeRateLimited, CodeAuth, CodeProviderError, CodeBadResponse): the
-	// turn that the failure ends records it.
+	// (CodeRateLimited, CodeAuth, CodeProviderError, CodeBadResponse,
+	// CodeContextTooLong): the turn that the failure ends records it.
 	Code       transcript.ErrorCode
 	StatusCode int    // the HTTP status, when there was one
 	Message    string // what went wrong, for people
@@ -104,7 +109,9 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Is makes errors.Is(err, ErrRateLimited) true for rate limits.
+// Is makes errors.Is(err, ErrRateLimited) true for rate limits, and
+// errors.Is(err, ErrContextTooLong) for a request over the context window.
 func (e *Error) Is(target error) bool {
-	return target == ErrRateLimited && e.Code == transcript.CodeRateLimited
+	return target == ErrRateLimited && e.Code == transcript.CodeRateLimited ||
+		target == ErrContextTooLong && e.Code == transcript.CodeContextTooLong
 }

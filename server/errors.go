@@ -48,6 +48,7 @@ const (
 	CodeOverBudget       = "over_budget"        // 429: the session or the agent used its token budget
 	CodeQueueFull        = "queue_full"         // 429: too many /chat requests wait on the session; retry after Retry-After
 	CodeTooManyWatchers  = "too_many_watchers"  // 429: the session or the server has as many watchers as it allows
+	CodeContextTooLong   = "context_too_long"   // 422: the model refused the session's history as longer than its context window; compact it
 	CodeInternal         = "internal"           // 500
 	CodeModelError       = "model_error"        // 502: the turn ended with an error of the model
 	CodeUnavailable      = "unavailable"        // 503: shutting down, the channel closed
@@ -146,6 +147,8 @@ func turnError(status transcript.Status, code transcript.ErrorCode, msg string) 
 		return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "the model provider is rate limiting requests; retry later", RetryAfter: 5}
 	case code == transcript.CodeOverBudget:
 		return errf(http.StatusTooManyRequests, CodeOverBudget, "the token budget is used up: "+msg)
+	case code == transcript.CodeContextTooLong:
+		return errf(http.StatusUnprocessableEntity, CodeContextTooLong, "the conversation is longer than the model's context window: compact the session (POST /v1/sessions/{id}/compact) and send again")
 	case code == transcript.CodeStoreError:
 		return errf(http.StatusServiceUnavailable, CodeUnavailable, "the session store failed; the turn is recorded as failed")
 	}

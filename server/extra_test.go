@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,11 +14,13 @@ import (
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/server"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
 	"github.com/spool-go/spool/tool"
+	"github.com/spool-go/spool/transcript"
 )
 
 // A delegated agent's events reach the /chat stream as "delegate" events.
@@ -122,5 +125,33 @@ func TestOverBudgetIs429(t *testing.T) {
 		if want == 429 && !strings.Contains(rec.Body.String(), `"over_budget"`) {
 			t.Fatalf("body %s", rec.Body)
 		}
+	}
+}
+
+// overWindow refuses every request as longer than the model's context
+// window, as a provider does (model.ErrContextTooLong).
+type overWindow struct{}
+
+func (overWindow) Stream(context.Context, *model.Request) iter.Seq2[model.Event, error] {
+	return func(yield func(model.Event, error) bool) {
+		yield(model.Event{}, &model.Error{Code: transcript.CodeContextTooLong, StatusCode: 400, Message: "Bad Request"})
+	}
+}
+
+// A turn the model refuses as over its context window is 422
+// context_too_long, and the message says what to do: retrying as it is
+// would fail again.
+func TestContextTooLongIs422(t *testing.T) {
+	a, err := spool.New(spool.Config{Model: overWindow{}, Store: memstore.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := server.New(a, server.Options{})
+	req := httptest.NewRequest("POST", "http://127.0.0.1/invoke", strings.NewReader(`{"prompt":"hello"}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 422 || !strings.Contains(rec.Body.String(), `"context_too_long"`) || !strings.Contains(rec.Body.String(), "/compact") {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 }

@@ -82,6 +82,7 @@ const (
 	NoticeResponseStopped = "response_stopped"
 	NoticeRateLimited     = "rate_limited"
 	NoticeOverBudget      = "over_budget"
+	NoticeContextTooLong  = "context_too_long"
 )
 
 // GovernanceNotice is the data of a TypeGovernanceNotice entry: why a guard,
@@ -153,6 +154,11 @@ const (
 	CodeAuth          ErrorCode = "auth"           // HTTP 401 or 403: the key is missing or wrong
 	CodeProviderError ErrorCode = "provider_error" // the provider failed (5xx) or refused the request (4xx)
 	CodeBadResponse   ErrorCode = "bad_response"   // the provider sent something that is not its protocol
+	// CodeContextTooLong: the provider refused the request as longer than
+	// the model's context window (HTTP 400 saying so). Sending it again
+	// fails again: the session's history must shrink first (a
+	// compaction, a smaller Config.HistoryTokens).
+	CodeContextTooLong ErrorCode = "context_too_long"
 )
 
 // TurnEnd is the data of a TypeTurnEnd entry. The turn's status is the

@@ -509,6 +509,9 @@ func (c *chat) turn(stream func(context.Context, string) iter.Seq2[spool.Event, 
 	case transcript.StatusError:
 		c.failed++
 		fmt.Fprintln(c.env.stderr, c.errOut.paint(c.errOut.errorS, fmt.Sprintf("(failed: %s %s)", res.Error.Code, res.Error.Message)))
+		if res.Error.Code == transcript.CodeContextTooLong {
+			c.note("(the conversation is longer than the model's context window: run `spool sessions compact %s` with this chat's --store and --model, then send again)", c.sess.ID())
+		}
 	case transcript.StatusPromptBlocked, transcript.StatusResponseBlocked:
 		c.note("(%s: %s)", res.Status, res.Notice)
 	case spool.StatusAwaitingApproval:

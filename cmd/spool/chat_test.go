@@ -12,6 +12,7 @@ import (
 
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
+	"github.com/spool-go/spool/transcript"
 )
 
 func TestChatPiped(t *testing.T) {
@@ -199,5 +200,16 @@ func TestChatModelWithoutKey(t *testing.T) {
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: the store was created (%v)", spec, err)
 		}
+	}
+}
+
+// A turn the model refused as longer than its context window says how to
+// go on: the command that compacts the session.
+func TestChatContextTooLongSaysCompact(t *testing.T) {
+	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
+	c.model = echo.New(echo.WithError(&model.Error{Code: transcript.CodeContextTooLong, StatusCode: 400, Message: "Bad Request"}))
+	code, _, errs := c.run("hello\n", "chat", "--session", "long")
+	if code != 1 || !strings.Contains(errs, "context_too_long") || !strings.Contains(errs, "spool sessions compact long") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }

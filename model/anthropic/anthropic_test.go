@@ -82,11 +82,16 @@ func replay(t *testing.T, name string) func(http.ResponseWriter, *http.Request) 
 // status answers with an HTTP error in the API's format; its message
 // quotes the prompt.
 func status(code int, typ string) func(http.ResponseWriter, *http.Request) {
+	return statusSaying(code, typ, "refused: "+secret)
+}
+
+// statusSaying answers an error of type typ with message msg.
+func statusSaying(code int, typ, msg string) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{
-			"type": typ, "message": "refused: " + secret,
+			"type": typ, "message": msg,
 		}})
 	}
 }
@@ -325,18 +330,22 @@ func TestHTTPErrors(t *testing.T) {
 	tests := []struct {
 		status   int
 		typ      string
+		msg      string // besides the request's secret
 		wantCode transcript.ErrorCode
 	}{
-		{429, "rate_limit_error", transcript.CodeRateLimited},
-		{500, "api_error", transcript.CodeProviderError},
-		{529, "overloaded_error", transcript.CodeProviderError},
-		{401, "authentication_error", transcript.CodeAuth},
-		{403, "permission_error", transcript.CodeAuth},
-		{400, "invalid_request_error", transcript.CodeProviderError},
+		{429, "rate_limit_error", "", transcript.CodeRateLimited},
+		{500, "api_error", "", transcript.CodeProviderError},
+		{529, "overloaded_error", "", transcript.CodeProviderError},
+		{401, "authentication_error", "", transcript.CodeAuth},
+		{403, "permission_error", "", transcript.CodeAuth},
+		{400, "invalid_request_error", "", transcript.CodeProviderError},
+		// The API's words for a request over the context window.
+		{400, "invalid_request_error", "prompt is too long: 208432 tokens > 200000 maximum", transcript.CodeContextTooLong},
+		{400, "invalid_request_error", "input length and `max_tokens` exceed context limit: 197000 + 8192 > 200000", transcript.CodeContextTooLong},
 	}
 	for _, tt := range tests {
-		t.Run(tt.typ, func(t *testing.T) {
-			s := newServer(t, status(tt.status, tt.typ))
+		t.Run(tt.typ+" "+tt.msg, func(t *testing.T) {
+			s := newServer(t, statusSaying(tt.status, tt.typ, tt.msg+" "+secret))
 			events, err := collect(newModel(t, s), context.Background(), simpleRequest())
 			var me *model.Error
 			if !errors.As(err, &me) {
@@ -347,6 +356,12 @@ func TestHTTPErrors(t *testing.T) {
 			}
 			if errors.Is(err, model.ErrRateLimited) != (tt.status == 429) {
 				t.Errorf("errors.Is(err, ErrRateLimited) wrong for %d", tt.status)
+			}
+			if errors.Is(err, model.ErrContextTooLong) != (tt.wantCode == transcript.CodeContextTooLong) {
+				t.Errorf("errors.Is(err, ErrContextTooLong) wrong for %d %q", tt.status, tt.msg)
+			}
+			if tt.msg != "" && strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("error %q quotes the server's free text", err)
 			}
 			if !strings.Contains(err.Error(), tt.typ) {
 				t.Errorf("error %q does not name the error type", err)

@@ -97,14 +97,30 @@ func apiError(err error) error {
 	}
 	typ := string(apiErr.Type())
 	if apiErr.StatusCode >= 400 {
+		code := model.CodeForStatus(apiErr.StatusCode)
+		if apiErr.StatusCode == http.StatusBadRequest && typ == "invalid_request_error" && contextTooLong(apiErr.Message) {
+			code = transcript.CodeContextTooLong
+		}
 		return &model.Error{
-			Code:       model.CodeForStatus(apiErr.StatusCode),
+			Code:       code,
 			StatusCode: apiErr.StatusCode,
 			Message:    provider.Describe(http.StatusText(apiErr.StatusCode), "type", typ),
 			Err:        err,
 		}
 	}
 	return &model.Error{Code: codeForType(typ), Message: provider.Describe("error event in the stream", "type", typ), Err: err}
+}
+
+// contextTooLong reports whether msg, an invalid_request_error's message,
+// is the API's refusal of a request longer than the model's context
+// window: "prompt is too long: 208432 tokens > 200000 maximum", or (the
+// prompt fits, not with max_tokens on top) "input length and `max_tokens`
+// exceed context limit: …". The API gives these no error code of their
+// own, so the message is matched; it is not kept (Describe leaves free
+// text out).
+func contextTooLong(msg string) bool {
+	msg = strings.ToLower(msg)
+	return strings.HasPrefix(msg, "prompt is too long") || strings.Contains(msg, "exceed context limit")
 }
 
 // codeForType maps the API's error types to codes.

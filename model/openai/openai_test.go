@@ -372,10 +372,11 @@ func TestHTTPErrors(t *testing.T) {
 		{500, "server_error", "", transcript.CodeProviderError},
 		{401, "invalid_request_error", "invalid_api_key", transcript.CodeAuth},
 		{403, "invalid_request_error", "", transcript.CodeAuth},
-		{400, "invalid_request_error", "context_length_exceeded", transcript.CodeProviderError},
+		{400, "invalid_request_error", "context_length_exceeded", transcript.CodeContextTooLong},
+		{400, "invalid_request_error", "", transcript.CodeProviderError},
 	}
 	for _, tt := range tests {
-		t.Run(http.StatusText(tt.status), func(t *testing.T) {
+		t.Run(http.StatusText(tt.status)+" "+tt.code, func(t *testing.T) {
 			s := newServer(t, status(tt.status, tt.typ, tt.code))
 			events, err := collect(newModel(t, s), context.Background(), simpleRequest())
 			var me *model.Error
@@ -387,6 +388,9 @@ func TestHTTPErrors(t *testing.T) {
 			}
 			if errors.Is(err, model.ErrRateLimited) != (tt.status == 429) {
 				t.Errorf("errors.Is(err, ErrRateLimited) wrong for %d", tt.status)
+			}
+			if errors.Is(err, model.ErrContextTooLong) != (tt.wantCode == transcript.CodeContextTooLong) {
+				t.Errorf("errors.Is(err, ErrContextTooLong) wrong for %d %s", tt.status, tt.code)
 			}
 			if tt.code != "" && !strings.Contains(err.Error(), tt.code) {
 				t.Errorf("error %q does not name the provider's code", err)

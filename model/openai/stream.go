@@ -104,8 +104,12 @@ func (a *accumulator) flush() []model.Event {
 func apiError(err error) error {
 	var apiErr *oa.Error
 	if errors.As(err, &apiErr) {
+		code := model.CodeForStatus(apiErr.StatusCode)
+		if apiErr.Code == contextLengthExceeded {
+			code = transcript.CodeContextTooLong
+		}
 		return &model.Error{
-			Code:       model.CodeForStatus(apiErr.StatusCode),
+			Code:       code,
 			StatusCode: apiErr.StatusCode,
 			Message:    provider.Describe(http.StatusText(apiErr.StatusCode), "type", apiErr.Type, "code", apiErr.Code),
 			Err:        err,
@@ -117,6 +121,10 @@ func apiError(err error) error {
 	}
 	return nil
 }
+
+// contextLengthExceeded is the error code OpenAI answers a request longer
+// than the model's context window with (HTTP 400).
+const contextLengthExceeded = "context_length_exceeded"
 
 // midStreamError maps an error object a server sent inside a stream that
 // had started with 200 OK.
@@ -139,6 +147,8 @@ func midStreamError(se *ssestream.StreamError) error {
 		c = transcript.CodeRateLimited
 	case strings.Contains(kind, "auth") || strings.Contains(kind, "api_key"):
 		c = transcript.CodeAuth
+	case strings.Contains(kind, contextLengthExceeded):
+		c = transcript.CodeContextTooLong
 	}
 	return &model.Error{Code: c, Message: provider.Describe("error inside the stream", "type", body.Error.Type, "code", code), Err: se}
 }

@@ -33,6 +33,8 @@ export function friendly(err) {
       return 'The answer was stopped.';
     case 'turn_running':
       return 'A turn is running in this conversation: wait for it to end, or stop it.';
+    case 'context_too_long':
+      return 'This conversation is longer than the model can read at once. Compact it, then send your message again.';
     case 'nothing_to_compact':
       return 'Nothing to compact yet: the newest turns are kept as they are, and there are no older ended turns to summarize.';
     case 'summarizer_failed':
