@@ -223,7 +223,8 @@ func TestRequestBody(t *testing.T) {
 			{Role: model.RoleTool, ToolCallID: "toolu_1", Content: "sunny"},
 			{Role: model.RoleTool, ToolCallID: "toolu_2", Content: "error: bad arguments"},
 			{Role: model.RoleUser, Content: "and tomorrow?"},
-			{Role: model.RoleAssistant, Content: ""}, // an empty answer is left out
+			{Role: model.RoleAssistant, Content: ""},      // an empty answer is left out
+			{Role: model.RoleAssistant, Content: " \n\t"}, // and a blank one, which the API refuses
 			{Role: model.RoleUser, Content: "hello?"},
 		},
 		Tools: []model.ToolSpec{

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
@@ -24,7 +25,7 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 	for i, msg := range req.Messages {
 		switch msg.Role {
 		case model.RoleSystem:
-			if msg.Content != "" {
+			if !blank(msg.Content) {
 				p.System = append(p.System, sdk.TextBlockParam{Text: msg.Content})
 			}
 		case model.RoleUser:
@@ -40,7 +41,7 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 				return p, fmt.Errorf("anthropic: message %d: tool message without a tool call id", i)
 			}
 			r := sdk.ToolResultBlockParam{ToolUseID: msg.ToolCallID}
-			if msg.Content != "" {
+			if !blank(msg.Content) {
 				r.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: msg.Content}}}
 			}
 			b.add(user, sdk.ContentBlockParamUnion{OfToolResult: &r})
@@ -111,14 +112,19 @@ func (b *builder) messages() []sdk.MessageParam {
 	return out
 }
 
-// text returns a text block for s, or none for empty text, which the API
-// refuses.
+// text returns a text block for s, or none for blank text, which the API
+// refuses ("text content blocks must contain non-whitespace text"): an
+// answer that was only a newline would otherwise fail every later turn
+// of its session.
 func text(s string) []sdk.ContentBlockParamUnion {
-	if s == "" {
+	if blank(s) {
 		return nil
 	}
 	return []sdk.ContentBlockParamUnion{sdk.NewTextBlock(s)}
 }
+
+// blank reports whether s is empty or only white space.
+func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
 // input returns tool call arguments as tool_use input, which must be an
 // object.
