@@ -152,7 +152,8 @@
 // session id is taken), 408 (request_timeout: the body did not arrive within
 // Options.ReadTimeout, 30 seconds by default), 410 (the session expired
 // with an approval pending), 413 (a body over Options.MaxBodyBytes, 1 MiB
-// by default), 429 (the
+// by default), 422 (context_too_long: the model refused the session's
+// history as longer than its context window; compact the session), 429 (the
 // model provider is rate limiting; the session or agent used its token
 // budget), 500, 502 (the turn ended with an error of the model; the body
 // names the session and turn), 503 (shutting down, the channel closed,
