@@ -33,6 +33,16 @@ import (
 // gets the rest of its own run and then every run after it, in order. A
 // watcher behind by more runs than that, or by more than RecentTurn, goes
 // on with the oldest run still kept.
+//
+// A watcher in another process gets the same from the process running
+// the session's newest run: its sync names the event it resumes after,
+// and the answer holds what that process keeps of the run and of every
+// run after it. Two cases are left: the runs ran in different processes
+// (the answering one has only its own, and the watcher goes on with
+// those), and a follower that had a run whole and then lost every
+// notification of the next (it goes on with the one after; a follower
+// still in a run when a newer one begins reads the rest, and every run
+// between, from the transcript).
 
 // RecentTurn is how long a finished run's events are kept for watchers
 // that reconnect after its end.
@@ -644,6 +654,24 @@ func (h *liveHub) resume(t *liveTurn, after EventID) (*liveTurn, int) {
 		}
 	}
 	return nil, -1
+}
+
+// before returns the events of the runs before t on its chain that begin
+// at pos or later, oldest first, in one new slice.
+func (h *liveHub) before(t *liveTurn, pos int64) []Event {
+	var chain [keptRuns]*liveTurn
+	runs := chain[:0]
+	h.mu.Lock()
+	for x := t.prev; x != nil && x.pos >= pos && len(runs) < len(chain); x = x.prev {
+		runs = append(runs, x)
+	}
+	h.mu.Unlock()
+	var evs []Event
+	for _, r := range slices.Backward(runs) {
+		e, _, _ := r.since(0)
+		evs = append(evs, e...)
+	}
+	return evs
 }
 
 // maxEvents stands for "past every event of its run" in an EventID.

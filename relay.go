@@ -47,8 +47,9 @@ type relayMsg struct {
 	Nonce  string  `json:"nonce,omitempty"` // sync, and the snap answering it
 	Pos    int64   `json:"pos,omitempty"`   // the run (ev, end, snap)
 	Event  *Event  `json:"ev,omitempty"`    // ev: one event
-	Events []Event `json:"evs,omitempty"`   // ev: several, in order; snap: the run's events so far
+	Events []Event `json:"evs,omitempty"`   // ev: several, in order; snap: the run's events so far, after those of the runs before it from the sync's After
 	Open   bool    `json:"open,omitempty"`  // snap: the run has not ended
+	After  string  `json:"after,omitempty"` // sync: the id of the last event the watcher has, when it resumes in a run
 }
 
 // control reports whether b, a relay message as json.Marshal encodes
@@ -412,6 +413,11 @@ func (a *Agent) onControl(t *liveTurn, m *relayMsg) {
 		// (it had not been asked yet) is in the snap.
 		t.asked.Store(true)
 		evs, done, _ := t.since(0)
+		if id, err := ParseEventID(m.After); err == nil && id.Pos < t.pos {
+			// A watcher resuming in an earlier run: what the hub keeps of
+			// it and of the runs between comes first.
+			evs = append(a.live.before(t, id.Pos), evs...)
+		}
 		// Not on the subscription's goroutine: a notify may be a round
 		// trip, and the session's other messages wait meanwhile.
 		go func() {
@@ -452,7 +458,16 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 	}
 	defer unsub()
 	nonce := transcript.NewID(s.a.now())
-	if err := s.a.notify(ctx, s.key, relayMsg{T: "sync", Nonce: nonce}); err != nil {
+	// A watcher that resumes in a run asks for it: the process running the
+	// session's newest run answers with what it keeps of that run and of
+	// every run after it (a client that reconnects to another replica
+	// after the next turn began gets the rest of its own first).
+	ask := relayMsg{T: "sync", Nonce: nonce}
+	resuming := !after.IsZero() && after.N < storedBase
+	if resuming {
+		ask.After = after.String()
+	}
+	if err := s.a.notify(ctx, s.key, ask); err != nil {
 		yield(Event{}, err)
 		return true
 	}
@@ -498,6 +513,9 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 	flush := func(pos int64) bool {
 		if pos < after.Pos || (after.IsZero() && !synced) {
 			return true // where the watch starts is not known yet
+		}
+		if resuming && !synced && pos > after.Pos {
+			return true // the snap may have the rest of the run resumed in, which comes first
 		}
 		n := int64(0)
 		if pos == after.Pos {
@@ -687,9 +705,19 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 				}
 				synced = true
 				for _, ev := range m.Events {
-					keep(m.Pos, ev)
+					// A snap may begin with runs before its own (the
+					// resumed one and those after it): each event's id
+					// names its run.
+					if id, err := ParseEventID(ev.ID); err == nil && id.Pos <= m.Pos {
+						keep(id.Pos, ev)
+					}
 				}
-				if !flush(m.Pos) || (!m.Open && !follow) {
+				for _, pos := range slices.Sorted(maps.Keys(known)) {
+					if pos <= m.Pos && !flush(pos) {
+						return true
+					}
+				}
+				if !m.Open && !follow {
 					// Without follow, a snap of a run that ended is all
 					// there is to yield.
 					return true

@@ -675,6 +675,68 @@ func TestRelayFollowerBehindRuns(t *testing.T) {
 	wantTexts(t, texts, sendEach(t, runs, runs, runs)...)
 }
 
+// A watcher in another process that resumes in a run after the next one
+// began (a client reconnecting to another replica) gets the rest of its
+// run and then the next one whole, from the process that ran both: its
+// hub keeps a session's recent runs, and the newest run's relay answers
+// for them. Without Follow it gets the rest of its run alone.
+func TestRelayResumeBehind(t *testing.T) {
+	relayWaits(t, 200*time.Millisecond, time.Hour) // no probe
+	ctx := t.Context()
+	mem := memstore.New()
+	runs, err := New(Config{Store: &basicNotifier{mem: mem}, Model: slowModel{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watches, err := New(Config{Store: &basicNotifier{mem: mem}, Model: slowModel{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, _ := runs.Session(ctx, "s")
+	var a []Event
+	for ev, err := range rs.Stream(ctx, "hi") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		a = append(a, ev)
+	}
+	resB, err := rs.Send(ctx, "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := func(evs []Event) (s string) {
+		for _, ev := range evs {
+			s += ev.Text
+		}
+		return s
+	}
+	other, _ := watches.Session(ctx, "s")
+	for k := range a[:len(a)-1] {
+		for _, follow := range []bool{true, false} {
+			after, _ := ParseEventID(a[k].ID)
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			var got []Event
+			for ev, err := range other.Watch(wctx, WatchOptions{After: after, Follow: follow}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, ev)
+				if ev.Result != nil && ev.Result.TurnID == resB.TurnID {
+					break
+				}
+			}
+			cancel()
+			want := text(a)
+			if follow {
+				want += resB.Text
+			}
+			if s := text(a[:k+1]) + text(got); s != want {
+				t.Fatalf("after %s (follow %v): %q, want %q", a[k].ID, follow, s, want)
+			}
+		}
+	}
+}
+
 // lockingNotifier is a basicNotifier with the memory store's turn lock,
 // shared by every agent on mem as a Postgres advisory lock is by
 // replicas; it counts the times its agent took it.

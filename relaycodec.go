@@ -43,6 +43,10 @@ func appendRelayMsg(b []byte, m *relayMsg) ([]byte, error) {
 	if m.Open {
 		b = append(b, `,"open":true`...)
 	}
+	if m.After != "" {
+		b = append(b, `,"after":`...)
+		b = appendJSONString(b, m.After)
+	}
 	return append(b, '}'), nil
 }
 

@@ -30,6 +30,8 @@ func FuzzRelayMsgEncoding(f *testing.F) {
 			m.Event = &ev
 		case n%3 == 2:
 			m.Events = []Event{ev, {Kind: EventText, Text: text + "<"}, ev}
+		default:
+			m.After = id // a sync's
 		}
 		want, werr := json.Marshal(m)
 		got, gerr := appendRelayMsg(nil, &m)
