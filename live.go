@@ -37,12 +37,14 @@ import (
 // A watcher in another process gets the same from the process running
 // the session's newest run: its sync names the event it resumes after,
 // and the answer holds what that process keeps of the run and of every
-// run after it. Two cases are left: the runs ran in different processes
-// (the answering one has only its own, and the watcher goes on with
-// those), and a follower that had a run whole and then lost every
-// notification of the next (it goes on with the one after; a follower
-// still in a run when a newer one begins reads the rest, and every run
-// between, from the transcript).
+// run after it. A follower that misses notifications (a listener's
+// connection that dropped and came back) reads what it missed from the
+// transcript, step by step: the rest of the run it was in, and any run
+// between the last it had and the one it hears begin. Left: runs of one
+// session that ran in different processes, for a watcher that resumes
+// (the answering process has only its own, and the watcher goes on with
+// those), and a resumed run of the turn a follower had last, whose every
+// notification was lost.
 
 // RecentTurn is how long a finished run's events are kept for watchers
 // that reconnect after its end.

@@ -500,6 +500,11 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 	// of it that it had, by kind, and of the step it is in, for a move to
 	// the transcript.
 	inRun, seen := int64(-1), map[EventKind]int{}
+	// The run the watcher had last whole, and its turn: a newer run's
+	// first notification after it makes the watch look in the transcript
+	// for a run between whose notifications were all lost (checked: the
+	// newest run looked for).
+	endedPos, endedTurn, checked := int64(-1), "", int64(-1)
 	var step *partStep
 	heard := time.Now()
 	probing := "" // the nonce of a probe that has not been answered
@@ -548,6 +553,7 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 				step = nil
 			case EventTurnEnd:
 				inRun, step = -1, nil
+				endedPos, endedTurn = pos, ev.TurnID
 			}
 			if !yield(ev, nil) || (ev.Kind == EventTurnEnd && !follow) {
 				return false
@@ -659,9 +665,24 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 					// (with follow) every run between that one and this.
 					st := stored{from: inRun, after: after, skip: maps.Clone(seen), step: step}
 					if follow {
-						st.until = m.Pos
+						st.until, checked = m.Pos, m.Pos
 					}
 					if !fromTranscript(st, false) {
+						return true
+					}
+				}
+				if synced && follow && inRun < 0 && endedTurn != "" && m.Pos > endedPos && m.Pos > checked {
+					// A run after the last one the watcher had whole: one
+					// between whose every notification was lost (a
+					// listener's connection that came back) is in the
+					// transcript.
+					checked = m.Pos
+					from, missed, err := s.missedRun(ctx, endedPos, endedTurn, m.Pos)
+					if err != nil {
+						yield(Event{}, err)
+						return true
+					}
+					if missed && !fromTranscript(stored{from: from, after: after, until: m.Pos}, false) {
 						return true
 					}
 				}
@@ -725,6 +746,24 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 			}
 		}
 	}
+}
+
+// missedRun looks in the transcript between from, where a run of turn
+// turnID began, and until, where a newer run began, for a run between:
+// the first entry that begins one (a prompt or an approval decision) of
+// another turn. (A resumed run of turnID itself between the two is not
+// told from the first: its watcher goes on without it.)
+func (s *Session) missedRun(ctx context.Context, from int64, turnID string, until int64) (int64, bool, error) {
+	entries, _, err := store.ReadRange(ctx, s.a.cfg.Store, s.key, int(from), int(until))
+	if err != nil {
+		return 0, false, err
+	}
+	for i, e := range entries {
+		if e.TurnID != turnID && (e.Type == transcript.TypeUserMessage || e.Type == transcript.TypeApprovalDecision) {
+			return from + int64(i), true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // openTurnID is the id of the turn open in the transcript, or "".

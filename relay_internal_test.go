@@ -629,25 +629,26 @@ func TestRelayCrossedEnd(t *testing.T) {
 	}
 }
 
-// lostRun is a basicNotifier that loses the end of the first run it
-// relays and every event of the second: a follower in the first run
-// hears nothing more until the third begins.
+// lostRun is a basicNotifier that loses the notifications of a run's
+// events (ev, snap, end) that lose says, given the run's place among
+// those it relayed (from 0).
 type lostRun struct {
 	*basicNotifier
+	lose func(run int, msg []byte) bool
 	mu   sync.Mutex
 	runs []int64 // the runs whose events it was given, in order
 }
 
 func (n *lostRun) Notify(ctx context.Context, k store.Key, msg []byte) error {
 	var m relayMsg
-	if err := json.Unmarshal(msg, &m); err == nil && m.T == "ev" {
+	if err := json.Unmarshal(msg, &m); err == nil && (m.T == "ev" || m.T == "snap" || m.T == "end") {
 		n.mu.Lock()
 		if !slices.Contains(n.runs, m.Pos) {
 			n.runs = append(n.runs, m.Pos)
 		}
 		run := slices.Index(n.runs, m.Pos)
 		n.mu.Unlock()
-		if run == 1 || run == 0 && bytes.Contains(msg, []byte(`turn_end`)) {
+		if n.lose(run, msg) {
 			return nil
 		}
 	}
@@ -655,24 +656,48 @@ func (n *lostRun) Notify(ctx context.Context, k store.Key, msg []byte) error {
 }
 
 // A follower in another process that hears a run begin while it is still
-// in a run that ended two runs ago gets the rest of its run and the whole
-// run between from the transcript, then the new run: every turn, in
-// order.
+// in a run that ended two runs ago (the first run's end and the whole
+// second run were lost) gets the rest of its run and the whole run
+// between from the transcript, then the new run; one that had the first
+// run whole and lost only the second gets that from the transcript too:
+// every turn, in order.
 func TestRelayFollowerBehindRuns(t *testing.T) {
 	relayWaits(t, syncWait, time.Hour) // no probe
-	mem := memstore.New()
-	runs, err := New(Config{Store: &lostRun{basicNotifier: &basicNotifier{mem: mem}}, Model: slowModel{}})
-	if err != nil {
-		t.Fatal(err)
+	for name, lose := range map[string]func(run int, msg []byte) bool{
+		"in a run":     func(run int, msg []byte) bool { return run == 1 || run == 0 && bytes.Contains(msg, []byte(`turn_end`)) },
+		"between runs": func(run int, _ []byte) bool { return run == 1 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			mem := memstore.New()
+			runs, err := New(Config{Store: &lostRun{basicNotifier: &basicNotifier{mem: mem}, lose: lose}, Model: numberedModel{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			watches, err := New(Config{Store: &basicNotifier{mem: mem}, Model: numberedModel{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, _ := watches.Session(t.Context(), "s")
+			texts := followTexts(t, other)
+			time.Sleep(syncWait + 200*time.Millisecond) // the first sync went unanswered: no run
+			wantTexts(t, texts, sendEach(t, runs, runs, runs)...)
+		})
 	}
-	watches, err := New(Config{Store: &basicNotifier{mem: mem}, Model: slowModel{}})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// numberedModel answers with the number of messages it was sent, so
+// that each turn's answer differs from the one before.
+type numberedModel struct{}
+
+func (numberedModel) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Event, error] {
+	return func(yield func(model.Event, error) bool) {
+		for _, w := range []string{"answer ", "to ", fmt.Sprint(len(req.Messages))} {
+			time.Sleep(time.Millisecond)
+			if !yield(model.Event{Kind: model.EventText, Text: w}, nil) {
+				return
+			}
+		}
 	}
-	other, _ := watches.Session(t.Context(), "s")
-	texts := followTexts(t, other)
-	time.Sleep(syncWait + 200*time.Millisecond) // the first sync went unanswered: no run
-	wantTexts(t, texts, sendEach(t, runs, runs, runs)...)
 }
 
 // A watcher in another process that resumes in a run after the next one
