@@ -34,17 +34,19 @@ import (
 // watcher behind by more runs than that, or by more than RecentTurn, goes
 // on with the oldest run still kept.
 //
-// A watcher in another process gets the same from the process running
-// the session's newest run: its sync names the event it resumes after,
-// and the answer holds what that process keeps of the run and of every
-// run after it. A follower that misses notifications (a listener's
-// connection that dropped and came back) reads what it missed from the
-// transcript, step by step: the rest of the run it was in, and any run
-// between the last it had and the one it hears begin. Left: runs of one
-// session that ran in different processes, for a watcher that resumes
-// (the answering process has only its own, and the watcher goes on with
-// those), and a resumed run of the turn a follower had last, whose every
-// notification was lost.
+// A watcher in another process gets the same from the processes that
+// ran the runs: its sync names the event it resumes after; the process
+// running the session's newest run answers with what it keeps of that
+// run and of every run after it, a process whose newest run is the one
+// resumed in answers with that run, and the later runs wait (up to
+// syncWait) for the rest of that one. A follower that misses
+// notifications (a listener's connection that dropped and came back)
+// reads what it missed from the transcript, step by step: the rest of
+// the run it was in, and any run between the last it had and the one it
+// hears begin. Left: a run between the one resumed in and the newest
+// that neither the newest's process nor its own still keeps, and a
+// resumed run of the turn a follower had last, whose every notification
+// was lost.
 
 // RecentTurn is how long a finished run's events are kept for watchers
 // that reconnect after its end.

@@ -460,10 +460,14 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 	nonce := transcript.NewID(s.a.now())
 	// A watcher that resumes in a run asks for it: the process running the
 	// session's newest run answers with what it keeps of that run and of
-	// every run after it (a client that reconnects to another replica
-	// after the next turn began gets the rest of its own first).
+	// every run after it, and a process whose newest run it is answers
+	// with that run (a client that reconnects to another replica after
+	// the next turn began gets the rest of its own first). Later runs
+	// wait until some answer has the run resumed in (resumed), or until
+	// syncWait passed without one (resumeBy: no process keeps it).
 	ask := relayMsg{T: "sync", Nonce: nonce}
 	resuming := !after.IsZero() && after.N < storedBase
+	resumed, resumeBy := !resuming, time.Now().Add(syncWait)
 	if resuming {
 		ask.After = after.String()
 	}
@@ -487,6 +491,9 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 	known := map[int64]map[int64]Event{} // each run's events by place, as far as known
 	keep := func(pos int64, ev Event) {
 		id, err := ParseEventID(ev.ID)
+		if err == nil && id.Pos == pos && pos == after.Pos {
+			resumed = true
+		}
 		if err != nil || id.Pos != pos || (pos == after.Pos && id.N <= after.N) || pos < after.Pos {
 			return
 		}
@@ -519,8 +526,8 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 		if pos < after.Pos || (after.IsZero() && !synced) {
 			return true // where the watch starts is not known yet
 		}
-		if resuming && !synced && pos > after.Pos {
-			return true // the snap may have the rest of the run resumed in, which comes first
+		if !resumed && pos > after.Pos {
+			return true // the rest of the run resumed in comes first
 		}
 		n := int64(0)
 		if pos == after.Pos {
@@ -560,6 +567,24 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 			}
 		}
 	}
+	// flushKnown flushes the runs known, oldest first, while each is had
+	// whole: a later run waits for the one before it to end (or to be
+	// resumed). It reports false when the watch is over.
+	flushKnown := func() bool {
+		for _, pos := range slices.Sorted(maps.Keys(known)) {
+			if pos < after.Pos {
+				delete(known, pos) // a run the watch is past
+				continue
+			}
+			if !flush(pos) {
+				return false
+			}
+			if after.Pos < pos || inRun == pos {
+				break // not begun, or not ended
+			}
+		}
+		return true
+	}
 	// fromTranscript follows the run at st.from through the transcript to
 	// its end; it reports false when the watch is over. dead says that
 	// the run's process does not answer: the turn open in the transcript
@@ -588,7 +613,7 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 			return true
 		case <-timer.C:
 			if !synced {
-				synced = true
+				synced, resumed = true, true
 				// No snap: no process runs a turn of the session. One
 				// open in the transcript is one whose process died.
 				st, open, err := s.storedStart(ctx, after)
@@ -614,6 +639,14 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 				}
 			}
 		case <-tick.C:
+			if !resumed && time.Now().After(resumeBy) {
+				// No process keeps the run resumed in: on with the
+				// runs after it.
+				resumed = true
+				if !flushKnown() {
+					return true
+				}
+			}
 			switch {
 			case inRun < 0 || !synced:
 			case probing == "" && time.Since(heard) > probeAfter:
@@ -733,12 +766,10 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 						keep(id.Pos, ev)
 					}
 				}
-				for _, pos := range slices.Sorted(maps.Keys(known)) {
-					if pos <= m.Pos && !flush(pos) {
-						return true
-					}
+				if !flushKnown() {
+					return true
 				}
-				if !m.Open && !follow {
+				if !m.Open && !follow && resumed {
 					// Without follow, a snap of a run that ended is all
 					// there is to yield.
 					return true

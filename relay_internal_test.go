@@ -762,6 +762,71 @@ func TestRelayResumeBehind(t *testing.T) {
 	}
 }
 
+// slowSnaps is a basicNotifier whose snaps arrive late.
+type slowSnaps struct{ *basicNotifier }
+
+func (n slowSnaps) Notify(ctx context.Context, k store.Key, msg []byte) error {
+	if bytes.HasPrefix(msg, []byte(`{"t":"snap"`)) {
+		time.Sleep(300 * time.Millisecond)
+	}
+	return n.basicNotifier.Notify(ctx, k, msg)
+}
+
+// A watcher that resumes in a run that one process ran, after the next
+// run ran in another (replicas behind a balancer), gets the rest of its
+// run and then the next, whichever process answers first: the first
+// process still answers for its run, and the next run waits for that.
+func TestRelayResumeBehindAcrossProcesses(t *testing.T) {
+	relayWaits(t, time.Second, time.Hour) // no probe
+	for name, slowFirst := range map[string]bool{"its run's answer first": false, "the next run's answer first": true} {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			mem := memstore.New()
+			var first store.Store = &basicNotifier{mem: mem}
+			if slowFirst {
+				first = slowSnaps{&basicNotifier{mem: mem}}
+			}
+			p1, _ := New(Config{Store: first, Model: numberedModel{}})
+			p2, _ := New(Config{Store: &basicNotifier{mem: mem}, Model: numberedModel{}})
+			p3, _ := New(Config{Store: &basicNotifier{mem: mem}, Model: numberedModel{}})
+			s1, _ := p1.Session(ctx, "s")
+			var a []Event
+			for ev, err := range s1.Stream(ctx, "hi") {
+				if err != nil {
+					t.Fatal(err)
+				}
+				a = append(a, ev)
+			}
+			s2, _ := p2.Session(ctx, "s")
+			resB, err := s2.Send(ctx, "again")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s3, _ := p3.Session(ctx, "s")
+			after, _ := ParseEventID(a[1].ID)
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			got := ""
+			for ev, err := range s3.Watch(wctx, WatchOptions{After: after, Follow: true}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got += ev.Text
+				if ev.Result != nil && ev.Result.TurnID == resB.TurnID {
+					break
+				}
+			}
+			want := ""
+			for _, ev := range a[2:] {
+				want += ev.Text
+			}
+			if want += resB.Text; got != want {
+				t.Fatalf("resumed after %s: %q, want %q", a[1].ID, got, want)
+			}
+		})
+	}
+}
+
 // lockingNotifier is a basicNotifier with the memory store's turn lock,
 // shared by every agent on mem as a Postgres advisory lock is by
 // replicas; it counts the times its agent took it.
