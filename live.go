@@ -39,14 +39,15 @@ import (
 // running the session's newest run answers with what it keeps of that
 // run and of every run after it, a process whose newest run is the one
 // resumed in answers with that run, and the later runs wait (up to
-// syncWait) for the rest of that one. A follower that misses
+// syncWait) for the rest of that one; a run between that no answer had
+// is read from the transcript. A follower that misses
 // notifications (a listener's connection that dropped and came back)
 // reads what it missed from the transcript, step by step: the rest of
 // the run it was in, and any run between the last it had and the one it
-// hears begin. Left: a run between the one resumed in and the newest
-// that neither the newest's process nor its own still keeps, and a
-// resumed run of the turn a follower had last, whose every notification
-// was lost.
+// hears begin. Left: a resumed run of the turn a watcher had last (an
+// approval's decision that resumed it), whose every notification was
+// lost or that no process keeps: the transcript does not tell it from
+// the run before.
 
 // RecentTurn is how long a finished run's events are kept for watchers
 // that reconnect after its end.

@@ -489,10 +489,19 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 		opt.Ready()
 	}
 	known := map[int64]map[int64]Event{} // each run's events by place, as far as known
+	// The run the watcher had last whole, and its turn: a newer run's
+	// first notification after it makes the watch look in the transcript
+	// for a run between whose notifications were all lost (checked: the
+	// newest run looked for).
+	endedPos, endedTurn, checked := int64(-1), "", int64(-1)
 	keep := func(pos int64, ev Event) {
 		id, err := ParseEventID(ev.ID)
 		if err == nil && id.Pos == pos && pos == after.Pos {
 			resumed = true
+			if id.N == after.N && ev.Kind == EventTurnEnd {
+				// The watcher had the run resumed in whole.
+				endedPos, endedTurn = pos, ev.TurnID
+			}
 		}
 		if err != nil || id.Pos != pos || (pos == after.Pos && id.N <= after.N) || pos < after.Pos {
 			return
@@ -507,11 +516,6 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 	// of it that it had, by kind, and of the step it is in, for a move to
 	// the transcript.
 	inRun, seen := int64(-1), map[EventKind]int{}
-	// The run the watcher had last whole, and its turn: a newer run's
-	// first notification after it makes the watch look in the transcript
-	// for a run between whose notifications were all lost (checked: the
-	// newest run looked for).
-	endedPos, endedTurn, checked := int64(-1), "", int64(-1)
 	var step *partStep
 	heard := time.Now()
 	probing := "" // the nonce of a probe that has not been answered
@@ -567,24 +571,6 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 			}
 		}
 	}
-	// flushKnown flushes the runs known, oldest first, while each is had
-	// whole: a later run waits for the one before it to end (or to be
-	// resumed). It reports false when the watch is over.
-	flushKnown := func() bool {
-		for _, pos := range slices.Sorted(maps.Keys(known)) {
-			if pos < after.Pos {
-				delete(known, pos) // a run the watch is past
-				continue
-			}
-			if !flush(pos) {
-				return false
-			}
-			if after.Pos < pos || inRun == pos {
-				break // not begun, or not ended
-			}
-		}
-		return true
-	}
 	// fromTranscript follows the run at st.from through the transcript to
 	// its end; it reports false when the watch is over. dead says that
 	// the run's process does not answer: the turn open in the transcript
@@ -603,6 +589,38 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 		for _, pos := range slices.Sorted(maps.Keys(known)) {
 			if !flush(pos) {
 				return false
+			}
+		}
+		return true
+	}
+	// flushKnown flushes the runs known, oldest first, while each is had
+	// whole: a later run waits for the one before it to end (or to be
+	// resumed). A watch that resumed looks in the transcript, once per
+	// run it goes on to, for a run between that no answer had (its
+	// process answered late, or keeps it no more). It reports false when
+	// the watch is over.
+	flushKnown := func() bool {
+		for _, pos := range slices.Sorted(maps.Keys(known)) {
+			if pos < after.Pos {
+				delete(known, pos) // a run the watch is past
+				continue
+			}
+			if resuming && pos > after.Pos && inRun < 0 && endedTurn != "" && pos > checked {
+				checked = pos
+				from, missed, err := s.missedRun(ctx, endedPos, endedTurn, pos)
+				if err != nil {
+					yield(Event{}, err)
+					return false
+				}
+				if missed {
+					return fromTranscript(stored{from: from, after: after, until: pos}, false)
+				}
+			}
+			if !flush(pos) {
+				return false
+			}
+			if after.Pos < pos || inRun == pos {
+				break // not begun, or not ended
 			}
 		}
 		return true
@@ -769,7 +787,7 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 				if !flushKnown() {
 					return true
 				}
-				if !m.Open && !follow && resumed {
+				if !m.Open && !follow && resumed && inRun < 0 && after.Pos <= m.Pos {
 					// Without follow, a snap of a run that ended is all
 					// there is to yield.
 					return true

@@ -718,13 +718,7 @@ func TestRelayResumeBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs, _ := runs.Session(ctx, "s")
-	var a []Event
-	for ev, err := range rs.Stream(ctx, "hi") {
-		if err != nil {
-			t.Fatal(err)
-		}
-		a = append(a, ev)
-	}
+	a := streamAll(t, rs, "hi")
 	resB, err := rs.Send(ctx, "again")
 	if err != nil {
 		t.Fatal(err)
@@ -770,61 +764,6 @@ func (n slowSnaps) Notify(ctx context.Context, k store.Key, msg []byte) error {
 		time.Sleep(300 * time.Millisecond)
 	}
 	return n.basicNotifier.Notify(ctx, k, msg)
-}
-
-// A watcher that resumes in a run that one process ran, after the next
-// run ran in another (replicas behind a balancer), gets the rest of its
-// run and then the next, whichever process answers first: the first
-// process still answers for its run, and the next run waits for that.
-func TestRelayResumeBehindAcrossProcesses(t *testing.T) {
-	relayWaits(t, time.Second, time.Hour) // no probe
-	for name, slowFirst := range map[string]bool{"its run's answer first": false, "the next run's answer first": true} {
-		t.Run(name, func(t *testing.T) {
-			ctx := t.Context()
-			mem := memstore.New()
-			var first store.Store = &basicNotifier{mem: mem}
-			if slowFirst {
-				first = slowSnaps{&basicNotifier{mem: mem}}
-			}
-			p1, _ := New(Config{Store: first, Model: numberedModel{}})
-			p2, _ := New(Config{Store: &basicNotifier{mem: mem}, Model: numberedModel{}})
-			p3, _ := New(Config{Store: &basicNotifier{mem: mem}, Model: numberedModel{}})
-			s1, _ := p1.Session(ctx, "s")
-			var a []Event
-			for ev, err := range s1.Stream(ctx, "hi") {
-				if err != nil {
-					t.Fatal(err)
-				}
-				a = append(a, ev)
-			}
-			s2, _ := p2.Session(ctx, "s")
-			resB, err := s2.Send(ctx, "again")
-			if err != nil {
-				t.Fatal(err)
-			}
-			s3, _ := p3.Session(ctx, "s")
-			after, _ := ParseEventID(a[1].ID)
-			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			got := ""
-			for ev, err := range s3.Watch(wctx, WatchOptions{After: after, Follow: true}) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				got += ev.Text
-				if ev.Result != nil && ev.Result.TurnID == resB.TurnID {
-					break
-				}
-			}
-			want := ""
-			for _, ev := range a[2:] {
-				want += ev.Text
-			}
-			if want += resB.Text; got != want {
-				t.Fatalf("resumed after %s: %q, want %q", a[1].ID, got, want)
-			}
-		})
-	}
 }
 
 // lockingNotifier is a basicNotifier with the memory store's turn lock,
@@ -901,4 +840,189 @@ func TestFinishedRunKeepsLittle(t *testing.T) {
 	if outs != 1 {
 		t.Errorf("the session's subscription has %d subscribers, want the relay's one", outs)
 	}
+}
+
+// A watcher that resumes in run A of one process, after run B ran in a
+// second (and in some cases C in the first again: its chain then has A
+// and C but not B), gets the rest of A and every later run, in order,
+// whichever process answers first: a process still answers for its
+// newest run, later runs wait for the rest of A, and a run between that
+// the first answer lacks is looked for in the transcript.
+func TestRelayResumeBehindAcrossProcesses(t *testing.T) {
+	relayWaits(t, time.Second, time.Hour) // no probe
+	for _, c := range []struct {
+		name                string
+		slow1, slow2, third bool
+	}{
+		{"A's answer first", false, false, false},
+		{"B's answer first", true, false, false},
+		{"A and C, then B", false, true, true},
+		{"three runs", false, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			mem := memstore.New()
+			agent := func(slow bool) *Agent {
+				var st store.Store = &basicNotifier{mem: mem}
+				if slow {
+					st = slowSnaps{&basicNotifier{mem: mem}}
+				}
+				a, err := New(Config{Store: st, Model: numberedModel{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return a
+			}
+			p1, p2, p3 := agent(c.slow1), agent(c.slow2), agent(false)
+			s1, _ := p1.Session(ctx, "s")
+			a := streamAll(t, s1, "hi")
+			want := ""
+			for _, ev := range a[2:] {
+				want += ev.Text
+			}
+			next := []*Agent{p2}
+			if c.third {
+				next = append(next, p1)
+			}
+			last := ""
+			for i, p := range next {
+				sess, _ := p.Session(ctx, "s")
+				res, err := sess.Send(ctx, fmt.Sprint("again ", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, last = want+res.Text, res.TurnID
+			}
+			s3, _ := p3.Session(ctx, "s")
+			after, _ := ParseEventID(a[1].ID)
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			got := ""
+			for ev, err := range s3.Watch(wctx, WatchOptions{After: after, Follow: true}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got += ev.Text
+				if ev.Result != nil && ev.Result.TurnID == last {
+					break
+				}
+			}
+			if got != want {
+				t.Fatalf("resumed after %s: %q, want %q", a[1].ID, got, want)
+			}
+		})
+	}
+}
+
+// A watcher without Follow that had run A whole (After is A's last event)
+// resumes while B runs in another process, and A's process answers last:
+// the watch does not end in the middle of B (A's answer, a run that
+// ended, is not all there is once the watch is in B).
+func TestRelayResumeWithoutFollow(t *testing.T) {
+	relayWaits(t, time.Second, time.Hour) // no probe
+	ctx := t.Context()
+	mem := memstore.New()
+	gate := make(chan struct{})
+	p1, _ := New(Config{Store: slowSnaps{&basicNotifier{mem: mem}}, Model: numberedModel{}})
+	p2, _ := New(Config{Store: &basicNotifier{mem: mem}, Model: gatedModel{gate}})
+	p3, _ := New(Config{Store: &basicNotifier{mem: mem}, Model: numberedModel{}})
+	s1, _ := p1.Session(ctx, "s")
+	a := streamAll(t, s1, "hi")
+	s2, _ := p2.Session(ctx, "s")
+	resB := make(chan *Result, 1)
+	go func() {
+		res, err := s2.Send(ctx, "again")
+		if err != nil {
+			t.Error(err)
+		}
+		resB <- res
+	}()
+	untilRunning(s2) // B runs, waiting on the gate after "hello wor"
+	s3, _ := p3.Session(ctx, "s")
+	after, _ := ParseEventID(a[len(a)-1].ID)
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	time.AfterFunc(time.Second, func() { close(gate) })
+	var got []Event
+	for ev, err := range s3.Watch(wctx, WatchOptions{After: after}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev)
+	}
+	<-resB
+	if len(got) > 0 && got[len(got)-1].Kind != EventTurnEnd {
+		t.Fatalf("watch without Follow after %s (A's last) ended in the middle of B: %d events, the last %s %q", after, len(got), got[len(got)-1].Kind, got[len(got)-1].Text)
+	}
+}
+
+// A watcher with Follow that had run A whole resumes while B runs in
+// another process: it gets B from its beginning, once, whichever process
+// answers first.
+func TestRelayResumeAfterWholeRun(t *testing.T) {
+	relayWaits(t, time.Second, time.Hour)
+	for _, slowP1 := range []bool{false, true} {
+		ctx := t.Context()
+		mem := memstore.New()
+		gate := make(chan struct{})
+		var st1, st2 store.Store = &basicNotifier{mem: mem}, slowSnaps{&basicNotifier{mem: mem}}
+		if slowP1 {
+			st1, st2 = st2, st1
+		}
+		p1, _ := New(Config{Store: st1, Model: numberedModel{}})
+		p2, _ := New(Config{Store: st2, Model: gatedModel{gate}})
+		p3, _ := New(Config{Store: &basicNotifier{mem: mem}, Model: numberedModel{}})
+		s1, _ := p1.Session(ctx, "s")
+		a := streamAll(t, s1, "hi")
+		s2, _ := p2.Session(ctx, "s")
+		resB := make(chan *Result, 1)
+		go func() { res, _ := s2.Send(ctx, "again"); resB <- res }()
+		untilRunning(s2)
+		s3, _ := p3.Session(ctx, "s")
+		after, _ := ParseEventID(a[len(a)-1].ID)
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		time.AfterFunc(500*time.Millisecond, func() { close(gate) })
+		var ids []string
+		text := ""
+		for ev, err := range s3.Watch(wctx, WatchOptions{After: after, Follow: true}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, ev.ID)
+			text += ev.Text
+			if ev.Kind == EventTurnEnd {
+				break
+			}
+		}
+		cancel()
+		res := <-resB
+		if text != res.Text {
+			t.Fatalf("slowP1 %v: %q want %q ids %v", slowP1, text, res.Text, ids)
+		}
+	}
+}
+
+// streamAll runs a turn of prompt on sess and returns its events.
+func streamAll(t *testing.T, sess *Session, prompt string) []Event {
+	t.Helper()
+	var evs []Event
+	for ev, err := range sess.Stream(t.Context(), prompt) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// untilRunning returns once a turn runs on sess in its process, and its
+// first events went out.
+func untilRunning(sess *Session) {
+	for {
+		if _, ok := sess.Running(); ok {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
 }
