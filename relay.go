@@ -1006,9 +1006,9 @@ func (p *partStep) rest(evs []Event) []Event {
 
 // watchStored yields the session's events as the transcript has them,
 // reading it every PollInterval from st.from, until a turn's end (every
-// turn's, with follow, until ctx ends; up to st.until when it is set). It returns the id of the last
-// event it yielded (or skipped) and false when the watcher stopped or ctx
-// ended.
+// turn's, with follow, until ctx ends; up to st.until when it is set).
+// It returns the id of the last event it yielded (or skipped) and false
+// when the watcher stopped or ctx ended.
 func (s *Session) watchStored(ctx context.Context, st stored, follow bool, yield func(Event, error) bool) (EventID, bool) {
 	turns := map[string]*storedTurn{}
 	pos, after := st.from, st.after
