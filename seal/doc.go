@@ -16,8 +16,11 @@
 //   - Keyring (NewKeyring): seals with a current protector and opens with
 //     the current one or any previous one, for key rotation.
 //
-// Default returns the protection a store gets when nothing is configured:
-// DPAPI on Windows and nil (no protection) elsewhere.
+// Default returns the platform's protection that needs no key to be kept:
+// DPAPI on Windows and nil (none) elsewhere. No store applies it by
+// itself: a store without a protector (filestore.WithProtector,
+// sqlitestore.WithProtector) writes plain JSON on every OS; pass
+// Default() to get it.
 //
 // # Sealed format
 //

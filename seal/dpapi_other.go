@@ -12,9 +12,10 @@ type DPAPI struct{}
 // NewDPAPI fails with ErrUnavailable outside Windows.
 func NewDPAPI() (*DPAPI, error) { return nil, ErrUnavailable }
 
-// Default returns the protector stores use when none is configured: nil
-// outside Windows, meaning lines are stored plain unless an AEAD key is
-// switched on (SPOOL_ENCRYPTION_KEY or a key file).
+// Default returns the platform's protector that needs no key to be kept:
+// nil outside Windows. Stores do not apply it by themselves; lines are
+// stored plain unless a protector is passed (an AEAD key from
+// SPOOL_ENCRYPTION_KEY or a key file, with WithProtector).
 func Default() Protector { return nil }
 
 // Seal fails with ErrUnavailable.

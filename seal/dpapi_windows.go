@@ -27,8 +27,9 @@ type DPAPI struct{}
 // Windows; the error is for the other OSes.
 func NewDPAPI() (*DPAPI, error) { return &DPAPI{}, nil }
 
-// Default returns the protector stores use when none is configured: on
-// Windows, DPAPI for the current user.
+// Default returns the platform's protector that needs no key to be kept:
+// on Windows, DPAPI for the current user. Stores do not apply it by
+// themselves; pass it with their WithProtector option.
 func Default() Protector { return &DPAPI{} }
 
 // Seal returns 0x02 followed by the DPAPI blob of plaintext with ad as
