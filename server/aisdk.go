@@ -110,7 +110,7 @@ func (s *Server) handleAIChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	last := req.Messages[len(req.Messages)-1]
-	aw := &aiWriter{s: s, w: w, r: r, denied: map[string]bool{}, calls: map[string]bool{}}
+	aw := s.newAIWriter(w, r)
 	var events iter.Seq2[spool.Event, error]
 	switch last.Role {
 	case "user":
@@ -323,6 +323,12 @@ type aiWriter struct {
 	textID    string // the open text part, "" when none
 	eventID   string // the id of the event whose chunks are being sent
 	failed    bool
+}
+
+// newAIWriter returns an aiWriter answering r on w, its maps made: the
+// chat route and the resume route both stream tool calls.
+func (s *Server) newAIWriter(w http.ResponseWriter, r *http.Request) *aiWriter {
+	return &aiWriter{s: s, w: w, r: r, denied: map[string]bool{}, calls: map[string]bool{}}
 }
 
 // Chunks of the protocol, with exactly its fields.

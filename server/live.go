@@ -251,7 +251,7 @@ func (s *Server) handleAIStream(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	aw := &aiWriter{s: s, w: w, r: r, denied: map[string]bool{}}
+	aw := s.newAIWriter(w, r)
 	aw.run(sess.Watch(ctx, spool.WatchOptions{}))
 	if aw.sse == nil {
 		// The turn ended in between.

@@ -622,3 +622,25 @@ func testResumeOnOtherReplica(t *testing.T, stores func(t *testing.T) (store.Sto
 		t.Fatalf("stop with nothing running anywhere: %d %s", r.status, r.body)
 	}
 }
+
+// Resuming a turn that calls a tool streams the call and ends the stream
+// as the protocol says (the resume route's writer had no map for the
+// calls it streamed, and the first tool call stopped it; found in review).
+func TestAIChatResumeToolCall(t *testing.T) {
+	e := newEnv(t, spool.Config{Model: slowModel()}, server.Options{})
+	live := e.open("POST", "/api/chat", map[string]any{"id": "rt", "messages": []any{userMsg("u1", "/call get_time {}")}})
+	for ev, ok := live.next(); ok; ev, ok = live.next() {
+		if strings.Contains(ev.data, `"tool-input-available"`) {
+			break
+		}
+	}
+	resumed := e.open("GET", "/api/chat/rt/stream", nil)
+	var replay []string
+	for ev, ok := resumed.next(); ok; ev, ok = resumed.next() {
+		replay = append(replay, ev.data)
+	}
+	if len(replay) == 0 || replay[len(replay)-1] != "[DONE]" {
+		t.Fatalf("the resumed stream broke off (%d chunks): %v\nlog:\n%s", len(replay), replay, e.logs.String())
+	}
+	checkChunks(t, replay)
+}
