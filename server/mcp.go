@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"iter"
 	"net"
 	"net/http"
 	"net/url"
@@ -96,7 +97,12 @@ func (s *Server) mcpSend(ctx context.Context, req *mcp.CallToolRequest, args mcp
 	if err != nil {
 		return nil, mcpResult{}, apiErrorFor(err)
 	}
-	res, err := sess.Send(ctx, args.Prompt)
+	// The turn runs as /invoke's does: under Options.TurnTimeout, and
+	// ended by Close. (The MCP SDK's handler context is not the request's,
+	// so OnDisconnect cancel has no client going away to see here.)
+	res, err := s.collect(ctx, func(ctx context.Context) iter.Seq2[spool.Event, error] {
+		return sess.Stream(ctx, args.Prompt)
+	})
 	if res == nil {
 		return nil, mcpResult{}, apiErrorFor(err)
 	}

@@ -5,11 +5,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/server"
+	"github.com/spool-go/spool/transcript"
 )
 
 // headerTransport adds headers to every request of the MCP client.
@@ -132,5 +134,33 @@ func TestMCPUserScope(t *testing.T) {
 	}
 	if _, err := mcpConnect(t, e, map[string]string{"Authorization": "Bearer " + projectKey}); err == nil {
 		t.Fatal("a project key without X-Spool-User connected to a user-scoped agent")
+	}
+}
+
+// An MCP client that goes away leaves its turn to Options.TurnTimeout and
+// Close, like every other route that runs a turn over HTTP: once Close
+// returns, the turn is over and its end recorded (it ran on the MCP
+// handler's context, which neither ends; found in review).
+func TestMCPTurnEndedByTimeoutAndClose(t *testing.T) {
+	e := newEnv(t, spool.Config{Model: slowModel()}, server.Options{TurnTimeout: 300 * time.Millisecond})
+	cs, err := mcpConnect(t, e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	// 200 words at 20 ms: a 4 s turn; the client gives up after 100 ms.
+	cs.CallTool(ctx, &mcp.CallToolParams{Name: server.MCPToolName, Arguments: map[string]any{"prompt": strings.Repeat("word ", 200), "sessionId": "m"}})
+	time.Sleep(time.Second) // well past TurnTimeout
+	sess, _ := e.agent.Session(context.Background(), "m")
+	if _, running := sess.Running(); running {
+		t.Errorf("the abandoned MCP turn still runs 1s later, past TurnTimeout (300ms)")
+	}
+	e.srv.Close()
+	if _, running := sess.Running(); running {
+		t.Fatalf("Server.Close returned with the MCP turn still running (ends so far %v)", turnEnds(e.transcriptOf("", "m")))
+	}
+	if ends := turnEnds(e.transcriptOf("", "m")); len(ends) != 1 || ends[0] != transcript.StatusCancelled {
+		t.Fatalf("turn ends %v, want [cancelled]", ends)
 	}
 }

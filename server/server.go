@@ -106,7 +106,8 @@ type Options struct {
 	// client or any other to follow again (GET /v1/sessions/{id}/events,
 	// GET /api/chat/{id}/stream) or to stop (POST
 	// /v1/sessions/{id}/stop); DisconnectCancel stops it, recorded
-	// cancelled.
+	// cancelled. A turn over /mcp runs on under TurnTimeout either way:
+	// the MCP SDK does not tell its tool when the client went away.
 	OnDisconnect Disconnect
 	// TurnTimeout bounds a turn that runs on after its client went away,
 	// so that an abandoned turn cannot hold a model call forever; it is
