@@ -643,14 +643,8 @@ func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, 
 // the runs before it the hub keeps) with events after `after`, and how
 // many of its events come before those; nil and -1 when none has.
 func (h *liveHub) resume(t *liveTurn, after EventID) (*liveTurn, int) {
-	var chain [keptRuns]*liveTurn
-	runs := chain[:0]
-	h.mu.Lock()
-	for x := t; x != nil && x.pos >= after.Pos && len(runs) < len(chain); x = x.prev {
-		runs = append(runs, x)
-	}
-	h.mu.Unlock()
-	for _, r := range slices.Backward(runs) {
+	var buf [keptRuns]*liveTurn
+	for _, r := range slices.Backward(h.chain(buf[:0], t, after.Pos)) {
 		if r.pos > after.Pos {
 			return r, 0 // a run after the watcher's last event: all of it
 		}
@@ -664,19 +658,29 @@ func (h *liveHub) resume(t *liveTurn, after EventID) (*liveTurn, int) {
 // before returns the events of the runs before t on its chain that begin
 // at pos or later, oldest first, in one new slice.
 func (h *liveHub) before(t *liveTurn, pos int64) []Event {
-	var chain [keptRuns]*liveTurn
-	runs := chain[:0]
-	h.mu.Lock()
-	for x := t.prev; x != nil && x.pos >= pos && len(runs) < len(chain); x = x.prev {
-		runs = append(runs, x)
+	var buf [keptRuns]*liveTurn
+	runs := h.chain(buf[:0], t, pos)
+	if len(runs) > 0 {
+		runs = runs[1:] // t's own events are the caller's
 	}
-	h.mu.Unlock()
 	var evs []Event
 	for _, r := range slices.Backward(runs) {
 		e, _, _ := r.since(0)
 		evs = append(evs, e...)
 	}
 	return evs
+}
+
+// chain appends to runs t and the runs before it on its session's chain
+// that begin at pos or later, newest first, and returns it. The chain is
+// read under h.mu; the runs it names are read after, under their own.
+func (h *liveHub) chain(runs []*liveTurn, t *liveTurn, pos int64) []*liveTurn {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for x := t; x != nil && x.pos >= pos && len(runs) < keptRuns; x = x.prev {
+		runs = append(runs, x)
+	}
+	return runs
 }
 
 // maxEvents stands for "past every event of its run" in an EventID.

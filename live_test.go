@@ -88,13 +88,7 @@ func TestWatch(t *testing.T) {
 	}
 	prompt := strings.Repeat("word ", 40)
 	done := runningTurn(t, sess, prompt)
-	var first []spool.Event
-	for ev, err := range sess.Watch(ctx, spool.WatchOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		first = append(first, ev)
-	}
+	first := watchAll(t, sess.Watch(ctx, spool.WatchOptions{}))
 	res := <-done
 	if first[0].Kind != spool.EventTurnStart || first[len(first)-1].Kind != spool.EventTurnEnd {
 		t.Fatalf("the watch ran %s … %s", first[0].Kind, first[len(first)-1].Kind)
@@ -174,13 +168,7 @@ func TestWatchResumesRunsBehind(t *testing.T) {
 	ctx := context.Background()
 	sess := session(t, a, ctx, "behind")
 	done := runningTurn(t, sess, strings.Repeat("one ", 20))
-	var first []spool.Event
-	for ev, err := range sess.Watch(ctx, spool.WatchOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		first = append(first, ev)
-	}
+	first := watchAll(t, sess.Watch(ctx, spool.WatchOptions{}))
 	res1 := <-done
 
 	// A slow follower: it takes one event, then waits while two more
@@ -333,13 +321,7 @@ func TestWatchByPolling(t *testing.T) {
 	watches := newAgent(t, spool.Config{Store: open()})
 	sess, other := session(t, runs, ctx, "p"), session(t, watches, ctx, "p")
 	done := runningTurn(t, sess, strings.Repeat("word ", 15))
-	var evs []spool.Event
-	for ev, err := range other.Watch(ctx, spool.WatchOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, ev)
-	}
+	evs := watchAll(t, other.Watch(ctx, spool.WatchOptions{}))
 	res := <-done
 	if len(evs) < 2 || evs[0].Kind != spool.EventTurnStart || evs[len(evs)-1].Kind != spool.EventTurnEnd {
 		t.Fatalf("polled %v", evs)
@@ -541,4 +523,18 @@ func TestStopEndNotRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkWellFormed(t, entries)
+}
+
+// watchAll returns every event a watch yields, failing the test on an
+// error.
+func watchAll(t *testing.T, seq iter.Seq2[spool.Event, error]) []spool.Event {
+	t.Helper()
+	var evs []spool.Event
+	for ev, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
 }

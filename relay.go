@@ -593,6 +593,22 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 		}
 		return true
 	}
+	// catchUp looks in the transcript, once for the run at pos (checked),
+	// for a run between the one the watcher had last whole and that one,
+	// and yields it from there: read says it found one, ok false that
+	// the watch is over.
+	catchUp := func(pos int64) (read, ok bool) {
+		checked = pos
+		from, missed, err := s.missedRun(ctx, endedPos, endedTurn, pos)
+		if err != nil {
+			yield(Event{}, err)
+			return false, false
+		}
+		if !missed {
+			return false, true
+		}
+		return true, fromTranscript(stored{from: from, after: after, until: pos}, false)
+	}
 	// flushKnown flushes the runs known, oldest first, while each is had
 	// whole: a later run waits for the one before it to end (or to be
 	// resumed). A watch that resumed looks in the transcript, once per
@@ -606,14 +622,8 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 				continue
 			}
 			if resuming && pos > after.Pos && inRun < 0 && endedTurn != "" && pos > checked {
-				checked = pos
-				from, missed, err := s.missedRun(ctx, endedPos, endedTurn, pos)
-				if err != nil {
-					yield(Event{}, err)
-					return false
-				}
-				if missed {
-					return fromTranscript(stored{from: from, after: after, until: pos}, false)
+				if read, ok := catchUp(pos); read || !ok {
+					return ok
 				}
 			}
 			if !flush(pos) {
@@ -727,13 +737,7 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 					// between whose every notification was lost (a
 					// listener's connection that came back) is in the
 					// transcript.
-					checked = m.Pos
-					from, missed, err := s.missedRun(ctx, endedPos, endedTurn, m.Pos)
-					if err != nil {
-						yield(Event{}, err)
-						return true
-					}
-					if missed && !fromTranscript(stored{from: from, after: after, until: m.Pos}, false) {
+					if _, ok := catchUp(m.Pos); !ok {
 						return true
 					}
 				}
