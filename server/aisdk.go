@@ -323,6 +323,12 @@ type aiWriter struct {
 	textID    string // the open text part, "" when none
 	eventID   string // the id of the event whose chunks are being sent
 	failed    bool
+	refused   bool // an error answered the request before any stream
+	// earlier, on the resume route, gives the parts the streamed message
+	// had before the run that ev begins: the stream is a replay of the
+	// whole message (the client starts it anew), and a run an approval's
+	// answer began continues a message that earlier runs started.
+	earlier func(ev spool.Event) ([]aiUIPart, error)
 }
 
 // newAIWriter returns an aiWriter answering r on w, its maps made: the
@@ -441,6 +447,7 @@ func (a *aiWriter) run(events iter.Seq2[spool.Event, error]) {
 	for ev, err := range events {
 		if err != nil {
 			if a.sse == nil {
+				a.refused = true
 				a.s.writeError(a.w, a.r, err)
 				return
 			}
@@ -451,7 +458,16 @@ func (a *aiWriter) run(events iter.Seq2[spool.Event, error]) {
 			if a.messageID == "" {
 				a.messageID = ev.TurnID
 			}
+			var parts []aiUIPart
+			if a.earlier != nil {
+				if parts, err = a.earlier(ev); err != nil {
+					a.refused = true
+					a.s.writeError(a.w, a.r, err)
+					return
+				}
+			}
 			a.begin()
+			a.replay(parts)
 		}
 		a.eventID = ev.ID
 		a.event(ev)
@@ -511,6 +527,46 @@ func (a *aiWriter) event(ev spool.Event) {
 			a.send(chunkToolOutput{Type: "tool-output-available", ToolCallID: tr.CallID, Output: tr.Result})
 		}
 	}
+}
+
+// replay sends parts, a message's stored start, as the chunks that make
+// them, each step closed. Its calls stay out of a.calls, as they are out
+// of the map of the response that answered the approval: a result of one
+// of them joins the step that asked for it. A denied call's approval has
+// no chunk for the person's answer, so the client shows it denied
+// without the reason; GET /api/chat/{id} has the reason.
+func (a *aiWriter) replay(parts []aiUIPart) {
+	if len(parts) == 0 {
+		return
+	}
+	for _, p := range parts {
+		switch {
+		case p.Type == "step-start":
+			a.closeStep()
+			a.openStep()
+		case p.Type == "text" && p.Text != nil:
+			a.openStep()
+			id := "txt_" + transcript.NewID(time.Now())
+			a.send(chunkText{Type: "text-start", ID: id})
+			a.send(chunkTextDelta{Type: "text-delta", ID: id, Delta: *p.Text})
+			a.send(chunkText{Type: "text-end", ID: id})
+		case strings.HasPrefix(p.Type, "tool-"):
+			a.openStep()
+			a.send(chunkToolInput{Type: "tool-input-available", ToolCallID: p.ToolCallID, ToolName: strings.TrimPrefix(p.Type, "tool-"), Input: p.Input})
+			if p.Approval != nil {
+				a.send(chunkApproval{Type: "tool-approval-request", ApprovalID: p.Approval.ID, ToolCallID: p.ToolCallID})
+			}
+			switch {
+			case p.State == "output-denied":
+				a.send(chunkToolDenied{Type: "tool-output-denied", ToolCallID: p.ToolCallID})
+			case p.State == "output-error" && p.ErrorText != nil:
+				a.send(chunkToolError{Type: "tool-output-error", ToolCallID: p.ToolCallID, ErrorText: *p.ErrorText})
+			case p.State == "output-available" && p.Output != nil:
+				a.send(chunkToolOutput{Type: "tool-output-available", ToolCallID: p.ToolCallID, Output: *p.Output})
+			}
+		}
+	}
+	a.closeStep()
 }
 
 // deniedCall reports whether tr is the result of a call whose approval

@@ -372,7 +372,8 @@ func approvalAnswer(chunks []string, approved bool, reason string) (string, map[
 
 // A denied call replays as denied: the AI SDK's resume of a run that an
 // approval's denial began (GET /api/chat/{id}/stream, while the model
-// still answers) sends the same chunks as the response that denied it,
+// still answers) sends the message's start as the first response
+// streamed it, then the same chunks as the response that denied it,
 // tool-output-denied and not tool-output-error.
 func TestAIChatResumeDenied(t *testing.T) {
 	e := newEnv(t, spool.Config{Model: slowModel()}, server.Options{})
@@ -400,9 +401,20 @@ func TestAIChatResumeDenied(t *testing.T) {
 	if !strings.Contains(strings.Join(replay, "\n"), `"tool-output-denied"`) {
 		t.Fatalf("the resumed stream has no tool-output-denied:\n%s", strings.Join(replay, "\n"))
 	}
-	// The text part's id is the response's own; the rest is the same.
+	// The replay is of the whole message: the call and its approval
+	// request, as the first response streamed them (without its finish),
+	// then what the live response streamed after its start. The text
+	// parts' ids are each response's own; the rest is the same.
+	var earlier []string
+	for _, c := range chunks[1:] {
+		if strings.Contains(c, `"finish"`) {
+			break
+		}
+		earlier = append(earlier, c)
+	}
+	want := append(append(got[:1:1], earlier...), got[1:]...)
 	textID := regexp.MustCompile(`"txt_[0-9A-Z]+"`)
-	if a, b := textID.ReplaceAllString(normalize(got), `"txt"`), textID.ReplaceAllString(normalize(replay), `"txt"`); a != b {
+	if a, b := textID.ReplaceAllString(normalize(want), `"txt"`), textID.ReplaceAllString(normalize(replay), `"txt"`); a != b {
 		t.Fatalf("the resumed stream differs from the live one:\nlive:\n%s\nresumed:\n%s", a, b)
 	}
 }

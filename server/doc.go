@@ -77,8 +77,9 @@
 // session's next turns. The replay and the live events join with no gap
 // and no repeat (spool.Session.Watch). GET /api/chat/{id}/stream is the
 // same for the AI SDK: the running turn's UI message stream from the
-// start of its assistant message (the client's replay), 204 when none
-// runs. A malformed Last-Event-ID, or one past the session, is 400
+// start of its assistant message (the client's replay; for a run that
+// an approval's answer began, what the turn's earlier runs stored comes
+// first), 204 when none runs. A malformed Last-Event-ID, or one past the session, is 400
 // bad_event_id; watchers over the agent's bounds are 429
 // too_many_watchers.
 //

@@ -227,7 +227,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 // route (useChat({resume: true}), chat.resumeStream()): 204 when no turn
 // runs on the chat's session, else the running turn's UI message stream
 // from the start of its assistant message (the client replaces what it
-// had of that message with it), live until the turn ends.
+// had of that message with it), live until the turn ends. A run that an
+// approval's answer began continues a message earlier runs of its turn
+// started: what they stored is sent first (earlierParts).
 func (s *Server) handleAIStream(w http.ResponseWriter, r *http.Request) {
 	ctx, _, aerr := s.withUser(r)
 	if aerr != nil {
@@ -252,9 +254,31 @@ func (s *Server) handleAIStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	aw := s.newAIWriter(w, r)
+	aw.earlier = func(ev spool.Event) ([]aiUIPart, error) { return earlierParts(ctx, sess, ev) }
 	aw.run(sess.Watch(ctx, spool.WatchOptions{}))
-	if aw.sse == nil {
+	if aw.sse == nil && !aw.refused {
 		// The turn ended in between.
 		w.WriteHeader(http.StatusNoContent)
 	}
+}
+
+// earlierParts is what the assistant message of ev's turn had when the
+// run that produced ev began (none for a run that begins its turn), as
+// GET /api/chat/{id} builds it from the transcript up to the run.
+func earlierParts(ctx context.Context, sess *spool.Session, ev spool.Event) ([]aiUIPart, error) {
+	id, err := spool.ParseEventID(ev.ID)
+	if err != nil || id.Pos == 0 {
+		return nil, nil // the first run of a session begins its turn
+	}
+	entries, err := sess.Transcript(ctx)
+	if err != nil {
+		return nil, err
+	}
+	msgs := uiMessages(entries[:min(int(id.Pos), len(entries))])
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "assistant" && msgs[i].ID == ev.TurnID {
+			return msgs[i].Parts, nil
+		}
+	}
+	return nil, nil
 }

@@ -420,6 +420,65 @@ func TestAIChatResumeRealClient(t *testing.T) {
 	}
 }
 
+// The real AI SDK client resumes a run that a person's answer to an
+// approval began (allowed, and denied): the replay carries the call the
+// turn's earlier run streamed, then the rest; before, the client failed
+// on a result for a call it had never been sent. The resumed message is
+// the stored one, as GET /api/chat/{id} loads it, except the person's
+// answer, for which the protocol has no chunk.
+func TestAIChatResumeApprovalRealClient(t *testing.T) {
+	e := newEnv(t, spool.Config{Model: echo.New(echo.WithDelay(15 * time.Millisecond))}, server.Options{})
+	out := runAIClient(t, "resumeapproval.mjs", e.http.URL+"/api/chat")
+	type chat struct {
+		Dropped  string
+		Status   string
+		Messages []uiMsg
+	}
+	var got struct {
+		Errors          []string
+		Allowed, Denied chat
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.Errors) > 0 {
+		t.Fatalf("client errors %v", got.Errors)
+	}
+	for _, c := range []struct {
+		id, state string
+		chat      chat
+	}{{"resume-allowed", "output-available", got.Allowed}, {"resume-denied", "output-denied", got.Denied}} {
+		e.waitEnded("", c.id)
+		var loaded struct{ Messages []uiMsg }
+		e.do(req{method: "GET", path: "/api/chat/" + c.id}).json(t, &loaded)
+		for _, m := range loaded.Messages {
+			for _, p := range m.Parts {
+				if a, ok := p["approval"].(map[string]any); ok {
+					delete(a, "approved")
+					delete(a, "reason")
+				}
+			}
+		}
+		shown := c.chat.Messages
+		if c.chat.Status != "ready" || len(shown) != 2 {
+			t.Fatalf("%s: status %s, messages %s", c.id, c.chat.Status, dump(shown))
+		}
+		if c.chat.Dropped == "" || c.chat.Dropped == shown[1].text() {
+			t.Fatalf("%s: the dropped stream had %q: not part-way", c.id, c.chat.Dropped)
+		}
+		var state any
+		for _, p := range shown[1].Parts {
+			if p["type"] == "tool-save_note" {
+				state = p["state"]
+			}
+		}
+		if state != c.state {
+			t.Fatalf("%s: the call is %v after the resume, want %s: %s", c.id, state, c.state, dump(shown[1]))
+		}
+		sameMessages(t, c.id, shown, loaded.Messages)
+	}
+}
+
 // TestREADMEResumeCurl runs the README's Last-Event-ID curl line, as a
 // person pastes it with the id of the last event they had, against a
 // turn that runs on after its client went away: curl gets the rest.
