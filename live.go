@@ -44,10 +44,11 @@ import (
 // notifications (a listener's connection that dropped and came back)
 // reads what it missed from the transcript, step by step: the rest of
 // the run it was in, and any run between the last it had and the one it
-// hears begin. Left: a resumed run of the turn a watcher had last (an
-// approval's decision that resumed it), whose every notification was
-// lost or that no process keeps: the transcript does not tell it from
-// the run before.
+// hears begin. A run between begins at a prompt or an approval
+// decision of another turn, or at the decision of an approval that the
+// turn the watcher had last paused on (a decision of another of the
+// turn's calls is part of that run: a session-wide approval decides
+// them).
 
 // RecentTurn is how long a finished run's events are kept for watchers
 // that reconnect after its end.

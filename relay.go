@@ -494,13 +494,23 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 	// for a run between whose notifications were all lost (checked: the
 	// newest run looked for).
 	endedPos, endedTurn, checked := int64(-1), "", int64(-1)
+	// endedPending are the approvals that run's turn waited on when it
+	// paused there (none when it ended): a decision of one of them in
+	// the transcript begins a run the watcher has not had.
+	var endedPending []Approval
+	ended := func(pos int64, ev Event) {
+		endedPos, endedTurn, endedPending = pos, ev.TurnID, nil
+		if ev.Result != nil && ev.Result.Status == StatusAwaitingApproval {
+			endedPending = ev.Result.Pending
+		}
+	}
 	keep := func(pos int64, ev Event) {
 		id, err := ParseEventID(ev.ID)
 		if err == nil && id.Pos == pos && pos == after.Pos {
 			resumed = true
 			if id.N == after.N && ev.Kind == EventTurnEnd {
 				// The watcher had the run resumed in whole.
-				endedPos, endedTurn = pos, ev.TurnID
+				ended(pos, ev)
 			}
 		}
 		if err != nil || id.Pos != pos || (pos == after.Pos && id.N <= after.N) || pos < after.Pos {
@@ -564,7 +574,7 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 				step = nil
 			case EventTurnEnd:
 				inRun, step = -1, nil
-				endedPos, endedTurn = pos, ev.TurnID
+				ended(pos, ev)
 			}
 			if !yield(ev, nil) || (ev.Kind == EventTurnEnd && !follow) {
 				return false
@@ -599,7 +609,7 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 	// the watch is over.
 	catchUp := func(pos int64) (read, ok bool) {
 		checked = pos
-		from, missed, err := s.missedRun(ctx, endedPos, endedTurn, pos)
+		from, missed, err := s.missedRun(ctx, endedPos, endedTurn, endedPending, pos)
 		if err != nil {
 			yield(Event{}, err)
 			return false, false
@@ -803,17 +813,26 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 
 // missedRun looks in the transcript between from, where a run of turn
 // turnID began, and until, where a newer run began, for a run between:
-// the first entry that begins one (a prompt or an approval decision) of
-// another turn. (A resumed run of turnID itself between the two is not
-// told from the first: its watcher goes on without it.)
-func (s *Session) missedRun(ctx context.Context, from int64, turnID string, until int64) (int64, bool, error) {
+// the first entry that begins one. That is a prompt or an approval
+// decision of another turn, or, when that run paused on the approvals
+// pending, the decision of one of them: a run that resumed turnID. (A
+// decision of turnID that is not one of them was made in the run at
+// from, as a session-wide approval decides the turn's other calls.)
+func (s *Session) missedRun(ctx context.Context, from int64, turnID string, pending []Approval, until int64) (int64, bool, error) {
 	entries, _, err := store.ReadRange(ctx, s.a.cfg.Store, s.key, int(from), int(until))
 	if err != nil {
 		return 0, false, err
 	}
 	for i, e := range entries {
-		if e.TurnID != turnID && (e.Type == transcript.TypeUserMessage || e.Type == transcript.TypeApprovalDecision) {
+		switch {
+		case e.Type != transcript.TypeUserMessage && e.Type != transcript.TypeApprovalDecision:
+		case e.TurnID != turnID:
 			return from + int64(i), true, nil
+		case len(pending) > 0 && e.Type == transcript.TypeApprovalDecision:
+			var d transcript.ApprovalDecision
+			if e.DecodeData(&d) == nil && slices.ContainsFunc(pending, func(a Approval) bool { return a.ID == d.ApprovalID }) {
+				return from + int64(i), true, nil
+			}
 		}
 	}
 	return 0, false, nil

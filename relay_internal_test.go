@@ -16,6 +16,7 @@ import (
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
+	"github.com/spool-go/spool/tool"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -683,6 +684,59 @@ func TestRelayFollowerBehindRuns(t *testing.T) {
 			wantTexts(t, texts, sendEach(t, runs, runs, runs)...)
 		})
 	}
+}
+
+// A follower in another process that lost every notification of a run
+// that resumed the turn it had last (an approval's decision) gets that
+// run from the transcript when the next run begins: the decision of an
+// approval the turn paused on begins a run, where a decision of the same
+// turn used to be taken for one of the run the follower had.
+func TestRelayFollowerLostResumedRun(t *testing.T) {
+	relayWaits(t, syncWait, time.Hour) // no probe
+	mem := memstore.New()
+	save := tool.New("save", "Save a note.", func(ctx context.Context, a struct{ Text string }) (string, error) {
+		return "saved " + a.Text, nil
+	}, tool.RequireApproval())
+	// The run to lose is known by its position (the transcript's length
+	// at the pause): a relay notifies after its run, so the next run's
+	// first notification may come before the last of this one's.
+	var lost atomic.Int64
+	lost.Store(-1)
+	lose := func(_ int, msg []byte) bool {
+		var m relayMsg
+		return json.Unmarshal(msg, &m) == nil && m.Pos == lost.Load()
+	}
+	runs, err := New(Config{Store: &lostRun{basicNotifier: &basicNotifier{mem: mem}, lose: lose}, Model: echo.New(), Tools: []*tool.Tool{save}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watches, err := New(Config{Store: &basicNotifier{mem: mem}, Model: echo.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := watches.Session(t.Context(), "s")
+	texts := followTexts(t, other)
+	time.Sleep(syncWait + 200*time.Millisecond) // the first sync went unanswered: no run
+	rs, _ := runs.Session(t.Context(), "s")
+	paused, err := rs.Send(t.Context(), `/call save {"Text":"milk"}`)
+	if err != nil || paused.Status != StatusAwaitingApproval {
+		t.Fatalf("Send = %+v, %v; want a pause", paused, err)
+	}
+	wantTexts(t, texts, paused.Text)
+	entries, err := rs.Transcript(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost.Store(int64(len(entries)))
+	resumed, err := rs.Approve(t.Context(), paused.Pending[0].ID, transcript.ApprovalScopeOnce)
+	if err != nil || resumed.Status != transcript.StatusOK {
+		t.Fatalf("Approve = %+v, %v", resumed, err)
+	}
+	next, err := rs.Send(t.Context(), "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTexts(t, texts, resumed.Text, next.Text)
 }
 
 // numberedModel answers with the number of messages it was sent, so
