@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
+	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
 	"github.com/spool-go/spool/transcript"
 )
@@ -166,4 +168,89 @@ func TestStateFollowsOtherWriters(t *testing.T) {
 	}
 	entries, _ := sa.Transcript(ctx)
 	checkWellFormed(t, entries)
+}
+
+// readCounter is a memory store that counts the reads of each kind.
+type readCounter struct {
+	*memstore.Store
+	mu                   sync.Mutex
+	reads, ranges, tails int
+}
+
+func (s *readCounter) Read(ctx context.Context, k store.Key) ([]transcript.Entry, error) {
+	s.mu.Lock()
+	s.reads++
+	s.mu.Unlock()
+	return s.Store.Read(ctx, k)
+}
+
+func (s *readCounter) ReadRange(ctx context.Context, k store.Key, start, end int) ([]transcript.Entry, int, error) {
+	s.mu.Lock()
+	s.ranges++
+	s.mu.Unlock()
+	return s.Store.ReadRange(ctx, k, start, end)
+}
+
+func (s *readCounter) ReadTail(ctx context.Context, k store.Key, n int) ([]transcript.Entry, int, error) {
+	s.mu.Lock()
+	s.tails++
+	s.mu.Unlock()
+	return s.Store.ReadTail(ctx, k, n)
+}
+
+func (s *readCounter) counts() [3]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return [3]int{s.reads, s.ranges, s.tails}
+}
+
+// sentModel answers "ok" and records how many messages it was sent.
+type sentModel struct{ sent *int }
+
+func (m sentModel) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Event, error] {
+	*m.sent = len(req.Messages)
+	return func(yield func(model.Event, error) bool) {
+		yield(model.Event{Kind: model.EventText, Text: "ok"}, nil)
+	}
+}
+
+// A turn on a session another agent on the store (another replica)
+// appended to since this one last saw it reads only what was appended,
+// in one read that also tells whether anything was (a session moving
+// between replicas used to take a read of the newest entry and then
+// another), and its model gets the whole history, the other agent's turn
+// included. One where nothing changed reads the newest entry alone.
+func TestStateFollowsOtherWritersInOneRead(t *testing.T) {
+	ctx := t.Context()
+	st := &readCounter{Store: memstore.New()}
+	var sentA, sentB int
+	a := newAgent(t, spool.Config{Store: st, Model: sentModel{&sentA}})
+	b := newAgent(t, spool.Config{Store: st, Model: sentModel{&sentB}})
+	sa, sb := session(t, a, ctx, "shared"), session(t, b, ctx, "shared")
+	for _, s := range []*spool.Session{sa, sb} {
+		if _, err := s.Send(ctx, "hello"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hist, err := sa.History(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := st.counts()
+	if _, err := sa.Send(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.counts(); got != [3]int{before[0], before[1] + 1, before[2]} {
+		t.Fatalf("reads, range reads and tail reads of the turn: %v, from %v; want one range read", got, before)
+	}
+	if sentA != len(hist)+1 {
+		t.Fatalf("the model got %d messages; the history has %d, and the prompt", sentA, len(hist))
+	}
+	before = st.counts()
+	if _, err := sa.Send(ctx, "once more"); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.counts(); got != [3]int{before[0], before[1] + 1, before[2]} {
+		t.Fatalf("reads of a turn on a session nobody else wrote: %v, from %v; want one range read", got, before)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -164,21 +165,35 @@ func (a *Agent) lockStore(ctx context.Context, k store.Key) (func(), error) {
 
 // sync makes sl.st match the stored transcript. When nothing changed
 // since this process last saw it, that costs a read of the newest entry;
-// when another writer appended, only what it appended is read.
+// when another writer appended, only what it appended is read, in the
+// same read on a store that reads ranges (one round trip, where a
+// session that moves between replicas took two).
 func (s *Session) sync(ctx context.Context, sl *slot) error {
 	st := s.a.cfg.Store
 	if sl.st != nil {
-		tail, total, err := store.ReadTail(ctx, st, s.key, 1)
+		var (
+			newer []transcript.Entry
+			total int
+			err   error
+		)
+		if _, ok := st.(store.RangeReader); ok {
+			// From the newest entry this process has to the end: that
+			// entry alone when nothing changed.
+			newer, total, err = store.ReadRange(ctx, st, s.key, max(sl.st.count-1, 0), math.MaxInt)
+		} else {
+			newer, total, err = store.ReadTail(ctx, st, s.key, 1)
+		}
 		if err != nil {
 			return err
 		}
-		if total == sl.st.count && (total == 0 || tail[len(tail)-1].ID == sl.st.head) {
+		if total == sl.st.count && (total == 0 || newer[len(newer)-1].ID == sl.st.head) {
 			return nil
 		}
 		if sl.st.count > 0 && total > sl.st.count {
-			newer, _, err := store.ReadRange(ctx, st, s.key, sl.st.count-1, total)
-			if err != nil {
-				return err
+			if _, ok := st.(store.RangeReader); !ok {
+				if newer, _, err = store.ReadRange(ctx, st, s.key, sl.st.count-1, total); err != nil {
+					return err
+				}
 			}
 			if len(newer) > 0 && newer[0].ID == sl.st.head {
 				for _, e := range newer[1:] {
