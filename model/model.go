@@ -92,7 +92,9 @@ var ErrContextTooLong = errors.New("model: the request is longer than the model'
 type Error struct {
 	// Code is one of the provider codes of package transcript
 	// (CodeRateLimited, CodeAuth, CodeProviderError, CodeBadResponse,
-	// CodeContextTooLong): the turn that the failure ends records it.
+	// CodeContextTooLong), or CodeModelError for an answer the model
+	// itself left unusable (cut at its output token limit in the middle
+	// of a tool call): the turn that the failure ends records it.
 	Code       transcript.ErrorCode
 	StatusCode int    // the HTTP status, when there was one
 	Message    string // what went wrong, for people

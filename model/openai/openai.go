@@ -12,6 +12,10 @@
 // call is emitted as one model.EventToolCall, in index order, when the
 // choice's finish_reason arrives (or the stream ends). Arguments that are
 // not valid JSON are passed on as a JSON string (see model.ToolArguments).
+// A choice that finishes with "length" (the output token limit) or
+// "content_filter" while calls are being written delivers none of them:
+// the stream fails with transcript.CodeModelError after its text and
+// usage, since a cut call's arguments are only a fragment.
 //
 // Configuration comes from options, then from the environment variables
 // OPENAI_API_KEY and OPENAI_BASE_URL, then from defaults. No other OPENAI_*
@@ -234,6 +238,10 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 		}
 		var acc accumulator
 		if !provider.Drive(ctx, m.service.NewStreaming(ctx, params), yield, acc.chunk, apiError) {
+			return
+		}
+		if err := acc.err(); err != nil {
+			yield(model.Event{}, err)
 			return
 		}
 		// A stream that ended without a finish_reason still delivers the

@@ -30,6 +30,7 @@ type pendingCall struct {
 type accumulator struct {
 	calls   []*pendingCall
 	byIndex map[int64]*pendingCall
+	cut     string // the finish_reason that cut calls short, if one did
 }
 
 func (a *accumulator) chunk(c oa.ChatCompletionChunk) []model.Event {
@@ -49,6 +50,11 @@ func (a *accumulator) chunk(c oa.ChatCompletionChunk) []model.Event {
 			a.add(tc)
 		}
 		if ch.FinishReason != "" {
+			if len(a.calls) > 0 && cutsCalls(ch.FinishReason) {
+				a.cut = ch.FinishReason
+				a.calls, a.byIndex = nil, nil
+				continue
+			}
 			out = append(out, a.flush()...)
 		}
 	}
@@ -80,6 +86,31 @@ func (a *accumulator) add(tc oa.ChatCompletionChunkChoiceDeltaToolCall) {
 		p.name = tc.Function.Name
 	}
 	p.args.WriteString(tc.Function.Arguments)
+}
+
+// cutsCalls reports whether a choice that finished for reason was stopped
+// while the model was still writing: the calls it had begun are fragments.
+// "stop" is not one of them, since some compatible servers end a choice
+// of complete calls with it.
+func cutsCalls(reason string) bool {
+	return reason == "length" || reason == "content_filter"
+}
+
+// err is the failure of a stream whose finish cut tool calls short. Those
+// calls are not delivered: their arguments are a fragment (or, worse, a
+// prefix that happens to be valid JSON), and running one, or asking a
+// person to approve it, would act on half a request.
+func (a *accumulator) err() error {
+	switch a.cut {
+	case "":
+		return nil
+	case "length":
+		return &model.Error{Code: transcript.CodeModelError,
+			Message: "the answer reached its output token limit (max_tokens) in the middle of a tool call; raise the limit"}
+	default:
+		return &model.Error{Code: transcript.CodeModelError,
+			Message: provider.Describe("the answer was stopped in the middle of a tool call", "finish_reason", a.cut)}
+	}
 }
 
 // flush emits the assembled calls in index order and forgets them.
