@@ -21,9 +21,13 @@
 //
 // Text streams as it comes. Tool input arrives as input_json_delta
 // fragments per content block index; each call is emitted as one
-// model.EventToolCall when its block stops. Usage is reported from
-// message_start and again from message_delta (input tokens include cache
-// reads and writes).
+// model.EventToolCall once message_delta says why the answer stopped.
+// An answer that stopped with max_tokens, model_context_window_exceeded
+// or refusal while it held tool calls delivers none of them: the API
+// closes a cut tool_use block like a finished one, so the stream fails
+// with transcript.CodeModelError after its text and usage. Usage is
+// reported from message_start and again from message_delta (input tokens
+// include cache reads and writes).
 //
 // Configuration comes from options, then from the environment variables
 // ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) and ANTHROPIC_BASE_URL, then
@@ -237,6 +241,10 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 		if !acc.stopped {
 			yield(model.Event{}, &model.Error{Code: transcript.CodeProviderError,
 				Message: "the stream ended before message_stop"})
+			return
+		}
+		if err := acc.err(); err != nil {
+			yield(model.Event{}, err)
 		}
 	}
 }

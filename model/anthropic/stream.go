@@ -23,8 +23,10 @@ type toolBlock struct {
 // accumulator turns stream events into model events.
 type accumulator struct {
 	tools   map[int64]*toolBlock
+	calls   []model.Event // finished tool calls, held until the stop reason is known
 	usage   transcript.Usage
-	stopped bool // message_stop arrived
+	cut     sdk.StopReason // the stop reason that cut tool calls short, if one did
+	stopped bool           // message_stop arrived
 }
 
 func (a *accumulator) event(e sdk.MessageStreamEventUnion) []model.Event {
@@ -72,20 +74,64 @@ func (a *accumulator) event(e sdk.MessageStreamEventUnion) []model.Event {
 		if t.deltas == 0 {
 			args = t.start
 		}
-		return []model.Event{{Kind: model.EventToolCall, ToolCall: transcript.ToolCall{
+		a.calls = append(a.calls, model.Event{Kind: model.EventToolCall, ToolCall: transcript.ToolCall{
 			ID: t.id, Name: t.name, Arguments: model.ToolArguments(args),
-		}}}
+		}})
 	case "message_delta":
 		u := e.Usage
 		a.usage.OutputTokens = u.OutputTokens
 		if in := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens; in > 0 {
 			a.usage.InputTokens = in
 		}
-		return []model.Event{{Kind: model.EventUsage, Usage: a.usage}}
+		out := []model.Event{{Kind: model.EventUsage, Usage: a.usage}}
+		if r := e.Delta.StopReason; cutsCalls(r) && (len(a.calls) > 0 || len(a.tools) > 0) {
+			a.cut, a.calls, a.tools = r, nil, nil
+			return out
+		}
+		return append(a.releaseCalls(), out...)
 	case "message_stop":
 		a.stopped = true
+		return a.releaseCalls()
 	}
 	return nil
+}
+
+// releaseCalls returns the held tool calls and forgets them. Calls wait
+// for message_delta, whose stop reason says whether the last of them was
+// finished or cut off.
+func (a *accumulator) releaseCalls() []model.Event {
+	out := a.calls
+	a.calls = nil
+	return out
+}
+
+// cutsCalls reports whether an answer that stopped for reason was stopped
+// while the model was still writing, so that its last tool_use block may
+// be cut short. The API closes such a block like any other, its input
+// what was written so far: a fragment, or a prefix that is valid JSON
+// without the fields the model had not reached.
+func cutsCalls(reason sdk.StopReason) bool {
+	switch reason {
+	case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded, sdk.StopReasonRefusal:
+		return true
+	}
+	return false
+}
+
+// err is the failure of a stream whose stop reason cut tool calls short.
+// None of its calls is delivered: running one, or asking a person to
+// approve it, would act on half a request.
+func (a *accumulator) err() error {
+	switch a.cut {
+	case "":
+		return nil
+	case sdk.StopReasonMaxTokens:
+		return &model.Error{Code: transcript.CodeModelError,
+			Message: "the answer reached its output token limit (max_tokens) in the middle of a tool call; raise the limit"}
+	default:
+		return &model.Error{Code: transcript.CodeModelError,
+			Message: provider.Describe("the answer was stopped in the middle of a tool call", "stop_reason", string(a.cut))}
+	}
 }
 
 // apiError maps the SDK's error type: an HTTP error status, or an error
