@@ -11,7 +11,8 @@
 // Tool calls stream as argument fragments keyed by the call's index; each
 // call is emitted as one model.EventToolCall, in index order, when the
 // choice's finish_reason arrives (or the stream ends). Arguments that are
-// not valid JSON are passed on as a JSON string (see model.ToolArguments).
+// not valid JSON are passed on as a JSON string (see model.ToolArguments);
+// a call the server sent without an id gets a random one.
 // A choice that finishes with "length" (the output token limit) or
 // "content_filter" while calls are being written delivers none of them:
 // the stream fails with transcript.CodeModelError after its text and
