@@ -10,7 +10,9 @@
 //
 // Tool calls stream as argument fragments keyed by the call's index; each
 // call is emitted as one model.EventToolCall, in index order, when the
-// choice's finish_reason arrives (or the stream ends). Arguments that are
+// choice's finish_reason arrives. A stream that ends before it (a cut
+// connection, or a server that answered with one JSON completion instead
+// of a stream) fails with transcript.CodeProviderError after its text. Arguments that are
 // not valid JSON are passed on as a JSON string (see model.ToolArguments);
 // a call the server sent without an id gets a random one.
 // A choice that finishes with "length" (the output token limit) or
@@ -243,14 +245,6 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 		}
 		if err := acc.err(); err != nil {
 			yield(model.Event{}, err)
-			return
-		}
-		// A stream that ended without a finish_reason still delivers the
-		// calls it assembled.
-		for _, ev := range acc.flush() {
-			if !yield(ev, nil) {
-				return
-			}
 		}
 	}
 }

@@ -210,8 +210,10 @@ func TestInvalidArgumentsBecomeAJSONString(t *testing.T) {
 	}
 }
 
-// A stream that ends without a finish_reason still delivers its calls.
-func TestCallsFlushedAtStreamEnd(t *testing.T) {
+// A stream that ends without a finish_reason was cut short, however it
+// ended: its calls may be fragments, or prefixes that happen to be valid
+// JSON, and are not delivered.
+func TestCallsNotDeliveredWithoutFinishReason(t *testing.T) {
 	var cut []string
 	for _, b := range blocks(t, "tool_calls.sse") {
 		if !strings.Contains(b, `"finish_reason":"tool_calls"`) {
@@ -223,10 +225,11 @@ func TestCallsFlushedAtStreamEnd(t *testing.T) {
 		io.WriteString(w, strings.Join(cut, ""))
 	})
 	events, err := collect(newModel(t, s), context.Background(), simpleRequest())
-	if err != nil {
-		t.Fatal(err)
+	var me *model.Error
+	if !errors.As(err, &me) || me.Code != transcript.CodeProviderError {
+		t.Fatalf("err = %v, want provider_error", err)
 	}
-	if _, calls, _ := split(events); len(calls) != 2 {
+	if _, calls, _ := split(events); len(calls) != 0 {
 		t.Errorf("calls = %+v", calls)
 	}
 }

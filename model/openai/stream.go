@@ -32,6 +32,7 @@ type accumulator struct {
 	calls   []*pendingCall
 	byIndex map[int64]*pendingCall
 	cut     string // the finish_reason that cut calls short, if one did
+	done    bool   // the choice's finish_reason arrived
 }
 
 func (a *accumulator) chunk(c oa.ChatCompletionChunk) []model.Event {
@@ -51,6 +52,7 @@ func (a *accumulator) chunk(c oa.ChatCompletionChunk) []model.Event {
 			a.add(tc)
 		}
 		if ch.FinishReason != "" {
+			a.done = true
 			if len(a.calls) > 0 && cutsCalls(ch.FinishReason) {
 				a.cut = ch.FinishReason
 				a.calls, a.byIndex = nil, nil
@@ -89,6 +91,12 @@ func (a *accumulator) add(tc oa.ChatCompletionChunkChoiceDeltaToolCall) {
 	p.args.WriteString(tc.Function.Arguments)
 }
 
+// errNoFinish fails a stream that ended before its choice's finish_reason:
+// a connection closed mid-answer, or a body with no stream in it (a server
+// that ignored "stream": true and sent one JSON completion). Its text is
+// cut, or missing, and its calls may be fragments, so none is delivered.
+var errNoFinish = &model.Error{Code: transcript.CodeProviderError, Message: "the stream ended before its finish_reason"}
+
 // cutsCalls reports whether a choice that finished for reason was stopped
 // while the model was still writing: the calls it had begun are fragments.
 // "stop" is not one of them, since some compatible servers end a choice
@@ -97,13 +105,16 @@ func cutsCalls(reason string) bool {
 	return reason == "length" || reason == "content_filter"
 }
 
-// err is the failure of a stream whose finish cut tool calls short. Those
-// calls are not delivered: their arguments are a fragment (or, worse, a
+// err is the failure of a stream that ended without a finish_reason, or
+// whose finish cut tool calls short. Those calls are not delivered: their arguments are a fragment (or, worse, a
 // prefix that happens to be valid JSON), and running one, or asking a
 // person to approve it, would act on half a request.
 func (a *accumulator) err() error {
 	switch a.cut {
 	case "":
+		if !a.done {
+			return errNoFinish
+		}
 		return nil
 	case "length":
 		return &model.Error{Code: transcript.CodeModelError,
