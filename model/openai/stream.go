@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	oa "github.com/openai/openai-go/v3"
@@ -194,14 +195,19 @@ func midStreamError(se *ssestream.StreamError) error {
 	if code == "null" {
 		code = ""
 	}
-	kind := strings.ToLower(body.Error.Type + " " + code)
+	// Gateways name the kind in other spellings ("RateLimitError") or give
+	// an HTTP status as the code ("429", 429): both are read.
+	kind := strings.ReplaceAll(strings.ToLower(body.Error.Type+" "+code), "_", "")
 	c := transcript.CodeProviderError
+	if status, err := strconv.Atoi(code); err == nil {
+		c = model.CodeForStatus(status)
+	}
 	switch {
-	case strings.Contains(kind, "rate_limit"):
+	case strings.Contains(kind, "ratelimit"):
 		c = transcript.CodeRateLimited
-	case strings.Contains(kind, "auth") || strings.Contains(kind, "api_key"):
+	case strings.Contains(kind, "auth") || strings.Contains(kind, "apikey"):
 		c = transcript.CodeAuth
-	case strings.Contains(kind, contextLengthExceeded):
+	case strings.Contains(kind, "contextlengthexceeded"):
 		c = transcript.CodeContextTooLong
 	}
 	return &model.Error{Code: c, Message: provider.Describe("error inside the stream", "type", body.Error.Type, "code", code), Err: se}
