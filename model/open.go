@@ -17,6 +17,11 @@ type Config struct {
 	BaseURL string
 	// APIKey replaces the provider's key (OPENAI_API_KEY, ANTHROPIC_API_KEY).
 	APIKey string
+	// MaxOutputTokens caps each answer, in tokens, when more than zero,
+	// where a request does not set its own cap (Request.MaxOutputTokens):
+	// anthropic's default is DefaultMaxTokens, and an OpenAI-compatible
+	// endpoint's is the server's own.
+	MaxOutputTokens int64
 }
 
 // ErrUnknownProvider is returned by Open for a spec whose provider was never

@@ -645,14 +645,33 @@ func (c *chat) approve(pending []spool.Approval) error {
 // modelFlags choose the model.
 type modelFlags struct {
 	spec, baseURL, apiKey string
+	maxTokens             int64 // 0: SPOOL_MAX_OUTPUT_TOKENS, else the provider's default
 }
 
-func (m *modelFlags) register(fs interface {
-	StringVar(*string, string, string, string)
-}, env *environ) {
+// maxTokensUsage is the help of --max-output-tokens.
+const maxTokensUsage = "the most tokens an answer may take (env SPOOL_MAX_OUTPUT_TOKENS; default the provider's: 4096 for anthropic, the server's for openai and ollama)"
+
+func (m *modelFlags) register(fs *flagSet, env *environ) {
 	fs.StringVar(&m.spec, "model", env.getenv("SPOOL_MODEL"), "echo, openai:MODEL, anthropic:MODEL or ollama:MODEL (env SPOOL_MODEL; default echo)")
 	fs.StringVar(&m.baseURL, "base-url", "", "the provider's endpoint (default from OPENAI_BASE_URL, ANTHROPIC_BASE_URL, OLLAMA_HOST)")
 	fs.StringVar(&m.apiKey, "model-key", "", "the model provider's key (default from OPENAI_API_KEY, ANTHROPIC_API_KEY)")
+	fs.Int64Var(&m.maxTokens, "max-output-tokens", 0, maxTokensUsage)
+}
+
+// outputCap is the cap of each answer the flags (or the environment) set,
+// 0 for the provider's default.
+func (m *modelFlags) outputCap(env *environ) (int64, error) {
+	if m.maxTokens < 0 {
+		return 0, usagef("--max-output-tokens: want a positive number of tokens, not %d", m.maxTokens)
+	}
+	if v := strings.TrimSpace(env.getenv("SPOOL_MAX_OUTPUT_TOKENS")); m.maxTokens == 0 && v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return 0, usagef("SPOOL_MAX_OUTPUT_TOKENS: want a positive number of tokens, not %q", v)
+		}
+		return n, nil
+	}
+	return m.maxTokens, nil
 }
 
 func (m *modelFlags) open(env *environ) (model.Model, error) {
@@ -663,7 +682,11 @@ func (m *modelFlags) open(env *environ) (model.Model, error) {
 		fmt.Fprintln(env.stderr, "spool: no model configured: using the offline echo model (choose one with --model or SPOOL_MODEL)")
 		m.spec = "echo"
 	}
-	mod, err := model.Open(m.spec, model.Config{BaseURL: m.baseURL, APIKey: m.apiKey})
+	maxTokens, err := m.outputCap(env)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := model.Open(m.spec, model.Config{BaseURL: m.baseURL, APIKey: m.apiKey, MaxOutputTokens: maxTokens})
 	if err != nil {
 		if errors.Is(err, model.ErrUnknownProvider) {
 			return nil, usagef("--model: %v", err)

@@ -3,11 +3,18 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"iter"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/spool-go/spool/model"
@@ -211,5 +218,53 @@ func TestChatContextTooLongSaysCompact(t *testing.T) {
 	code, _, errs := c.run("hello\n", "chat", "--session", "long")
 	if code != 1 || !strings.Contains(errs, "context_too_long") || !strings.Contains(errs, "spool sessions compact long") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// --max-output-tokens (or SPOOL_MAX_OUTPUT_TOKENS) caps each answer: the
+// provider's request carries it. A value that is not a positive number
+// is refused, naming the flag or the variable it came from.
+func TestChatMaxOutputTokens(t *testing.T) {
+	var sent atomic.Value
+	prov := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		sent.Store(string(b))
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(prov.Close)
+	base := []string{"chat", "--model", "openai:m", "--base-url", prov.URL + "/v1", "--model-key", "k"}
+	for _, c := range []struct {
+		vars map[string]string
+		args []string
+		want string
+	}{
+		{nil, []string{"--max-output-tokens", "1234"}, `"max_tokens":1234`},
+		{map[string]string{"SPOOL_MAX_OUTPUT_TOKENS": "777"}, nil, `"max_tokens":777`},
+		{map[string]string{"SPOOL_MAX_OUTPUT_TOKENS": "777"}, []string{"--max-output-tokens", "99"}, `"max_tokens":99`},
+	} {
+		c.vars = maps.Clone(c.vars)
+		if c.vars == nil {
+			c.vars = map[string]string{}
+		}
+		c.vars["SPOOL_STORE"] = "memory:"
+		code, _, errs := newCLI(t, c.vars).run("hello\n", append(slices.Clone(base), c.args...)...)
+		if body, _ := sent.Load().(string); code != 0 || !strings.Contains(body, c.want) {
+			t.Errorf("%v %v: exit %d (%s), request %s; want %s", c.vars, c.args, code, errs, body, c.want)
+		}
+	}
+	for _, c := range []struct {
+		vars map[string]string
+		args []string
+		want string
+	}{
+		{nil, []string{"--max-output-tokens", "-5"}, "--max-output-tokens"},
+		{nil, []string{"--max-output-tokens", "lots"}, "-max-output-tokens"},
+		{map[string]string{"SPOOL_MAX_OUTPUT_TOKENS": "lots"}, nil, "SPOOL_MAX_OUTPUT_TOKENS"},
+	} {
+		code, _, errs := newCLI(t, c.vars).run("hello\n", append(slices.Clone(base), c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v %v: exit %d, stderr %q; want 2 naming %s", c.vars, c.args, code, errs, c.want)
+		}
 	}
 }

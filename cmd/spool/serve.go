@@ -38,6 +38,7 @@ type serveFlags struct {
 	common
 	addr, keysFile, apiKey       string
 	modelSpec, baseURL, modelKey string
+	maxOutputTokens              int64
 	scope, instructions, mode    string
 	allowHosts, allowOrigins     string
 	insecure                     bool
@@ -68,6 +69,7 @@ func (f *serveFlags) register(fs *flagSet, env *environ, chf *channelFlags) {
 	fs.StringVar(&f.modelSpec, "model", "", "echo, openai:MODEL, anthropic:MODEL or ollama:MODEL (default echo)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the model provider's endpoint")
 	secretVar(fs.FlagSet, &f.modelKey, "model-key", "", "the model provider's key (default from OPENAI_API_KEY, ANTHROPIC_API_KEY)")
+	fs.Int64Var(&f.maxOutputTokens, "max-output-tokens", 0, maxTokensUsage)
 	fs.StringVar(&f.scope, "scope", "project", "project: one shared set of sessions; user: each user their own")
 	fs.StringVar(&f.instructions, "instructions", "", "the agent's instructions")
 	fs.StringVar(&f.mode, "mode", "ask", "tool mode of new sessions: ask, auto or off")
@@ -172,7 +174,7 @@ func runServe(ctx context.Context, env *environ, args []string) error {
 		return err
 	}
 
-	mf := modelFlags{spec: f.modelSpec, baseURL: f.baseURL, apiKey: f.modelKey}
+	mf := modelFlags{spec: f.modelSpec, baseURL: f.baseURL, apiKey: f.modelKey, maxTokens: f.maxOutputTokens}
 	m, err := mf.open(env)
 	if err != nil {
 		return err

@@ -89,6 +89,9 @@ func init() {
 		if cfg.APIKey != "" {
 			opts = append(opts, WithAPIKey(cfg.APIKey))
 		}
+		if cfg.MaxOutputTokens > 0 {
+			opts = append(opts, WithMaxTokens(cfg.MaxOutputTokens))
+		}
 		return New(name, opts...)
 	})
 }

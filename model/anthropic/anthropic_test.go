@@ -611,3 +611,28 @@ func TestConcurrentStreams(t *testing.T) {
 		t.Errorf("%d requests", s.requests.Load())
 	}
 }
+
+// A cap set where the model is opened (model.Config.MaxOutputTokens, the
+// CLI's --max-output-tokens) replaces DefaultMaxTokens; a request's own
+// wins over it.
+func TestMaxTokensFromConfig(t *testing.T) {
+	s := newServer(t, replay(t, "text.sse"))
+	for _, c := range []struct{ cfg, req, want int64 }{{9000, 0, 9000}, {9000, 64, 64}, {0, 0, anthropic.DefaultMaxTokens}} {
+		m, err := model.Open("anthropic:claude-test", model.Config{BaseURL: s.URL, APIKey: "k", MaxOutputTokens: c.cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := simpleRequest()
+		req.MaxOutputTokens = c.req
+		if _, err := collect(m, context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			MaxTokens int64 `json:"max_tokens"`
+		}
+		json.Unmarshal(s.body.Load().([]byte), &got)
+		if got.MaxTokens != c.want {
+			t.Errorf("config %d, request %d: max_tokens %d, want %d", c.cfg, c.req, got.MaxTokens, c.want)
+		}
+	}
+}

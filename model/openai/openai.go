@@ -75,13 +75,20 @@ func init() {
 		if cfg.APIKey != "" {
 			opts = append(opts, WithAPIKey(cfg.APIKey))
 		}
+		if cfg.MaxOutputTokens > 0 {
+			opts = append(opts, WithMaxTokens(cfg.MaxOutputTokens))
+		}
 		return New(name, opts...)
 	})
 	model.Register("ollama", func(name string, cfg model.Config) (model.Model, error) {
 		base := cmp.Or(cfg.BaseURL, OllamaBaseURL(os.Getenv("OLLAMA_HOST")))
 		// The key is set even when empty, so that an OPENAI_API_KEY in the
 		// environment is never sent to a local server.
-		return New(name, WithBaseURL(base), WithAPIKey(cfg.APIKey))
+		opts := []Option{WithBaseURL(base), WithAPIKey(cfg.APIKey)}
+		if cfg.MaxOutputTokens > 0 {
+			opts = append(opts, WithMaxTokens(cfg.MaxOutputTokens))
+		}
+		return New(name, opts...)
 	})
 }
 
@@ -116,8 +123,9 @@ type Model struct {
 	name         string
 	baseURL      string
 	service      oa.ChatCompletionService
-	maxTokensOld bool // send max_tokens rather than max_completion_tokens
-	noKey        bool // no key configured for OpenAI's own API
+	maxTokensOld bool  // send max_tokens rather than max_completion_tokens
+	maxTokens    int64 // the cap of a request that sets none (0: the server's)
+	noKey        bool  // no key configured for OpenAI's own API
 }
 
 type config struct {
@@ -125,11 +133,19 @@ type config struct {
 	apiKey     *string
 	httpClient *http.Client
 	maxRetries int
+	maxTokens  int64
 	extra      []option.RequestOption
 }
 
 // Option configures a Model.
 type Option func(*config)
+
+// WithMaxTokens caps the answers of requests whose MaxOutputTokens is not
+// set (max_completion_tokens; max_tokens for a server other than
+// OpenAI's). By default they carry no cap, and the server's own applies.
+func WithMaxTokens(n int64) Option {
+	return func(c *config) { c.maxTokens = n }
+}
 
 // WithBaseURL sets the endpoint, for example http://localhost:11434/v1 for
 // Ollama. It wins over OPENAI_BASE_URL.
@@ -186,6 +202,9 @@ func New(modelName string, opts ...Option) (*Model, error) {
 	if c.httpClient == nil {
 		c.httpClient = http.DefaultClient
 	}
+	if c.maxTokens < 0 {
+		return nil, fmt.Errorf("openai: max tokens must be positive, not %d", c.maxTokens)
+	}
 	ro := []option.RequestOption{
 		option.WithBaseURL(base),
 		option.WithAPIKey(key),
@@ -203,6 +222,7 @@ func New(modelName string, opts ...Option) (*Model, error) {
 		// models refuse max_tokens); compatible servers have long accepted
 		// max_tokens and not all know the newer field.
 		maxTokensOld: u.Hostname() != "api.openai.com",
+		maxTokens:    c.maxTokens,
 		noKey:        key == "" && u.Hostname() == "api.openai.com",
 	}, nil
 }

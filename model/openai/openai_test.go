@@ -630,3 +630,28 @@ func TestConcurrentStreams(t *testing.T) {
 		t.Errorf("%d requests", s.requests.Load())
 	}
 }
+
+// A cap set where the model is opened (model.Config.MaxOutputTokens, the
+// CLI's --max-output-tokens) goes with every request that sets none of
+// its own; without one, a request carries no cap.
+func TestMaxTokensFromConfig(t *testing.T) {
+	s := newServer(t, replay(t, "text.sse"))
+	for _, c := range []struct {
+		cfg, req int64
+		want     string
+	}{{5000, 0, `"max_tokens":5000`}, {5000, 64, `"max_tokens":64`}, {0, 0, ""}} {
+		m, err := model.Open("openai:gpt-test-mini", model.Config{BaseURL: s.URL + "/v1", APIKey: "k", MaxOutputTokens: c.cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := simpleRequest()
+		req.MaxOutputTokens = c.req
+		if _, err := collect(m, context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		body := string(s.body.Load().([]byte))
+		if c.want == "" && strings.Contains(body, `max_`) || c.want != "" && !strings.Contains(body, c.want) {
+			t.Errorf("config %d, request %d: body %s, want %s", c.cfg, c.req, body, c.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -34,11 +35,11 @@ func (m *Model) params(req *model.Request) (oa.ChatCompletionNewParams, error) {
 		}
 		p.Tools = append(p.Tools, tp)
 	}
-	if req.MaxOutputTokens > 0 {
+	if n := cmp.Or(req.MaxOutputTokens, m.maxTokens); n > 0 {
 		if m.maxTokensOld {
-			p.MaxTokens = param.NewOpt(req.MaxOutputTokens)
+			p.MaxTokens = param.NewOpt(n)
 		} else {
-			p.MaxCompletionTokens = param.NewOpt(req.MaxOutputTokens)
+			p.MaxCompletionTokens = param.NewOpt(n)
 		}
 	}
 	return p, nil
