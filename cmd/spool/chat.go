@@ -648,14 +648,15 @@ type modelFlags struct {
 	maxTokens             int64 // 0: SPOOL_MAX_OUTPUT_TOKENS, else the provider's default
 }
 
-// maxTokensUsage is the help of --max-output-tokens.
-const maxTokensUsage = "the most tokens an answer may take (env SPOOL_MAX_OUTPUT_TOKENS; default the provider's: 4096 for anthropic, the server's for openai and ollama)"
+// maxTokensUsage is the help of --max-output-tokens, without the variable
+// it reads: spool serve adds that to each of its flags' help.
+const maxTokensUsage = "the most tokens an answer may take (default the provider's: 4096 for anthropic, the server's for openai and ollama)"
 
 func (m *modelFlags) register(fs *flagSet, env *environ) {
 	fs.StringVar(&m.spec, "model", env.getenv("SPOOL_MODEL"), "echo, openai:MODEL, anthropic:MODEL or ollama:MODEL (env SPOOL_MODEL; default echo)")
 	fs.StringVar(&m.baseURL, "base-url", "", "the provider's endpoint (default from OPENAI_BASE_URL, ANTHROPIC_BASE_URL, OLLAMA_HOST)")
 	fs.StringVar(&m.apiKey, "model-key", "", "the model provider's key (default from OPENAI_API_KEY, ANTHROPIC_API_KEY)")
-	fs.Int64Var(&m.maxTokens, "max-output-tokens", 0, maxTokensUsage)
+	fs.Int64Var(&m.maxTokens, "max-output-tokens", 0, maxTokensUsage+" (env SPOOL_MAX_OUTPUT_TOKENS)")
 }
 
 // outputCap is the cap of each answer the flags (or the environment) set,
