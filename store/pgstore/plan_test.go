@@ -98,14 +98,17 @@ func checkKeyPlans(t *testing.T, s *Store, set string) {
 	}
 }
 
-// checkReadPlans checks the plans of a tail read and of a range read of
-// session agent0/big, and those of checkKeyPlans.
+// checkReadPlans checks the plans of a tail read, of a range read and of
+// a read to the end of session agent0/big, and those of checkKeyPlans.
 func checkReadPlans(t *testing.T, s *Store, set string) {
 	t.Helper()
 	checkKeyPlans(t, s, set)
 	for name, plan := range map[string]string{
 		"tail":  explain(t, s, set, tailSQL, "agent0", "", "big", 50, int64(math.MinInt64)),
 		"range": explain(t, s, set, readSQL, "agent0", "", "big", 1000, 1050, int64(math.MinInt64)),
+		// A turn's catch-up: from the newest entry its process has to
+		// the end (Session.sync).
+		"rest": explain(t, s, set, readSQL, "agent0", "", "big", 99_999, int64(math.MaxInt32), int64(math.MinInt64)),
 	} {
 		if !strings.Contains(plan, "Index Scan") || !strings.Contains(plan, "entries_pkey") || strings.Contains(plan, "Seq Scan") {
 			t.Errorf("%s read (%s): want a scan of entries_pkey bounded by seq, no sequential scan:\n%s", name, set, plan)
