@@ -625,6 +625,9 @@ func TestBrowser(t *testing.T) {
 
 	// The items of issue 16 (ui_test.go), against one shared server.
 	t.Run("ui", func(t *testing.T) { testUI(t, b) })
+
+	// Defects found in review (robust_test.go).
+	t.Run("robust", func(t *testing.T) { testRobust(t, b) })
 }
 
 // copyScreenshot copies the README's screenshot into docs/.

@@ -691,14 +691,15 @@ export class Conversation {
   async edit(li, turnId, text) {
     const id = this.id;
     this.removeFrom(li);
-    const item = this.addUser(text);
+    this.addUser(text);
     const res = await this.run((signal) => api.edit(id, turnId, text, signal));
-    if (!res.ok && !res.shown) {
-      item.remove();
+    // Shown again from the transcript first: the view shows the turns as
+    // stored, and a refusal said after that is not wiped by it.
+    await this.reload();
+    if (!res.ok && !res.shown && this.id === id) {
       this.showError(`Could not edit the message: ${friendly(res.err)}`);
       this.onError(res.err);
     }
-    await this.reload();
   }
 
   async regenerate(turnId) {
@@ -710,11 +711,11 @@ export class Conversation {
     for (const li of items) if (li !== user) li.remove();
     for (const card of this.ol.querySelectorAll('li.approval')) if (card.dataset.turnId === turnId) card.remove();
     const res = await this.run((signal) => api.regenerate(id, signal));
-    if (!res.ok && !res.shown) {
+    await this.reload(); // first, as in edit
+    if (!res.ok && !res.shown && this.id === id) {
       this.showError(`Could not regenerate the answer: ${friendly(res.err)}`);
       this.onError(res.err);
     }
-    await this.reload();
   }
 
   async switchTo(turnId) {

@@ -1,0 +1,48 @@
+package web_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// Defects found in review of the UI, each shown by one subtest of
+// TestBrowser/robust.
+func testRobust(t *testing.T, b context.Context) {
+	// Regenerate and Edit refused by the server (a tool call waits for
+	// its approval) say why, and the conversation shows as it was. (The
+	// error was added, then wiped at once by the reload that follows.)
+	t.Run("a refused regenerate or edit says why", func(t *testing.T) {
+		srv := startServe(t, "")
+		srv.invoke(t, "pend", "hello")
+		srv.invoke(t, "pend", `/call save_note {"text":"milk"}`)
+		tb := newTab(t, b, desktopW, desktopH, false)
+		tb.open(srv.URL + "/#/c/pend")
+		card := `document.querySelector('#messages li.approval button[data-decision=allow]')`
+		tb.waitFor("the approval waiting", card)
+		tb.waitIdle()
+		refused := `[...document.querySelectorAll('#messages li.notice.failed')].some(e => e.textContent.startsWith(%q) && e.textContent.includes('waiting for your approval'))`
+		tb.do(chromedp.Click(chromedp.CSS(`#messages li.turn-foot:last-child button.regenerate`)))
+		tb.waitFor("the refusal", strings.ReplaceAll(refused, "%q", `'Could not regenerate the answer:'`))
+		tb.waitIdle()
+		tb.waitFor("the refusal, after the conversation is shown again", strings.ReplaceAll(refused, "%q", `'Could not regenerate the answer:'`)+" && "+card)
+
+		tb.do(chromedp.Click(chromedp.CSS(`#messages li.msg.user button.edit`)))
+		tb.retypeSel(`#messages li.msg.user .edit-box`, "hello again")
+		tb.do(chromedp.Click(chromedp.CSS(`#messages li.msg.user .edit-form button[type=submit]`)))
+		tb.waitIdle()
+		tb.waitFor("the edit's refusal", strings.ReplaceAll(refused, "%q", `'Could not edit the message:'`)+" && "+card)
+		if got := tb.bodies("user"); len(got) != 2 || got[0] != "hello" {
+			t.Errorf("after the refused edit the questions are %q", got)
+		}
+	})
+}
+
+// retypeSel replaces the text of the field sel selects by text, as typed.
+func (tb *tab) retypeSel(sel, text string) {
+	tb.t.Helper()
+	eval[bool](tb, `(document.querySelector(`+"`"+sel+"`"+`).value = '', true)`)
+	tb.do(chromedp.SendKeys(chromedp.CSS(sel), text))
+}
