@@ -11,6 +11,8 @@ import (
 // Defects found in review of the UI, each shown by one subtest of
 // TestBrowser/robust.
 func testRobust(t *testing.T, b context.Context) {
+	t.Run("forget key clears the page", func(t *testing.T) { testForgetKey(t, b) })
+
 	// Regenerate and Edit refused by the server (a tool call waits for
 	// its approval) say why, and the conversation shows as it was. (The
 	// error was added, then wiped at once by the reload that follows.)
@@ -45,4 +47,32 @@ func (tb *tab) retypeSel(sel, text string) {
 	tb.t.Helper()
 	eval[bool](tb, `(document.querySelector(`+"`"+sel+"`"+`).value = '', true)`)
 	tb.do(chromedp.SendKeys(chromedp.CSS(sel), text))
+}
+
+// testForgetKey: Forget key on a shared device leaves nothing of the
+// conversations on the page behind the key form: not the open
+// conversation, not the list, not the search's hits, not the model
+// view. (They stayed, readable through the form's translucent
+// backdrop, and the search's hits stayed for whoever entered the next
+// key.)
+func testForgetKey(t *testing.T, b context.Context) {
+	const key = "correct-horse-battery-staple"
+	srv := startServe(t, key)
+	srv.invoke(t, "private", "my secret plans")
+	tb := newTab(t, b, desktopW, desktopH, false)
+	tb.do(chromedp.Navigate(srv.URL + "/#/c/private"))
+	tb.waitFor("the key form", `!document.getElementById('auth').hidden && document.activeElement?.id === 'auth-key'`)
+	tb.do(chromedp.SendKeys(chromedp.ID("auth-key"), key), enter())
+	tb.waitFor("the conversation", `document.getElementById('auth').hidden && [...document.querySelectorAll('#messages .msg.assistant .body')].some(e => e.textContent === 'echo: my secret plans')`)
+	tb.do(chromedp.Click(chromedp.ID("show-history")))
+	tb.waitFor("the model view", `document.getElementById('history-list').textContent.includes('my secret plans')`)
+	tb.do(chromedp.SendKeys(chromedp.ID("search"), "secret"))
+	tb.waitFor("the search's hits", `document.querySelectorAll('#search-results li').length > 0`)
+	tb.do(chromedp.Click(chromedp.ID("forget-key")))
+	tb.waitFor("the key form", `!document.getElementById('auth').hidden`)
+	tb.waitFor("the key form settled", `document.getElementById('list-scroller').getAttribute('aria-busy') === 'false'`)
+	if got := eval[string](tb, `document.getElementById('app').textContent + document.title + document.getElementById('search').value`); strings.Contains(got, "secret") {
+		t.Errorf("after Forget key the page still shows the conversations: %q", strings.Join(strings.Fields(got), " "))
+	}
+	tb.shot("key-forgotten")
 }

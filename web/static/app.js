@@ -461,11 +461,28 @@ function updateKeyState() {
   $('forget-key').hidden = !has;
 }
 
+// clearShown takes off the page everything read with a key: the open
+// conversation, the list, the search's hits and the model view. The key
+// form's backdrop is translucent, and on a shared device the next person
+// may enter another key: what the last one read must not stay. The route
+// stays, so that the same key entered again reopens what was open.
+function clearShown() {
+  follower.stop();
+  conv.showNew();
+  list.clear();
+  search.clear();
+  panel.show(null);
+  setTitle('New conversation');
+  setOpenActions(false);
+  updateComposer();
+}
+
 function askKey() {
   if (!authPanel.hidden) return;
   const had = apiKey() !== '';
   forgetKey();
   updateKeyState();
+  clearShown();
   $('auth-reason').textContent = had
     ? 'The server no longer accepts the saved API key. Enter a valid key.'
     : 'This server needs an API key. Enter the key you were given.';
@@ -509,6 +526,11 @@ authForm.addEventListener('submit', async (e) => {
 $('forget-key').addEventListener('click', () => {
   forgetKey();
   updateKeyState();
+  // The person leaves: neither what was open nor a draft stays.
+  clearShown();
+  prompt.value = '';
+  autosize();
+  history.replaceState(null, '', '#/');
   announce('API key forgotten.');
   start(true);
 });

@@ -37,12 +37,13 @@ export class HistoryPanel {
     this.id = id;
     const gen = ++this.gen;
     this.compactButton.disabled = !id || this.compacting;
-    if (!this.open) return;
     if (!id) {
+      // Emptied even while closed: it opens on what it holds.
       this.list.replaceChildren();
       this.status.textContent = 'A new conversation: the first request carries only your message.';
       return;
     }
+    if (!this.open) return;
     this.panel.setAttribute('aria-busy', 'true');
     let hist;
     try {

@@ -38,13 +38,20 @@ export class SessionList {
   // reset empties the list and loads its first page; it throws what the
   // API throws (a 401 among others).
   async reset() {
+    this.clear();
+    await this.more();
+  }
+
+  // clear empties the list; a page on its way is dropped.
+  clear() {
     this.gen++;
     this.io.disconnect();
     this.cursor = '';
     this.done = false;
     this.loading = false;
     this.ul.replaceChildren();
-    await this.more();
+    this.end.replaceChildren('');
+    this.scroller.setAttribute('aria-busy', 'false');
   }
 
   // more loads the next page, if any.

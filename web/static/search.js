@@ -62,6 +62,12 @@ export class Search {
     this.input.select();
   }
 
+  // clear empties the box and the hits, and brings the list back.
+  clear() {
+    this.input.value = '';
+    this.run();
+  }
+
   // forget drops the hits of a deleted session.
   forget(id) {
     for (const li of this.list.querySelectorAll(`li[data-session="${CSS.escape(id)}"]`)) li.remove();
