@@ -2,8 +2,16 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -12,6 +20,7 @@ import (
 // TestBrowser/robust.
 func testRobust(t *testing.T, b context.Context) {
 	t.Run("forget key clears the page", func(t *testing.T) { testForgetKey(t, b) })
+	t.Run("a search hit whose page fails", func(t *testing.T) { testRevealFails(t, b) })
 
 	// Regenerate and Edit refused by the server (a tool call waits for
 	// its approval) say why, and the conversation shows as it was. (The
@@ -75,4 +84,52 @@ func testForgetKey(t *testing.T, b context.Context) {
 		t.Errorf("after Forget key the page still shows the conversations: %q", strings.Join(strings.Fields(got), " "))
 	}
 	tb.shot("key-forgotten")
+}
+
+// testRevealFails: a search hit opens a message pages back while the
+// server fails every older page. The view says the page failed, once,
+// and stops asking. (It asked again at once, without end: a few
+// hundred requests a second for as long as the conversation stayed open.)
+func testRevealFails(t *testing.T, b context.Context) {
+	srv := startServe(t, "")
+	for i := 1; i <= 40; i++ {
+		srv.invoke(t, "long", fmt.Sprintf("turn %02d", i))
+	}
+	code, body := srv.do(t, "GET", "/v1/sessions/long/messages?order=asc&limit=1", nil)
+	var page struct{ Messages []struct{ ID string } }
+	if err := json.Unmarshal(body, &page); code != 200 || err != nil || len(page.Messages) != 1 {
+		t.Fatalf("first message: %d %s", code, body)
+	}
+	// A proxy that fails the older pages (the requests with a cursor).
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	var failed atomic.Int64
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/messages") && r.URL.Query().Get("cursor") != "" {
+			failed.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"error":{"code":"unavailable","message":"the store is down"}}`))
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		proxy.CloseClientConnections()
+		proxy.Close()
+	})
+	tb := newTab(t, b, desktopW, desktopH, false)
+	tb.open(proxy.URL + "/#/c/long/m/" + page.Messages[0].ID)
+	tb.waitFor("the older page's failure", `document.getElementById('older').textContent.startsWith('Could not load older messages: the store is down')`)
+	time.Sleep(2 * time.Second)
+	if n := failed.Load(); n > 3 {
+		t.Errorf("the older page was asked for %d times in 2 s after it failed", n)
+	}
+	if got := tb.text("#status"); strings.Contains(got, "not on the version") {
+		t.Errorf("a message whose page failed is announced as %q", got)
+	}
 }

@@ -184,11 +184,13 @@ function newConversation(focus) {
   if (focus) prompt.focus();
 }
 
+const notShown = 'That message is not on the version of the conversation shown.';
+
 async function openConversation(id, focus, entryId) {
   app.dataset.pane = 'conversation';
   if (conv.id === id && entryId && !conv.missing) {
     // A search hit in the open conversation: no need to load it again.
-    if (!(await conv.reveal(entryId))) announce('That message is not on the version of the conversation shown.');
+    if ((await conv.reveal(entryId)) === false) announce(notShown);
     return;
   }
   follower.stop();
@@ -210,7 +212,7 @@ async function openConversation(id, focus, entryId) {
     if (conv.id !== id) return;
     setTitle(titleOf(s));
     setOpenActions(true);
-    if (entryId && !(await conv.reveal(entryId))) announce('That message is not on the version of the conversation shown.');
+    if (entryId && (await conv.reveal(entryId)) === false) announce(notShown);
   } catch (err) {
     if (err.name === 'AbortError' || conv.id !== id) return;
     updateComposer();

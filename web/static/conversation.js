@@ -456,13 +456,17 @@ export class Conversation {
   }
 
   // reveal scrolls to the message with entry id, loading older pages
-  // until it is shown; false when it is not on the active branch.
+  // until it is shown; false when it is not on the active branch, null
+  // when a page failed to load (the marker of older messages says so) or
+  // the view moved on: each page is asked for once, never again at once.
   async reveal(entryId) {
+    const gen = this.gen;
     const find = () => this.ol.querySelector(`li[data-id="${CSS.escape(entryId)}"]`);
     let li = find();
     while (!li && this.cursor) {
-      while (this.loading) await new Promise((r) => setTimeout(r, 50));
-      if (!(await this.loadOlder()) && !this.cursor) break;
+      if (this.loading) await new Promise((r) => setTimeout(r, 50));
+      else if (!(await this.loadOlder())) return null;
+      if (gen !== this.gen) return null;
       li = find();
     }
     if (!li) return false;
