@@ -30,8 +30,9 @@
 // send an Authorization header): a turn that another tab or device
 // starts shows here as it streams, its question read from the messages
 // page, since the events do not carry it. The tab's own runs are left
-// out by run: the P of their event ids ("P.N", the run's position in the
-// transcript), the same on the tab's own stream and on the follow
+// out by run: their session and the P of their event ids ("P.N", the
+// run's position in that session's transcript, so every session has a
+// run at 0), the same on the tab's own stream and on the follow
 // stream, so a turn the tab started and another tab resumed (an approval
 // answered there) streams here too; events read back from the
 // transcript, whose ids name entries, are told by turn id. Events that

@@ -21,6 +21,7 @@ import (
 func testRobust(t *testing.T, b context.Context) {
 	t.Run("forget key clears the page", func(t *testing.T) { testForgetKey(t, b) })
 	t.Run("a search hit whose page fails", func(t *testing.T) { testRevealFails(t, b) })
+	t.Run("another session's turn at the same place", func(t *testing.T) { testOwnRunsPerSession(t, b) })
 
 	// Regenerate and Edit refused by the server (a tool call waits for
 	// its approval) say why, and the conversation shows as it was. (The
@@ -132,4 +133,31 @@ func testRevealFails(t *testing.T, b context.Context) {
 	if got := tb.text("#status"); strings.Contains(got, "not on the version") {
 		t.Errorf("a message whose page failed is announced as %q", got)
 	}
+}
+
+// testOwnRunsPerSession: a tab that ran turns in one conversation opens
+// another, where a turn starts elsewhere at the same place in its
+// transcript as one of the tab's own runs did in the first: it streams
+// in. (The tab told its own runs by the position in their event ids
+// alone, which is per session: the other conversation's turn was taken
+// for the tab's own and never shown.)
+func testOwnRunsPerSession(t *testing.T, b context.Context) {
+	srv := startServe(t, "", "--model", "echo:?delay=40ms")
+	srv.invoke(t, "other", "first question")
+	tb := newTab(t, b, desktopW, desktopH, false)
+	tb.open(srv.URL + "/#/new")
+	tb.send("my first question")
+	tb.waitIdle()
+	tb.send("my second question")
+	tb.waitIdle()
+	tb.clickSession("other")
+	tb.waitFor("the conversation followed", `document.getElementById('app').dataset.live === 'on' && document.querySelectorAll('#messages .msg.assistant').length === 1`)
+	wait := srv.elsewhere(t, "other", "a question from elsewhere "+strings.Repeat("with many words ", 10))
+	tb.streaming("the turn from elsewhere streaming")
+	if code := wait(); code != 200 {
+		t.Fatalf("the turn elsewhere: %d", code)
+	}
+	tb.waitFor("its answer", `document.querySelectorAll('#messages .msg.assistant').length === 2`)
+	tb.waitIdle()
+	tb.sameAsStored(srv, "other", 0)
 }

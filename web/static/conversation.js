@@ -150,6 +150,11 @@ export function runOf(id) {
   return m && Number(m[2]) < 2 ** 32 ? m[1] : '';
 }
 
+// runKey names a run across sessions: a run's position is its session's
+// (every session's first run is at 0), so a run of another session at
+// the same place is not the same run.
+const runKey = (id, run) => `${id} ${run}`;
+
 // Turn renders the events of one streamed turn (or resumed turn) into the
 // view it was started in; if the view has moved on to another
 // conversation, the events are dropped (the transcript has them).
@@ -276,9 +281,9 @@ export class Conversation {
     // apart from this tab's own until then.
     this.onOwn = onOwn;
     this.own = new Set(); // ids of the turns this tab streams itself
-    // The runs this tab streams itself, by the position in their event
-    // ids (runOf): a turn another tab resumes (an approval answered
-    // there) is a run of its own, shown here live.
+    // The runs this tab streams itself, by session and the position in
+    // their event ids (runOf; see isOwnRun): a turn another tab resumes
+    // (an approval answered there) is a run of its own, shown here live.
     this.ownRuns = new Set();
     this.unknownOwn = 0; // turns this tab streams whose id is not known yet
     // The turn of another tab or device shown live (live.js), "" when
@@ -735,6 +740,12 @@ export class Conversation {
     this.onTurnEnd?.(this.id);
   }
 
+  // isOwnRun reports whether run (runOf) of session id is one this tab
+  // streams (or streamed) itself.
+  isOwnRun(id, run) {
+    return this.ownRuns.has(runKey(id, run));
+  }
+
   // isRunning reports whether a turn runs in the view: this tab's own,
   // or another tab's followed live.
   isRunning() {
@@ -824,7 +835,7 @@ export class Conversation {
         turn.apply(ev);
         if (turn.id) this.own.add(turn.id);
         const run = runOf(ev.id);
-        if (run) this.ownRuns.add(run);
+        if (run) this.ownRuns.add(runKey(id, run));
         if (unknown && (run || (turn.id && !ev.id))) known();
       }
       turn.finish();

@@ -143,7 +143,7 @@ export class Follower {
   // its turn.
   mine(ev, tid) {
     const run = runOf(ev.id);
-    return run ? this.conv.ownRuns.has(run) : this.conv.own.has(tid);
+    return run ? this.conv.isOwnRun(this.id, run) : this.conv.own.has(tid);
   }
 
   show(ev) {
