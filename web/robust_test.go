@@ -22,6 +22,7 @@ func testRobust(t *testing.T, b context.Context) {
 	t.Run("forget key clears the page", func(t *testing.T) { testForgetKey(t, b) })
 	t.Run("a search hit whose page fails", func(t *testing.T) { testRevealFails(t, b) })
 	t.Run("another session's turn at the same place", func(t *testing.T) { testOwnRunsPerSession(t, b) })
+	t.Run("back to a conversation whose answer streams", func(t *testing.T) { testBackToOwnRun(t, b) })
 
 	// Regenerate and Edit refused by the server (a tool call waits for
 	// its approval) say why, and the conversation shows as it was. (The
@@ -160,4 +161,29 @@ func testOwnRunsPerSession(t *testing.T, b context.Context) {
 	tb.waitFor("its answer", `document.querySelectorAll('#messages .msg.assistant').length === 2`)
 	tb.waitIdle()
 	tb.sameAsStored(srv, "other", 0)
+}
+
+// testBackToOwnRun: a person sends a message, opens another
+// conversation while the answer streams, and comes back: the answer
+// streams on there, and ends as stored. (The tab's own stream had left
+// the view, and the follow stream left the tab's own run out: nothing
+// moved until the turn ended.)
+func testBackToOwnRun(t *testing.T, b context.Context) {
+	srv := startServe(t, "", "--model", "echo:?delay=60ms")
+	srv.invoke(t, "other", "first question")
+	tb := newTab(t, b, desktopW, desktopH, false)
+	tb.open(srv.URL + "/#/new")
+	tb.send("a long question " + strings.Repeat("with many words ", 30))
+	tb.streaming("the answer streaming")
+	id := strings.TrimPrefix(tb.hash(), "#/c/")
+	tb.clickSession("other")
+	tb.clickSession(id)
+	tb.streaming("the answer streaming again")
+	if !eval[bool](tb, `!document.getElementById('stop').hidden`) {
+		t.Errorf("while the answer streams the tab offers no Stop")
+	}
+	tb.waitIdle()
+	if got, want := tb.bodies("assistant"), srv.answers(t, id); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("the answers shown are %q, the transcript's %q", got, want)
+	}
 }

@@ -286,6 +286,9 @@ export class Conversation {
     // (an approval answered there) is a run of its own, shown here live.
     this.ownRuns = new Set();
     this.unknownOwn = 0; // turns this tab streams whose id is not known yet
+    // session id → a function that gives the run this tab streams there
+    // to the follower (see reset)
+    this.handOver = new Map();
     // The turn of another tab or device shown live (live.js), "" when
     // none: the conversation is busy, and Stop stops it on the server.
     this.followed = '';
@@ -313,6 +316,10 @@ export class Conversation {
   }
 
   reset(id) {
+    // A run of this tab on the session shown anew streams on through the
+    // follower (live.js), which starts at the running run's beginning:
+    // the run's own Turn shows nothing once the view has changed.
+    if (id !== null) this.handOver.get(id)?.();
     this.gen++;
     this.abort.abort();
     this.abort = new AbortController();
@@ -801,6 +808,12 @@ export class Conversation {
     setRunning(key);
     let unknown = true;
     this.unknownOwn++;
+    const runs = new Set(); // this run's keys in ownRuns
+    const handOver = () => {
+      for (const r of runs) this.ownRuns.delete(r);
+      if (turn.id) this.own.delete(turn.id);
+      runs.clear();
+    };
     const known = () => {
       if (!unknown) return;
       unknown = false;
@@ -833,9 +846,17 @@ export class Conversation {
         }
         started = true;
         turn.apply(ev);
-        if (turn.id) this.own.add(turn.id);
         const run = runOf(ev.id);
-        if (run) this.ownRuns.add(runKey(id, run));
+        // Once the view has moved on, the run is no longer filed as this
+        // tab's: shown again, the session's follower streams it.
+        if (turn.visible) {
+          if (turn.id) this.own.add(turn.id);
+          if (run && !runs.has(runKey(id, run))) {
+            runs.add(runKey(id, run));
+            this.ownRuns.add(runKey(id, run));
+            this.handOver.set(id, handOver);
+          }
+        }
         if (unknown && (run || (turn.id && !ev.id))) known();
       }
       turn.finish();
@@ -854,6 +875,7 @@ export class Conversation {
       return { ok: false, id, err, shown: true };
     } finally {
       known();
+      if (this.handOver.get(id) === handOver) this.handOver.delete(id);
       this.running.delete(key);
       this.onRunning();
       if ((!turn.visible || stopped) && id && id === this.id) {
