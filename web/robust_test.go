@@ -23,6 +23,7 @@ func testRobust(t *testing.T, b context.Context) {
 	t.Run("a search hit whose page fails", func(t *testing.T) { testRevealFails(t, b) })
 	t.Run("another session's turn at the same place", func(t *testing.T) { testOwnRunsPerSession(t, b) })
 	t.Run("back to a conversation whose answer streams", func(t *testing.T) { testBackToOwnRun(t, b) })
+	t.Run("stop shows the turn stopped", func(t *testing.T) { testStopRecorded(t, b) })
 
 	// Regenerate and Edit refused by the server (a tool call waits for
 	// its approval) say why, and the conversation shows as it was. (The
@@ -185,5 +186,46 @@ func testBackToOwnRun(t *testing.T, b context.Context) {
 	tb.waitIdle()
 	if got, want := tb.bodies("assistant"), srv.answers(t, id); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("the answers shown are %q, the transcript's %q", got, want)
+	}
+}
+
+// testStopRecorded: Stop on the tab's own answer, on a network where the
+// stop request arrives after the request that reads the conversation
+// again: the turn shows as stopped, as the transcript records it. (The
+// view was read again at once, before the server had recorded the stop:
+// the turn showed without its end, as if it had never been stopped.)
+func testStopRecorded(t *testing.T, b context.Context) {
+	srv := startServe(t, "", "--model", "echo:?delay=80ms")
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/stop") {
+			time.Sleep(500 * time.Millisecond)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		proxy.CloseClientConnections()
+		proxy.Close()
+	})
+	tb := newTab(t, b, desktopW, desktopH, false)
+	tb.open(proxy.URL + "/#/new")
+	tb.send("please stop " + strings.Repeat("and on ", 60))
+	tb.streaming("the answer streaming")
+	tb.do(chromedp.Click(chromedp.ID("stop")))
+	tb.waitIdle()
+	tb.waitFor("the turn shown stopped", `document.querySelector('#messages li.turn-foot:last-child .ending')?.textContent.startsWith('Stopped before the answer was complete.')`)
+	time.Sleep(time.Second) // what shows once everything has settled
+	tb.waitIdle()
+	if got := tb.text("#messages li.turn-foot:last-child .ending"); !strings.HasPrefix(got, "Stopped before the answer was complete.") {
+		t.Errorf("after Stop the turn's footer says %q", got)
+	}
+	id := strings.TrimPrefix(tb.hash(), "#/c/")
+	if got, want := tb.bodies("assistant"), srv.answers(t, id); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("after Stop the answers shown are %q, the transcript's %q", got, want)
 	}
 }

@@ -303,6 +303,7 @@ export class Conversation {
     this.summary = null; // the compaction the model's history uses, if any
     this.abort = new AbortController();
     this.running = new Map(); // session id (or draft symbol) → AbortController
+    this.stopping = new Map(); // session id → the stop asked for, until answered
     this.io = new IntersectionObserver(
       (entries) => {
         if (entries.some((e) => e.isIntersecting)) this.loadOlder();
@@ -776,7 +777,12 @@ export class Conversation {
     // The server runs a turn on when its client goes away: stop it
     // there, then stop reading. A turn another tab or device runs is
     // stopped the same way; its end comes through the follow stream.
-    if (this.id !== null && (this.ownRunning() || this.followed)) api.stopTurn(this.id).catch(() => {});
+    if (this.id !== null && (this.ownRunning() || this.followed)) {
+      const id = this.id;
+      const done = api.stopTurn(id).catch(() => {});
+      this.stopping.set(id, done);
+      done.then(() => this.stopping.get(id) === done && this.stopping.delete(id));
+    }
     this.running.get(this.key)?.abort();
   }
 
@@ -881,8 +887,14 @@ export class Conversation {
       if ((!turn.visible || stopped) && id && id === this.id) {
         // The view was reopened while the turn ran, or the turn was
         // stopped part-way: show what the transcript holds of it (a stop
-        // may come after the server has recorded more, or all).
-        this.open(id).catch(() => {});
+        // may come after the server has recorded more, or all), once the
+        // stop asked for is recorded (its answer comes then; read before,
+        // the transcript may not have the turn's end yet). A turn sent in
+        // the meantime is not cut off: its end reads the turns again.
+        const gen = this.gen;
+        Promise.resolve(this.stopping.get(id)).then(() => {
+          if (id === this.id && gen === this.gen && !this.ownRunning()) this.open(id).catch(() => {});
+        });
       } else if (turn.visible && id) {
         this.refreshTurns();
       }
