@@ -78,7 +78,7 @@ type Observation struct {
 	Usage         transcript.Usage         // turn.end, model.end
 	Duration      time.Duration            // *.end
 	ErrorCode     transcript.ErrorCode     // turn.end, model.end: why it failed, when it did
-	Tool          string                   // tool.*, approval: the tool's name
+	Tool          string                   // tool.*, approval: the tool's name; empty for a call naming no tool of the agent
 	CallID        string                   // tool.*
 	Outcome       Outcome                  // tool.end
 	Verdict       transcript.Verdict       // approval

@@ -483,9 +483,17 @@ func (r *run) execute(ctx context.Context, c transcript.ToolCall) error {
 	outcome := OutcomeOK
 	start := time.Now()
 	t := a.tools[c.Name]
+	// Observers get the name of one of the agent's tools, or none: a name
+	// no tool has is the model's text, which a prompt can make anything
+	// (the user's words among them), and it would label metrics with a
+	// series per name it invents.
+	observed := ""
+	if t != nil {
+		observed = c.Name
+	}
 	// A start for every end, also for a call that cannot run: observers
 	// pair them (the Observer contract).
-	r.observe(ctx, Observation{Kind: ObserveToolStart, Tool: c.Name, CallID: c.ID})
+	r.observe(ctx, Observation{Kind: ObserveToolStart, Tool: observed, CallID: c.ID})
 	switch {
 	case r.s.mode(r.sl.st) == transcript.ToolModeOff:
 		res.Result, res.IsError, outcome = "tools are off in this session", true, OutcomeError
@@ -505,7 +513,7 @@ func (r *run) execute(ctx context.Context, c transcript.ToolCall) error {
 		}
 	}
 	res.DurationMs = time.Since(start).Milliseconds()
-	r.observe(ctx, Observation{Kind: ObserveToolEnd, Tool: c.Name, CallID: c.ID, Duration: time.Since(start), Outcome: outcome})
+	r.observe(ctx, Observation{Kind: ObserveToolEnd, Tool: observed, CallID: c.ID, Duration: time.Since(start), Outcome: outcome})
 	return r.recordResult(ctx, res)
 }
 

@@ -9,7 +9,9 @@
 //   - a child span "chat <model>" per model request (kind client,
 //     gen_ai.request.model, token usage, error.type);
 //   - a child span "execute_tool <tool>" per tool call (gen_ai.tool.name,
-//     gen_ai.tool.call.id, spool.tool.outcome);
+//     gen_ai.tool.call.id, spool.tool.outcome); a call naming no tool of
+//     the agent is "execute_tool" without gen_ai.tool.name, its name being
+//     the model's text;
 //   - an event "spool.approval" on the turn span per approval decision;
 //   - the histograms gen_ai.client.token.usage and
 //     gen_ai.client.operation.duration (per model request), and spool's
@@ -144,15 +146,23 @@ func (o *Observer) Observe(ctx context.Context, ob spool.Observation) {
 			attrInput.Int64(ob.Usage.InputTokens), attrOutput.Int64(ob.Usage.OutputTokens))
 		o.recordModel(ctx, "chat", ob)
 	case spool.ObserveToolStart:
-		o.start(ctx, ob.TurnID+"/tool/"+ob.CallID, ob.TurnID, "execute_tool "+ob.Tool, trace.SpanKindInternal, ob.Time,
-			attrOperation.String("execute_tool"), attrToolName.String(ob.Tool), attrToolCallID.String(ob.CallID))
+		// A call naming no tool of the agent has no name (Observation.Tool).
+		name, attrs := "execute_tool", []attribute.KeyValue{attrOperation.String("execute_tool"), attrToolCallID.String(ob.CallID)}
+		if ob.Tool != "" {
+			name, attrs = name+" "+ob.Tool, append(attrs, attrToolName.String(ob.Tool))
+		}
+		o.start(ctx, ob.TurnID+"/tool/"+ob.CallID, ob.TurnID, name, trace.SpanKindInternal, ob.Time, attrs...)
 	case spool.ObserveToolEnd:
 		code := ""
 		if ob.Outcome != spool.OutcomeOK {
 			code = string(ob.Outcome)
 		}
 		o.end(ob.TurnID+"/tool/"+ob.CallID, ob.Time, code, attrOutcome.String(string(ob.Outcome)))
-		o.tools.Record(ctx, ob.Duration.Seconds(), metric.WithAttributes(attrToolName.String(ob.Tool), attrOutcome.String(string(ob.Outcome))))
+		ta := []attribute.KeyValue{attrOutcome.String(string(ob.Outcome))}
+		if ob.Tool != "" {
+			ta = append(ta, attrToolName.String(ob.Tool))
+		}
+		o.tools.Record(ctx, ob.Duration.Seconds(), metric.WithAttributes(ta...))
 	case spool.ObserveCompaction:
 		// A summarizer's request: counted with the model requests, so the
 		// tokens a session's compactions use are in the same metrics.
