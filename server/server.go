@@ -93,8 +93,9 @@ type Options struct {
 	Metrics http.Handler
 	// TracerProvider and MeterProvider, when either is set, instrument
 	// every request with otelhttp (a server span following the HTTP
-	// semantic conventions, named by the route, parent of the turn's
-	// spans; http.server.request.duration by route and status) and
+	// semantic conventions, named by the route, continuing the client's
+	// W3C traceparent (and what the global propagator reads), parent of
+	// the turn's spans; http.server.request.duration by route and status) and
 	// record the server's own metrics (spool.server.active_streams,
 	// spool.channel.queue.depth). Nil is none: unlike otelhttp's
 	// default, the global providers are not used unless given.

@@ -5,9 +5,11 @@ import (
 	"net/http"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
@@ -60,6 +62,10 @@ func newTelemetry(s *Server) (*serverTelemetry, error) {
 	return &serverTelemetry{
 		wrap: otelhttp.NewMiddleware("spool",
 			otelhttp.WithTracerProvider(tp), otelhttp.WithMeterProvider(mp),
+			// The client's traceparent is always read: otelhttp's default
+			// is the global propagator, which reads nothing in a program
+			// that set none. One it did set (B3, say) is read too.
+			otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator(otel.GetTextMapPropagator(), propagation.TraceContext{})),
 			// Probes and scrapes come every few seconds and say nothing
 			// about the service's traffic.
 			otelhttp.WithFilter(func(r *http.Request) bool { return !isProbe(r.URL.Path) && r.URL.Path != "/metrics" })),
