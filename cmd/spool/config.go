@@ -210,6 +210,13 @@ func redactValue(f *flag.Flag, v string) string {
 	if isSecret(f) && v != "" {
 		return "<redacted>"
 	}
+	return redactURL(v)
+}
+
+// redactURL returns v with its password replaced when it is a URL that
+// has one (a store URL can), else v as it is: what an error or a setting
+// may show of it.
+func redactURL(v string) string {
 	if u, err := url.Parse(v); err == nil && u.User != nil {
 		if _, has := u.User.Password(); has {
 			return u.Redacted()

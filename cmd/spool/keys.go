@@ -57,7 +57,7 @@ func keysRotate(ctx context.Context, env *environ, args []string) error {
 	}
 	u, err := url.Parse(*storeURL)
 	if err != nil || (!strings.EqualFold(u.Scheme, "file") && !strings.EqualFold(u.Scheme, "sqlite")) {
-		return usagef("keys rotate works on file: and sqlite: stores, the ones encrypted at rest (got %q)", *storeURL)
+		return usagef("keys rotate works on file: and sqlite: stores, the ones encrypted at rest (got %q)", redactURL(*storeURL))
 	}
 
 	// The keys the store may be under now, and where the new one goes.
