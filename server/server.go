@@ -440,6 +440,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 			rw.stream()
 		}
 		s.accessLog(ctx, r, rw, route.path, ident, time.Since(start))
+		if s.tel != nil {
+			// otelhttp labels its metrics with the request's Host
+			// (server.address, server.port), which is the client's
+			// text: one series per name it sends, kept for good. The
+			// request is otelhttp's copy, done with once this returns.
+			r.Host = ""
+		}
 	}()
 	if s.tel != nil {
 		rw.onStream = func() { rw.stream = s.tel.streamOpened(ctx, s.routeOf(r, served).path) }
