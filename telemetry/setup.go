@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -144,12 +145,16 @@ func exports(signal string) bool {
 	return true
 }
 
-// Shutdown flushes and stops the exporters, within ctx.
+// Shutdown flushes and stops the exporters, within ctx. The signals are
+// flushed side by side: one after the other, an endpoint that does not
+// answer would use up ctx and lose what the others still hold.
 func (p *Providers) Shutdown(ctx context.Context) error {
-	var errs []error
-	for _, f := range p.shutdown {
-		errs = append(errs, f(ctx))
+	errs := make([]error, len(p.shutdown))
+	var wg sync.WaitGroup
+	for i, f := range p.shutdown {
+		wg.Go(func() { errs[i] = f(ctx) })
 	}
+	wg.Wait()
 	p.shutdown = nil
 	return errors.Join(errs...)
 }
