@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -423,7 +426,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			log.ErrorContext(ctx, "handler panicked", "panic", p)
+			log.ErrorContext(ctx, "handler panicked", "panic", panicText(p), "stack", string(debug.Stack()))
 			if !rw.wrote {
 				writeAPIError(rw, errf(http.StatusInternalServerError, CodeInternal, "internal error"), errorBody{})
 			}
@@ -507,6 +510,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 	ident = id
 	rctx.ident, rctx.authenticated = id, true
 	serve(true)
+}
+
+// panicText is what the log says of a panic's value: a runtime error's
+// message, which names no data, or else only the value's type, since the
+// code that panicked may have put anything there (the prompt it was
+// given, a tool's arguments). The stack logged with it says where.
+func panicText(p any) string {
+	if re, ok := p.(runtime.Error); ok {
+		return re.Error()
+	}
+	return fmt.Sprintf("a value of type %T", p)
 }
 
 // safeMethod reports whether a request with method m changes nothing.
