@@ -61,8 +61,8 @@ type observability struct {
 
 // startTelemetry starts what the environment and prometheus ask for. The
 // providers become the global ones too (and the W3C trace context the
-// propagator), so that libraries that record on their own (a database
-// driver, an HTTP client) join the same traces.
+// propagator, and log the error handler), so that libraries that record
+// on their own (a database driver, an HTTP client) join the same traces.
 func startTelemetry(ctx context.Context, log *slog.Logger, prometheus bool) (*observability, error) {
 	p, err := telemetry.Start(ctx, telemetry.Config{ServiceVersion: moduleVersion(), Prometheus: prometheus})
 	if err != nil {
@@ -75,6 +75,11 @@ func startTelemetry(ctx context.Context, log *slog.Logger, prometheus bool) (*ob
 	otel.SetTracerProvider(p.TracerProvider)
 	otel.SetMeterProvider(p.MeterProvider)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	// The SDK's own failures (an export the collector refused or never
+	// answered) are lines of this log, in its format and at its level;
+	// OpenTelemetry's default prints them with package log, a plain line
+	// among the JSON ones.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("telemetry: export failed", "error", err) }))
 	if len(p.Exporting) > 0 {
 		log.Info("exporting telemetry (OTEL_* variables)", "signals", strings.Join(p.Exporting, ","))
 	}
