@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,14 +31,15 @@ const (
 
 // PromptGuard checks a prompt before the model sees it. A non-nil error
 // refuses the prompt: the turn ends prompt_blocked with a governance notice
-// carrying the error's message.
+// carrying the error's message. A guard that panics refuses too.
 type PromptGuard func(ctx context.Context, prompt string) error
 
 // AnswerGuard checks an answer as it streams: it is called with the
 // step's text so far after every piece. A non-nil error stops the answer:
 // the turn ends response_blocked with a governance notice carrying the
 // error's message. Guards see text the consumer has already been sent up
-// to that piece; they stop what follows.
+// to that piece; they stop what follows. A guard that panics stops the
+// answer too.
 type AnswerGuard func(ctx context.Context, answer string) error
 
 // Config configures an agent. Model is the only field without a default.
@@ -206,11 +208,12 @@ func New(cfg Config) (*Agent, error) {
 	if e, ok := cfg.Store.(store.Expiring); ok && cfg.TTL == 0 {
 		cfg.TTL = e.TTL()
 	}
+	log := cfg.Logger.With("agent", cfg.Name)
 	a := &Agent{
 		cfg:   cfg,
 		tools: map[string]*tool.Tool{},
-		obs:   observers(cfg.Observers),
-		log:   cfg.Logger.With("agent", cfg.Name),
+		obs:   observers{list: cfg.Observers, log: log, once: new(sync.Once)},
+		log:   log,
 		reg:   newRegistry(1024),
 		views: newPageViews(1024),
 		live:  newLiveHub(cfg.MaxSessionWatchers, cfg.MaxWatchers),

@@ -224,7 +224,7 @@ func (s *Session) compact(ctx context.Context, sl *slot, opts CompactOptions) (*
 	}
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	start := time.Now()
-	sum, err := summarize(sctx, in)
+	sum, err := a.summarize(sctx, summarize, in)
 	cancel()
 	if err == nil && sum.Text == "" {
 		err = errors.New("it wrote no text")

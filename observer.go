@@ -2,6 +2,8 @@ package spool
 
 import (
 	"context"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/spool-go/spool/transcript"
@@ -21,7 +23,9 @@ import (
 // ObserveTurnStart. ObserveApproval and ObserveCompaction stand alone.
 //
 // Observe is called synchronously on the turn's goroutine; it must be safe
-// for concurrent use and should return quickly.
+// for concurrent use and should return quickly. An Observer that panics
+// loses that observation, and the turn goes on (the first such panic is
+// logged).
 type Observer interface {
 	Observe(ctx context.Context, o Observation)
 }
@@ -86,11 +90,18 @@ type Observation struct {
 	Channel       string                   // message.*: the channel's name (slack, telegram, discord)
 }
 
-type observers []Observer
+// observers are an agent's observers, and where a panic of one is
+// logged (the first only: an observer that panics does so for every
+// observation).
+type observers struct {
+	list []Observer
+	log  *slog.Logger
+	once *sync.Once
+}
 
 func (os observers) emit(ctx context.Context, o Observation) {
-	for _, ob := range os {
-		ob.Observe(ctx, o)
+	for _, ob := range os.list {
+		os.observe(ctx, ob, o)
 	}
 }
 

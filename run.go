@@ -30,11 +30,13 @@ type run struct {
 	started time.Time
 	usage   transcript.Usage
 	texts   []string
-	prior   transcript.Usage   // what the turn used before this call (a resumed turn)
-	stopped bool               // the consumer stopped taking events
-	wrote   bool               // something of this call is in the transcript
-	ended   bool               // the turn's end, or its pause, is recorded
-	marker  *transcript.Branch // what a regenerate or an edit writes before the prompt
+	prior   transcript.Usage // what the turn used before this call (a resumed turn)
+	stopped bool             // the consumer stopped taking events
+	// yielding: an event is with the consumer (its loop body runs)
+	yielding bool
+	wrote    bool               // something of this call is in the transcript
+	ended    bool               // the turn's end, or its pause, is recorded
+	marker   *transcript.Branch // what a regenerate or an edit writes before the prompt
 	// held is the last step's answer when the turn ends with it: it is
 	// appended with the turn's end, in one durable write, rather than
 	// synced on its own just before it.
@@ -128,7 +130,10 @@ func (r *run) emit(ev Event) bool {
 	if r.stopped {
 		return false
 	}
-	if !r.yield(ev, nil) {
+	r.yielding = true // left set by a panic of the consumer's: see stream
+	more := r.yield(ev, nil)
+	r.yielding = false
+	if !more {
 		r.stopped = true
 		r.cancel()
 		return false
@@ -160,7 +165,7 @@ func (r *run) begin(ctx context.Context, prompt string) error {
 	r.observe(ctx, Observation{Kind: ObserveTurnStart})
 	r.emit(Event{Kind: EventTurnStart})
 	for _, g := range r.s.a.cfg.PromptGuards {
-		if err := g(ctx, prompt); err != nil {
+		if err := guard(ctx, r, "a prompt guard", g, prompt); err != nil {
 			return r.end(ctx, transcript.StatusPromptBlocked, transcript.NoticePromptRefused, err.Error(), nil)
 		}
 	}
@@ -316,9 +321,23 @@ type streamed struct {
 // the loop gathers lives in the run (r.text, r.out), not in variables of
 // its own: the loop body is a closure the model's iterator calls, and
 // every variable it writes would be allocated on the heap, each step.
-func (r *run) stream(ctx context.Context, req *model.Request) streamed {
+func (r *run) stream(ctx context.Context, req *model.Request) (out streamed) {
 	r.out = streamed{}
 	r.text.Reset()
+	defer func() {
+		// A panic of the model's (its Stream, or its iterator) ends the
+		// turn; one of the consumer's, raised in yield, is the
+		// consumer's own (panic.go).
+		if p := recover(); p != nil {
+			if r.yielding {
+				panic(p)
+			}
+			out = r.out
+			out.err = r.s.a.panicked(ctx, "the model", p)
+			out.text = r.text.String()
+			r.out = streamed{}
+		}
+	}()
 	for ev, err := range r.s.a.cfg.Model.Stream(ctx, req) {
 		if err != nil {
 			r.out.err = err
@@ -345,7 +364,7 @@ func (r *run) stream(ctx context.Context, req *model.Request) streamed {
 			break
 		}
 	}
-	out := r.out
+	out = r.out
 	out.text = r.text.String()
 	r.out = streamed{}
 	return out
@@ -397,7 +416,7 @@ func depth(b []byte) int {
 // checkAnswer runs the answer guards over the step's text so far.
 func (r *run) checkAnswer(ctx context.Context, text string) error {
 	for _, g := range r.s.a.cfg.AnswerGuards {
-		if err := g(ctx, text); err != nil {
+		if err := guard(ctx, r, "an answer guard", g, text); err != nil {
 			return err
 		}
 	}
