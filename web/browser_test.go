@@ -212,26 +212,45 @@ func TestBrowser(t *testing.T) {
 		tb.shot("chat")
 	})
 
-	// A stream that breaks off says so, and the message box works on.
-	t.Run("a broken stream shows an error", func(t *testing.T) {
-		srv := startServe(t, "")
-		tb := newTab(t, b, desktopW, desktopH, false)
-		// session, turn_start, step_start, then two of the text events;
-		// the last may be lost with the connection.
-		tb.open(slowProxy(t, srv.URL, 100*time.Millisecond, 5) + "/#/new")
-		tb.send("this answer will not arrive whole")
-		tb.waitIdle()
-		if got := tb.text("#messages li.notice.failed"); !strings.Contains(got, "connection to the server was lost") {
-			t.Errorf("a broken stream shows %q", got)
-		}
-		if got := tb.bodies("assistant"); len(got) > 1 || len(got) == 1 && !strings.HasPrefix("echo: this ", got[0]) {
-			t.Errorf("the part that came: %q", got)
-		}
-		if !eval[bool](tb, `!document.getElementById('send').hidden`) {
-			t.Errorf("the Send button is not back")
-		}
-		tb.shot("broken-stream")
-	})
+	// A stream that breaks off does not lose the answer: the turn goes
+	// on on the server, and the page shows the conversation again and
+	// follows the rest of the turn (the follow stream breaks off too, and
+	// resumes after the last event it had), ending with the answer as
+	// stored, in one bubble, and no error. Once before the turn ends on
+	// the server (a slow model) and once after.
+	for _, c := range []struct{ name, model string }{{"mid-turn", "echo:?delay=60ms"}, {"after the turn", "echo"}} {
+		t.Run("a broken stream goes on: "+c.name, func(t *testing.T) {
+			srv := startServe(t, "", "--model", c.model)
+			tb := newTab(t, b, desktopW, desktopH, false)
+			// session, turn_start, step_start, then two of the text
+			// events; the last may be lost with the connection.
+			tb.open(slowProxy(t, srv.URL, 100*time.Millisecond, 5) + "/#/new")
+			prompt := "this answer will come whole " + strings.Repeat("after a break ", 4)
+			tb.send(prompt)
+			tb.waitFor("the whole answer", fmt.Sprintf(`[...document.querySelectorAll('#messages .msg.assistant .body')].at(-1)?.textContent === %q`, "echo: "+prompt))
+			tb.waitIdle()
+			ids := srv.sessionIDs(t)
+			if len(ids) != 1 {
+				t.Fatalf("sessions %v", ids)
+			}
+			tb.sameAsStored(srv, ids[0], 0)
+			if n := tb.count("#messages li.notice.failed"); n != 0 {
+				t.Errorf("an error shown: %q", tb.text("#messages li.notice.failed"))
+			}
+			if !eval[bool](tb, `!document.getElementById('send').hidden`) {
+				t.Errorf("the Send button is not back")
+			}
+			tb.shot("broken-stream")
+			// A regenerated answer whose stream breaks off goes on too.
+			tb.do(chromedp.Click(chromedp.CSS(`#messages li.turn-foot:last-child button.regenerate`)))
+			tb.waitFor("the second version, whole", fmt.Sprintf(`document.querySelector('#messages li.turn-foot:last-child .versions .count')?.textContent === '2 / 2' && [...document.querySelectorAll('#messages .msg.assistant .body')].at(-1)?.textContent === %q`, "echo: "+prompt))
+			tb.waitIdle()
+			tb.sameAsStored(srv, ids[0], 0)
+			if n := tb.count("#messages li.notice.failed"); n != 0 {
+				t.Errorf("an error shown after Regenerate: %q", tb.text("#messages li.notice.failed"))
+			}
+		})
+	}
 
 	// A reload reopens the conversation from the URL, with every turn.
 	t.Run("reload keeps the conversation", func(t *testing.T) {

@@ -42,8 +42,10 @@
 // each time, up to 15 s; a 4xx other than 429 ends the following.
 //
 // A turn that was already running when the conversation opened (or was
-// reloaded, or left and opened again while a turn the tab sent ran), or
-// that resumes after an approval answered elsewhere,
+// reloaded, or left and opened again while a turn the tab sent ran, or
+// whose stream from the tab broke off before its end: the conversation
+// is then opened again), or that resumes after an approval answered
+// elsewhere,
 // streams on from what the page holds: the follow stream starts at the
 // running run's beginning, and at its first event what the page showed
 // of that run from the transcript goes (everything after the question

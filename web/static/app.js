@@ -51,6 +51,11 @@ const conv = new Conversation({
     if (conv.id === id) panel.refresh();
   },
   onOwn: () => follower.flush(),
+  // A turn whose stream broke off is shown again from the transcript and
+  // followed from its run's beginning, as after a reload.
+  onLost: (id) => {
+    if (conv.id === id) openConversation(id, false);
+  },
 });
 // The open conversation shows the turns other tabs and devices start, as
 // they stream.

@@ -267,7 +267,7 @@ export class Turn {
 }
 
 export class Conversation {
-  constructor({ scroller, log, ol, older, empty, onError, onRunning, onTurnEnd, onOwn }) {
+  constructor({ scroller, log, ol, older, empty, onError, onRunning, onTurnEnd, onOwn, onLost }) {
     this.scroller = scroller;
     this.log = log;
     this.ol = ol;
@@ -280,6 +280,11 @@ export class Conversation {
     // ends: a follower of the session holds the events it cannot tell
     // apart from this tab's own until then.
     this.onOwn = onOwn;
+    // onLost is called with a session's id when this tab's stream of a
+    // turn there broke off before the turn's end: the turn goes on on the
+    // server, and showing the session again follows the rest (reset
+    // hands the run to the follower).
+    this.onLost = onLost;
     this.own = new Set(); // ids of the turns this tab streams itself
     // The runs this tab streams itself, by session and the position in
     // their event ids (runOf; see isOwnRun): a turn another tab resumes
@@ -711,8 +716,9 @@ export class Conversation {
     this.addUser(text);
     const res = await this.run((signal) => api.edit(id, turnId, text, signal));
     // Shown again from the transcript first: the view shows the turns as
-    // stored, and a refusal said after that is not wiped by it.
-    await this.reload();
+    // stored, and a refusal said after that is not wiped by it. A stream
+    // that broke off is shown again by onLost, which follows the rest.
+    if (!res.lost) await this.reload();
     if (!res.ok && !res.shown && this.id === id) {
       this.showError(`Could not edit the message: ${friendly(res.err)}`);
       this.onError(res.err);
@@ -728,7 +734,7 @@ export class Conversation {
     for (const li of items) if (li !== user) li.remove();
     for (const card of this.ol.querySelectorAll('li.approval')) if (card.dataset.turnId === turnId) card.remove();
     const res = await this.run((signal) => api.regenerate(id, signal));
-    await this.reload(); // first, as in edit
+    if (!res.lost) await this.reload(); // first, as in edit
     if (!res.ok && !res.shown && this.id === id) {
       this.showError(`Could not regenerate the answer: ${friendly(res.err)}`);
       this.onError(res.err);
@@ -814,6 +820,7 @@ export class Conversation {
     setRunning(key);
     let unknown = true;
     this.unknownOwn++;
+    let lost = false; // the stream broke off before the turn's end
     const runs = new Set(); // this run's keys in ownRuns
     const handOver = () => {
       for (const r of runs) this.ownRuns.delete(r);
@@ -865,6 +872,13 @@ export class Conversation {
         }
         if (unknown && (run || (turn.id && !ev.id))) known();
       }
+      if (!turn.ended && started && turn.visible) {
+        // The stream ended without the turn's end (a proxy that closed
+        // it): the turn goes on on the server.
+        lost = true;
+        handOver();
+        return { ok: false, id, lost, shown: true };
+      }
       turn.finish();
       return { ok: true, id };
     } catch (err) {
@@ -872,6 +886,13 @@ export class Conversation {
         turn.stopped();
         stopped = true;
         return { ok: true, id };
+      }
+      if (err.code === 'connection_lost' && id && turn.visible) {
+        // The connection broke off: the turn, recorded or not, goes on
+        // on the server, where the follower finds it (or its end).
+        lost = true;
+        handOver();
+        return { ok: false, id, err, lost, shown: true };
       }
       // Refused: nothing was recorded, the caller says so. A connection
       // lost after the request went out may have been recorded: show it
@@ -899,6 +920,7 @@ export class Conversation {
         this.refreshTurns();
       }
       if (id) this.onTurnEnd?.(id);
+      if (lost && id === this.id) this.onLost?.(id);
     }
   }
 
