@@ -161,15 +161,26 @@ func GroupReadable(path string) bool {
 	return err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o040 != 0 && fi.Mode()&fs.ModeType == 0
 }
 
-// Merge returns the keys of k and o together (either may be nil).
-func (k *APIKeys) Merge(o *APIKeys) *APIKeys {
+// Merge returns the keys of k and o together (either may be nil), or an
+// error when a key of o is also one of k's, as NewAPIKeys refuses a key
+// listed twice: a key has one identity. (A request is authenticated as
+// the last entry its key matches, so a user's key that is also given as
+// the project key would act for any user through X-Spool-User.)
+func (k *APIKeys) Merge(o *APIKeys) (*APIKeys, error) {
 	switch {
 	case k == nil:
-		return o
+		return o, nil
 	case o == nil:
-		return k
+		return k, nil
 	}
-	return &APIKeys{entries: append(append([]keyEntry(nil), k.entries...), o.entries...)}
+	for _, oe := range o.entries {
+		for _, ke := range k.entries {
+			if subtle.ConstantTimeCompare(oe.digest[:], ke.digest[:]) == 1 {
+				return nil, fmt.Errorf("server: key %q is also key %q; give each key once", oe.id.Name, ke.id.Name)
+			}
+		}
+	}
+	return &APIKeys{entries: append(append([]keyEntry(nil), k.entries...), o.entries...)}, nil
 }
 
 // Len returns the number of keys.

@@ -105,6 +105,26 @@ func TestAuthRequired(t *testing.T) {
 	}
 }
 
+// Merge refuses a key that both sets have, whatever the form it is given
+// in: merged, Alice's key would authenticate as the project key that came
+// last and act for Bob through X-Spool-User.
+func TestMergeRefusesAKeyTwice(t *testing.T) {
+	project, err := server.NewAPIKeys(server.APIKey{Name: "api-key", Key: aliceKey, Project: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err := testKeys(t).Merge(project); err == nil || k != nil || !strings.Contains(err.Error(), `"api-key" is also key "alice"`) {
+		t.Fatalf("merged %d keys, error %v", k.Len(), err)
+	}
+	other, err := server.NewAPIKeys(server.APIKey{Key: "another-key-0123456789", Project: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err := testKeys(t).Merge(other); err != nil || k.Len() != 4 {
+		t.Fatalf("merged %d keys, error %v", k.Len(), err)
+	}
+}
+
 // A user-scoped agent serves each user only their own sessions: Bob with
 // Alice's session id gets 404 everywhere, and never sees it listed.
 func TestUserIsolation(t *testing.T) {

@@ -267,7 +267,9 @@ func (f *serveFlags) loadKeys(env *environ) (*server.APIKeys, error) {
 		if err != nil {
 			return nil, usagef("--api-key: %v", err)
 		}
-		keys = keys.Merge(k)
+		if keys, err = keys.Merge(k); err != nil {
+			return nil, usagef("--api-key: %v", err)
+		}
 	}
 	return keys, nil
 }

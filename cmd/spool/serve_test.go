@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -298,6 +300,27 @@ func TestServeRefusals(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr, c.msg) {
 			t.Fatalf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr, c.code, c.msg)
 		}
+	}
+}
+
+// A key that the keys file gives a user and --api-key gives again as the
+// project key is refused: a request is authenticated as the last entry
+// its key matches, so the user's key would have had project access and
+// acted for any user through X-Spool-User. The file may hold the user's
+// key as its digest, so the operator cannot see that the two are one.
+func TestServeKeyGivenTwiceRefused(t *testing.T) {
+	sum := sha256.Sum256([]byte(e2eKey))
+	keys := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(keys, []byte(`{"keys":[{"name":"alice","sha256":"`+hex.EncodeToString(sum[:])+`","user":"alice"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := &environ{stderr: io.Discard, getenv: func(string) string { return "" }}
+	if k, err := (&serveFlags{keysFile: keys, apiKey: e2eKey}).loadKeys(env); err == nil || !strings.Contains(err.Error(), `"api-key" is also key "alice"`) {
+		t.Fatalf("the user's key as --api-key too: %d keys, error %v", k.Len(), err)
+	}
+	k, err := (&serveFlags{keysFile: keys, apiKey: e2eKey + "-other"}).loadKeys(env)
+	if err != nil || k.Len() != 2 {
+		t.Fatalf("another --api-key: %d keys, error %v", k.Len(), err)
 	}
 }
 
