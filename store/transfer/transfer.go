@@ -136,11 +136,12 @@ func Export(ctx context.Context, w io.Writer, src store.Store, keys []store.Key)
 }
 
 // Import appends the records read from r to dst. Entries dst already has
-// (the same id at the same position) are skipped, so an import can be run
-// again after it was interrupted; an entry that differs from what dst has
-// at its position fails the import with store.ErrConflict naming the
-// session, and nothing of dst is changed by it. Lines that are not records
-// fail the import with their line number.
+// (the same entry, id and content, at the same position) are skipped, so
+// an import can be run again after it was interrupted; an entry that
+// differs from what dst has at its position fails the import with
+// store.ErrConflict naming the session, and nothing of that session is
+// changed by it. Lines that are not records fail the import with their
+// line number.
 func Import(ctx context.Context, dst store.Store, r io.Reader, progress Progress) (Stats, error) {
 	s := newSink(dst)
 	err := s.end(ctx, s.importFrom(ctx, r, progress))
@@ -207,7 +208,7 @@ func Copy(ctx context.Context, dst, src store.Store, keys []store.Key, progress 
 
 // sink appends entries to a store session by session, skipping those the
 // store already has. It keeps the position reached in each session it has
-// seen, and a window of the target's ids being compared. Entries to append
+// seen, and a window of the target's entries being compared. Entries to append
 // are held, a batch per session, and written chunk entries at a time
 // (store.AppendBulk: one transaction or a few at once, or overlapping
 // syncs, for many sessions; store.AppendBatch's one sync for a long
@@ -240,10 +241,10 @@ type sink struct {
 }
 
 type target struct {
-	pos    int      // position of the next entry to place
-	total  int      // entries the store had when first seen
-	ids    []string // the store's ids at positions [idsAt, idsAt+len)
-	idsAt  int
+	pos    int                // position of the next entry to place
+	total  int                // entries the store had when first seen
+	have   []transcript.Entry // the store's entries at positions [haveAt, haveAt+len)
+	haveAt int
 	loaded bool
 }
 
@@ -268,7 +269,7 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 	}
 	if t != s.last {
 		if s.last != nil {
-			s.last.ids = nil // keep memory to one session's window
+			s.last.have = nil // keep memory to one session's window
 		}
 		s.last = t
 	}
@@ -288,12 +289,18 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 		t.loaded = true
 	}
 	if t.pos < t.total {
-		id, err := s.idAt(ctx, k, t)
+		have, err := s.entryAt(ctx, k, t)
 		if err != nil {
 			return err
 		}
-		if id != e.ID {
-			return fmt.Errorf("session %s: %w: the target has entry %q at position %d where the source has %q", k, store.ErrConflict, id, t.pos, e.ID)
+		if have.ID != e.ID {
+			return fmt.Errorf("session %s: %w: the target has entry %q at position %d where the source has %q", k, store.ErrConflict, have.ID, t.pos, e.ID)
+		}
+		// The same id with other content (an edited export, a session
+		// rewritten elsewhere) is another transcript too: skipping it
+		// would report the target as holding what it does not.
+		if !have.Equal(e) {
+			return fmt.Errorf("session %s: %w: the target's entry %q at position %d differs from the source's", k, store.ErrConflict, e.ID, t.pos)
 		}
 		t.pos++
 		s.stats.Skipped++
@@ -386,19 +393,18 @@ func (s *sink) emptyNamespace(ctx context.Context, ns store.Namespace) (bool, er
 	return empty, nil
 }
 
-func (s *sink) idAt(ctx context.Context, k store.Key, t *target) (string, error) {
-	if t.pos < t.idsAt || t.pos >= t.idsAt+len(t.ids) {
+// entryAt returns the store's entry at t.pos, reading the target's
+// entries a chunk at a time.
+func (s *sink) entryAt(ctx context.Context, k store.Key, t *target) (transcript.Entry, error) {
+	if t.pos < t.haveAt || t.pos >= t.haveAt+len(t.have) {
 		entries, _, err := store.ReadRange(ctx, s.dst, k, t.pos, t.pos+chunk)
 		if err != nil {
-			return "", err
+			return transcript.Entry{}, err
 		}
-		t.ids, t.idsAt = t.ids[:0], t.pos
-		for _, e := range entries {
-			t.ids = append(t.ids, e.ID)
-		}
-		if len(t.ids) == 0 {
-			return "", fmt.Errorf("session %s: the target changed during the transfer", k)
+		t.have, t.haveAt = entries, t.pos
+		if len(t.have) == 0 {
+			return transcript.Entry{}, fmt.Errorf("session %s: the target changed during the transfer", k)
 		}
 	}
-	return t.ids[t.pos-t.idsAt], nil
+	return t.have[t.pos-t.haveAt], nil
 }

@@ -3,6 +3,7 @@ package transfer_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -162,5 +163,44 @@ func TestImportRejectsGarbage(t *testing.T) {
 		if _, err := transfer.Import(context.Background(), dst, strings.NewReader(in), nil); err == nil || !strings.Contains(err.Error(), "line 1") {
 			t.Errorf("%q: %v", in, err)
 		}
+	}
+}
+
+// TestImportRefusesTheSameIDsWithOtherContent: a target session holding
+// the same ids as the import with other content (an edited export, a
+// session rewritten elsewhere) is refused by name, in every store, and
+// left as it was; it is not counted as already there.
+func TestImportRefusesTheSameIDsWithOtherContent(t *testing.T) {
+	ctx := context.Background()
+	all := teststores.All()
+	for _, to := range teststores.Names {
+		t.Run(to, func(t *testing.T) {
+			dst := all[to](t)
+			k := store.Key{Agent: teststores.Name("agent"), Owner: "alice", ID: "s"}
+			entries := storetest.Chain("", time.Now().UTC().Truncate(time.Millisecond), 20)
+			for _, e := range entries {
+				if err := dst.Append(ctx, k, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			for i, e := range entries {
+				if i == 12 { // past the first chunk of the target read
+					e.Data = json.RawMessage(`{"text":"edited"}`)
+				}
+				if err := enc.Encode(transfer.Record{Agent: k.Agent, Owner: k.Owner, Session: k.ID, Entry: e}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := transfer.Import(ctx, dst, &buf, nil)
+			if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), k.String()) || !strings.Contains(err.Error(), "line 13") {
+				t.Fatalf("%v, want ErrConflict naming %s and line 13", err, k)
+			}
+			got, err := dst.Read(ctx, k)
+			if err != nil || len(got) != len(entries) || !got[12].Equal(entries[12]) {
+				t.Fatalf("the target session was changed: %d entries, %v", len(got), err)
+			}
+		})
 	}
 }
