@@ -29,6 +29,7 @@ import (
 	"io"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -246,6 +247,7 @@ type target struct {
 	have   []transcript.Entry // the store's entries at positions [haveAt, haveAt+len)
 	haveAt int
 	loaded bool
+	head   string // the id of the entry at pos-1: the next one's parent
 }
 
 func newSink(dst store.Store) *sink {
@@ -303,9 +305,20 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 			return fmt.Errorf("session %s: %w: the target's entry %q at position %d differs from the source's", k, store.ErrConflict, e.ID, t.pos)
 		}
 		t.pos++
+		t.head = e.ID
 		s.stats.Skipped++
 		return nil
 	}
+	// Checked here, as the store will check it, so that an entry the
+	// store would refuse fails with its line (Import) rather than later,
+	// from inside a bulk that holds many lines.
+	if err := storekit.ValidEntry(k, e); err != nil {
+		return err
+	}
+	if err := storekit.CheckParent(k, t.head, e); err != nil {
+		return err
+	}
+	t.head = e.ID
 	if n := len(s.held); n > 0 && s.held[n-1].Key == k {
 		s.held[n-1].Entries = append(s.held[n-1].Entries, e)
 	} else {

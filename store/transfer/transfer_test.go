@@ -204,3 +204,51 @@ func TestImportRefusesTheSameIDsWithOtherContent(t *testing.T) {
 		})
 	}
 }
+
+// TestImportNamesTheLineTheStoreRefuses: an entry that parses but that a
+// store refuses (a parent that is not the entry before it, a time no store
+// keeps) fails the import with its line number, as a line that does not
+// parse does, though the store sees it only in a bulk of many lines; the
+// sessions before it are imported whole.
+func TestImportNamesTheLineTheStoreRefuses(t *testing.T) {
+	ctx := context.Background()
+	all := teststores.All()
+	for _, tc := range []struct {
+		name  string
+		spoil func(*transcript.Entry)
+		want  error
+	}{
+		{"a broken chain", func(e *transcript.Entry) { e.ParentID = "01JNOTTHEPARENT" }, store.ErrConflict},
+		{"a time no store keeps", func(e *transcript.Entry) { e.Timestamp = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC) }, store.ErrInvalidEntry},
+	} {
+		for _, to := range teststores.Names {
+			t.Run(tc.name+"/"+to, func(t *testing.T) {
+				dst := all[to](t)
+				agent := teststores.Name("agent")
+				start := time.Now().UTC().Truncate(time.Millisecond).Add(-time.Hour)
+				var buf bytes.Buffer
+				enc := json.NewEncoder(&buf)
+				line := 0
+				for i, id := range []string{"s1", "s2", "s3"} {
+					for j, e := range storetest.Chain("", start.Add(time.Duration(i)*time.Minute), 10) {
+						line++
+						if i == 1 && j == 4 {
+							tc.spoil(&e)
+						}
+						if err := enc.Encode(transfer.Record{Agent: agent, Session: id, Entry: e}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				_, err := transfer.Import(ctx, dst, &buf, nil)
+				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), "line 15:") || !strings.Contains(err.Error(), agent+"/s2") {
+					t.Fatalf("%v, want %v naming line 15 and the session", err, tc.want)
+				}
+				got, err := dst.Read(ctx, store.Key{Agent: agent, ID: "s1"})
+				if err != nil || len(got) != 10 {
+					t.Fatalf("the session before: %d entries, %v", len(got), err)
+				}
+			})
+		}
+	}
+}
