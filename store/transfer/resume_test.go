@@ -212,3 +212,44 @@ func TestImportReadsOnlyWhatItMayFind(t *testing.T) {
 	}
 	check(t, dst, want)
 }
+
+// failing is a store whose AppendBulk fails from its nth call on, as a
+// disk that fills or a server that goes away does.
+type failing struct {
+	store.Store
+	n int
+}
+
+var errFull = errors.New("no space left on device")
+
+func (s *failing) AppendBulk(ctx context.Context, batches []store.Batch) error {
+	if s.n--; s.n <= 0 {
+		return errFull
+	}
+	return store.AppendBulk(ctx, s.Store, batches)
+}
+
+// TestImportNamesTheLinesOfAFailedBulk: a store failing half-way fails
+// the import with the lines it was writing, not with the line being read
+// when the failure came back (a chunk or two further on, which holds
+// nothing wrong), and the run again completes the import.
+func TestImportNamesTheLinesOfAFailedBulk(t *testing.T) {
+	ctx := context.Background()
+	src, dst := teststores.All()["memory"](t), teststores.All()["memory"](t)
+	want := fill(t, src)
+	var buf bytes.Buffer
+	if _, err := transfer.Export(ctx, &buf, src, keys(want)); err != nil {
+		t.Fatal(err)
+	}
+	exported := buf.String()
+	// chunk is 7: the first bulk is lines 1-7, the second 8-14.
+	_, err := transfer.Import(ctx, &failing{Store: dst, n: 2}, strings.NewReader(exported), nil)
+	if !errors.Is(err, errFull) || !strings.Contains(err.Error(), "lines 8-14:") || strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("%v, want %v naming lines 8-14 alone", err, errFull)
+	}
+	if _, err := transfer.Import(ctx, dst, strings.NewReader(exported), nil); err != nil {
+		t.Fatal(err)
+	}
+	check(t, dst, want)
+	checkChains(t, dst, want)
+}

@@ -169,7 +169,11 @@ func (s *sink) importFrom(ctx context.Context, r io.Reader, progress Progress) e
 			progress(s.stats.Sessions, s.placed())
 		}
 		prev = k
+		s.line = line
 		if err := s.put(ctx, k, rec.Entry); err != nil {
+			if errors.As(err, new(*bulkError)) {
+				return fmt.Errorf("transfer: %w", err) // it names its own lines
+			}
 			return fmt.Errorf("transfer: line %d: %w", line, err)
 		}
 	}
@@ -185,6 +189,9 @@ func Copy(ctx context.Context, dst, src store.Store, keys []store.Key, progress 
 	s := newSink(dst)
 	one := func(k store.Key) error {
 		err := eachEntry(ctx, src, k, func(e transcript.Entry) error { return s.put(ctx, k, e) })
+		if errors.As(err, new(*bulkError)) {
+			return fmt.Errorf("transfer: %w", err) // not k's: the store's error names its session
+		}
 		if err != nil {
 			return fmt.Errorf("transfer: copying %s: %w", k, err)
 		}
@@ -239,7 +246,34 @@ type sink struct {
 
 	writing chan error // the bulk being written answers here; nil when none
 	wrote   int        // entries in that bulk
+
+	// Input lines (Import; zero for Copy): the line being placed, the
+	// first and last of those held, and of the bulk being written.
+	line                      int
+	heldFirst, heldLast       int
+	writingFirst, writingLast int
 }
+
+// bulkError is the failure of a bulk. It comes back while later entries
+// are placed, a chunk or more on, so it names the lines it held (Import)
+// rather than being put on the line being read then, which holds nothing
+// wrong.
+type bulkError struct {
+	first, last int // input lines of the bulk; zero when there are none
+	err         error
+}
+
+func (e *bulkError) Error() string {
+	switch {
+	case e.first == 0:
+		return e.err.Error()
+	case e.first == e.last:
+		return fmt.Sprintf("line %d: %v", e.first, e.err)
+	}
+	return fmt.Sprintf("lines %d-%d: %v", e.first, e.last, e.err)
+}
+
+func (e *bulkError) Unwrap() error { return e.err }
 
 type target struct {
 	pos    int                // position of the next entry to place
@@ -324,6 +358,10 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 	} else {
 		s.held = append(s.held, store.Batch{Key: k, Entries: []transcript.Entry{e}})
 	}
+	if s.count == 0 {
+		s.heldFirst = s.line
+	}
+	s.heldLast = s.line
 	s.count++
 	t.pos++
 	t.total++
@@ -345,6 +383,7 @@ func (s *sink) start(ctx context.Context) error {
 	held, n := s.held, s.count
 	s.held, s.count = nil, 0 // the bulk being written keeps its own
 	s.writing, s.wrote = make(chan error, 1), n
+	s.writingFirst, s.writingLast = s.heldFirst, s.heldLast
 	go func(done chan<- error) { done <- store.AppendBulk(ctx, s.dst, held) }(s.writing)
 	return nil
 }
@@ -366,7 +405,7 @@ func (s *sink) wait() error {
 		clear(s.cur)
 		clear(s.empty)
 		s.last = nil
-		return err
+		return &bulkError{first: s.writingFirst, last: s.writingLast, err: err}
 	}
 	s.stats.Entries += n
 	return nil
