@@ -136,6 +136,13 @@ func Export(ctx context.Context, w io.Writer, src store.Store, keys []store.Key)
 	return st, bw.Flush()
 }
 
+// maxRecordLine is the longest line Import reads: an entry's line as long
+// as a store keeps (transcript.MaxLineSize, the file store's limit, and
+// the longest a transcript Decoder takes back) with the key Export writes
+// around it, three ids of at most 128 characters, with room to spare for
+// a record written otherwise (escapes, spaces).
+const maxRecordLine = transcript.MaxLineSize + 4<<10
+
 // Import appends the records read from r to dst. Entries dst already has
 // (the same entry, id and content, at the same position) are skipped, so
 // an import can be run again after it was interrupted; an entry that
@@ -152,7 +159,7 @@ func Import(ctx context.Context, dst store.Store, r io.Reader, progress Progress
 // importFrom places the records of r.
 func (s *sink) importFrom(ctx context.Context, r io.Reader, progress Progress) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), transcript.MaxLineSize)
+	sc.Buffer(make([]byte, 64<<10), maxRecordLine)
 	line := 0
 	var prev store.Key
 	for sc.Scan() {
@@ -177,7 +184,9 @@ func (s *sink) importFrom(ctx context.Context, r io.Reader, progress Progress) e
 			return fmt.Errorf("transfer: line %d: %w", line, err)
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("transfer: line %d: not an export record: longer than %d bytes", line+1, maxRecordLine)
+	} else if err != nil {
 		return fmt.Errorf("transfer: after line %d: %w", line, err)
 	}
 	return nil

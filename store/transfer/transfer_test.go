@@ -252,3 +252,42 @@ func TestImportNamesTheLineTheStoreRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestExportOfTheLongestEntryImports: an entry as long as the file store
+// keeps (its line up to transcript.MaxLineSize) is exported on a line its
+// key makes longer still, and that line imports; it failed as a line too
+// long, so such a session could be exported but never imported.
+func TestExportOfTheLongestEntryImports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 64 MiB")
+	}
+	ctx := context.Background()
+	src, dst := teststores.File(t), teststores.All()["memory"](t)
+	k := store.Key{Agent: teststores.Name("agent"), Owner: strings.Repeat("o", 128), ID: strings.Repeat("s", 128)}
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	e := storetest.NewEntry("", at, transcript.TypeUserMessage, transcript.UserMessage{Text: ""})
+	line, err := transcript.AppendJSON(nil, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The text that makes the entry's line transcript.MaxLineSize long.
+	e = storetest.NewEntry("", at, transcript.TypeUserMessage, transcript.UserMessage{Text: strings.Repeat("x", transcript.MaxLineSize-len(line)-1)})
+	if err := src.Append(ctx, k, e); err != nil {
+		t.Fatalf("the file store refuses the entry: %v", err)
+	}
+	var buf bytes.Buffer
+	if _, err := transfer.Export(ctx, &buf, src, []store.Key{k}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := transfer.Import(ctx, dst, &buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	check(t, dst, map[store.Key][]transcript.Entry{k: {e}})
+
+	// A line longer still is refused by its number, in words.
+	long := append([]byte("\n"), bytes.Repeat([]byte("x"), transcript.MaxLineSize+8<<10)...)
+	_, err = transfer.Import(ctx, dst, bytes.NewReader(long), nil)
+	if err == nil || !strings.Contains(err.Error(), "line 2: ") || strings.Contains(err.Error(), "bufio") {
+		t.Fatalf("a line too long: %v, want its number and no Go package", err)
+	}
+}
