@@ -3,6 +3,9 @@ package transfer
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/spool-go/spool/transcript"
 )
@@ -15,13 +18,38 @@ import (
 // it, decoding it, finding the entry's end) before the entry's own parse:
 // a sixth of an import's time. FuzzParseRecord holds the two to the same
 // result.
+//
+// A line written otherwise must still say whose session it is in the
+// export's words: encoding/json would take a line with no "owner" (or a
+// "user" in its place, which it ignores) as a project's session, and
+// place a user's transcript where every user of the agent sees it. So
+// such a line, or one with a field a Record does not have, is refused.
 func parseRecord(b []byte) (Record, error) {
 	if rec, ok := parseRecordFast(b); ok {
 		return rec, nil
 	}
 	var rec Record
-	err := json.Unmarshal(b, &rec)
-	return rec, err
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return rec, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return rec, err
+	}
+	owner := false
+	for name := range fields {
+		switch {
+		case strings.EqualFold(name, "owner"):
+			owner = true
+		case strings.EqualFold(name, "agent"), strings.EqualFold(name, "session"), strings.EqualFold(name, "entry"):
+		default:
+			return rec, fmt.Errorf("unknown field %q (a record has agent, owner, session and entry)", name)
+		}
+	}
+	if !owner {
+		return rec, errors.New(`no "owner" (the user id; "" for a project's session)`)
+	}
+	return rec, nil
 }
 
 var (

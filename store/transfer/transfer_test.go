@@ -291,3 +291,35 @@ func TestExportOfTheLongestEntryImports(t *testing.T) {
 		t.Fatalf("a line too long: %v, want its number and no Go package", err)
 	}
 }
+
+// TestImportRefusesALineWithoutItsOwner: a line that does not say whose
+// session it is in the export's words (a "user" where the export writes
+// "owner", or no owner at all) is refused by its number; it was read as
+// a project's session, so a user's transcript landed where every user of
+// the agent sees it.
+func TestImportRefusesALineWithoutItsOwner(t *testing.T) {
+	entry := fmt.Sprintf(`{"id":"01JF00000000000000000000AA","timestamp":"%s","type":"user.message","turnId":"t","data":{"text":"mine"}}`, time.Now().UTC().Format(time.RFC3339))
+	for _, in := range []string{
+		`{"agent":"a","user":"bob","session":"s","entry":` + entry + `}`,
+		`{"agent":"a","session":"s","entry":` + entry + `}`,
+		`{"agent":"a","session":"s","entry":` + entry + `,"owner":"","scope":"user"}`,
+	} {
+		dst := teststores.All()["memory"](t)
+		_, err := transfer.Import(context.Background(), dst, strings.NewReader("\n"+in+"\n"), nil)
+		if err == nil || !strings.Contains(err.Error(), "line 2: ") {
+			t.Errorf("%s: %v, want it refused by its line", in, err)
+		}
+		if got, _ := dst.Read(context.Background(), store.Key{Agent: "a", ID: "s"}); len(got) != 0 {
+			t.Errorf("%s: imported as a project's session", in)
+		}
+	}
+	// The export's own words, in another order and spacing, still import.
+	dst := teststores.All()["memory"](t)
+	in := `{ "session":"s", "OWNER":"bob", "entry":` + entry + `, "agent":"a" }`
+	if _, err := transfer.Import(context.Background(), dst, strings.NewReader(in), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := dst.Read(context.Background(), store.Key{Agent: "a", Owner: "bob", ID: "s"}); len(got) != 1 {
+		t.Fatalf("bob's session: %d entries", len(got))
+	}
+}
