@@ -60,8 +60,16 @@ type Stats struct {
 }
 
 // Sessions walks every session of the given namespaces of src, calling fn for
-// each session key. With no namespaces, it walks every namespace src holds, which
-// needs store.NamespaceLister.
+// each session key once. With no namespaces, it walks every namespace src holds,
+// which needs store.NamespaceLister.
+//
+// A listing is newest activity first, and its cursor a place in that
+// order: a session appended to while the walk goes on (by its users, or
+// by fn) moves ahead of the cursor, and one page of the walk would never
+// show it, though it was there all along. So each namespace is walked
+// again, calling fn for the sessions it had not met, until a walk meets
+// none (or after maxWalks walks: sessions made since the transfer began
+// need not be in it).
 func Sessions(ctx context.Context, src store.Store, namespaces []store.Namespace, fn func(store.Key) error) error {
 	if len(namespaces) == 0 {
 		sl, ok := src.(store.NamespaceLister)
@@ -74,24 +82,52 @@ func Sessions(ctx context.Context, src store.Store, namespaces []store.Namespace
 		}
 	}
 	for _, sc := range namespaces {
-		opt := store.ListOptions{Limit: store.MaxListLimit}
-		for {
-			page, err := src.List(ctx, sc, opt)
+		met := map[string]bool{}
+		for walk := 1; ; walk++ {
+			found, err := walkOnce(ctx, src, sc, met, fn)
 			if err != nil {
-				return fmt.Errorf("transfer: listing %s: %w", sc, err)
+				return err
 			}
-			for _, info := range page.Sessions {
-				if err := fn(info.Key()); err != nil {
-					return err
-				}
-			}
-			if page.NextCursor == "" {
+			// A walk that met only one page cannot have missed a session.
+			if found.sessions == 0 || found.pages == 1 || walk == maxWalks {
 				break
 			}
-			opt.Cursor = page.NextCursor
 		}
 	}
 	return nil
+}
+
+// maxWalks bounds the walks of one namespace (see Sessions).
+const maxWalks = 10
+
+type walked struct{ sessions, pages int }
+
+// walkOnce lists sc whole, calling fn for each session not in met, and
+// adds it there.
+func walkOnce(ctx context.Context, src store.Store, sc store.Namespace, met map[string]bool, fn func(store.Key) error) (walked, error) {
+	var w walked
+	opt := store.ListOptions{Limit: store.MaxListLimit}
+	for {
+		page, err := src.List(ctx, sc, opt)
+		if err != nil {
+			return w, fmt.Errorf("transfer: listing %s: %w", sc, err)
+		}
+		w.pages++
+		for _, info := range page.Sessions {
+			if met[info.ID] {
+				continue
+			}
+			met[info.ID] = true
+			w.sessions++
+			if err := fn(info.Key()); err != nil {
+				return w, err
+			}
+		}
+		if page.NextCursor == "" {
+			return w, nil
+		}
+		opt.Cursor = page.NextCursor
+	}
 }
 
 // eachEntry calls fn for every entry of key in src, a chunk at a time.
