@@ -369,6 +369,14 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 		}
 		t.loaded = true
 	}
+	if e.ParentID == "" && t.pos > 0 {
+		// A transcript another program wrote may leave the parent out
+		// after its first entry, meaning the entry before it, and the
+		// stores read it so (storekit.CheckChain); their appends need
+		// it said. Filled in, the session can be moved, and compares
+		// with what an earlier run placed.
+		e.ParentID = t.head
+	}
 	if t.pos < t.total {
 		have, err := s.entryAt(ctx, k, t)
 		if err != nil {

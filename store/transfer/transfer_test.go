@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spool-go/spool/internal/teststores"
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/filestore"
 	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/store/transfer"
 	"github.com/spool-go/spool/transcript"
@@ -366,6 +370,64 @@ func TestSessionsMeetsASessionAppendedToWhileListing(t *testing.T) {
 					t.Fatalf("%s met %d times", k, n)
 				}
 			}
+		})
+	}
+}
+
+// TestTransferFillsAParentLeftOut: a transcript another program wrote,
+// whose entries after the first leave their parent out (the file store
+// reads it, each entry after the one before it), is exported, imported
+// into every store (twice: the second run finds it all there) and copied,
+// each entry's parent said. Every store refused its second entry, so such
+// a session could not be moved, and a migration stopped at it.
+func TestTransferFillsAParentLeftOut(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "support"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	written := `{"id":"01JF00000000000000000000A1","timestamp":"2026-11-29T10:00:00.000Z","type":"user.message","turnId":"t1","data":{"text":"hi"}}
+{"id":"01JF00000000000000000000A2","timestamp":"2026-11-29T10:00:01.000Z","type":"assistant.message","turnId":"t1","data":{"text":"hello"}}
+{"id":"01JF00000000000000000000A3","timestamp":"2026-11-29T10:00:02.000Z","type":"assistant.turn_end","turnId":"t1","status":"ok","data":{}}
+`
+	if err := os.WriteFile(filepath.Join(root, "support", "s1.jsonl"), []byte(written), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := filestore.New(ctx, root, filestore.WithRetention(store.Retention{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := store.Key{Agent: "support", ID: "s1"}
+	entries, err := src.Read(ctx, k)
+	if err != nil || len(entries) != 3 {
+		t.Fatalf("the file store reads %d entries, %v", len(entries), err)
+	}
+	want := slices.Clone(entries)
+	for i := 1; i < len(want); i++ {
+		want[i].ParentID = want[i-1].ID
+	}
+	var buf bytes.Buffer
+	if _, err := transfer.Export(ctx, &buf, src, []store.Key{k}); err != nil {
+		t.Fatal(err)
+	}
+	exported := buf.String()
+	all := teststores.All()
+	for _, to := range teststores.Names {
+		t.Run(to, func(t *testing.T) {
+			dst := all[to](t)
+			if _, err := transfer.Import(ctx, dst, strings.NewReader(exported), nil); err != nil {
+				t.Fatal(err)
+			}
+			st, err := transfer.Import(ctx, dst, strings.NewReader(exported), nil)
+			if err != nil || st.Skipped != 3 || st.Entries != 0 {
+				t.Fatalf("a second import: %+v %v, want all 3 there", st, err)
+			}
+			check(t, dst, map[store.Key][]transcript.Entry{k: want})
+			copied := all[to](t)
+			if _, err := transfer.Copy(ctx, copied, src, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			check(t, copied, map[store.Key][]transcript.Entry{k: want})
 		})
 	}
 }
