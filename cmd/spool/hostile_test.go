@@ -77,7 +77,7 @@ func TestHostileCLI(t *testing.T) {
 	// Deeply nested JSON on import: refused, nothing written.
 	deep := `{"id":"01JF00000000000000000000AA","timestamp":"2026-11-29T10:00:00Z","type":"user.message","data":` +
 		strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000) + "}\n"
-	check("import of 10,000-deep JSON", 1, deep, "sessions", "import", "--user", "bob")
+	check("import of 10,000-deep JSON", 1, deep, "sessions", "import")
 
 	sameSnapshot(t, "hostile commands", before, spooltest.FileTree(t, dir))
 

@@ -148,3 +148,32 @@ func TestMigrate(t *testing.T) {
 		t.Fatal("migrate without --to accepted")
 	}
 }
+
+// sessions import takes the agent and owner of each session from its
+// lines: --agent and --user would select nothing, and are refused by
+// name rather than ignored (an import --user bob brought in every user's
+// sessions).
+func TestImportRefusesAgentAndUser(t *testing.T) {
+	dir := t.TempDir()
+	c := newCLI(t, map[string]string{"SPOOL_STORE": "file:" + dir})
+	if code, _, errs := c.run("hello\n", "chat", "--user", "alice", "--session", "s1"); code != 0 {
+		t.Fatalf("chat: %s", errs)
+	}
+	code, export, errs := c.run("", "sessions", "export", "--all")
+	if code != 0 || !strings.Contains(export, `"owner":"alice"`) {
+		t.Fatalf("export: %d %s %s", code, export, errs)
+	}
+	into := newCLI(t, map[string]string{"SPOOL_STORE": "file:" + t.TempDir()})
+	for _, flag := range []string{"--user", "--agent"} {
+		code, _, errs := into.run(export, "sessions", "import", flag, "bob")
+		if code != 2 || !strings.Contains(errs, flag) || strings.Count(errs, "spool:") != 1 {
+			t.Errorf("import %s bob: exit %d, stderr %q; want 2 naming %s", flag, code, errs, flag)
+		}
+	}
+	if code, _, errs := into.run(export, "sessions", "import"); code != 0 {
+		t.Fatalf("import: %d %s", code, errs)
+	}
+	if code, out, _ := into.run("", "sessions", "show", "s1", "--user", "alice", "--json"); code != 0 || !strings.Contains(out, "hello") {
+		t.Fatalf("the imported session under alice: %d %s", code, out)
+	}
+}

@@ -194,6 +194,18 @@ func sessionsImport(ctx context.Context, env *environ, args []string) error {
 	if len(pos) > 0 {
 		return usagef("sessions import reads stdin and takes no arguments")
 	}
+	// Each line names its session's agent and owner, and the session goes
+	// there: --agent and --user would select nothing, and an import
+	// --user bob that brought in every user's sessions would surprise.
+	var ignored string
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "agent" || f.Name == "user" {
+			ignored = f.Name
+		}
+	})
+	if ignored != "" {
+		return usagef("sessions import: --%s does not apply: each line of the input names its session's agent and owner, and the session is imported under them", ignored)
+	}
 	st, err := openTarget(ctx, env, &c)
 	if err != nil {
 		return err
