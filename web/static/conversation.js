@@ -872,9 +872,10 @@ export class Conversation {
         }
         if (unknown && (run || (turn.id && !ev.id))) known();
       }
-      if (!turn.ended && started && turn.visible) {
+      if (!turn.ended && started && turn.visible && !ctl.signal.aborted) {
         // The stream ended without the turn's end (a proxy that closed
-        // it): the turn goes on on the server.
+        // it; not a Stop, which aborts it): the turn goes on on the
+        // server.
         lost = true;
         handOver();
         return { ok: false, id, lost, shown: true };
@@ -887,7 +888,7 @@ export class Conversation {
         stopped = true;
         return { ok: true, id };
       }
-      if (err.code === 'connection_lost' && id && turn.visible) {
+      if (err.code === 'connection_lost' && id && turn.visible && !ctl.signal.aborted) {
         // The connection broke off: the turn, recorded or not, goes on
         // on the server, where the follower finds it (or its end).
         lost = true;
