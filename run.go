@@ -321,21 +321,27 @@ type streamed struct {
 // the loop gathers lives in the run (r.text, r.out), not in variables of
 // its own: the loop body is a closure the model's iterator calls, and
 // every variable it writes would be allocated on the heap, each step.
-func (r *run) stream(ctx context.Context, req *model.Request) (out streamed) {
+func (r *run) stream(ctx context.Context, req *model.Request) streamed {
 	r.out = streamed{}
 	r.text.Reset()
+	r.read(ctx, req)
+	out := r.out
+	out.text = r.text.String()
+	r.out = streamed{}
+	return out
+}
+
+// read is stream's reading of the model's answer into r.out and r.text.
+// A panic of the model's (its Stream, or its iterator) ends the turn,
+// as the model's error; one of the consumer's, raised in yield, is the
+// consumer's own (panic.go).
+func (r *run) read(ctx context.Context, req *model.Request) {
 	defer func() {
-		// A panic of the model's (its Stream, or its iterator) ends the
-		// turn; one of the consumer's, raised in yield, is the
-		// consumer's own (panic.go).
 		if p := recover(); p != nil {
 			if r.yielding {
 				panic(p)
 			}
-			out = r.out
-			out.err = r.s.a.panicked(ctx, "the model", p)
-			out.text = r.text.String()
-			r.out = streamed{}
+			r.out.err = r.s.a.panicked(ctx, "the model", p)
 		}
 	}()
 	for ev, err := range r.s.a.cfg.Model.Stream(ctx, req) {
@@ -364,10 +370,6 @@ func (r *run) stream(ctx context.Context, req *model.Request) (out streamed) {
 			break
 		}
 	}
-	out = r.out
-	out.text = r.text.String()
-	r.out = streamed{}
-	return out
 }
 
 // streamText is the room a step's text gets at first: a short answer
