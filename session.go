@@ -171,12 +171,13 @@ func (a *Agent) lockStore(ctx context.Context, k store.Key) (func(), error) {
 func (s *Session) sync(ctx context.Context, sl *slot) error {
 	st := s.a.cfg.Store
 	if sl.st != nil {
+		_, ranged := st.(store.RangeReader)
 		var (
 			newer []transcript.Entry
 			total int
 			err   error
 		)
-		if _, ok := st.(store.RangeReader); ok {
+		if ranged {
 			// From the newest entry this process has to the end: that
 			// entry alone when nothing changed.
 			newer, total, err = store.ReadRange(ctx, st, s.key, max(sl.st.count-1, 0), math.MaxInt)
@@ -190,7 +191,7 @@ func (s *Session) sync(ctx context.Context, sl *slot) error {
 			return nil
 		}
 		if sl.st.count > 0 && total > sl.st.count {
-			if _, ok := st.(store.RangeReader); !ok {
+			if !ranged {
 				if newer, _, err = store.ReadRange(ctx, st, s.key, sl.st.count-1, total); err != nil {
 					return err
 				}
