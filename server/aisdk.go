@@ -536,9 +536,6 @@ func (a *aiWriter) event(ev spool.Event) {
 // no chunk for the person's answer, so the client shows it denied
 // without the reason; GET /api/chat/{id} has the reason.
 func (a *aiWriter) replay(parts []aiUIPart) {
-	if len(parts) == 0 {
-		return
-	}
 	for _, p := range parts {
 		switch {
 		case p.Type == "step-start":
