@@ -122,16 +122,10 @@ func cutsCalls(reason sdk.StopReason) bool {
 // None of its calls is delivered: running one, or asking a person to
 // approve it, would act on half a request.
 func (a *accumulator) err() error {
-	switch a.cut {
-	case "":
+	if a.cut == "" {
 		return nil
-	case sdk.StopReasonMaxTokens:
-		return &model.Error{Code: transcript.CodeModelError,
-			Message: "the answer reached its output token limit (max_tokens) in the middle of a tool call; raise the limit"}
-	default:
-		return &model.Error{Code: transcript.CodeModelError,
-			Message: provider.Describe("the answer was stopped in the middle of a tool call", "stop_reason", string(a.cut))}
 	}
+	return provider.CutCall(a.cut == sdk.StopReasonMaxTokens, "stop_reason", string(a.cut))
 }
 
 // apiError maps the SDK's error type: an HTTP error status, or an error

@@ -111,19 +111,13 @@ func cutsCalls(reason string) bool {
 // prefix that happens to be valid JSON), and running one, or asking a
 // person to approve it, would act on half a request.
 func (a *accumulator) err() error {
-	switch a.cut {
-	case "":
-		if !a.done {
-			return errNoFinish
-		}
-		return nil
-	case "length":
-		return &model.Error{Code: transcript.CodeModelError,
-			Message: "the answer reached its output token limit (max_tokens) in the middle of a tool call; raise the limit"}
-	default:
-		return &model.Error{Code: transcript.CodeModelError,
-			Message: provider.Describe("the answer was stopped in the middle of a tool call", "finish_reason", a.cut)}
+	switch {
+	case a.cut != "":
+		return provider.CutCall(a.cut == "length", "finish_reason", a.cut)
+	case !a.done:
+		return errNoFinish
 	}
+	return nil
 }
 
 // flush emits the assembled calls in index order and forgets them.

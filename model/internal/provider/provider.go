@@ -110,6 +110,20 @@ func Describe(what string, labelled ...string) string {
 	return b.String()
 }
 
+// CutCall is the error of an answer that stopped while it was writing a
+// tool call, whose calls are not delivered: field is the API's name for
+// why it stopped ("finish_reason", "stop_reason"), reason its value, and
+// limit says it was the output token limit (the one cause the caller can
+// act on).
+func CutCall(limit bool, field, reason string) error {
+	if limit {
+		return &model.Error{Code: transcript.CodeModelError,
+			Message: "the answer reached its output token limit (max_tokens) in the middle of a tool call; raise the limit"}
+	}
+	return &model.Error{Code: transcript.CodeModelError,
+		Message: Describe("the answer was stopped in the middle of a tool call", field, reason)}
+}
+
 // Identifier reports whether s looks like an error type or code
 // ("overloaded_error", "rate_limit_exceeded", "500") rather than free text.
 func Identifier(s string) bool {
