@@ -28,17 +28,23 @@ func attrs(kv []attribute.KeyValue) map[string]string {
 	return m
 }
 
-func TestSpansAndMetrics(t *testing.T) {
-	ctx := context.Background()
-	const secret = "zebra-4417"
+// recordingObserver returns an Observer whose spans rec records and whose
+// metrics reader reads.
+func recordingObserver(t *testing.T) (*tracetest.SpanRecorder, *sdkmetric.ManualReader, *telemetry.Observer) {
+	t.Helper()
 	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	obs, err := telemetry.NewObserver(tp, mp)
+	obs, err := telemetry.NewObserver(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rec, reader, obs
+}
+
+func TestSpansAndMetrics(t *testing.T) {
+	ctx := context.Background()
+	const secret = "zebra-4417"
+	rec, reader, obs := recordingObserver(t)
 	type args struct {
 		Text string `json:"text"`
 	}

@@ -6,16 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store/memstore"
-	"github.com/spool-go/spool/telemetry"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -26,14 +22,7 @@ import (
 func TestUnknownToolNameNotRecorded(t *testing.T) {
 	ctx := context.Background()
 	const secret = "zebra-4417-secret"
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	obs, err := telemetry.NewObserver(tp, mp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, reader, obs := recordingObserver(t)
 	m := echo.New(echo.WithResponses([]model.Event{{Kind: model.EventToolCall,
 		ToolCall: transcript.ToolCall{ID: "call_1", Name: secret, Arguments: []byte(`{}`)}}}))
 	agent, err := spool.New(spool.Config{Model: m, Store: memstore.New(), Observers: []spool.Observer{obs}})
