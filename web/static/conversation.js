@@ -827,6 +827,13 @@ export class Conversation {
       if (turn.id) this.own.delete(turn.id);
       runs.clear();
     };
+    // lose gives the turn whose stream broke off to the follower, which
+    // onLost starts once the view is shown again.
+    const lose = (err) => {
+      lost = true;
+      handOver();
+      return { ok: false, id, err, lost, shown: true };
+    };
     const known = () => {
       if (!unknown) return;
       unknown = false;
@@ -876,9 +883,7 @@ export class Conversation {
         // The stream ended without the turn's end (a proxy that closed
         // it; not a Stop, which aborts it): the turn goes on on the
         // server.
-        lost = true;
-        handOver();
-        return { ok: false, id, lost, shown: true };
+        return lose();
       }
       turn.finish();
       return { ok: true, id };
@@ -891,9 +896,7 @@ export class Conversation {
       if (err.code === 'connection_lost' && id && turn.visible && !ctl.signal.aborted) {
         // The connection broke off: the turn, recorded or not, goes on
         // on the server, where the follower finds it (or its end).
-        lost = true;
-        handOver();
-        return { ok: false, id, err, lost, shown: true };
+        return lose(err);
       }
       // Refused: nothing was recorded, the caller says so. A connection
       // lost after the request went out may have been recorded: show it
