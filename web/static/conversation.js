@@ -888,7 +888,10 @@ export class Conversation {
       turn.finish();
       return { ok: true, id };
     } catch (err) {
-      if (err.name === 'AbortError') {
+      // A stream this tab aborted (Stop, or the view moving on) was
+      // stopped, whatever error its end raised first (a server that
+      // ended it on the stop may close it before the abort is felt).
+      if (err.name === 'AbortError' || ctl.signal.aborted) {
         turn.stopped();
         stopped = true;
         return { ok: true, id };
