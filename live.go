@@ -584,14 +584,6 @@ func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, 
 				}
 				return
 			}
-			if !open {
-				_, total, err := store.ReadTail(ctx, s.a.cfg.Store, s.key, 1)
-				if err != nil {
-					yield(Event{}, err)
-					return
-				}
-				st.from = int64(total)
-			}
 			if opt.Ready != nil {
 				opt.Ready()
 			}

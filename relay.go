@@ -489,10 +489,11 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 		opt.Ready()
 	}
 	known := map[int64]map[int64]Event{} // each run's events by place, as far as known
-	// The run the watcher had last whole, and its turn: a newer run's
-	// first notification after it makes the watch look in the transcript
-	// for a run between whose notifications were all lost (checked: the
-	// newest run looked for).
+	// The run the watcher had last whole, and its turn (before any, the
+	// transcript's end where the watch began, and no turn): a newer
+	// run's first notification after it makes the watch look in the
+	// transcript for a run between whose notifications were all lost
+	// (checked: the newest run looked for).
 	endedPos, endedTurn, checked := int64(-1), "", int64(-1)
 	// endedPending are the approvals that run's turn waited on when it
 	// paused there (none when it ended): a decision of one of them in
@@ -668,6 +669,11 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 				if !follow {
 					return true // no turn runs anywhere
 				}
+				// The watch begins at the transcript's end: a run after
+				// it whose every notification is lost is in the
+				// transcript from there (catchUp), as one after a run
+				// the watcher had whole.
+				endedPos = st.from
 				// What came meanwhile is of runs that began after the
 				// watch did.
 				for _, pos := range slices.Sorted(maps.Keys(known)) {
@@ -742,7 +748,7 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 						return true
 					}
 				}
-				if synced && follow && inRun < 0 && endedTurn != "" && m.Pos > endedPos && m.Pos > checked {
+				if synced && follow && inRun < 0 && endedPos >= 0 && m.Pos > endedPos && m.Pos > checked {
 					// A run after the last one the watcher had whole: one
 					// between whose every notification was lost (a
 					// listener's connection that came back) is in the
@@ -787,6 +793,9 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 					after = EventID{Pos: m.Pos}
 					if !m.Open {
 						after.N = maxEvents
+						if n := len(m.Events); n > 0 && m.Events[n-1].Kind == EventTurnEnd {
+							ended(m.Pos, m.Events[n-1])
+						}
 					}
 				}
 				synced = true
@@ -1148,19 +1157,22 @@ func skippedAs(typ transcript.Type) EventKind {
 }
 
 // openTurnStart returns the index in the transcript of the first entry of
-// the session's open turn, and false when no turn is open or the open
-// one waits on an approval (no process runs it).
+// the session's open turn; when no turn is open or the open one waits on
+// an approval (no process runs it), it returns the transcript's length
+// and false: where the next run begins.
 func (s *Session) openTurnStart(ctx context.Context) (int64, bool, error) {
 	var open string
 	var paused bool
+	var count int
 	err := s.with(ctx, reading, func(ctx context.Context, sl *slot) error {
 		if sl.st.open != nil {
 			open, paused = sl.st.open.id, len(sl.st.pending) > 0
 		}
+		count = sl.st.count
 		return nil
 	})
 	if err != nil || open == "" || paused {
-		return 0, false, err
+		return int64(count), false, err
 	}
 	for n := 16; ; n *= 4 {
 		tail, total, err := store.ReadTail(ctx, s.a.cfg.Store, s.key, n)
@@ -1179,11 +1191,11 @@ func (s *Session) openTurnStart(ctx context.Context) (int64, bool, error) {
 
 // storedStart is where a watch through the transcript starts for a
 // watcher whose last event is after: at the open turn's beginning when
-// after is zero (ok false: no turn is open), else at after's entry. A
-// live id of a run starts at the run's first entry: what the transcript
-// has of the run is yielded again, step by step (a process that follows
-// another through the transcript cannot know which of the run's deltas
-// the watcher had).
+// after is zero (ok false: no turn is open, and it starts at the
+// transcript's end), else at after's entry. A live id of a run starts at
+// the run's first entry: what the transcript has of the run is yielded
+// again, step by step (a process that follows another through the
+// transcript cannot know which of the run's deltas the watcher had).
 func (s *Session) storedStart(ctx context.Context, after EventID) (stored, bool, error) {
 	if after.IsZero() {
 		from, ok, err := s.openTurnStart(ctx)

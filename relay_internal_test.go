@@ -686,6 +686,46 @@ func TestRelayFollowerBehindRuns(t *testing.T) {
 	}
 }
 
+// A follower in another process that has had no run yet gets a run whose
+// every notification was lost from the transcript when the next run
+// begins: one that began on an idle session (it starts at the
+// transcript's end), and one that began with a snap of a run already
+// over (it had that run whole).
+func TestRelayFollowerLostFirstRun(t *testing.T) {
+	relayWaits(t, syncWait, time.Hour) // no probe
+	for name, before := range map[string]int{"idle": 0, "after a run": 1} {
+		t.Run(name, func(t *testing.T) {
+			mem := memstore.New()
+			var lost atomic.Int64
+			lost.Store(-1)
+			lose := func(_ int, msg []byte) bool {
+				var m relayMsg
+				return json.Unmarshal(msg, &m) == nil && m.Pos == lost.Load()
+			}
+			runs, err := New(Config{Store: &lostRun{basicNotifier: &basicNotifier{mem: mem}, lose: lose}, Model: numberedModel{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			watches, err := New(Config{Store: &basicNotifier{mem: mem}, Model: numberedModel{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range before {
+				sendEach(t, runs)
+			}
+			other, _ := watches.Session(t.Context(), "s")
+			texts := followTexts(t, other)
+			time.Sleep(syncWait + 200*time.Millisecond) // synced: on no run, or on a snap of the run over
+			entries, err := mem.Read(t.Context(), store.Key{Agent: "default", ID: "s"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lost.Store(int64(len(entries)))
+			wantTexts(t, texts, sendEach(t, runs, runs)...)
+		})
+	}
+}
+
 // A follower in another process that lost every notification of a run
 // that resumed the turn it had last (an approval's decision) gets that
 // run from the transcript when the next run begins: the decision of an
