@@ -640,6 +640,21 @@ type lostRun struct {
 	runs []int64 // the runs whose events it was given, in order
 }
 
+// losingPair returns two agents of numberedModel on mem, as two
+// processes: runs, whose relay's notifications lose drops, and watches.
+func losingPair(t *testing.T, mem *memstore.Store, lose func(run int, msg []byte) bool) (runs, watches *Agent) {
+	t.Helper()
+	runs, err := New(Config{Store: &lostRun{basicNotifier: &basicNotifier{mem: mem}, lose: lose}, Model: numberedModel{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watches, err = New(Config{Store: &basicNotifier{mem: mem}, Model: numberedModel{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runs, watches
+}
+
 func (n *lostRun) Notify(ctx context.Context, k store.Key, msg []byte) error {
 	var m relayMsg
 	if err := json.Unmarshal(msg, &m); err == nil && (m.T == "ev" || m.T == "snap" || m.T == "end") {
@@ -670,14 +685,7 @@ func TestRelayFollowerBehindRuns(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			mem := memstore.New()
-			runs, err := New(Config{Store: &lostRun{basicNotifier: &basicNotifier{mem: mem}, lose: lose}, Model: numberedModel{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			watches, err := New(Config{Store: &basicNotifier{mem: mem}, Model: numberedModel{}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			runs, watches := losingPair(t, mem, lose)
 			other, _ := watches.Session(t.Context(), "s")
 			texts := followTexts(t, other)
 			time.Sleep(syncWait + 200*time.Millisecond) // the first sync went unanswered: no run
@@ -702,14 +710,7 @@ func TestRelayFollowerLostFirstRun(t *testing.T) {
 				var m relayMsg
 				return json.Unmarshal(msg, &m) == nil && m.Pos == lost.Load()
 			}
-			runs, err := New(Config{Store: &lostRun{basicNotifier: &basicNotifier{mem: mem}, lose: lose}, Model: numberedModel{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			watches, err := New(Config{Store: &basicNotifier{mem: mem}, Model: numberedModel{}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			runs, watches := losingPair(t, mem, lose)
 			for range before {
 				sendEach(t, runs)
 			}
