@@ -57,3 +57,25 @@ func TestTransferCountsAreExact(t *testing.T) {
 		t.Fatalf("migrate: exit %d, stderr %q", code, errs)
 	}
 }
+
+// Sessions idle longer than the target's TTL arrive whole, and the
+// command says they are expired there.
+func TestImportIntoATTLSaysWhatExpired(t *testing.T) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	long := time.Now().Add(-60 * 24 * time.Hour)
+	for i, start := range []time.Time{long, time.Now().Add(-time.Hour)} {
+		for _, e := range storetest.Chain("", start, 3000) {
+			if err := enc.Encode(transfer.Record{Agent: "default", Session: fmt.Sprintf("s%d", i), Entry: e}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c := newCLI(t, nil)
+	code, _, errs := c.run(b.String(), "sessions", "import", "--store", "sqlite:"+filepath.Join(t.TempDir(), "x.db")+"?ttl=720h")
+	want := "imported 2 sessions: 6000 entries added, 0 already there\n" +
+		"1 of them had been idle longer than the target's ttl (720h0m0s), and are expired there: a new message starts each afresh\n"
+	if code != 0 || errs != want {
+		t.Fatalf("import: exit %d, stderr %q", code, errs)
+	}
+}

@@ -234,8 +234,19 @@ func sessionsImport(ctx context.Context, env *environ, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stderr, "imported %d sessions: %d entries added, %d already there\n", stats.Sessions, stats.Entries, stats.Skipped)
+	fmt.Fprintf(env.stderr, "imported %d sessions: %d entries added, %d already there\n%s", stats.Sessions, stats.Entries, stats.Skipped, expiredNote(stats, st))
 	return nil
+}
+
+// expiredNote is the line that says how many of the sessions written to
+// dst were idle longer than its TTL, and so are expired there; empty when
+// none were.
+func expiredNote(stats transfer.Stats, dst store.Store) string {
+	e, ok := dst.(store.Expiring)
+	if stats.Expired == 0 || !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d of them had been idle longer than the target's ttl (%s), and are expired there: a new message starts each afresh\n", stats.Expired, e.TTL())
 }
 
 func runMigrate(ctx context.Context, env *environ, args []string) error {
@@ -281,6 +292,6 @@ func runMigrate(ctx context.Context, env *environ, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stderr, "migrated %d sessions: %d entries added, %d already there\n", stats.Sessions, stats.Entries, stats.Skipped)
+	fmt.Fprintf(env.stderr, "migrated %d sessions: %d entries added, %d already there\n%s", stats.Sessions, stats.Entries, stats.Skipped, expiredNote(stats, dst))
 	return nil
 }

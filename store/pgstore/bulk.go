@@ -1,7 +1,9 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -170,32 +172,32 @@ func (s *Store) appendPart(ctx context.Context, batches []store.Batch) error {
 	return nil
 }
 
-// appendOneBatch appends b with a TTL: a first entry through Append, which
-// ends an expired session, the rest in one transaction.
+// appendOneBatch appends b with a TTL, in one transaction. A batch that
+// starts a session whose id an expired one still holds ends that one
+// first, as Append of a first entry does, and tries once more. The batch
+// is never cut after its first entry: an old first entry (an import of a
+// session begun longer ago than the TTL) would leave the session expired
+// for the rest, which would then conflict.
 func (s *Store) appendOneBatch(ctx context.Context, b store.Batch) error {
-	entries := b.Entries
-	if len(entries) == 0 {
+	if len(b.Entries) == 0 {
 		return nil
 	}
-	if entries[0].ParentID == "" || len(entries) == 1 {
-		// As for a part (appendPart): ctx keeps the entry from being
-		// sent, and the wait for its outcome outlives ctx, so that nothing
-		// of a bulk lands after it returned (store.BulkAppender).
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
-		err := s.Append(wctx, b.Key, entries[0])
-		cancel()
-		if err != nil {
-			return err
-		}
-		entries = entries[1:]
-		if len(entries) == 0 {
-			return nil
-		}
+	if b.Entries[0].ParentID != "" {
+		return s.appendPart(ctx, []store.Batch{b})
 	}
-	return s.appendPart(ctx, []store.Batch{{Key: b.Key, Entries: entries}})
+	// A new session is the moment to clear the expired ones of its
+	// namespace (see appendFirst).
+	if _, err := s.sweep(ctx, b.Key.Namespace(), sweepBatch); err != nil {
+		return err
+	}
+	err := s.appendPart(ctx, []store.Batch{b})
+	if !errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	if gone, derr := s.deleteIfExpired(ctx, b.Key); derr != nil || !gone {
+		return cmp.Or(derr, err)
+	}
+	return s.appendPart(ctx, []store.Batch{b})
 }
 
 // appendBulkTx sends the batches' statements together, one round trip:

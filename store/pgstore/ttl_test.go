@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -134,5 +135,42 @@ func TestNoTTLKeepsEverything(t *testing.T) {
 	}
 	if n, err := s.Sweep(bg); err != nil || n != 0 {
 		t.Fatalf("Sweep without TTL: %d, %v", n, err)
+	}
+}
+
+// A batch that starts a session whose first entries are older than the
+// TTL and whose last is not (an import of a session begun long ago and
+// used lately) lands whole, as on SQLite; appended first entry alone, it
+// left the session expired and the rest of the batch conflicted. One
+// wholly past the TTL lands too, and is hidden, as an Append of it is.
+func TestTTLBatchOfOldEntries(t *testing.T) {
+	clk := &clock{t: t0.Add(3 * time.Hour)}
+	s := newStore(t, WithTTL(time.Hour), WithClock(clk.Now))
+	used, old := store.Key{Agent: "a", ID: "used"}, store.Key{Agent: "a", ID: "old"}
+	entries := storetest.Chain("", t0, 6)
+	entries = append(entries, storetest.Chain(storetest.Head(entries), t0.Add(150*time.Minute), 3)...)
+	if err := s.AppendBatch(bg, used, entries); err != nil {
+		t.Fatalf("AppendBatch of a session begun before the TTL: %v", err)
+	}
+	got, err := s.Read(bg, used)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalEntries(t, got, entries)
+	if err := s.AppendBatch(bg, old, storetest.Chain("", t0, 6)); err != nil {
+		t.Fatalf("AppendBatch of a session past the TTL: %v", err)
+	}
+	if got, err := s.Read(bg, old); err != nil || len(got) != 0 {
+		t.Fatalf("Read of a session that arrived past the TTL: %d entries, %v", len(got), err)
+	}
+	// Its id starts afresh with a batch, as with Append.
+	fresh := storetest.Chain("", clk.Now(), 3)
+	if err := s.AppendBatch(bg, old, fresh); err != nil {
+		t.Fatalf("AppendBatch over an expired session: %v", err)
+	}
+	if got, err := s.Read(bg, old); err != nil {
+		t.Fatal(err)
+	} else {
+		equalEntries(t, got, fresh)
 	}
 }

@@ -18,6 +18,13 @@
 // counts them: open such a target with retention off for a transfer
 // (filestore.WithRetention(store.Retention{}), or "file:...?retention=none",
 // which spool sessions import and spool migrate do by themselves).
+//
+// A target with a TTL (store.Expiring) gets each session in one write, so
+// the transfer holds one whole session at a time there: SQLite and
+// Postgres measure idleness from the newest entry's timestamp, and a
+// session begun longer ago than the TTL, written a chunk at a time, would
+// be expired after its first chunk. A session idle longer than the TTL
+// arrives whole and expired (Stats.Expired counts it).
 package transfer
 
 import (
@@ -27,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/storekit"
@@ -57,6 +65,12 @@ type Stats struct {
 	Sessions int // sessions visited
 	Entries  int // entries written (exported, or appended to the target)
 	Skipped  int // entries the target already had
+	// Expired counts the sessions written to a target with a TTL
+	// (store.Expiring) that were idle longer than it when they arrived:
+	// the runtime starts them afresh on their next message, and SQLite
+	// and Postgres hide them and sweep them away, unless an approval
+	// waits in them.
+	Expired int
 }
 
 // Sessions walks every session of the given namespaces of src, calling fn for
@@ -274,6 +288,14 @@ func Copy(ctx context.Context, dst, src store.Store, keys []store.Key, progress 
 // session that another writer creates there meanwhile fails the transfer
 // with store.ErrConflict, as one created after the sink read it does.)
 //
+// A target with a TTL (store.Expiring) gets each session in one write:
+// SQLite and Postgres measure a session's idleness from its newest
+// entry's timestamp, so the first chunk of an old session, written
+// alone, would leave it expired, and the next chunk would conflict with a
+// session the store no longer shows. The sink then holds a whole session
+// (as an export lists it, its lines together), however many chunks it
+// spans.
+//
 // One bulk is written while the next is read and placed: the store's
 // commit (a server's, or a disk's sync) overlaps decoding the input, the
 // other half of an import's time. A bulk is never started before the one
@@ -288,6 +310,7 @@ type sink struct {
 	empty map[store.Namespace]bool // whether each namespace met held no session then
 	held  []store.Batch            // to append, in order
 	count int                      // entries held
+	ttl   time.Duration            // the target's TTL (store.Expiring); zero for none
 
 	writing chan error // the bulk being written answers here; nil when none
 	wrote   int        // entries in that bulk
@@ -326,18 +349,33 @@ type target struct {
 	have   []transcript.Entry // the store's entries at positions [haveAt, haveAt+len)
 	haveAt int
 	loaded bool
-	head   string // the id of the entry at pos-1: the next one's parent
+	head   string    // the id of the entry at pos-1: the next one's parent
+	newest time.Time // the newest timestamp of the entries placed
+	wrote  bool      // whether the sink appends any of its entries
 }
 
 func newSink(dst store.Store) *sink {
-	return &sink{dst: dst, cur: map[store.Key]*target{}, empty: map[store.Namespace]bool{}}
+	s := &sink{dst: dst, cur: map[store.Key]*target{}, empty: map[store.Namespace]bool{}}
+	if e, ok := dst.(store.Expiring); ok {
+		s.ttl = e.TTL()
+	}
+	return s
+}
+
+// leave counts the session of t, which the sink has placed all it will
+// of, as expired when it was written to a target with a TTL and was idle
+// longer than that.
+func (s *sink) leave(t *target) {
+	if t != nil && t.wrote && s.ttl > 0 && time.Since(t.newest) > s.ttl {
+		s.stats.Expired++
+	}
 }
 
 func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 	if err := store.ValidateKey(k); err != nil {
 		return err
 	}
-	if s.count >= chunk {
+	if s.count >= chunk && (s.ttl <= 0 || s.held[len(s.held)-1].Key != k) {
 		if err := s.start(ctx); err != nil {
 			return err
 		}
@@ -351,8 +389,12 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 	if t != s.last {
 		if s.last != nil {
 			s.last.have = nil // keep memory to one session's window
+			s.leave(s.last)
 		}
 		s.last = t
+	}
+	if e.Timestamp.After(t.newest) {
+		t.newest = e.Timestamp
 	}
 	if !t.loaded {
 		// A session first seen is not in the bulk being written (only
@@ -405,7 +447,7 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 	if err := storekit.CheckParent(k, t.head, e); err != nil {
 		return err
 	}
-	t.head = e.ID
+	t.head, t.wrote = e.ID, true
 	if n := len(s.held); n > 0 && s.held[n-1].Key == k {
 		s.held[n-1].Entries = append(s.held[n-1].Entries, e)
 	} else {
@@ -479,6 +521,7 @@ func (s *sink) end(ctx context.Context, err error) error {
 	if err := s.wait(); err != nil {
 		return fmt.Errorf("transfer: %w", err)
 	}
+	s.leave(s.last)
 	return nil
 }
 

@@ -16,6 +16,9 @@ import (
 	"github.com/spool-go/spool/internal/teststores"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/filestore"
+	"github.com/spool-go/spool/store/pgstore"
+	"github.com/spool-go/spool/store/redisstore"
+	"github.com/spool-go/spool/store/sqlitestore"
 	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/store/transfer"
 	"github.com/spool-go/spool/transcript"
@@ -428,6 +431,81 @@ func TestTransferFillsAParentLeftOut(t *testing.T) {
 				t.Fatal(err)
 			}
 			check(t, copied, map[store.Key][]transcript.Entry{k: want})
+		})
+	}
+}
+
+// An import into a store with a TTL of sessions that are old: one idle
+// longer than the TTL, and one that began longer ago than the TTL and was
+// used an hour ago. SQLite and Postgres measure idleness from the newest
+// entry's timestamp, so a session written a chunk at a time was expired
+// after its first chunk, and the next chunk conflicted. Each session goes
+// in one write; the import counts the one that arrives expired, and a
+// re-run finds the other whole.
+func TestImportIntoAStoreWithATTL(t *testing.T) {
+	ctx := context.Background()
+	for name, open := range map[string]func(t *testing.T) store.Store{
+		"sqlite": func(t *testing.T) store.Store {
+			s, err := sqlitestore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "spool.db")+"?ttl=720h")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		"postgres": func(t *testing.T) store.Store {
+			s, err := pgstore.Open(ctx, teststores.PostgresURL(t)+"&ttl=720h")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		"redis": func(t *testing.T) store.Store {
+			s, err := redisstore.Open(ctx, teststores.RedisURL(t)+"&ttl=720h")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := teststores.All()["memory"](t)
+			agent := teststores.Name("agent")
+			long := time.Now().UTC().Truncate(time.Millisecond).Add(-60 * 24 * time.Hour)
+			old, used := store.Key{Agent: agent, ID: "old"}, store.Key{Agent: agent, ID: "used"}
+			oldEntries := storetest.Chain("", long, 20)
+			usedEntries := storetest.Chain("", long, 15)
+			usedEntries = append(usedEntries, storetest.Chain(storetest.Head(usedEntries), time.Now().UTC().Truncate(time.Millisecond).Add(-time.Hour), 6)...)
+			for k, entries := range map[store.Key][]transcript.Entry{old: oldEntries, used: usedEntries} {
+				for _, e := range entries {
+					if err := src.Append(ctx, k, e); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			var buf bytes.Buffer
+			if _, err := transfer.Export(ctx, &buf, src, []store.Key{old, used}); err != nil {
+				t.Fatal(err)
+			}
+			dst := open(t)
+			st, err := transfer.Import(ctx, dst, bytes.NewReader(buf.Bytes()), nil)
+			if err != nil {
+				t.Fatalf("import: %v", err)
+			}
+			if st.Sessions != 2 || st.Entries != 41 || st.Expired != 1 {
+				t.Fatalf("import: %+v; want 2 sessions, 41 entries, 1 expired", st)
+			}
+			check(t, dst, map[store.Key][]transcript.Entry{used: usedEntries})
+			st, err = transfer.Import(ctx, dst, bytes.NewReader(buf.Bytes()), nil)
+			if err != nil {
+				t.Fatalf("import again: %v", err)
+			}
+			if st.Skipped < len(usedEntries) {
+				t.Fatalf("import again: %+v; want the %d entries of %s skipped", st, len(usedEntries), used)
+			}
+			check(t, dst, map[store.Key][]transcript.Entry{used: usedEntries})
 		})
 	}
 }
