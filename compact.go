@@ -102,7 +102,9 @@ type Summary struct {
 // model.SummaryInstructions when "", which ask to keep facts, decisions,
 // open questions, names and numbers, and the tool results later turns
 // depend on. The echo model answers that request deterministically (see
-// echo.Summary).
+// echo.Summary). A summary the provider stopped short (model.EventStop:
+// the output token limit, a content filter) fails the compaction with a
+// *model.Error of CodeModelError, and the session stays as it was.
 func ModelSummarizer(m model.Model, instructions string) Summarizer {
 	name := ""
 	if n, ok := m.(model.Named); ok {
@@ -120,6 +122,12 @@ func ModelSummarizer(m model.Model, instructions string) Summarizer {
 				text = append(text, ev.Text...)
 			case model.EventUsage:
 				out.Usage = ev.Usage
+			case model.EventStop:
+				// A summary cut short would stand for the turns it covers
+				// with part of what they said: no compaction rather than
+				// a lossy one.
+				_, msg := stopNotice(ev.Stop)
+				return out, &model.Error{Code: transcript.CodeModelError, Message: "summary: " + msg}
 			}
 		}
 		out.Text = string(text)

@@ -60,7 +60,7 @@ type Result struct {
 	Usage     transcript.Usage      `json:"usage"`
 	Pending   []Approval            `json:"pendingApprovals,omitempty"` // when Status is StatusAwaitingApproval
 	Error     *transcript.ErrorInfo `json:"error,omitempty"`            // when Status is error or cancelled
-	Notice    string                `json:"notice,omitempty"`           // why a guard or limit stopped the turn
+	Notice    string                `json:"notice,omitempty"`           // why a guard or limit stopped the turn; with StatusOK, why the provider stopped the answer short (it is incomplete)
 	// Model names the model that answered (the agent's model; empty when
 	// it has no name).
 	Model string `json:"model,omitempty"`

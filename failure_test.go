@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"testing"
 
@@ -195,5 +196,72 @@ func TestMaxSteps(t *testing.T) {
 	res, err := s.Send(ctx, "go")
 	if err == nil || res.Status != transcript.StatusError || res.Error.Code != transcript.CodeMaxSteps {
 		t.Fatalf("Send of a turn that never ends = %+v, %v; want a TurnError and code max_steps", res, err)
+	}
+}
+
+// stoppingModel answers with text that its provider stopped for stop.
+type stoppingModel struct{ stop model.StopReason }
+
+func (m stoppingModel) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Event, error] {
+	return func(yield func(model.Event, error) bool) {
+		_ = yield(model.Event{Kind: model.EventText, Text: "the first half of"}, nil) &&
+			yield(model.Event{Kind: model.EventUsage, Usage: transcript.Usage{InputTokens: 5, OutputTokens: 4}}, nil) &&
+			yield(model.Event{Kind: model.EventStop, Stop: m.stop}, nil)
+	}
+}
+
+// An answer the provider stopped before the model ended it (its output
+// token limit, its content filter) is the turn's answer, and the turn
+// ends ok, but with a notice that says it is incomplete and why: it ended
+// ok with nothing to tell it from a whole answer.
+func TestStoppedAnswerHasANotice(t *testing.T) {
+	for stop, kind := range map[model.StopReason]string{model.StopLength: transcript.NoticeOutputLimit, model.StopFiltered: transcript.NoticeAnswerFiltered} {
+		t.Run(string(stop), func(t *testing.T) {
+			ctx := t.Context()
+			a := newAgent(t, spool.Config{Model: stoppingModel{stop}})
+			s := session(t, a, ctx, "cut")
+			res, err := s.Send(ctx, "hi")
+			if err != nil || res.Status != transcript.StatusOK || res.Text != "the first half of" || res.Notice == "" {
+				t.Fatalf("Send = %+v, %v; want ok, the text, and a notice", res, err)
+			}
+			tail := lastEntries(t, s, 3)
+			if tail[0].Type != transcript.TypeAssistantMessage || tail[2].Status != transcript.StatusOK {
+				t.Fatalf("the turn recorded %s … %s %s", tail[0].Type, tail[2].Type, tail[2].Status)
+			}
+			if n := notice(t, tail[1]); n.Kind != kind || n.Message != res.Notice {
+				t.Fatalf("notice %+v; want kind %s and the result's message %q", n, kind, res.Notice)
+			}
+			// The answer stays in what the model sees next.
+			h, err := s.History(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last := h[len(h)-1]; last.Role != model.RoleAssistant || last.Content != "the first half of" {
+				t.Fatalf("history ends with %+v", last)
+			}
+		})
+	}
+}
+
+// A summary the provider stopped short fails the compaction, and the
+// session stays as it was: a cut summary would stand for its turns with
+// part of what they said.
+func TestStoppedSummaryFailsTheCompaction(t *testing.T) {
+	ctx := t.Context()
+	a := newAgent(t, spool.Config{Model: echo.New()})
+	s := session(t, a, ctx, "s")
+	for _, p := range []string{"one", "two", "three"} {
+		if _, err := s.Send(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := s.Transcript(ctx)
+	_, err := s.Compact(ctx, spool.CompactOptions{KeepTurns: 1, Summarizer: spool.ModelSummarizer(stoppingModel{model.StopLength}, "")})
+	var me *model.Error
+	if !errors.Is(err, spool.ErrSummarizer) || !errors.As(err, &me) || me.Code != transcript.CodeModelError || !strings.Contains(err.Error(), "output token limit") {
+		t.Fatalf("Compact: %v; want the summarizer's model_error", err)
+	}
+	if after, _ := s.Transcript(ctx); len(after) != len(before) {
+		t.Fatalf("%d entries after, %d before", len(after), len(before))
 	}
 }

@@ -41,7 +41,8 @@ type run struct {
 	// appended with the turn's end, in one durable write, rather than
 	// synced on its own just before it.
 	held []item
-	live *liveTurn // the run as watchers see it
+	stop model.StopReason // why the provider stopped the last step's answer, if it did
+	live *liveTurn        // the run as watchers see it
 	// text and out gather a step's answer as the model streams it
 	// (stream).
 	text strings.Builder
@@ -205,7 +206,8 @@ func (r *run) loop(ctx context.Context) error {
 		case blocked != nil:
 			return r.end(ctx, transcript.StatusResponseBlocked, transcript.NoticeResponseStopped, blocked.Error(), nil)
 		case len(calls) == 0:
-			return r.end(ctx, transcript.StatusOK, "", "", nil)
+			kind, msg := stopNotice(r.stop)
+			return r.end(ctx, transcript.StatusOK, kind, msg, nil)
 		}
 		paused, err := r.handleCalls(ctx, calls)
 		if err != nil {
@@ -223,6 +225,20 @@ type stepsError struct{ max int }
 
 func (e *stepsError) Error() string {
 	return fmt.Sprintf("the turn used its %d model requests without a final answer", e.max)
+}
+
+// stopNotice is the notice of an answer the provider stopped before the
+// model ended it (model.EventStop), "" for one the model ended.
+func stopNotice(stop model.StopReason) (kind, msg string) {
+	switch stop {
+	case "":
+		return "", ""
+	case model.StopLength:
+		return transcript.NoticeOutputLimit, "the answer reached the model's output token limit and is cut off; raise the limit to let it finish"
+	case model.StopFiltered:
+		return transcript.NoticeAnswerFiltered, "the model provider's content filter stopped the answer before it was complete"
+	}
+	return transcript.NoticeAnswerFiltered, "the model provider stopped the answer before it was complete (" + string(stop) + ")"
 }
 
 func noticeMessage(kind string, err error) string {
@@ -272,7 +288,7 @@ func (r *run) step(ctx context.Context) (calls []transcript.ToolCall, blocked er
 	r.observe(ctx, Observation{Kind: ObserveModelStart, Model: a.modelName})
 	start := time.Now()
 	out := r.stream(ctx, req)
-	calls, blocked = out.calls, out.blocked
+	calls, blocked, r.stop = out.calls, out.blocked, out.stop
 	modelErr, usage, text := out.err, out.usage, out.text
 	if modelErr == nil && r.stopped {
 		modelErr = context.Canceled
@@ -315,6 +331,7 @@ type streamed struct {
 	usage   transcript.Usage
 	blocked error // the answer guard that stopped the answer
 	err     error // the model's
+	stop    model.StopReason
 }
 
 // stream reads the model's answer to req, emitting it as it comes. What
@@ -365,6 +382,8 @@ func (r *run) read(ctx context.Context, req *model.Request) {
 			r.emit(Event{Kind: EventToolCall, ToolCall: &c})
 		case model.EventUsage:
 			r.out.usage = ev.Usage
+		case model.EventStop:
+			r.out.stop = ev.Stop
 		}
 		if r.stopped || r.out.blocked != nil {
 			break

@@ -68,6 +68,26 @@ const (
 	// than once; the counts are totals for the response so far, and the
 	// last one wins.
 	EventUsage
+	// EventStop says, in Stop, that the provider stopped the answer
+	// before the model ended it: the text so far is all there is. A
+	// model sends it at most once, after the answer's text, and only for
+	// an answer without tool calls (one cut in the middle of a call
+	// fails with an *Error of CodeModelError instead). An answer the
+	// model ended itself has none.
+	EventStop
+)
+
+// StopReason is why a provider stopped an answer the model had not ended.
+type StopReason string
+
+// Stop reasons.
+const (
+	// StopLength: the answer reached its output token limit (or filled
+	// the model's context window).
+	StopLength StopReason = "length"
+	// StopFiltered: the provider's content filter, or its refusal
+	// classifier, stopped the answer.
+	StopFiltered StopReason = "filtered"
 )
 
 // Event is one piece of a streamed response.
@@ -76,6 +96,7 @@ type Event struct {
 	Text     string
 	ToolCall transcript.ToolCall
 	Usage    transcript.Usage
+	Stop     StopReason
 }
 
 // ErrRateLimited is matched by an *Error with code

@@ -83,6 +83,11 @@ const (
 	NoticeRateLimited     = "rate_limited"
 	NoticeOverBudget      = "over_budget"
 	NoticeContextTooLong  = "context_too_long"
+	// An answer the provider stopped before the model ended it, kept as
+	// the turn's answer (the turn ends ok): at its output token limit,
+	// or by the provider's content filter or refusal classifier.
+	NoticeOutputLimit    = "output_limit"
+	NoticeAnswerFiltered = "answer_filtered"
 )
 
 // GovernanceNotice is the data of a TypeGovernanceNotice entry: why a guard,

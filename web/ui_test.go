@@ -99,6 +99,10 @@ func testUI(t *testing.T, b context.Context) {
 				{"t4", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "something forbidden"}},
 				{"t4", transcript.TypeGovernanceNotice, "", transcript.GovernanceNotice{Kind: "prompt_refused", Message: "This prompt is not allowed here."}},
 				{"t4", transcript.TypeTurnEnd, transcript.StatusPromptBlocked, transcript.TurnEnd{}},
+				{"t5", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "a long story"}},
+				{"t5", transcript.TypeAssistantMessage, "", transcript.AssistantMessage{Text: "once upon a", Model: "echo"}},
+				{"t5", transcript.TypeGovernanceNotice, "", transcript.GovernanceNotice{Kind: transcript.NoticeOutputLimit, Message: "the answer reached the model's output token limit and is cut off; raise the limit to let it finish"}},
+				{"t5", transcript.TypeTurnEnd, transcript.StatusOK, transcript.TurnEnd{}},
 			},
 		),
 		"old-trip": turnOK("t1", "Plan three days in Porto", "Day one: the Ribeira."),
@@ -200,20 +204,22 @@ func testStateTrue(t *testing.T, b context.Context, srv *spoolServer) {
 	both(t, b, func(t *testing.T, tb *tab, phone bool) {
 		// Each turn ends as the model will see it.
 		tb.open(srv.URL + "/#/c/ends")
-		tb.waitFor("the endings", `document.querySelectorAll('#messages .ending').length === 3`)
+		tb.waitFor("the endings", `document.querySelectorAll('#messages .ending').length === 4`)
 		endings := eval[[]string](tb, `[...document.querySelectorAll('#messages .turn-foot .ending')].map(e => e.className + ': ' + e.textContent)`)
 		want := []string{
 			"ending cancelled: Stopped before the answer was complete. It is left out of what the model sees next.",
 			"ending error: Failed: the provider answered 502. It is left out of what the model sees next.",
 			"ending refused: Refused: This prompt is not allowed here. It is left out of what the model sees next.",
+			"ending cut: Incomplete: the answer reached the model's output token limit and is cut off; raise the limit to let it finish.",
 		}
 		if !slices.Equal(endings, want) {
 			t.Errorf("endings %q, want %q", endings, want)
 		}
-		// The model's view agrees: only the turn that ended well.
+		// The model's view agrees: only the turns that ended well, the
+		// incomplete answer with them.
 		tb.do(chromedp.Click(chromedp.ID("show-history")))
 		tb.waitFor("the history", `document.querySelectorAll('#history-list li').length > 0 && document.getElementById('history-panel').getAttribute('aria-busy') === 'false'`)
-		if got := eval[[]string](tb, `[...document.querySelectorAll('#history-list .content')].map(e => e.textContent)`); !slices.Equal(got, []string{"hello", "hi there"}) {
+		if got := eval[[]string](tb, `[...document.querySelectorAll('#history-list .content')].map(e => e.textContent)`); !slices.Equal(got, []string{"hello", "hi there", "a long story", "once upon a"}) {
 			t.Errorf("the model sees %q", got)
 		}
 		tb.shot("turn-endings")

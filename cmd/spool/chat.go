@@ -504,6 +504,10 @@ func (c *chat) turn(stream func(context.Context, string) iter.Seq2[spool.Event, 
 		return err
 	}
 	switch res.Status {
+	case transcript.StatusOK:
+		if res.Notice != "" {
+			c.note("(incomplete: %s)", res.Notice) // the provider stopped the answer
+		}
 	case transcript.StatusCancelled:
 		c.note("(stopped)")
 	case transcript.StatusError:

@@ -268,3 +268,18 @@ func TestChatMaxOutputTokens(t *testing.T) {
 		}
 	}
 }
+
+// An answer the provider cut at its output limit is shown, and then said
+// to be incomplete, and why.
+func TestChatSaysAnAnswerIsIncomplete(t *testing.T) {
+	prov := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"once upon a"},"finish_reason":"length"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(prov.Close)
+	code, out, errs := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"}).run("tell me a story\n",
+		"chat", "--model", "openai:m", "--base-url", prov.URL+"/v1", "--model-key", "k")
+	if code != 0 || !strings.Contains(out, "once upon a") || !strings.Contains(errs, "(incomplete: the answer reached the model's output token limit") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}

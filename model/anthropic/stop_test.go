@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,18 +57,34 @@ func TestMaxTokensMidToolUse(t *testing.T) {
 	}
 }
 
-// A text answer cut by max_tokens is still an answer, and complete calls
-// of an answer that stopped for tool_use arrive as before.
-func TestMaxTokensInText(t *testing.T) {
-	s := newServer(t, replayEdited(t, "text.sse", func(e string) string {
-		return strings.ReplaceAll(e, `"stop_reason":"end_turn"`, `"stop_reason":"max_tokens"`)
-	}))
-	events, err := collect(newModel(t, s), context.Background(), simpleRequest())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if texts, _, _ := split(events); len(texts) != 11 {
-		t.Errorf("texts = %q", texts)
+// A text answer cut by max_tokens, by the context window, or by a
+// refusal is still an answer: the runtime keeps it, told why it stopped
+// by one EventStop after the text. One the model ended has none.
+func TestStopInText(t *testing.T) {
+	for reason, want := range map[string]model.StopReason{
+		"end_turn": "", "max_tokens": model.StopLength, "model_context_window_exceeded": model.StopLength, "refusal": model.StopFiltered,
+	} {
+		t.Run(reason, func(t *testing.T) {
+			s := newServer(t, replayEdited(t, "text.sse", func(e string) string {
+				return strings.ReplaceAll(e, `"stop_reason":"end_turn"`, `"stop_reason":"`+reason+`"`)
+			}))
+			events, err := collect(newModel(t, s), context.Background(), simpleRequest())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if texts, _, _ := split(events); len(texts) != 11 {
+				t.Errorf("texts = %q", texts)
+			}
+			var got []model.StopReason
+			for _, ev := range events {
+				if ev.Kind == model.EventStop {
+					got = append(got, ev.Stop)
+				}
+			}
+			if want == "" && len(got) != 0 || want != "" && !slices.Equal(got, []model.StopReason{want}) {
+				t.Errorf("stops = %q, want %q", got, want)
+			}
+		})
 	}
 }
 

@@ -84,11 +84,16 @@ func (a *accumulator) event(e sdk.MessageStreamEventUnion) []model.Event {
 			a.usage.InputTokens = in
 		}
 		out := []model.Event{{Kind: model.EventUsage, Usage: a.usage}}
-		if r := e.Delta.StopReason; cutsCalls(r) && (len(a.calls) > 0 || len(a.tools) > 0) {
+		r := e.Delta.StopReason
+		if stopReason(r) != "" && (len(a.calls) > 0 || len(a.tools) > 0) {
 			a.cut, a.calls, a.tools = r, nil, nil
 			return out
 		}
-		return append(a.releaseCalls(), out...)
+		out = append(a.releaseCalls(), out...)
+		if stop := stopReason(r); stop != "" {
+			out = append(out, model.Event{Kind: model.EventStop, Stop: stop})
+		}
+		return out
 	case "message_stop":
 		a.stopped = true
 		return a.releaseCalls()
@@ -105,17 +110,21 @@ func (a *accumulator) releaseCalls() []model.Event {
 	return out
 }
 
-// cutsCalls reports whether an answer that stopped for reason was stopped
-// while the model was still writing, so that its last tool_use block may
-// be cut short. The API closes such a block like any other, its input
-// what was written so far: a fragment, or a prefix that is valid JSON
-// without the fields the model had not reached.
-func cutsCalls(reason sdk.StopReason) bool {
+// stopReason is the model.StopReason of an answer that stopped for
+// reason, "" for one the model ended itself (end_turn, stop_sequence,
+// tool_use, pause_turn). An answer stopped so while the model was still
+// writing may have its last tool_use block cut short: the API closes
+// such a block like any other, its input what was written so far (a
+// fragment, or a prefix that is valid JSON without the fields the model
+// had not reached).
+func stopReason(reason sdk.StopReason) model.StopReason {
 	switch reason {
-	case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded, sdk.StopReasonRefusal:
-		return true
+	case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded:
+		return model.StopLength
+	case sdk.StopReasonRefusal:
+		return model.StopFiltered
 	}
-	return false
+	return ""
 }
 
 // err is the failure of a stream whose stop reason cut tool calls short.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,16 +50,36 @@ func TestContentFilterStopMidToolCall(t *testing.T) {
 	}
 }
 
-// A text answer cut by the limit is still an answer: the runtime keeps it.
-func TestLengthStopInText(t *testing.T) {
-	s := newServer(t, replaySwapped(t, "text.sse", `"finish_reason":"stop"`, `"finish_reason":"length"`))
-	events, err := collect(newModel(t, s), context.Background(), simpleRequest())
-	if err != nil {
-		t.Fatal(err)
+// A text answer cut by the limit, or by the content filter, is still an
+// answer: the runtime keeps it, told why it stopped by one EventStop.
+// One the model ended has none.
+func TestStopInText(t *testing.T) {
+	for reason, want := range map[string]model.StopReason{"stop": "", "length": model.StopLength, "content_filter": model.StopFiltered} {
+		t.Run(reason, func(t *testing.T) {
+			s := newServer(t, replaySwapped(t, "text.sse", `"finish_reason":"stop"`, `"finish_reason":"`+reason+`"`))
+			events, err := collect(newModel(t, s), context.Background(), simpleRequest())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if texts, _, _ := split(events); len(texts) != 11 {
+				t.Errorf("texts = %q", texts)
+			}
+			if got := stops(events); want == "" && len(got) != 0 || want != "" && !slices.Equal(got, []model.StopReason{want}) {
+				t.Errorf("stops = %q, want %q", got, want)
+			}
+		})
 	}
-	if texts, _, _ := split(events); len(texts) != 11 {
-		t.Errorf("texts = %q", texts)
+}
+
+// stops returns the stop reasons of events, in order.
+func stops(events []model.Event) []model.StopReason {
+	var out []model.StopReason
+	for _, ev := range events {
+		if ev.Kind == model.EventStop {
+			out = append(out, ev.Stop)
+		}
 	}
+	return out
 }
 
 // replaySwapped answers with a recording in which old is replaced by new.

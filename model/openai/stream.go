@@ -54,12 +54,15 @@ func (a *accumulator) chunk(c oa.ChatCompletionChunk) []model.Event {
 		}
 		if ch.FinishReason != "" {
 			a.done = true
-			if len(a.calls) > 0 && cutsCalls(ch.FinishReason) {
+			if len(a.calls) > 0 && stopReason(ch.FinishReason) != "" {
 				a.cut = ch.FinishReason
 				a.calls, a.byIndex = nil, nil
 				continue
 			}
 			out = append(out, a.flush()...)
+			if stop := stopReason(ch.FinishReason); stop != "" {
+				out = append(out, model.Event{Kind: model.EventStop, Stop: stop})
+			}
 		}
 	}
 	if c.JSON.Usage.Valid() {
@@ -98,12 +101,19 @@ func (a *accumulator) add(tc oa.ChatCompletionChunkChoiceDeltaToolCall) {
 // cut, or missing, and its calls may be fragments, so none is delivered.
 var errNoFinish = &model.Error{Code: transcript.CodeProviderError, Message: "the stream ended before its finish_reason"}
 
-// cutsCalls reports whether a choice that finished for reason was stopped
-// while the model was still writing: the calls it had begun are fragments.
-// "stop" is not one of them, since some compatible servers end a choice
-// of complete calls with it.
-func cutsCalls(reason string) bool {
-	return reason == "length" || reason == "content_filter"
+// stopReason is the model.StopReason of a choice that finished for
+// reason, "" for one the model ended itself ("stop", "tool_calls"). A
+// choice stopped so while the model was still writing calls holds
+// fragments of them. ("stop" is not such a reason, since some compatible
+// servers end a choice of complete calls with it.)
+func stopReason(reason string) model.StopReason {
+	switch reason {
+	case "length":
+		return model.StopLength
+	case "content_filter":
+		return model.StopFiltered
+	}
+	return ""
 }
 
 // err is the failure of a stream that ended without a finish_reason, or

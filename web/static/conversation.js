@@ -110,7 +110,9 @@ function renderMessage(m) {
 }
 
 // ending says how a turn ended as the next request sees it, or null for
-// a turn that ended well (or has not ended).
+// a turn that ended well (or has not ended). A turn that ended well with
+// a notice has an answer the provider stopped (its output limit, its
+// content filter): kept, and shown as incomplete.
 // sentence ends text with a full stop unless it has one.
 const sentence = (s) => (/[.!?…]$/.test(s) ? s : `${s}.`);
 
@@ -126,6 +128,8 @@ export function ending(t) {
       return { kind: 'refused', text: `Refused: ${sentence(notice || 'a guard refused this message')} ${left}` };
     case 'response_blocked':
       return { kind: 'refused', text: `Answer withheld: ${sentence(notice || 'a guard stopped the answer')} The model sees only the question.` };
+    case 'ok':
+      return notice ? { kind: 'cut', text: `Incomplete: ${sentence(notice)}` } : null;
   }
   return null;
 }
@@ -579,7 +583,7 @@ export class Conversation {
       const br = this.branches.get(t);
       const end = info ? ending(info) : null;
       for (const li of this.ol.querySelectorAll(`li[data-turn-id="${CSS.escape(t)}"]:not(.turn-foot)`)) {
-        li.classList.toggle('left-out', !!end && end.kind !== 'refused');
+        li.classList.toggle('left-out', end?.kind === 'cancelled' || end?.kind === 'error');
       }
       const u = userOf.get(t);
       if (u && this.id && !u.querySelector('.edit')) {
