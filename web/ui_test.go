@@ -235,6 +235,12 @@ func testStateTrue(t *testing.T, b context.Context, srv *spoolServer) {
 			tb.shot("approved-list")
 		}
 
+		// Dot segments name no conversation; fetched as path steps, they
+		// asked for other routes.
+		for _, id := range []string{".", ".."} {
+			tb.open(srv.URL + "/#/c/" + id)
+			tb.waitFor("the not-found state of "+id, `document.getElementById('conv-title').textContent === 'Conversation not found'`)
+		}
 		// A conversation that does not exist is not created by typing.
 		tb.open(srv.URL + "/#/c/gone-for-good")
 		tb.waitFor("the not-found state", `document.getElementById('conv-title').textContent === 'Conversation not found'`)

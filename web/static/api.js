@@ -84,7 +84,14 @@ async function request(method, url, { body, accept = 'application/json', signal 
 }
 
 const json = async (res) => (res.status === 204 ? null : res.json());
-const seg = encodeURIComponent;
+// seg is one path segment naming s. A URL resolves "." and ".." as steps
+// of its path, escaped or not (/v1/sessions/../messages is /v1/messages),
+// and no id is either (the server refuses them as ids): a name that is
+// one is not found, without asking the server.
+function seg(s) {
+  if (s === '.' || s === '..') throw new ApiError(404, 'session_not_found', 'no such session');
+  return encodeURIComponent(s);
+}
 
 function query(params) {
   const q = new URLSearchParams();
