@@ -265,3 +265,39 @@ func TestStoppedSummaryFailsTheCompaction(t *testing.T) {
 		t.Fatalf("%d entries after, %d before", len(after), len(before))
 	}
 }
+
+// A watcher that follows the turn through the transcript (another
+// process, a store without notifications) gets the turn's end with its
+// notice, as the process that ran it does: an ok turn's end read back
+// from the transcript had none, so the incomplete answer looked whole.
+func TestStoppedAnswerNoticeReadBack(t *testing.T) {
+	ctx := t.Context()
+	mem := memstore.New()
+	runs := newAgent(t, spool.Config{Model: stoppingModel{model.StopLength}, Store: quietStore{mem}})
+	watches := newAgent(t, spool.Config{Model: stoppingModel{model.StopLength}, Store: quietStore{mem}})
+	sess, other := session(t, runs, ctx, "cut"), session(t, watches, ctx, "cut")
+	got := make(chan *spool.Result, 1)
+	ready := make(chan struct{})
+	go func() {
+		defer close(got)
+		for ev, err := range other.Watch(ctx, spool.WatchOptions{Follow: true, Ready: func() { close(ready) }}) {
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if ev.Kind == spool.EventTurnEnd {
+				got <- ev.Result
+				return
+			}
+		}
+	}()
+	<-ready
+	res, err := sess.Send(ctx, "hi")
+	if err != nil || res.Notice == "" {
+		t.Fatalf("Send = %+v, %v", res, err)
+	}
+	end := <-got
+	if end == nil || end.Status != transcript.StatusOK || end.Notice != res.Notice {
+		t.Fatalf("the watcher's end %+v; want ok with notice %q", end, res.Notice)
+	}
+}

@@ -889,6 +889,7 @@ type storedTurn struct {
 	calls   map[string]bool  // calls of its newest step not yet answered (a request or a result)
 	pending []Approval       // approvals requested and not decided
 	paused  bool             // its pause was yielded, and no decision came since
+	notice  string           // its governance notice's message (Result.Notice)
 }
 
 // storedEvents are the events entry e, at index i of the transcript,
@@ -963,12 +964,19 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, turns map[string]*st
 		}
 		delete(t.calls, r.CallID)
 		add(Event{Kind: EventToolResult, ToolResult: &r})
+	case transcript.TypeGovernanceNotice:
+		// The run writes it with the turn's end, whose Result carries
+		// its message (an ok turn's says the answer is incomplete).
+		var d transcript.GovernanceNotice
+		if e.DecodeData(&d) == nil {
+			t.notice = d.Message
+		}
 	case transcript.TypeTurnEnd:
 		var end transcript.TurnEnd
 		if e.DecodeData(&end) != nil {
 			return nil
 		}
-		res := &Result{SessionID: s.key.ID, TurnID: e.TurnID, Status: e.Status, Usage: end.Usage, Error: end.Error, DurationMs: end.DurationMs, Model: s.a.modelName}
+		res := &Result{SessionID: s.key.ID, TurnID: e.TurnID, Status: e.Status, Usage: end.Usage, Error: end.Error, DurationMs: end.DurationMs, Model: s.a.modelName, Notice: t.notice}
 		if e.Status != transcript.StatusResponseBlocked {
 			res.Text = strings.Join(t.texts, "\n\n")
 		}
