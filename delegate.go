@@ -11,6 +11,7 @@ import (
 
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/tool"
+	"github.com/spool-go/spool/transcript"
 )
 
 // emitter passes a delegated agent's events into the calling turn's
@@ -63,6 +64,9 @@ type DelegateResult struct {
 	SessionID string `json:"sessionId"`
 	Status    string `json:"status"`
 	Text      string `json:"text"`
+	// Notice, with status ok, says why the provider stopped the
+	// delegate's answer short (Result.Notice): the text is incomplete.
+	Notice string `json:"notice,omitempty"`
 }
 
 // AsTool returns a tool through which another agent's model can delegate
@@ -105,6 +109,9 @@ func (a *Agent) AsTool(name, description string, opts ...tool.Option) *tool.Tool
 			return DelegateResult{}, fmt.Errorf("spool: delegate %s: no result", a.cfg.Name)
 		}
 		out := DelegateResult{Agent: a.cfg.Name, SessionID: sess.ID(), Status: string(res.Status), Text: res.Text}
+		if res.Status == transcript.StatusOK {
+			out.Notice = res.Notice
+		}
 		if res.Status == StatusAwaitingApproval {
 			ids := make([]string, len(res.Pending))
 			for i, p := range res.Pending {

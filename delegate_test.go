@@ -2,11 +2,13 @@ package spool_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
@@ -140,4 +142,31 @@ func TestTimedOutDelegateIsSilent(t *testing.T) {
 		t.Fatalf("the caller's turn end = %+v, want its model told the delegate timed out", end)
 	}
 	time.Sleep(300 * time.Millisecond) // let the abandoned delegate finish
+}
+
+// A delegate whose answer its provider stopped short tells the caller's
+// model so: its result carries the notice. It said only ok and the text,
+// so the caller's model took part of an answer for all of it.
+func TestDelegateSaysItsAnswerIsIncomplete(t *testing.T) {
+	ctx := t.Context()
+	st := memstore.New()
+	helper := newAgent(t, spool.Config{Name: "researcher", Store: st, Model: stoppingModel{model.StopLength}})
+	lead := newAgent(t, spool.Config{Name: "lead", Store: st, Tools: []*tool.Tool{helper.AsTool("ask", "Ask.")}})
+	s := session(t, lead, ctx, "case-1")
+	if _, err := s.Send(ctx, `/call ask {"prompt":"a long report"}`); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := s.Transcript(ctx)
+	for _, e := range entries {
+		if e.Type == transcript.TypeToolResult {
+			var r transcript.ToolResult
+			_ = e.DecodeData(&r)
+			var d map[string]any
+			if err := json.Unmarshal([]byte(r.Result), &d); err != nil || d["status"] != "ok" || d["text"] != "the first half of" || !strings.Contains(fmt.Sprint(d["notice"]), "output token limit") {
+				t.Fatalf("delegate result %s (%v); want ok, the text, and the notice", r.Result, err)
+			}
+			return
+		}
+	}
+	t.Fatal("no tool result")
 }
