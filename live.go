@@ -584,6 +584,18 @@ func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, 
 				}
 				return
 			}
+			if !open {
+				// From the end of what is stored: a session that its TTL
+				// expired is empty to the runtime (openTurnStart says 0)
+				// until its next turn deletes it, and its old entries are
+				// no run to follow.
+				_, total, err := store.ReadTail(ctx, s.a.cfg.Store, s.key, 1)
+				if err != nil {
+					yield(Event{}, err)
+					return
+				}
+				st.from = int64(total)
+			}
 			if opt.Ready != nil {
 				opt.Ready()
 			}

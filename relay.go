@@ -1166,8 +1166,9 @@ func skippedAs(typ transcript.Type) EventKind {
 
 // openTurnStart returns the index in the transcript of the first entry of
 // the session's open turn; when no turn is open or the open one waits on
-// an approval (no process runs it), it returns the transcript's length
-// and false: where the next run begins.
+// an approval (no process runs it), it returns the transcript's length as
+// the session sees it (zero for one its TTL expired, whose next turn
+// starts it afresh) and false: where the next run begins.
 func (s *Session) openTurnStart(ctx context.Context) (int64, bool, error) {
 	var open string
 	var paused bool

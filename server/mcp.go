@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/transcript"
 )
 
 // DefaultMCPSession is the session the MCP tool sends to when the call
@@ -31,6 +32,7 @@ type mcpResult struct {
 	SessionID string `json:"sessionId"`
 	Status    string `json:"status"`
 	Text      string `json:"text"`
+	Notice    string `json:"notice,omitempty"` // with status ok: why the provider stopped the answer short
 }
 
 // mcpHandler returns /mcp: the agent as an MCP server over streamable
@@ -118,6 +120,9 @@ func (s *Server) mcpSend(ctx context.Context, req *mcp.CallToolRequest, args mcp
 		text = fmt.Sprintf("The turn waits for a person to approve %s (POST /v1/sessions/%s/approvals/{approvalId}).", strings.Join(ids, ", "), res.SessionID)
 	case resultError(res) != nil:
 		text, isErr = resultError(res).Message, true
+	case res.Status == transcript.StatusOK && res.Notice != "":
+		out.Notice = res.Notice
+		text += "\n\n(incomplete: " + res.Notice + ")"
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isErr}, out, nil
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/server"
 	"github.com/spool-go/spool/transcript"
 )
@@ -162,5 +165,31 @@ func TestMCPTurnEndedByTimeoutAndClose(t *testing.T) {
 	}
 	if ends := turnEnds(e.transcriptOf("", "m")); len(ends) != 1 || ends[0] != transcript.StatusCancelled {
 		t.Fatalf("turn ends %v, want [cancelled]", ends)
+	}
+}
+
+// An answer the provider stopped short reaches the MCP client with the
+// note that it is incomplete, in the text and in the structured result.
+func TestMCPSaysAnAnswerIsIncomplete(t *testing.T) {
+	cut := echo.New(echo.WithScript(func(*model.Request) []model.Event {
+		return []model.Event{{Kind: model.EventText, Text: "once upon a"}, {Kind: model.EventStop, Stop: model.StopLength}}
+	}))
+	e := newEnv(t, spool.Config{Model: cut}, server.Options{})
+	cs, err := mcpConnect(t, e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.MCPToolName, Arguments: map[string]any{"prompt": "a story"}})
+	if err != nil || res.IsError || len(res.Content) != 1 {
+		t.Fatalf("CallTool = %+v, %v", res, err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !strings.HasPrefix(text, "once upon a\n\n(incomplete: the answer reached the model's output token limit") {
+		t.Fatalf("text %q", text)
+	}
+	var out struct{ Status, Notice string }
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &out); err != nil || out.Status != "ok" || !strings.HasPrefix(out.Notice, "the answer reached") {
+		t.Fatalf("structured %s", b)
 	}
 }

@@ -290,6 +290,8 @@ func (w *watcher) event(ev spool.Event) {
 				s += ": " + r.Notice
 			}
 			fmt.Fprintln(out, printable(s+"]"))
+		} else if r != nil && r.Status == transcript.StatusOK && r.Notice != "" {
+			fmt.Fprintln(out, printable("[answer incomplete: "+r.Notice+"]"))
 		}
 	}
 }

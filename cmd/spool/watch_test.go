@@ -10,6 +10,7 @@ import (
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/internal/spooltest"
+	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/memstore"
@@ -141,5 +142,42 @@ func TestWatchCommand(t *testing.T) {
 	var first struct{ Entry transcript.Entry }
 	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.Entry.Type != transcript.TypeUserMessage {
 		t.Fatalf("--json line %s: %v", lines[0], err)
+	}
+}
+
+// A turn whose answer the provider stopped short is followed to its end,
+// which the watch says is incomplete.
+func TestWatchSaysAnAnswerIsIncomplete(t *testing.T) {
+	st := memstore.New()
+	ctx := context.Background()
+	cut := echo.New(echo.WithScript(func(*model.Request) []model.Event {
+		return []model.Event{{Kind: model.EventText, Text: "once upon a"}, {Kind: model.EventStop, Stop: model.StopLength}}
+	}))
+	agent, err := spool.New(spool.Config{Name: "default", Model: cut, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	sess, err := agent.Session(ctx, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &spooltest.Buffer{}
+	env := &environ{stdout: out, stderr: io.Discard, getenv: func(string) string { return "" }}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() {
+		w := &watcher{env: env, st: st, k: store.Key{Agent: "default", ID: "w1"}}
+		done <- w.run(wctx, sess, 10, true)
+	}()
+	time.Sleep(100 * time.Millisecond) // the watch follows the session
+	if _, err := sess.Send(ctx, "tell me a story"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, out, "[answer incomplete: the answer reached the model's output token limit")
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("the watch ended with %v", err)
 	}
 }

@@ -437,6 +437,10 @@ func (r *Relay) finish(ctx context.Context, rp *reply, p Payload) {
 		if len(rp.posted) == 0 && rp.decided == nil {
 			say("(no answer)")
 		}
+		if res.Notice != "" {
+			// The provider stopped the answer short.
+			say("(incomplete: " + res.Notice + ")")
+		}
 	}
 }
 

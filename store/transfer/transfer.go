@@ -294,7 +294,8 @@ func Copy(ctx context.Context, dst, src store.Store, keys []store.Key, progress 
 // alone, would leave it expired, and the next chunk would conflict with a
 // session the store no longer shows. The sink then holds a whole session
 // (as an export lists it, its lines together), however many chunks it
-// spans.
+// spans. (A session whose lines come apart in the input goes in a write
+// for each part, and when it arrives expired the second part conflicts.)
 //
 // One bulk is written while the next is read and placed: the store's
 // commit (a server's, or a disk's sync) overlaps decoding the input, the
@@ -352,6 +353,7 @@ type target struct {
 	head   string    // the id of the entry at pos-1: the next one's parent
 	newest time.Time // the newest timestamp of the entries placed
 	wrote  bool      // whether the sink appends any of its entries
+	gone   bool      // counted as expired (leave)
 }
 
 func newSink(dst store.Store) *sink {
@@ -366,8 +368,9 @@ func newSink(dst store.Store) *sink {
 // of, as expired when it was written to a target with a TTL and was idle
 // longer than that.
 func (s *sink) leave(t *target) {
-	if t != nil && t.wrote && s.ttl > 0 && time.Since(t.newest) > s.ttl {
+	if t != nil && t.wrote && !t.gone && s.ttl > 0 && time.Since(t.newest) > s.ttl {
 		s.stats.Expired++
+		t.gone = true // once, should its lines come apart in the input
 	}
 }
 

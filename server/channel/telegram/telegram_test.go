@@ -268,3 +268,17 @@ func TestRateLimitAndOutage(t *testing.T) {
 		return err == nil && info.MessageCount == 2
 	})
 }
+
+// An answer the provider stopped short is posted, and then said to be
+// incomplete.
+func TestIncompleteAnswerSaidSo(t *testing.T) {
+	cut := echo.New(echo.WithScript(func(*model.Request) []model.Event {
+		return []model.Event{{Kind: model.EventText, Text: "once upon a"}, {Kind: model.EventStop, Stop: model.StopLength}}
+	}))
+	e := setup(t, options{model: cut})
+	e.send(message(1, 555, 10, 777, "a story"), secret)
+	msgs := e.wait("the answer and the note", func(m []chatfake.TelegramMessage) bool { return len(m) == 2 })
+	if msgs[0].Text != "once upon a" || !strings.HasPrefix(msgs[1].Text, "(incomplete: the answer reached the model's output token limit") {
+		t.Fatalf("sent %q, %q", msgs[0].Text, msgs[1].Text)
+	}
+}
