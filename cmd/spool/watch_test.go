@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,25 +35,13 @@ func waitFor(t *testing.T, out *spooltest.Buffer, want string) {
 // printed from the transcript, the rest live, nothing twice), then the
 // next turn's answer as it streams.
 func TestWatchFollowsTurns(t *testing.T) {
-	st := memstore.New()
 	ctx := context.Background()
-	agent, err := spool.New(spool.Config{Name: "default", Model: echo.New(echo.WithDelay(2 * time.Millisecond)), Store: st, Tools: demoTools(), ToolMode: transcript.ToolModeAuto})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer agent.Close()
-	sess, err := agent.Session(ctx, "w1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess, st := watchedSession(t, spool.Config{Model: echo.New(echo.WithDelay(2 * time.Millisecond)), Tools: demoTools(), ToolMode: transcript.ToolModeAuto})
 	if _, err := sess.Send(ctx, "the first question"); err != nil {
 		t.Fatal(err)
 	}
-	out := &spooltest.Buffer{}
-	env := &environ{stdout: out, stderr: io.Discard, getenv: func(string) string { return "" }}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan error, 1)
+	var out *spooltest.Buffer
+	var end func()
 	// The turn calls a tool, then answers; the watch begins once the
 	// call and its result are stored and the answer streams (the turn
 	// waits while this test holds its event).
@@ -66,10 +55,7 @@ func TestWatchFollowsTurns(t *testing.T) {
 		}
 		if ev.Kind == spool.EventText && seenResult {
 			seenResult = false
-			go func() {
-				w := &watcher{env: env, st: st, k: store.Key{Agent: "default", ID: "w1"}}
-				done <- w.run(wctx, sess, 10, true)
-			}()
+			out, end = startWatch(t, sess, st)
 			waitFor(t, out, "[tool: get_time →")
 		}
 	}
@@ -87,10 +73,7 @@ func TestWatchFollowsTurns(t *testing.T) {
 		}
 	}
 	waitFor(t, out, "assistant: echo: three little words\n")
-	stop()
-	if err := <-done; err != nil {
-		t.Fatalf("the watch ended with %v", err)
-	}
+	end()
 	got := out.String()
 	for _, want := range []string{"user: the first question", "assistant: echo: the first question", "user: /call get_time {}",
 		"[calls get_time {}]", "[tool: get_time →", "tool get_time returned:", "user: three little words"} {
@@ -148,36 +131,57 @@ func TestWatchCommand(t *testing.T) {
 // A turn whose answer the provider stopped short is followed to its end,
 // which the watch says is incomplete.
 func TestWatchSaysAnAnswerIsIncomplete(t *testing.T) {
-	st := memstore.New()
-	ctx := context.Background()
 	cut := echo.New(echo.WithScript(func(*model.Request) []model.Event {
 		return []model.Event{{Kind: model.EventText, Text: "once upon a"}, {Kind: model.EventStop, Stop: model.StopLength}}
 	}))
-	agent, err := spool.New(spool.Config{Name: "default", Model: cut, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer agent.Close()
-	sess, err := agent.Session(ctx, "w1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &spooltest.Buffer{}
-	env := &environ{stdout: out, stderr: io.Discard, getenv: func(string) string { return "" }}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan error, 1)
-	go func() {
-		w := &watcher{env: env, st: st, k: store.Key{Agent: "default", ID: "w1"}}
-		done <- w.run(wctx, sess, 10, true)
-	}()
+	sess, st := watchedSession(t, spool.Config{Model: cut})
+	out, end := startWatch(t, sess, st)
 	time.Sleep(100 * time.Millisecond) // the watch follows the session
-	if _, err := sess.Send(ctx, "tell me a story"); err != nil {
+	if _, err := sess.Send(context.Background(), "tell me a story"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, out, "[answer incomplete: the answer reached the model's output token limit")
-	stop()
-	if err := <-done; err != nil {
-		t.Fatalf("the watch ended with %v", err)
+	end()
+}
+
+// watchedSession returns session w1 of agent "default" made of cfg, on a
+// memory store, and the store.
+func watchedSession(t *testing.T, cfg spool.Config) (*spool.Session, *memstore.Store) {
+	t.Helper()
+	st := memstore.New()
+	cfg.Name, cfg.Store = "default", st
+	agent, err := spool.New(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { agent.Close() })
+	sess, err := agent.Session(context.Background(), "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess, st
+}
+
+// startWatch starts `spool sessions watch` of sess, following, and
+// returns what it prints and the function that ends it.
+func startWatch(t *testing.T, sess *spool.Session, st store.Store) (*spooltest.Buffer, func()) {
+	out := &spooltest.Buffer{}
+	env := &environ{stdout: out, stderr: io.Discard, getenv: func(string) string { return "" }}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		w := &watcher{env: env, st: st, k: store.Key{Agent: "default", ID: "w1"}}
+		done <- w.run(ctx, sess, 10, true)
+	}()
+	var once sync.Once
+	end := func() {
+		once.Do(func() {
+			stop()
+			if err := <-done; err != nil {
+				t.Errorf("the watch ended with %v", err)
+			}
+		})
+	}
+	t.Cleanup(end)
+	return out, end
 }
