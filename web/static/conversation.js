@@ -825,6 +825,18 @@ export class Conversation {
     let unknown = true;
     this.unknownOwn++;
     let lost = false; // the stream broke off before the turn's end
+    // The view's new session is announced (onSession: its URL, its list
+    // entry, its follower) once the turn began, when the session is
+    // stored: the "session" event comes before that, and a follower
+    // started then could find no session, and a refused first message
+    // would leave a URL and a list entry of a session that never was.
+    let announce = null;
+    let refused = false;
+    const announced = () => {
+      const a = announce;
+      announce = null;
+      a?.();
+    };
     const runs = new Set(); // this run's keys in ownRuns
     const handOver = () => {
       for (const r of runs) this.ownRuns.delete(r);
@@ -859,9 +871,10 @@ export class Conversation {
           this.running.delete(key);
           key = id;
           setRunning(key);
-          if (fromDraft) onSession?.(id, adopted);
+          if (fromDraft) announce = () => onSession?.(id, adopted);
           continue;
         }
+        announced();
         if (!started && turn.visible) {
           // The user message shown before the turn began is the turn's.
           const tid = ev.data.turnId;
@@ -908,10 +921,16 @@ export class Conversation {
       // Refused: nothing was recorded, the caller says so. A connection
       // lost after the request went out may have been recorded: show it
       // in the turn.
-      if (!started && err.code !== 'connection_lost') return { ok: false, id, err, shown: false };
+      if (!started && err.code !== 'connection_lost') {
+        refused = true;
+        return { ok: false, id, err, shown: false };
+      }
       turn.fail(err);
       return { ok: false, id, err, shown: true };
     } finally {
+      // A stream stopped or broken off before the turn began may still
+      // have stored it.
+      if (!refused) announced();
       known();
       if (this.handOver.get(id) === handOver) this.handOver.delete(id);
       this.running.delete(key);
