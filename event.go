@@ -61,6 +61,10 @@ type Result struct {
 	Pending   []Approval            `json:"pendingApprovals,omitempty"` // when Status is StatusAwaitingApproval
 	Error     *transcript.ErrorInfo `json:"error,omitempty"`            // when Status is error or cancelled
 	Notice    string                `json:"notice,omitempty"`           // why a guard or limit stopped the turn; with StatusOK, why the provider stopped the answer short (it is incomplete)
+	// NoticeKind is the kind of Notice's governance notice (one of
+	// transcript's Notice kinds, such as NoticeOutputLimit); "" without
+	// one.
+	NoticeKind string `json:"noticeKind,omitempty"`
 	// Model names the model that answered (the agent's model; empty when
 	// it has no name).
 	Model string `json:"model,omitempty"`

@@ -228,7 +228,7 @@ func TestStoppedAnswerHasANotice(t *testing.T) {
 			if tail[0].Type != transcript.TypeAssistantMessage || tail[2].Status != transcript.StatusOK {
 				t.Fatalf("the turn recorded %s … %s %s", tail[0].Type, tail[2].Type, tail[2].Status)
 			}
-			if n := notice(t, tail[1]); n.Kind != kind || n.Message != res.Notice {
+			if n := notice(t, tail[1]); n.Kind != kind || n.Message != res.Notice || res.NoticeKind != kind {
 				t.Fatalf("notice %+v; want kind %s and the result's message %q", n, kind, res.Notice)
 			}
 			// The answer stays in what the model sees next.
@@ -297,7 +297,7 @@ func TestStoppedAnswerNoticeReadBack(t *testing.T) {
 		t.Fatalf("Send = %+v, %v", res, err)
 	}
 	end := <-got
-	if end == nil || end.Status != transcript.StatusOK || end.Notice != res.Notice {
+	if end == nil || end.Status != transcript.StatusOK || end.Notice != res.Notice || end.NoticeKind != transcript.NoticeOutputLimit {
 		t.Fatalf("the watcher's end %+v; want ok with notice %q", end, res.Notice)
 	}
 }

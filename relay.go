@@ -884,12 +884,12 @@ const storedBase = 1 << 32
 // storedTurn is what a watch through the transcript gathers of a turn:
 // for the Result of its end (or its pause), and to tell when it paused.
 type storedTurn struct {
-	texts   []string         // the answer, step by step (since the pause, after one)
-	usage   transcript.Usage // what its steps used
-	calls   map[string]bool  // calls of its newest step not yet answered (a request or a result)
-	pending []Approval       // approvals requested and not decided
-	paused  bool             // its pause was yielded, and no decision came since
-	notice  string           // its governance notice's message (Result.Notice)
+	texts   []string                    // the answer, step by step (since the pause, after one)
+	usage   transcript.Usage            // what its steps used
+	calls   map[string]bool             // calls of its newest step not yet answered (a request or a result)
+	pending []Approval                  // approvals requested and not decided
+	paused  bool                        // its pause was yielded, and no decision came since
+	notice  transcript.GovernanceNotice // its governance notice (Result.Notice, NoticeKind)
 }
 
 // storedEvents are the events entry e, at index i of the transcript,
@@ -969,14 +969,14 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, turns map[string]*st
 		// its message (an ok turn's says the answer is incomplete).
 		var d transcript.GovernanceNotice
 		if e.DecodeData(&d) == nil {
-			t.notice = d.Message
+			t.notice = d
 		}
 	case transcript.TypeTurnEnd:
 		var end transcript.TurnEnd
 		if e.DecodeData(&end) != nil {
 			return nil
 		}
-		res := &Result{SessionID: s.key.ID, TurnID: e.TurnID, Status: e.Status, Usage: end.Usage, Error: end.Error, DurationMs: end.DurationMs, Model: s.a.modelName, Notice: t.notice}
+		res := &Result{SessionID: s.key.ID, TurnID: e.TurnID, Status: e.Status, Usage: end.Usage, Error: end.Error, DurationMs: end.DurationMs, Model: s.a.modelName, Notice: t.notice.Message, NoticeKind: t.notice.Kind}
 		if e.Status != transcript.StatusResponseBlocked {
 			res.Text = strings.Join(t.texts, "\n\n")
 		}

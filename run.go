@@ -643,7 +643,7 @@ func (r *run) end(ctx context.Context, status transcript.Status, noticeKind, not
 	res.Error, res.DurationMs = end.Error, end.DurationMs
 	res.cause = cause
 	if noticeKind != "" {
-		res.Notice = noticeMsg
+		res.Notice, res.NoticeKind = noticeMsg, noticeKind
 	}
 	if status == transcript.StatusResponseBlocked {
 		res.Text = ""

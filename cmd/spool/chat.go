@@ -508,6 +508,9 @@ func (c *chat) turn(stream func(context.Context, string) iter.Seq2[spool.Event, 
 		if res.Notice != "" {
 			c.note("(incomplete: %s)", res.Notice) // the provider stopped the answer
 		}
+		if res.NoticeKind == transcript.NoticeOutputLimit {
+			c.note("(--max-output-tokens N, or SPOOL_MAX_OUTPUT_TOKENS, raises the model's output token limit)")
+		}
 	case transcript.StatusCancelled:
 		c.note("(stopped)")
 	case transcript.StatusError:

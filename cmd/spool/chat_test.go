@@ -270,7 +270,7 @@ func TestChatMaxOutputTokens(t *testing.T) {
 }
 
 // An answer the provider cut at its output limit is shown, and then said
-// to be incomplete, and why.
+// to be incomplete, and why, naming the flag that raises the limit.
 func TestChatSaysAnAnswerIsIncomplete(t *testing.T) {
 	prov := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -279,7 +279,7 @@ func TestChatSaysAnAnswerIsIncomplete(t *testing.T) {
 	t.Cleanup(prov.Close)
 	code, out, errs := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"}).run("tell me a story\n",
 		"chat", "--model", "openai:m", "--base-url", prov.URL+"/v1", "--model-key", "k")
-	if code != 0 || !strings.Contains(out, "once upon a") || !strings.Contains(errs, "(incomplete: the answer reached the model's output token limit") {
+	if code != 0 || !strings.Contains(out, "once upon a") || !strings.Contains(errs, "(incomplete: the answer reached the model's output token limit") || !strings.Contains(errs, "--max-output-tokens N, or SPOOL_MAX_OUTPUT_TOKENS, raises") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
