@@ -98,6 +98,7 @@ func (r *report) event(e event) {
 			delete(r.open, e.Package)
 			if e.Action == "fail" {
 				r.failed = true
+				r.unfinished(e.Package)
 			}
 			return
 		}
@@ -112,6 +113,29 @@ func (r *report) event(e event) {
 			}
 		case "skip":
 			r.skips = append(r.skips, skip{pkg: e.Package, test: e.Test, reason: skipReason(r.pending[key])})
+		}
+		delete(r.pending, key)
+	}
+}
+
+// unfinished writes the output of pkg's tests that never ended, in name
+// order: a package killed, timed out or crashed while they ran (the
+// timeout's "running tests" list, a panic's or a SIGQUIT's goroutines
+// are theirs), whose output would otherwise be lost with them.
+func (r *report) unfinished(pkg string) {
+	var keys []string
+	for key := range r.pending {
+		if strings.HasPrefix(key, pkg+" ") {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		fmt.Fprintf(r.out, "--- UNFINISHED: %s (running when the package failed)\n", strings.TrimPrefix(key, pkg+" "))
+		for _, o := range r.pending[key] {
+			if !strings.HasPrefix(o, "=== ") {
+				io.WriteString(r.out, o)
+			}
 		}
 		delete(r.pending, key)
 	}

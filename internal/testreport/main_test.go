@@ -88,3 +88,21 @@ func TestReportBuildFailure(t *testing.T) {
 		t.Fatalf("failed=%v\n%s", failed, out)
 	}
 }
+
+// A package that fails while a test runs (killed, timed out, a panic in
+// another goroutine) shows what that test printed: the goroutines of a
+// timeout or a SIGQUIT are its output, and were lost with it.
+func TestReportUnfinishedTest(t *testing.T) {
+	in := `{"Action":"start","Package":"example.com/c"}
+{"Action":"run","Package":"example.com/c","Test":"TestHangs"}
+{"Action":"output","Package":"example.com/c","Test":"TestHangs","Output":"=== RUN   TestHangs\n"}
+{"Action":"output","Package":"example.com/c","Test":"TestHangs","Output":"SIGQUIT: quit\n"}
+{"Action":"output","Package":"example.com/c","Test":"TestHangs","Output":"goroutine 7 [chan receive]:\n"}
+{"Action":"output","Package":"example.com/c","Output":"FAIL\texample.com/c\t1134.270s\n"}
+{"Action":"fail","Package":"example.com/c"}
+`
+	out, failed := run(t, in, false)
+	if !failed || !strings.Contains(out, "--- UNFINISHED: TestHangs") || !strings.Contains(out, "goroutine 7 [chan receive]") {
+		t.Fatalf("failed=%v\n%s", failed, out)
+	}
+}
