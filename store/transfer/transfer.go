@@ -288,14 +288,11 @@ func Copy(ctx context.Context, dst, src store.Store, keys []store.Key, progress 
 // session that another writer creates there meanwhile fails the transfer
 // with store.ErrConflict, as one created after the sink read it does.)
 //
-// A target with a TTL (store.Expiring) gets each session in one write:
-// SQLite and Postgres measure a session's idleness from its newest
-// entry's timestamp, so the first chunk of an old session, written
-// alone, would leave it expired, and the next chunk would conflict with a
-// session the store no longer shows. The sink then holds a whole session
-// (as an export lists it, its lines together), however many chunks it
-// spans. (A session whose lines come apart in the input goes in a write
-// for each part, and when it arrives expired the second part conflicts.)
+// A target with a TTL gets each session in one write (see the package
+// doc): the sink holds a whole session, its lines together as an export
+// lists them, however many chunks it spans. (A session whose lines come
+// apart in the input goes in a write for each part, and when it arrives
+// expired the second part conflicts.)
 //
 // One bulk is written while the next is read and placed: the store's
 // commit (a server's, or a disk's sync) overlaps decoding the input, the

@@ -913,7 +913,7 @@ export class Conversation {
         stopped = true;
         return { ok: true, id };
       }
-      if (err.code === 'connection_lost' && id && turn.visible && !ctl.signal.aborted) {
+      if (err.code === 'connection_lost' && id && turn.visible) {
         // The connection broke off: the turn, recorded or not, goes on
         // on the server, where the follower finds it (or its end).
         return lose(err);
