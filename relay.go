@@ -591,7 +591,18 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 		if dead {
 			go func() { _ = s.closeDead(ctx, s.openTurnID(ctx)) }()
 		}
-		last, ok := s.watchStored(ctx, st, false, yield)
+		// The last turn end it yields is the run the watcher had last
+		// whole (ended), as flush records one had live: a run after it
+		// whose notifications were all lost is then looked for as
+		// after any other.
+		last, ok := s.watchStored(ctx, st, false, func(ev Event, err error) bool {
+			if ev.Kind == EventTurnEnd {
+				if id, err := ParseEventID(ev.ID); err == nil {
+					ended(id.Pos, ev)
+				}
+			}
+			return yield(ev, err)
+		})
 		if !ok || !follow {
 			return false
 		}
@@ -622,17 +633,20 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 	}
 	// flushKnown flushes the runs known, oldest first, while each is had
 	// whole: a later run waits for the one before it to end (or to be
-	// resumed). A watch that resumed looks in the transcript, once per
-	// run it goes on to, for a run between that no answer had (its
-	// process answered late, or keeps it no more). It reports false when
-	// the watch is over.
+	// resumed). A watch looks in the transcript, once per run it goes on
+	// to, for a run between that no answer had: one that resumed (its
+	// process answered late, or keeps it no more), and one that follows
+	// when a snap is the first it hears of a run (its ask came after
+	// the run it asked for was over, and a newer one answered). It
+	// reports false when the watch is over.
 	flushKnown := func() bool {
 		for _, pos := range slices.Sorted(maps.Keys(known)) {
 			if pos < after.Pos {
 				delete(known, pos) // a run the watch is past
 				continue
 			}
-			if resuming && pos > after.Pos && inRun < 0 && endedTurn != "" && pos > checked {
+			behind := resuming && endedTurn != "" || synced && follow && endedPos >= 0 && pos > endedPos
+			if behind && pos > after.Pos && inRun < 0 && pos > checked {
 				if read, ok := catchUp(pos); read || !ok {
 					return ok
 				}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -729,55 +730,124 @@ func TestRelayFollowerLostFirstRun(t *testing.T) {
 
 // A follower in another process that lost every notification of a run
 // that resumed the turn it had last (an approval's decision) gets that
-// run from the transcript when the next run begins: the decision of an
-// approval the turn paused on begins a run, where a decision of the same
-// turn used to be taken for one of the run the follower had.
+// run from the transcript when it hears of the next run: the decision of
+// an approval the turn paused on begins a run, where a decision of the
+// same turn used to be taken for one of the run the follower had. That
+// holds whether it had the pause live or from the transcript (its first
+// sync found the turn open in the transcript and its process silent: a
+// loaded machine, notifications lost), and whether it hears of the next
+// run by its first events or by the snap that answers its ask for the
+// pause's run (a copy of the ask came late, and the next run answered
+// it). The last two used to show the next run and never the decision's.
 func TestRelayFollowerLostResumedRun(t *testing.T) {
 	relayWaits(t, syncWait, time.Hour) // no probe
-	mem := memstore.New()
 	save := tool.New("save", "Save a note.", func(ctx context.Context, a struct{ Text string }) (string, error) {
 		return "saved " + a.Text, nil
 	}, tool.RequireApproval())
-	// The run to lose is known by its position (the transcript's length
-	// at the pause): a relay notifies after its run, so the next run's
-	// first notification may come before the last of this one's.
-	var lost atomic.Int64
-	lost.Store(-1)
-	lose := func(_ int, msg []byte) bool {
-		var m relayMsg
-		return json.Unmarshal(msg, &m) == nil && m.Pos == lost.Load()
+	for name, c := range map[string]struct{ pauseStored, askLate bool }{
+		"pause live":                {},
+		"pause from the transcript": {pauseStored: true},
+		"next run by a snap":        {askLate: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mem := memstore.New()
+			// The runs to lose are known by their position (the
+			// transcript's length where each began): a relay notifies
+			// after its run, so the next run's first notification may
+			// come before the last of this one's.
+			var lost, hushed atomic.Int64
+			lost.Store(-1)
+			hushed.Store(math.MaxInt64)
+			var m model.Model = echo.New()
+			if c.pauseStored {
+				lost.Store(0) // the first run, the pause
+				m = &lateFirst{Model: m, wait: syncWait + 500*time.Millisecond}
+			}
+			lose := func(_ int, msg []byte) bool {
+				var m relayMsg
+				if json.Unmarshal(msg, &m) != nil {
+					return false
+				}
+				return m.Pos == lost.Load() || m.T == "ev" && m.Pos > hushed.Load()
+			}
+			runs, err := New(Config{Store: &lostRun{basicNotifier: &basicNotifier{mem: mem}, lose: lose}, Model: m, Tools: []*tool.Tool{save}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			asks := &lateAsks{basicNotifier: &basicNotifier{mem: mem}, gate: make(chan struct{})}
+			if !c.askLate {
+				close(asks.gate)
+			}
+			watches, err := New(Config{Store: asks, Model: echo.New()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, _ := watches.Session(t.Context(), "s")
+			texts := followTexts(t, other)
+			if !c.pauseStored {
+				time.Sleep(syncWait + 200*time.Millisecond) // the first sync went unanswered: no run
+			}
+			// Else the first sync goes unanswered while the pause's run
+			// waits on its model with its prompt in the transcript.
+			rs, _ := runs.Session(t.Context(), "s")
+			paused, err := rs.Send(t.Context(), `/call save {"Text":"milk"}`)
+			if err != nil || paused.Status != StatusAwaitingApproval {
+				t.Fatalf("Send = %+v, %v; want a pause", paused, err)
+			}
+			wantTexts(t, texts, paused.Text)
+			entries, err := rs.Transcript(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			lost.Store(int64(len(entries)))
+			if c.askLate {
+				hushed.Store(int64(len(entries))) // the next run is heard of by its snap alone
+			}
+			resumed, err := rs.Approve(t.Context(), paused.Pending[0].ID, transcript.ApprovalScopeOnce)
+			if err != nil || resumed.Status != transcript.StatusOK {
+				t.Fatalf("Approve = %+v, %v", resumed, err)
+			}
+			next, err := rs.Send(t.Context(), "hi")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.askLate {
+				close(asks.gate)
+			}
+			wantTexts(t, texts, resumed.Text, next.Text)
+		})
 	}
-	runs, err := New(Config{Store: &lostRun{basicNotifier: &basicNotifier{mem: mem}, lose: lose}, Model: echo.New(), Tools: []*tool.Tool{save}})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// lateAsks is a basicNotifier whose syncs after the first arrive twice:
+// at once, and again once gate is closed (a late copy, as a listener's
+// connection that came back may deliver).
+type lateAsks struct {
+	*basicNotifier
+	gate  chan struct{}
+	syncs atomic.Int32
+}
+
+func (n *lateAsks) Notify(ctx context.Context, k store.Key, msg []byte) error {
+	if bytes.HasPrefix(msg, []byte(`{"t":"sync"`)) && n.syncs.Add(1) > 1 {
+		go func() {
+			<-n.gate
+			_ = n.basicNotifier.Notify(context.WithoutCancel(ctx), k, msg)
+		}()
 	}
-	watches, err := New(Config{Store: &basicNotifier{mem: mem}, Model: echo.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, _ := watches.Session(t.Context(), "s")
-	texts := followTexts(t, other)
-	time.Sleep(syncWait + 200*time.Millisecond) // the first sync went unanswered: no run
-	rs, _ := runs.Session(t.Context(), "s")
-	paused, err := rs.Send(t.Context(), `/call save {"Text":"milk"}`)
-	if err != nil || paused.Status != StatusAwaitingApproval {
-		t.Fatalf("Send = %+v, %v; want a pause", paused, err)
-	}
-	wantTexts(t, texts, paused.Text)
-	entries, err := rs.Transcript(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lost.Store(int64(len(entries)))
-	resumed, err := rs.Approve(t.Context(), paused.Pending[0].ID, transcript.ApprovalScopeOnce)
-	if err != nil || resumed.Status != transcript.StatusOK {
-		t.Fatalf("Approve = %+v, %v", resumed, err)
-	}
-	next, err := rs.Send(t.Context(), "hi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantTexts(t, texts, resumed.Text, next.Text)
+	return n.basicNotifier.Notify(ctx, k, msg)
+}
+
+// lateFirst is a model whose first stream begins after wait.
+type lateFirst struct {
+	model.Model
+	wait time.Duration
+	once sync.Once
+}
+
+func (m *lateFirst) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Event, error] {
+	m.once.Do(func() { time.Sleep(m.wait) })
+	return m.Model.Stream(ctx, req)
 }
 
 // numberedModel answers with the number of messages it was sent, so
