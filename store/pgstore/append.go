@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -124,14 +125,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 }
 
 func (s *Store) appendFirst(ctx context.Context, key store.Key, e transcript.Entry, r row) error {
-	if s.ttl > 0 {
-		// A new session is the moment to clear the expired ones of its
-		// namespace, a batch at a time, so they do not pile up unseen.
-		if _, err := s.sweep(ctx, key.Namespace(), sweepBatch); err != nil {
-			return err
-		}
-	}
-	for attempt := 0; attempt < 2; attempt++ {
+	return s.startSession(ctx, key, func() error {
 		var tag pgconn.CommandTag
 		err := retry(ctx, func() (err error) {
 			tag, err = s.pool.Exec(ctx, s.sql(appendFirstSQL),
@@ -145,20 +139,31 @@ func (s *Store) appendFirst(ctx context.Context, key store.Key, e transcript.Ent
 		if tag.RowsAffected() == 1 {
 			return nil
 		}
-		// The session exists. If TTL hid it, it ends here and the same id
-		// starts afresh; otherwise the entry conflicts.
-		if s.ttl <= 0 {
-			break
-		}
-		gone, err := s.deleteIfExpired(ctx, key)
-		if err != nil {
-			return err
-		}
-		if !gone {
-			break
-		}
+		return s.conflict(ctx, key, e)
+	})
+}
+
+// startSession runs start, which appends the first entries of session
+// key. With a TTL, a new session is the moment to clear the expired ones
+// of its namespace, a batch at a time, so they do not pile up unseen;
+// and when start conflicts because the session exists, a session TTL
+// hid ends there and start runs once more, so the same id starts afresh.
+// Otherwise the conflict stands.
+func (s *Store) startSession(ctx context.Context, key store.Key, start func() error) error {
+	if s.ttl <= 0 {
+		return start()
 	}
-	return s.conflict(ctx, key, e)
+	if _, err := s.sweep(ctx, key.Namespace(), sweepBatch); err != nil {
+		return err
+	}
+	err := start()
+	if !errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	if gone, derr := s.deleteIfExpired(ctx, key); derr != nil || !gone {
+		return cmp.Or(derr, err)
+	}
+	return start()
 }
 
 // appendError turns a failed append into the error callers test for.

@@ -1,9 +1,7 @@
 package pgstore
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -172,32 +170,20 @@ func (s *Store) appendPart(ctx context.Context, batches []store.Batch) error {
 	return nil
 }
 
-// appendOneBatch appends b with a TTL, in one transaction. A batch that
-// starts a session whose id an expired one still holds ends that one
-// first, as Append of a first entry does, and tries once more. The batch
-// is never cut after its first entry: an old first entry (an import of a
-// session begun longer ago than the TTL) would leave the session expired
-// for the rest, which would then conflict.
+// appendOneBatch appends b with a TTL, in one transaction; a batch that
+// starts a session goes through startSession, as Append of a first
+// entry does. The batch is never cut after its first entry: an old first
+// entry (an import of a session begun longer ago than the TTL) would
+// leave the session expired for the rest, which would then conflict.
 func (s *Store) appendOneBatch(ctx context.Context, b store.Batch) error {
 	if len(b.Entries) == 0 {
 		return nil
 	}
+	part := func() error { return s.appendPart(ctx, []store.Batch{b}) }
 	if b.Entries[0].ParentID != "" {
-		return s.appendPart(ctx, []store.Batch{b})
+		return part()
 	}
-	// A new session is the moment to clear the expired ones of its
-	// namespace (see appendFirst).
-	if _, err := s.sweep(ctx, b.Key.Namespace(), sweepBatch); err != nil {
-		return err
-	}
-	err := s.appendPart(ctx, []store.Batch{b})
-	if !errors.Is(err, store.ErrConflict) {
-		return err
-	}
-	if gone, derr := s.deleteIfExpired(ctx, b.Key); derr != nil || !gone {
-		return cmp.Or(derr, err)
-	}
-	return s.appendPart(ctx, []store.Batch{b})
+	return s.startSession(ctx, b.Key, part)
 }
 
 // appendBulkTx sends the batches' statements together, one round trip:
