@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -332,4 +334,58 @@ func entry(turn string, typ transcript.Type, status transcript.Status, data any)
 		raw = json.RawMessage(`{}`)
 	}
 	return transcript.Entry{ID: turn + string(typ), TurnID: turn, Type: typ, Status: status, Data: raw}
+}
+
+// A session recorded with calls that have no id (an OpenAI-compatible
+// server that streamed none, before the openai package named such calls)
+// is sent with an id for each, the same at every request, and each
+// result answers its call in order: providers refuse a call or a tool
+// message without an id, and every later request of the session failed.
+// A call that has an id keeps it.
+func TestCallsWithoutIDs(t *testing.T) {
+	entries := []transcript.Entry{
+		entry("T1", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "weather and time in Oslo?"}),
+		entry("T1", transcript.TypeAssistantMessage, "", transcript.AssistantMessage{ToolCalls: []transcript.ToolCall{
+			{Name: "weather", Arguments: json.RawMessage(`{}`)},
+			{ID: "c2", Name: "news", Arguments: json.RawMessage(`{}`)},
+			{Name: "local_time", Arguments: json.RawMessage(`{}`)},
+		}}),
+		entry("T1", transcript.TypeToolResult, "", transcript.ToolResult{Tool: "weather", Result: "rain"}),
+		{ID: "r2", TurnID: "T1", Type: transcript.TypeToolResult, Data: json.RawMessage(`{"callId":"c2","tool":"news","result":"none"}`)},
+		{ID: "r3", TurnID: "T1", Type: transcript.TypeToolResult, Data: json.RawMessage(`{"tool":"local_time","result":"noon"}`)},
+		entry("T1", transcript.TypeTurnEnd, transcript.StatusOK, nil),
+		entry("T2", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "thanks"}),
+	}
+	id := func(n int) string {
+		sum := sha256.Sum256(fmt.Append(nil, "T1", transcript.TypeAssistantMessage, "\x00", n))
+		return fmt.Sprintf("call_%x", sum[:8])
+	}
+	want := []model.Message{
+		{Role: model.RoleUser, Content: "weather and time in Oslo?"},
+		{Role: model.RoleAssistant, ToolCalls: []transcript.ToolCall{
+			{ID: id(0), Name: "weather", Arguments: json.RawMessage(`{}`)},
+			{ID: "c2", Name: "news", Arguments: json.RawMessage(`{}`)},
+			{ID: id(2), Name: "local_time", Arguments: json.RawMessage(`{}`)},
+		}},
+		{Role: model.RoleTool, Content: "rain", ToolCallID: id(0)},
+		{Role: model.RoleTool, Content: "none", ToolCallID: "c2"},
+		{Role: model.RoleTool, Content: "noon", ToolCallID: id(2)},
+		{Role: model.RoleUser, Content: "thanks"},
+	}
+	if got := Build(entries, Options{}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Build\n got %+v\nwant %+v", got, want)
+	}
+	// Incrementally, rendering the turn twice from the parts it keeps:
+	// the ids given are not written into them.
+	b := NewBuilder(Options{})
+	for _, e := range entries[:len(entries)-1] {
+		b.Add(e)
+	}
+	if got := b.Messages(); !reflect.DeepEqual(got, want[:len(want)-1]) {
+		t.Fatalf("Builder before the last entry\n got %+v\nwant %+v", got, want[:len(want)-1])
+	}
+	b.Add(entries[len(entries)-1])
+	if got := b.Messages(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Builder\n got %+v\nwant %+v", got, want)
+	}
 }

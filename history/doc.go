@@ -73,6 +73,15 @@
 // turn never leaves a call unanswered. In an open turn such a call is
 // still running or waiting on a person, and is left without a result.
 //
+// A call recorded without an id (an OpenAI-compatible server that
+// streamed none, before the openai package gave such calls one of their
+// own) is sent with an id made from its assistant message's entry id and
+// its place among that message's calls ("call_" and 16 hex digits), the
+// same at every request, and so is its tool message: providers refuse a
+// tool message without an id, so the session could not be continued.
+// Results without a callId answer such calls in order, as results answer
+// calls that share an id.
+//
 // approval.request, approval.decision, session.mode, session.fork,
 // session.branch, session.compaction, governance.notice and assistant.turn_end entries are not
 // messages, and entry types Build does not know are ignored. Entry data that does not decode is read as far as it

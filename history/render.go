@@ -1,6 +1,11 @@
 package history
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strconv"
+
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/transcript"
 )
@@ -168,15 +173,41 @@ func (r *renderer) turn(k int, until int32) {
 			}
 		case transcript.TypeAssistantMessage:
 			p := b.part(i)
-			r.acc = append(r.acc, model.Message{Role: model.RoleAssistant, Content: p.text, ToolCalls: p.calls})
-			for _, c := range p.calls {
+			calls := namedCalls(b.entries[i].ID, p.calls)
+			r.acc = append(r.acc, model.Message{Role: model.RoleAssistant, Content: p.text, ToolCalls: calls})
+			for j, c := range p.calls {
 				if content, ok := resultOf(results, denials, c.ID, ended); ok {
-					r.acc = append(r.acc, model.Message{Role: model.RoleTool, Content: content, ToolCallID: c.ID})
+					r.acc = append(r.acc, model.Message{Role: model.RoleTool, Content: content, ToolCallID: calls[j].ID})
 				}
 			}
 		}
 	}
 	b.results, b.denials = results[:0], denials[:0]
+}
+
+// namedCalls returns calls, the calls of assistant message entry id, with
+// an id for each call recorded without one: "call_" and 16 hex digits of
+// the SHA-256 of the entry's id, a NUL and the call's place among them,
+// the same at every request. Providers refuse a call or a tool message
+// without an id, and some take only letters, digits, '_' and '-' in one
+// (an entry's id may hold any character). calls is not written to: it
+// is the entry's, cached.
+func namedCalls(id string, calls []transcript.ToolCall) []transcript.ToolCall {
+	var out []transcript.ToolCall
+	for j, c := range calls {
+		if c.ID != "" {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(calls)
+		}
+		sum := sha256.Sum256([]byte(id + "\x00" + strconv.Itoa(j)))
+		out[j].ID = "call_" + hex.EncodeToString(sum[:8])
+	}
+	if out == nil {
+		return calls
+	}
+	return out
 }
 
 // resultOf returns what the tool message answering call id says, and false
