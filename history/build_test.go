@@ -389,3 +389,71 @@ func TestCallsWithoutIDs(t *testing.T) {
 		t.Fatalf("Builder\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// A call without an id that waited on an approval has its result
+// recorded after those of the message's other calls, which ran at once:
+// results without a callId answer the calls of their tool, in order, so
+// that each call without an id gets its own tool's result, not the one
+// recorded first.
+func TestCallsWithoutIDsApproved(t *testing.T) {
+	// As the agent records them: the call that needs no approval runs
+	// while the other waits on its request.
+	values := []any{
+		transcript.UserMessage{Text: "save milk, and the time?"},
+		transcript.AssistantMessage{ToolCalls: []transcript.ToolCall{
+			{Name: "save", Arguments: json.RawMessage(`{"Text":"milk"}`)},
+			{Name: "local_time", Arguments: json.RawMessage(`{}`)},
+		}},
+		transcript.ApprovalRequest{ApprovalID: "a1", Tool: "save", Arguments: json.RawMessage(`{"Text":"milk"}`)},
+		transcript.ToolResult{Tool: "local_time", Result: "noon"},
+		transcript.ApprovalDecision{ApprovalID: "a1", Decision: transcript.VerdictAllow, Scope: transcript.ApprovalScopeOnce},
+		transcript.ToolResult{Tool: "save", Result: "saved milk"},
+		nil,
+		transcript.UserMessage{Text: "thanks"},
+	}
+	types := []transcript.Type{transcript.TypeUserMessage, transcript.TypeAssistantMessage, transcript.TypeApprovalRequest,
+		transcript.TypeToolResult, transcript.TypeApprovalDecision, transcript.TypeToolResult, transcript.TypeTurnEnd, transcript.TypeUserMessage}
+	var entries []transcript.Entry
+	for i, v := range values {
+		turn, status := "T1", transcript.Status("")
+		if i == len(values)-1 {
+			turn = "T2"
+		}
+		if types[i] == transcript.TypeTurnEnd {
+			status = transcript.StatusOK
+		}
+		e := entry(turn, types[i], status, v)
+		if i > 1 {
+			e.ID = fmt.Sprint("e", i)
+		}
+		entries = append(entries, e)
+	}
+	id := func(n int) string {
+		sum := sha256.Sum256(fmt.Append(nil, "T1", transcript.TypeAssistantMessage, "\x00", n))
+		return fmt.Sprintf("call_%x", sum[:8])
+	}
+	want := []model.Message{
+		{Role: model.RoleUser, Content: "save milk, and the time?"},
+		{Role: model.RoleAssistant, ToolCalls: []transcript.ToolCall{
+			{ID: id(0), Name: "save", Arguments: json.RawMessage(`{"Text":"milk"}`)},
+			{ID: id(1), Name: "local_time", Arguments: json.RawMessage(`{}`)},
+		}},
+		{Role: model.RoleTool, Content: "saved milk", ToolCallID: id(0)},
+		{Role: model.RoleTool, Content: "noon", ToolCallID: id(1)},
+		{Role: model.RoleUser, Content: "thanks"},
+	}
+	if got := Build(entries, Options{}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Build\n got %+v\nwant %+v", got, want)
+	}
+	b, decoded := NewBuilder(Options{}), NewBuilder(Options{})
+	for i, e := range entries {
+		b.Add(e)
+		decoded.AddDecoded(e, values[i])
+	}
+	if got := b.Messages(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Builder\n got %+v\nwant %+v", got, want)
+	}
+	if got := decoded.Messages(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Builder given the decoded data\n got %+v\nwant %+v", got, want)
+	}
+}

@@ -79,8 +79,9 @@
 // its place among that message's calls ("call_" and 16 hex digits), the
 // same at every request, and so is its tool message: providers refuse a
 // tool message without an id, so the session could not be continued.
-// Results without a callId answer such calls in order, as results answer
-// calls that share an id.
+// Results without a callId answer such calls in order, each call taking
+// the first one left that names its tool or none: a call that waited on
+// an approval is answered after the message's calls that ran at once.
 //
 // approval.request, approval.decision, session.mode, session.fork,
 // session.branch, session.compaction, governance.notice and assistant.turn_end entries are not

@@ -9,11 +9,13 @@ import (
 
 // part is what messages show of one entry's data, decoded once: the parts
 // of the data the rules use, which spares the strings of the fields they
-// leave out (model, tool, durations).
+// leave out (model, durations, and the tool of a result paired by its
+// callId).
 type part struct {
 	text        string                // a user or assistant message's text; a tool result's content
 	calls       []transcript.ToolCall // an assistant message's calls
 	callID      string                // a tool result's or a decision's call
+	tool        string                // a tool result's tool, kept only when it has no callID
 	deny        bool                  // a decision that denies its call (and decodes)
 	reason      string                // a denial's reason
 	approvalID  string                // an approval request's or decision's id
@@ -73,6 +75,9 @@ func (b *Builder) part(i int) *part {
 			_ = json.Unmarshal(e.Data, &r)
 		}
 		p.callID, p.text = r.CallID, resultContent(r.Result, r.IsError)
+		if r.CallID == "" {
+			p.tool = resultTool(e.Data)
+		}
 	case transcript.TypeApprovalDecision:
 		d, ok := fastDecision(e.Data)
 		if !ok {
@@ -99,6 +104,21 @@ func (b *Builder) part(i int) *part {
 func (b *Builder) approvalID(i int) (string, bool) {
 	p := b.part(i)
 	return p.approvalID, p.hasApproval
+}
+
+// resultTool returns the tool of tool result data, read only for a
+// result without a callId (see resultOf): the others are paired by their
+// call's id.
+func resultTool(data []byte) string {
+	var tool string
+	if fields(data, []string{"tool"}, []func(*scan) bool{readString(&tool)}) {
+		return tool
+	}
+	var d struct {
+		Tool string `json:"tool"`
+	}
+	_ = json.Unmarshal(data, &d)
+	return d.Tool
 }
 
 // resultContent is what the tool message of a result says: a failed call's
@@ -136,8 +156,12 @@ func partFromData(typ transcript.Type, data any) *part {
 			return &part{text: d.Text}
 		}
 	case transcript.ToolResult:
-		if typ == transcript.TypeToolResult && utf8.ValidString(d.CallID) && utf8.ValidString(d.Result) {
-			return &part{callID: d.CallID, text: resultContent(d.Result, d.IsError)}
+		if typ == transcript.TypeToolResult && utf8.ValidString(d.CallID) && utf8.ValidString(d.Result) && utf8.ValidString(d.Tool) {
+			p := &part{callID: d.CallID, text: resultContent(d.Result, d.IsError)}
+			if d.CallID == "" {
+				p.tool = d.Tool
+			}
+			return p
 		}
 	case transcript.ApprovalDecision:
 		if typ == transcript.TypeApprovalDecision && utf8.ValidString(d.ApprovalID) && utf8.ValidString(d.CallID) &&

@@ -105,8 +105,8 @@ type renderer struct {
 }
 
 type toolResult struct {
-	callID, content string
-	used            bool
+	callID, tool, content string
+	used                  bool
 }
 
 type denial struct {
@@ -157,7 +157,7 @@ func (r *renderer) turn(k int, until int32) {
 		switch b.entries[i].Type {
 		case transcript.TypeToolResult:
 			p := b.part(i)
-			results = append(results, toolResult{callID: p.callID, content: p.text})
+			results = append(results, toolResult{callID: p.callID, tool: p.tool, content: p.text})
 		case transcript.TypeApprovalDecision:
 			if p := b.part(i); p.deny {
 				denials = append(denials, denial{callID: p.callID, reason: p.reason})
@@ -176,7 +176,7 @@ func (r *renderer) turn(k int, until int32) {
 			calls := namedCalls(b.entries[i].ID, p.calls)
 			r.acc = append(r.acc, model.Message{Role: model.RoleAssistant, Content: p.text, ToolCalls: calls})
 			for j, c := range p.calls {
-				if content, ok := resultOf(results, denials, c.ID, ended); ok {
+				if content, ok := resultOf(results, denials, c, ended); ok {
 					r.acc = append(r.acc, model.Message{Role: model.RoleTool, Content: content, ToolCallID: calls[j].ID})
 				}
 			}
@@ -210,11 +210,16 @@ func namedCalls(id string, calls []transcript.ToolCall) []transcript.ToolCall {
 	return out
 }
 
-// resultOf returns what the tool message answering call id says, and false
-// when the call has no answer yet (it runs, or waits on a person).
-func resultOf(results []toolResult, denials []denial, id string, ended bool) (string, bool) {
+// resultOf returns what the tool message answering call c says, and false
+// when the call has no answer yet (it runs, or waits on a person). A call
+// without an id is answered by the first result without a callId that
+// names its tool (or no tool): the calls of a message that need no
+// approval run at once, and those that wait on one are answered later, so
+// results are not in the order of their calls.
+func resultOf(results []toolResult, denials []denial, c transcript.ToolCall, ended bool) (string, bool) {
+	id := c.ID
 	for i := range results {
-		if r := &results[i]; !r.used && r.callID == id {
+		if r := &results[i]; !r.used && r.callID == id && (id != "" || r.tool == "" || r.tool == c.Name) {
 			r.used = true
 			return r.content, true
 		}
