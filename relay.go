@@ -495,6 +495,13 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 	// transcript for a run between whose notifications were all lost
 	// (checked: the newest run looked for).
 	endedPos, endedTurn, checked := int64(-1), "", int64(-1)
+	if !after.IsZero() && !resuming {
+		// A watcher that resumes after a stored id had the transcript up
+		// to that entry: a run after it that no answer has (its process
+		// keeps it no more) is in the transcript from there, begun by
+		// any turn's prompt or decision.
+		endedPos = after.Pos
+	}
 	// endedPending are the approvals that run's turn waited on when it
 	// paused there (none when it ended): a decision of one of them in
 	// the transcript begins a run the watcher has not had.

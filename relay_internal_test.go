@@ -1191,3 +1191,72 @@ func untilRunning(sess *Session) {
 	}
 	time.Sleep(50 * time.Millisecond)
 }
+
+// A follower that resumes after a stored event id (one it had from the
+// transcript: the end of run A, or its pause) while C runs in another
+// process gets B, a run between that no process answers for any more,
+// before C. It used to go on with C alone.
+func TestRelayResumeAfterStoredID(t *testing.T) {
+	relayWaits(t, time.Second, time.Hour) // no probe
+	save := tool.New("save", "Save a note.", func(ctx context.Context, a struct{ Text string }) (string, error) {
+		return "saved " + a.Text, nil
+	}, tool.RequireApproval())
+	for _, paused := range []bool{false, true} {
+		t.Run(fmt.Sprint("paused ", paused), func(t *testing.T) {
+			ctx := t.Context()
+			mem := memstore.New()
+			gate := make(chan struct{})
+			// quiet runs A and B and answers no sync: it has no notifications.
+			quiet, _ := New(Config{Store: struct{ store.Store }{mem}, Model: echo.New(), Tools: []*tool.Tool{save}})
+			p2, _ := New(Config{Store: &basicNotifier{mem: mem}, Model: gatedModel{gate}})
+			p3, _ := New(Config{Store: &basicNotifier{mem: mem}, Model: echo.New()})
+			sq, _ := quiet.Session(ctx, "s")
+			prompt := "hi"
+			if paused {
+				prompt = `/call save {"Text":"milk"}`
+			}
+			a, err := sq.Send(ctx, prompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries, _ := sq.Transcript(ctx)
+			// A's end as the transcript has it: a turn end's only event,
+			// or the pause after the approval request's.
+			after := EventID{Pos: int64(len(entries) - 1), N: storedBase}
+			var b *Result
+			if paused {
+				after.N++
+				b, err = sq.Approve(ctx, a.Pending[0].ID, transcript.ApprovalScopeOnce)
+			} else {
+				b, err = sq.Send(ctx, "again")
+			}
+			if err != nil || b.Status != transcript.StatusOK {
+				t.Fatalf("B = %+v, %v", b, err)
+			}
+			s2, _ := p2.Session(ctx, "s")
+			resC := make(chan *Result, 1)
+			go func() { res, _ := s2.Send(ctx, "more"); resC <- res }()
+			untilRunning(s2)
+			s3, _ := p3.Session(ctx, "s")
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			time.AfterFunc(500*time.Millisecond, func() { close(gate) })
+			text, ends := "", 0
+			for ev, err := range s3.Watch(wctx, WatchOptions{After: after, Follow: true}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				text += ev.Text
+				if ev.Kind == EventTurnEnd {
+					if ends++; ends == 2 {
+						break
+					}
+				}
+			}
+			c := <-resC
+			if want := b.Text + c.Text; text != want {
+				t.Fatalf("resumed after %s: %q, want %q", after, text, want)
+			}
+		})
+	}
+}
