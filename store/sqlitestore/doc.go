@@ -98,8 +98,10 @@
 // waits for it (indexing a turn's text cost more than the rest of the
 // turn) and never shares a commit with it. An append logs its entries in
 // table fts_log, in its own transaction; the indexer applies the log in
-// batches (512 entries, or what a Store finds when it opens), recording
-// in the index's own transaction how far it got, so that a crash of
+// batches (512 entries, or what a Store finds when it opens), once the
+// Store's appends pause for 10 ms (a burst of turns is indexed after it,
+// not beside it) or 2,048 entries wait, and at once after a delete,
+// recording in the index's own transaction how far it got, so that a crash of
 // either side neither loses nor repeats an entry; appends trim the log
 // behind it. Search reads the index's matches and, besides them, the
 // entries logged past that point, merged newest first, and checks them

@@ -73,8 +73,8 @@ const indexVersion = 1
 // schema this program does not know.
 var ErrIndexVersion = errors.New("sqlitestore: search index schema unknown to this program")
 
-// indexBatch is how many log rows this Store's appends add before they
-// wake the indexer (a variable for tests); a Store also catches up when it
+// indexBatch is how many log rows this Store's appends add before the
+// indexer is due (a variable for tests); a Store also catches up when it
 // opens and after a delete. FTS5 writes a segment per transaction and
 // merges segments as they pile up, so an index transaction of hundreds of
 // entries costs far less per entry than one of two; and each index commit
@@ -85,6 +85,14 @@ var ErrIndexVersion = errors.New("sqlitestore: search index schema unknown to th
 // by one: with the indexer off, a search took 1.0 ms with 128 of them in
 // the log and 1.6 ms with 512.
 var indexBatch = 512
+
+// indexIdle is how long a due indexer waits for this Store's appends to
+// pause before it indexes (a variable for tests); it waits no longer once
+// they have logged 4*indexBatch rows (indexing a burst of turns as it
+// comes took a third of the CPU of each of them, and a tenth of their
+// wall time on two cores: BenchmarkTurn, indexed against appends), nor
+// after a delete, whose text must leave the index file soon.
+var indexIdle = 10 * time.Millisecond
 
 // passRows bounds the log rows (or, while building, the entries) one index
 // transaction applies (a variable for tests).
@@ -104,10 +112,13 @@ type indexer struct {
 	path string
 
 	wake   chan struct{} // a buffered signal: there is work
+	opened chan struct{} // closed once the catch-up at opening ended (tests wait for it)
 	cancel context.CancelFunc
 	done   chan struct{}
 
 	logged  atomic.Int64 // log rows this Store's appends added since the indexer last looked
+	busy    atomic.Int64 // when this Store's newest append that logged rows returned (unix ns)
+	urgent  atomic.Bool  // a delete asked for a catch-up: no waiting for a pause
 	trimTo  atomic.Int64 // the log rows below this position are indexed, on disk
 	trimmed atomic.Int64 // the position appends last trimmed the log to
 
@@ -128,7 +139,7 @@ func (s *Store) openIndex(ctx context.Context, drv sqlDriver) error {
 	}
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxIdleTime(0)
-	ix := &indexer{s: s, db: db, path: path, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	ix := &indexer{s: s, db: db, path: path, wake: make(chan struct{}, 1), opened: make(chan struct{}), done: make(chan struct{})}
 	if err := ix.init(ctx); err != nil {
 		db.Close()
 		return err
@@ -227,9 +238,13 @@ func (ix *indexer) stop() error {
 }
 
 // noteLogged tells the indexer that an append logged n rows, and wakes it
-// once indexBatch have piled up.
+// once indexBatch have piled up (it then waits for a pause: waitIdle).
 func (ix *indexer) noteLogged(n int) {
-	if n > 0 && ix.logged.Add(int64(n)) >= int64(indexBatch) {
+	if n <= 0 {
+		return
+	}
+	ix.busy.Store(time.Now().UnixNano())
+	if ix.logged.Add(int64(n)) >= int64(indexBatch) {
 		ix.poke()
 	}
 }
@@ -252,7 +267,7 @@ func (ix *indexer) run(ctx context.Context) {
 	retry.Stop()
 	defer retry.Stop()
 	pause := time.Duration(0)
-	for {
+	for opening := true; ; opening = false {
 		if err := ix.catchUp(ctx); err != nil {
 			pause = min(max(2*pause, time.Second), time.Minute)
 			retry.Reset(pause)
@@ -260,11 +275,38 @@ func (ix *indexer) run(ctx context.Context) {
 			pause = 0
 			retry.Stop()
 		}
+		if opening {
+			close(ix.opened)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-ix.wake:
+			if !ix.waitIdle(ctx) {
+				return
+			}
 		case <-retry.C:
+		}
+	}
+}
+
+// waitIdle waits until this Store's appends have paused for indexIdle,
+// or have logged 4*indexBatch rows, or a delete asked for a catch-up; it
+// reports false when ctx ended.
+func (ix *indexer) waitIdle(ctx context.Context) bool {
+	t := time.NewTimer(indexIdle)
+	defer t.Stop()
+	for {
+		quiet := time.Since(time.Unix(0, ix.busy.Load()))
+		if quiet >= indexIdle || ix.urgent.Load() || ix.logged.Load() >= 4*int64(indexBatch) {
+			return true
+		}
+		t.Reset(indexIdle - quiet)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ix.wake: // a delete, or more logged
+		case <-t.C:
 		}
 	}
 }
@@ -272,6 +314,7 @@ func (ix *indexer) run(ctx context.Context) {
 // catchUp applies everything the index lacks, a pass at a time.
 func (ix *indexer) catchUp(ctx context.Context) error {
 	ix.logged.Store(0)
+	ix.urgent.Store(false)
 	var err error
 	for more := true; more && err == nil; {
 		more, err = ix.pass(ctx)
@@ -545,6 +588,7 @@ func (ix *indexer) err() error {
 // entries' text leaves the index file soon rather than at the next batch.
 func (s *Store) pokeIndex() {
 	if s.ix != nil {
+		s.ix.urgent.Store(true)
 		s.ix.poke()
 	}
 }

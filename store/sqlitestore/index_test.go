@@ -494,6 +494,46 @@ func TestIndexCaughtUpInBackground(t *testing.T) {
 	}
 }
 
+// TestIndexWaitsForAPause: a due indexer waits for the Store's appends
+// to pause, so that a burst of turns does not share the machine with
+// indexing them; it waits no longer once they have logged 4*indexBatch
+// rows, nor after a delete, whose text leaves the index at once.
+func TestIndexWaitsForAPause(t *testing.T) {
+	withIndexBatch(t, 4)
+	saved := indexIdle
+	t.Cleanup(func() { indexIdle = saved })
+	indexIdle = time.Hour // no pause comes
+	s := openTest(t)
+	<-s.ix.opened
+	ns := store.Namespace{Agent: "a"}
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	appendAll(t, s, ns.Key("g"), say("", at, "secret")...)
+	parcels := say("", at, "parcel 1", "parcel 2", "parcel 3", "parcel 4", "parcel 5", "parcel 6", "parcel 7",
+		"parcel 8", "parcel 9", "parcel 10", "parcel 11", "parcel 12", "parcel 13", "parcel 14", "parcel 15", "parcel 16")
+	appendAll(t, s, ns.Key("s"), parcels[:3]...) // due: 4 rows logged
+	time.Sleep(100 * time.Millisecond)
+	if n := len(indexed(t, s, "parcel")) + len(indexed(t, s, "secret")); n != 0 {
+		t.Fatalf("%d rows indexed while the appends had not paused", n)
+	}
+	appendAll(t, s, ns.Key("s"), parcels[3:15]...) // 16 rows: on with it
+	waitIndexed := func(word string, n int) {
+		t.Helper()
+		for len(indexed(t, s, word)) != n { // or the test's timeout
+			if err := s.ix.err(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitIndexed("parcel", 15)
+	waitIndexed("secret", 1)
+	appendAll(t, s, ns.Key("s"), parcels[15]) // the appends go on
+	if err := s.Delete(t.Context(), ns.Key("g")); err != nil {
+		t.Fatal(err)
+	}
+	waitIndexed("secret", 0)
+}
+
 // fixture copies testdata/NAME.db.gz, a database written by an earlier
 // version of this package, into the test's folder and returns its path.
 func fixture(t *testing.T, name string) string {
