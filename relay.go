@@ -972,7 +972,22 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, turns map[string]*st
 		if e.DecodeData(&d) != nil {
 			return nil
 		}
-		t.pending = slices.DeleteFunc(t.pending, func(a Approval) bool { return a.ID == d.ApprovalID })
+		// Allowed for the session, it decides the turn's other calls of
+		// that tool too: their decisions and results come next, and the
+		// run does not pause on them between.
+		i := slices.IndexFunc(t.pending, func(a Approval) bool { return a.ID == d.ApprovalID })
+		session := i >= 0 && d.Decision == transcript.VerdictAllow && d.Scope == transcript.ApprovalScopeSession
+		var tool string
+		if i >= 0 {
+			tool = t.pending[i].Tool
+		}
+		t.pending = slices.DeleteFunc(t.pending, func(a Approval) bool {
+			if a.ID == d.ApprovalID || session && a.Tool == tool {
+				t.calls[a.CallID] = true
+				return true
+			}
+			return false
+		})
 		t.calls[d.CallID] = true // its result comes next
 		if t.paused {
 			t.paused = false

@@ -1260,3 +1260,129 @@ func TestRelayResumeAfterStoredID(t *testing.T) {
 		})
 	}
 }
+
+// A turn that pauses on two calls of a tool, resumed by approving one of
+// them for the session (which decides the other too), runs on to its end
+// without pausing again. A watch that reads that run from the transcript
+// shows it so: not a pause after the first call's result (the other call
+// waiting, as though its decision were not in the transcript next) and
+// then a second start. That holds for a follower of a session without
+// notifications that read the pause and the resumed run as they were
+// stored, for one that resumes after the turn's stored start, and for
+// a follower in another process that lost every notification of
+// both runs (it reads them from the transcript when the next run
+// begins), whose "ended" run must be the resumed turn's end, not a pause.
+func TestStoredSessionApprovalNoPause(t *testing.T) {
+	relayWaits(t, syncWait, time.Hour) // no probe
+	save := tool.New("save", "Save a note.", func(ctx context.Context, a struct{ Text string }) (string, error) {
+		return "saved " + a.Text, nil
+	}, tool.RequireApproval())
+	const prompt = "/call save {\"Text\":\"milk\"}\n/call save {\"Text\":\"eggs\"}"
+	// ends collects each turn end's status and text from a watch, up to n.
+	ends := func(t *testing.T, seq iter.Seq2[Event, error], n int) []string {
+		t.Helper()
+		var got []string
+		text := ""
+		for ev, err := range seq {
+			if err != nil {
+				t.Error(err)
+				return got
+			}
+			text += ev.Text
+			if ev.Kind == EventTurnEnd {
+				got = append(got, string(ev.Result.Status)+": "+text)
+				text = ""
+				if len(got) == n {
+					break
+				}
+			}
+		}
+		return got
+	}
+	// run pauses the turn on both calls and approves the first for the
+	// session: it returns the pause and the resumed run's result.
+	run := func(t *testing.T, sess *Session) (paused, resumed *Result) {
+		t.Helper()
+		paused, err := sess.Send(t.Context(), prompt)
+		if err != nil || paused.Status != StatusAwaitingApproval || len(paused.Pending) != 2 {
+			t.Fatalf("Send = %+v, %v; want a pause on two calls", paused, err)
+		}
+		resumed, err = sess.Approve(t.Context(), paused.Pending[0].ID, transcript.ApprovalScopeSession)
+		if err != nil || resumed.Status != transcript.StatusOK {
+			t.Fatalf("Approve = %+v, %v; want the turn's end", resumed, err)
+		}
+		return paused, resumed
+	}
+	quietPair := func(t *testing.T) (runs, watches *Session) {
+		mem := memstore.New()
+		// Neither store has notifications: the watch reads the transcript.
+		ra, _ := New(Config{Store: struct{ store.Store }{mem}, Model: echo.New(), Tools: []*tool.Tool{save}})
+		wa, _ := New(Config{Store: struct{ store.Store }{mem}, Model: echo.New()})
+		runs, _ = ra.Session(t.Context(), "s")
+		watches, _ = wa.Session(t.Context(), "s")
+		return runs, watches
+	}
+
+	t.Run("follow through the transcript", func(t *testing.T) {
+		rs, ws := quietPair(t)
+		ready := make(chan struct{})
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		got := make(chan []string, 1)
+		go func() {
+			got <- ends(t, ws.Watch(ctx, WatchOptions{Follow: true, Ready: func() { close(ready) }}), 2)
+		}()
+		<-ready
+		paused, resumed := run(t, rs)
+		want := []string{string(StatusAwaitingApproval) + ": " + paused.Text, string(resumed.Status) + ": " + resumed.Text}
+		if g := <-got; !slices.Equal(g, want) {
+			t.Fatalf("the follower's turn ends: %q, want %q", g, want)
+		}
+	})
+
+	t.Run("after a stored id before the pause", func(t *testing.T) {
+		rs, ws := quietPair(t)
+		paused, resumed := run(t, rs)
+		// The watcher had the turn's start from the transcript.
+		after := EventID{Pos: 0, N: storedBase}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		want := []string{string(StatusAwaitingApproval) + ": " + paused.Text, string(resumed.Status) + ": " + resumed.Text}
+		if g := ends(t, ws.Watch(ctx, WatchOptions{After: after, Follow: true}), 2); !slices.Equal(g, want) {
+			t.Fatalf("a watch after %s: %q, want %q", after, g, want)
+		}
+	})
+
+	t.Run("follower lost both runs", func(t *testing.T) {
+		mem := memstore.New()
+		var hushed atomic.Int64 // runs before this position lose every notification
+		hushed.Store(math.MaxInt64)
+		lose := func(_ int, msg []byte) bool {
+			var m relayMsg
+			return json.Unmarshal(msg, &m) == nil && m.Pos < hushed.Load()
+		}
+		runs, err := New(Config{Store: &lostRun{basicNotifier: &basicNotifier{mem: mem}, lose: lose}, Model: echo.New(), Tools: []*tool.Tool{save}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		watches, err := New(Config{Store: &basicNotifier{mem: mem}, Model: echo.New()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, _ := watches.Session(t.Context(), "s")
+		texts := followTexts(t, other)
+		time.Sleep(syncWait + 200*time.Millisecond) // the first sync went unanswered: no run
+		rs, _ := runs.Session(t.Context(), "s")
+		paused, resumed := run(t, rs)
+		entries, err := rs.Transcript(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		hushed.Store(int64(len(entries))) // the next run is heard
+		next, err := rs.Send(t.Context(), "hi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantTexts(t, texts, paused.Text, resumed.Text, next.Text)
+	})
+}
