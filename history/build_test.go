@@ -356,10 +356,7 @@ func TestCallsWithoutIDs(t *testing.T) {
 		entry("T1", transcript.TypeTurnEnd, transcript.StatusOK, nil),
 		entry("T2", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "thanks"}),
 	}
-	id := func(n int) string {
-		sum := sha256.Sum256(fmt.Append(nil, "T1", transcript.TypeAssistantMessage, "\x00", n))
-		return fmt.Sprintf("call_%x", sum[:8])
-	}
+	id := func(n int) string { return namedCallID("T1"+string(transcript.TypeAssistantMessage), n) } // entry's id
 	want := []model.Message{
 		{Role: model.RoleUser, Content: "weather and time in Oslo?"},
 		{Role: model.RoleAssistant, ToolCalls: []transcript.ToolCall{
@@ -428,10 +425,7 @@ func TestCallsWithoutIDsApproved(t *testing.T) {
 		}
 		entries = append(entries, e)
 	}
-	id := func(n int) string {
-		sum := sha256.Sum256(fmt.Append(nil, "T1", transcript.TypeAssistantMessage, "\x00", n))
-		return fmt.Sprintf("call_%x", sum[:8])
-	}
+	id := func(n int) string { return namedCallID("T1"+string(transcript.TypeAssistantMessage), n) } // entry's id
 	want := []model.Message{
 		{Role: model.RoleUser, Content: "save milk, and the time?"},
 		{Role: model.RoleAssistant, ToolCalls: []transcript.ToolCall{
@@ -456,4 +450,11 @@ func TestCallsWithoutIDsApproved(t *testing.T) {
 	if got := decoded.Messages(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Builder given the decoded data\n got %+v\nwant %+v", got, want)
 	}
+}
+
+// namedCallID is the id the history gives the n-th call of assistant
+// message entry id when it was recorded without one (the package doc).
+func namedCallID(id string, n int) string {
+	sum := sha256.Sum256(fmt.Append(nil, id, "\x00", n))
+	return fmt.Sprintf("call_%x", sum[:8])
 }
