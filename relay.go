@@ -975,11 +975,10 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, turns map[string]*st
 		// Allowed for the session, it decides the turn's other calls of
 		// that tool too: their decisions and results come next, and the
 		// run does not pause on them between.
-		i := slices.IndexFunc(t.pending, func(a Approval) bool { return a.ID == d.ApprovalID })
-		session := i >= 0 && d.Decision == transcript.VerdictAllow && d.Scope == transcript.ApprovalScopeSession
-		var tool string
-		if i >= 0 {
-			tool = t.pending[i].Tool
+		session, tool := false, ""
+		if k := slices.IndexFunc(t.pending, func(a Approval) bool { return a.ID == d.ApprovalID }); k >= 0 {
+			session = d.Decision == transcript.VerdictAllow && d.Scope == transcript.ApprovalScopeSession
+			tool = t.pending[k].Tool
 		}
 		t.pending = slices.DeleteFunc(t.pending, func(a Approval) bool {
 			if a.ID == d.ApprovalID || session && a.Tool == tool {
