@@ -308,10 +308,22 @@ func (tb *tab) waitFor(what, cond string) {
 			if err != nil {
 				tb.t.Fatalf("waiting for %s: %v", what, err)
 			}
-			tb.t.Fatalf("waiting for %s: not after %v (%s)", what, stepTimeout, cond)
+			tb.t.Fatalf("waiting for %s: not after %v (%s); the page: %s", what, stepTimeout, cond, tb.where())
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
+}
+
+// where says where the page is, for a failure's message: its route, the
+// focused element and whether a turn runs.
+func (tb *tab) where() string {
+	ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(e => 'route ' + location.hash + ', focus ' + (e ? e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + String(e.className).trim().split(/\s+/).join('.') : '') : 'none') + ', running ' + document.getElementById('app')?.dataset.running)(document.activeElement)`))
+	if err != nil {
+		return err.Error()
+	}
+	return s
 }
 
 // poll evaluates a JavaScript expression until it gives a non-empty
@@ -413,12 +425,28 @@ func browser(t *testing.T) context.Context {
 // connection would. Everything else passes as is.
 func slowProxy(t *testing.T, upstream string, delay time.Duration, cutAfter int) string {
 	t.Helper()
+	slow := func(res *http.Response) error {
+		if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+			res.Body = &slowEvents{r: bufio.NewReader(res.Body), body: res.Body, delay: delay, left: cutAfter}
+		}
+		return nil
+	}
+	return proxyTo(t, upstream, slow, nil).URL
+}
+
+// proxyTo serves upstream through a reverse proxy that passes each
+// response on as it is read, through modify when it is not nil. handle,
+// when not nil, sees each request first, and passes it on with next or
+// answers it itself.
+func proxyTo(t *testing.T, upstream string, modify func(*http.Response) error, handle func(w http.ResponseWriter, r *http.Request, next http.Handler)) *httptest.Server {
+	t.Helper()
 	u, err := url.Parse(upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.FlushInterval = -1 // pass each event on as soon as it is read
+	rp.ModifyResponse = modify
 	errs := &spooltest.Buffer{}
 	rp.ErrorLog = log.New(errs, "", 0)
 	t.Cleanup(func() {
@@ -426,12 +454,6 @@ func slowProxy(t *testing.T, upstream string, delay time.Duration, cutAfter int)
 			t.Logf("proxy errors:\n%s", errs)
 		}
 	})
-	rp.ModifyResponse = func(res *http.Response) error {
-		if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-			res.Body = &slowEvents{r: bufio.NewReader(res.Body), body: res.Body, delay: delay, left: cutAfter}
-		}
-		return nil
-	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Read the request body before forwarding it: the proxy flushes
 		// the response header at once, after which a server's HTTP/1
@@ -443,6 +465,10 @@ func slowProxy(t *testing.T, upstream string, delay time.Duration, cutAfter int)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(b))
+		if handle != nil {
+			handle(w, r, rp)
+			return
+		}
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
@@ -452,7 +478,7 @@ func slowProxy(t *testing.T, upstream string, delay time.Duration, cutAfter int)
 		srv.CloseClientConnections()
 		srv.Close()
 	})
-	return srv.URL
+	return srv
 }
 
 // slowEvents reads an event stream one event at a time, waiting before

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,6 +21,7 @@ func testRobust(t *testing.T, b context.Context) {
 	t.Run("another session's turn at the same place", func(t *testing.T) { testOwnRunsPerSession(t, b) })
 	t.Run("back to a conversation whose answer streams", func(t *testing.T) { testBackToOwnRun(t, b) })
 	t.Run("stop shows the turn stopped", func(t *testing.T) { testStopRecorded(t, b) })
+	t.Run("a first answer cut off before its first event", func(t *testing.T) { testCutBeforeFirstEvent(t, b) })
 
 	// Regenerate and Edit refused by the server (a tool call waits for
 	// its approval) say why, and the conversation shows as it was. (The
@@ -104,14 +102,8 @@ func testRevealFails(t *testing.T, b context.Context) {
 		t.Fatalf("first message: %d %s", code, body)
 	}
 	// A proxy that fails the older pages (the requests with a cursor).
-	u, err := url.Parse(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.FlushInterval = -1
 	var failed atomic.Int64
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	proxy := proxyTo(t, srv.URL, nil, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
 		if strings.HasSuffix(r.URL.Path, "/messages") && r.URL.Query().Get("cursor") != "" {
 			failed.Add(1)
 			w.Header().Set("Content-Type", "application/json")
@@ -119,11 +111,7 @@ func testRevealFails(t *testing.T, b context.Context) {
 			w.Write([]byte(`{"error":{"code":"unavailable","message":"the store is down"}}`))
 			return
 		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		proxy.CloseClientConnections()
-		proxy.Close()
+		next.ServeHTTP(w, r)
 	})
 	tb := newTab(t, b, desktopW, desktopH, false)
 	tb.open(proxy.URL + "/#/c/long/m/" + page.Messages[0].ID)
@@ -196,21 +184,11 @@ func testBackToOwnRun(t *testing.T, b context.Context) {
 // the turn showed without its end, as if it had never been stopped.)
 func testStopRecorded(t *testing.T, b context.Context) {
 	srv := startServe(t, "", "--model", "echo:?delay=80ms")
-	u, err := url.Parse(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.FlushInterval = -1
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	proxy := proxyTo(t, srv.URL, nil, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
 		if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/stop") {
 			time.Sleep(500 * time.Millisecond)
 		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		proxy.CloseClientConnections()
-		proxy.Close()
+		next.ServeHTTP(w, r)
 	})
 	tb := newTab(t, b, desktopW, desktopH, false)
 	tb.open(proxy.URL + "/#/new")
@@ -227,5 +205,58 @@ func testStopRecorded(t *testing.T, b context.Context) {
 	id := strings.TrimPrefix(tb.hash(), "#/c/")
 	if got, want := tb.bodies("assistant"), srv.answers(t, id); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("after Stop the answers shown are %q, the transcript's %q", got, want)
+	}
+}
+
+// testCutBeforeFirstEvent: the first message of a new conversation,
+// whose answer's connection breaks after the response's headers, before
+// its first event (seen in CI: a proxy that dropped the stream). The
+// server runs the turn on, so the page shows the conversation and the
+// answer as stored. (The page learnt the new session's id only from
+// the "session" event: it showed the message failed, in a conversation
+// with no URL, while the server answered it.)
+func testCutBeforeFirstEvent(t *testing.T, b context.Context) {
+	srv := startServe(t, "", "--model", "echo:?delay=40ms")
+	var cut atomic.Bool
+	proxy := proxyTo(t, srv.URL, nil, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if r.Method != "POST" || r.URL.Path != "/chat" || !cut.CompareAndSwap(false, true) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// The answer's headers, and then the connection breaks.
+		out := r.Clone(context.WithoutCancel(r.Context()))
+		out.URL.Scheme, out.URL.Host, out.RequestURI = "http", strings.TrimPrefix(srv.URL, "http://"), ""
+		res, err := http.DefaultTransport.RoundTrip(out)
+		if err != nil {
+			t.Errorf("the cut /chat: %v", err)
+			return
+		}
+		res.Body.Close()
+		for k, v := range res.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(res.StatusCode)
+		w.(http.Flusher).Flush()
+		// The chunked body ends without its last chunk.
+		panic(http.ErrAbortHandler)
+	})
+	tb := newTab(t, b, desktopW, desktopH, false)
+	tb.open(proxy.URL + "/#/new")
+	tb.send("a first question " + strings.Repeat("with many words ", 10))
+	tb.waitFor("the conversation's address", `location.hash.startsWith('#/c/')`)
+	id := strings.TrimPrefix(tb.hash(), "#/c/")
+	tb.waitFor("the answer", `document.querySelectorAll('#messages .msg.assistant').length === 1`)
+	tb.waitIdle()
+	if !cut.Load() {
+		t.Fatal("the answer's stream was not cut")
+	}
+	if got, want := tb.bodies("assistant"), srv.answers(t, id); len(want) != 1 || strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("the answers shown are %q, the transcript's %q", got, want)
+	}
+	if got := tb.bodies("user"); len(got) != 1 {
+		t.Errorf("the questions shown are %q", got)
+	}
+	if n := eval[int](tb, `document.querySelectorAll('#messages li.notice.failed').length`); n != 0 {
+		t.Errorf("the conversation shows %d failures", n)
 	}
 }

@@ -202,7 +202,15 @@ export async function* chat(id, text, signal) {
   const body = { text };
   if (id) body.sessionId = id;
   const res = await request('POST', 'chat', { body, accept: 'text/event-stream', signal });
-  yield* events(res);
+  // The session's id comes in a header too, and is yielded from there at
+  // once: a stream that breaks off before its first event still names
+  // the session the server may be answering in.
+  const sse = (res.headers.get('Content-Type') || '').startsWith('text/event-stream');
+  const sid = sse && res.headers.get('X-Spool-Session-Id');
+  if (sid) yield { type: 'session', data: { sessionId: sid }, id: '' };
+  for await (const ev of events(res)) {
+    if (!(sid && ev.type === 'session')) yield ev;
+  }
 }
 
 // decide answers a pending approval ("allow" or "deny", scope "once" or
