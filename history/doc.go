@@ -82,6 +82,9 @@
 // Results without a callId answer such calls in order, each call taking
 // the first one left that names its tool or none: a call that waited on
 // an approval is answered after the message's calls that ran at once.
+// CallID gives the id, so that other views of a transcript (the server's
+// GET /api/chat/{id}) name such a call, and pair its approval and result
+// with it, as the history does.
 //
 // approval.request, approval.decision, session.mode, session.fork,
 // session.branch, session.compaction, governance.notice and assistant.turn_end entries are not

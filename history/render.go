@@ -201,13 +201,22 @@ func namedCalls(id string, calls []transcript.ToolCall) []transcript.ToolCall {
 		if out == nil {
 			out = slices.Clone(calls)
 		}
-		sum := sha256.Sum256([]byte(id + "\x00" + strconv.Itoa(j)))
-		out[j].ID = "call_" + hex.EncodeToString(sum[:8])
+		out[j].ID = CallID(id, j)
 	}
 	if out == nil {
 		return calls
 	}
 	return out
+}
+
+// CallID is the id the history sends for the call at index among the
+// calls of assistant message entryID when the call was recorded without
+// one: "call_" and 16 hex digits of the SHA-256 of entryID, a NUL and
+// index (see the package doc). Other views of a transcript name such a
+// call with it too, so that it is one call everywhere.
+func CallID(entryID string, index int) string {
+	sum := sha256.Sum256([]byte(entryID + "\x00" + strconv.Itoa(index)))
+	return "call_" + hex.EncodeToString(sum[:8])
 }
 
 // resultOf returns what the tool message answering call c says, and false

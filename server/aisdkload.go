@@ -106,10 +106,19 @@ func uiMessages(entries []transcript.Entry) []aiUIMessage {
 	out := []aiUIMessage{}
 	cur := -1                // the assistant message of the turn being read, in out
 	var tools map[string]int // its tool parts by call id
+	// Its calls recorded without an id (see history.CallID), in order:
+	// their parts, whether each has had its result, and the part of each
+	// approval asked for one.
+	var (
+		unnamed  []int
+		answered map[int]bool
+		asked    map[string]int
+	)
 	answer := func(turnID string) *aiUIMessage {
 		if cur < 0 || out[cur].ID != turnID {
 			out = append(out, aiUIMessage{ID: turnID, Role: "assistant", Parts: []aiUIPart{}, Metadata: &aiMetadata{}})
 			cur, tools = len(out)-1, map[string]int{}
+			unnamed, answered, asked = nil, map[int]bool{}, map[string]int{}
 		}
 		return &out[cur]
 	}
@@ -119,6 +128,21 @@ func uiMessages(entries []transcript.Entry) []aiUIMessage {
 			return &out[cur].Parts[j]
 		}
 		return nil
+	}
+	// firstUnnamed is the first part of a call without an id, of tool (any
+	// when empty), for which ok holds: what an approval or a result
+	// without a callId answers, as the history pairs them.
+	firstUnnamed := func(tool string, ok func(j int, p *aiUIPart) bool) (int, *aiUIPart) {
+		if cur < 0 {
+			return -1, nil
+		}
+		for _, j := range unnamed {
+			p := &out[cur].Parts[j]
+			if (tool == "" || p.Type == "tool-"+tool) && ok(j, p) {
+				return j, p
+			}
+		}
+		return -1, nil
 	}
 	for i, e := range entries {
 		if !br.ActiveFrom(e.TurnID, i) {
@@ -144,9 +168,14 @@ func uiMessages(entries []transcript.Entry) []aiUIMessage {
 				text := d.Text
 				m.Parts = append(m.Parts, aiUIPart{Type: "text", Text: &text, State: "done"})
 			}
-			for _, c := range d.ToolCalls {
-				tools[c.ID] = len(m.Parts)
-				m.Parts = append(m.Parts, aiUIPart{Type: "tool-" + c.Name, ToolCallID: c.ID, State: "input-available", Input: toolInput(c.Arguments)})
+			for j, c := range d.ToolCalls {
+				id := c.ID
+				if id == "" {
+					id = history.CallID(e.ID, j)
+					unnamed = append(unnamed, len(m.Parts))
+				}
+				tools[id] = len(m.Parts)
+				m.Parts = append(m.Parts, aiUIPart{Type: "tool-" + c.Name, ToolCallID: id, State: "input-available", Input: toolInput(c.Arguments)})
 			}
 			if d.Model != "" {
 				m.Metadata.Model = d.Model
@@ -159,7 +188,13 @@ func uiMessages(entries []transcript.Entry) []aiUIMessage {
 			if e.DecodeData(&d) != nil {
 				continue
 			}
-			if p := part(d.CallID); p != nil {
+			p := part(d.CallID)
+			if d.CallID == "" {
+				var j int
+				j, p = firstUnnamed(d.Tool, func(_ int, p *aiUIPart) bool { return p.Approval == nil })
+				asked[d.ApprovalID] = j
+			}
+			if p != nil {
 				p.State, p.Approval = "approval-requested", &aiStoredApproval{ID: d.ApprovalID}
 			}
 		case transcript.TypeApprovalDecision:
@@ -167,7 +202,11 @@ func uiMessages(entries []transcript.Entry) []aiUIMessage {
 			if e.DecodeData(&d) != nil {
 				continue
 			}
-			if p := part(d.CallID); p != nil && p.Approval != nil {
+			p := part(d.CallID)
+			if j, ok := asked[d.ApprovalID]; d.CallID == "" && ok && j >= 0 {
+				p = &out[cur].Parts[j]
+			}
+			if p != nil && p.Approval != nil {
 				allowed := d.Decision == transcript.VerdictAllow
 				p.State, p.Approval.Approved, p.Approval.Reason = "approval-responded", &allowed, d.Reason
 				if !allowed {
@@ -180,6 +219,11 @@ func uiMessages(entries []transcript.Entry) []aiUIMessage {
 				continue
 			}
 			p := part(d.CallID)
+			if d.CallID == "" {
+				var j int
+				j, p = firstUnnamed(d.Tool, func(j int, _ *aiUIPart) bool { return !answered[j] })
+				answered[j] = true
+			}
 			if p == nil || p.State == "output-denied" {
 				continue
 			}

@@ -2,9 +2,11 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/spool-go/spool/history"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -73,5 +75,69 @@ func TestUIMessagesTurnEnds(t *testing.T) {
 		if string(g) != string(ww) {
 			t.Errorf("message %d:\n got %s\nwant %s", i, g, ww)
 		}
+	}
+}
+
+// TestUIMessagesCallsWithoutIDs: a session recorded with tool calls that
+// have no id (an OpenAI-compatible server that streamed none, before the
+// openai package gave them one) reloads with a part for each call, named
+// as the history names it, each with its own result: the call that waited
+// on its approval is answered after the one that ran at once. (Every such
+// call was filed under the empty id: one part took the approval and every
+// result, the others none.)
+func TestUIMessagesCallsWithoutIDs(t *testing.T) {
+	now := time.Now()
+	var entries []transcript.Entry
+	add := func(typ transcript.Type, status transcript.Status, data any) transcript.Entry {
+		e, err := transcript.New(now, typ, "t1", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Status = status
+		entries = append(entries, e)
+		return e
+	}
+	add(transcript.TypeUserMessage, "", transcript.UserMessage{Text: "save milk and eggs, and the time?"})
+	asst := add(transcript.TypeAssistantMessage, "", transcript.AssistantMessage{ToolCalls: []transcript.ToolCall{
+		{Name: "save", Arguments: json.RawMessage(`{"text":"milk"}`)},
+		{Name: "local_time", Arguments: json.RawMessage(`{}`)},
+		{Name: "save", Arguments: json.RawMessage(`{"text":"eggs"}`)},
+	}})
+	add(transcript.TypeApprovalRequest, "", transcript.ApprovalRequest{ApprovalID: "a1", Tool: "save", Arguments: json.RawMessage(`{"text":"milk"}`)})
+	add(transcript.TypeApprovalRequest, "", transcript.ApprovalRequest{ApprovalID: "a2", Tool: "save", Arguments: json.RawMessage(`{"text":"eggs"}`)})
+	add(transcript.TypeToolResult, "", transcript.ToolResult{Tool: "local_time", Result: "noon"})
+	add(transcript.TypeApprovalDecision, "", transcript.ApprovalDecision{ApprovalID: "a1", Decision: transcript.VerdictAllow, Scope: transcript.ApprovalScopeOnce})
+	add(transcript.TypeToolResult, "", transcript.ToolResult{Tool: "save", Result: "saved milk"})
+	add(transcript.TypeApprovalDecision, "", transcript.ApprovalDecision{ApprovalID: "a2", Decision: transcript.VerdictDeny, Scope: transcript.ApprovalScopeOnce, Reason: "no eggs"})
+	add(transcript.TypeTurnEnd, transcript.StatusOK, transcript.TurnEnd{})
+
+	msgs := uiMessages(entries)
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages, want 2", len(msgs))
+	}
+	var got []string
+	for _, p := range msgs[1].Parts {
+		if p.Type == "step-start" {
+			continue
+		}
+		s := fmt.Sprintf("%s %s %s", p.Type, p.ToolCallID, p.State)
+		if p.Output != nil {
+			s += " " + *p.Output
+		}
+		if p.Approval != nil {
+			s += " " + p.Approval.ID
+			if p.Approval.Approved != nil {
+				s += fmt.Sprint(" approved=", *p.Approval.Approved)
+			}
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"tool-save " + history.CallID(asst.ID, 0) + " output-available saved milk a1 approved=true",
+		"tool-local_time " + history.CallID(asst.ID, 1) + " output-available noon",
+		"tool-save " + history.CallID(asst.ID, 2) + " output-denied a2 approved=false",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the tool parts:\n got %q\nwant %q", got, want)
 	}
 }
