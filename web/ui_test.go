@@ -456,10 +456,12 @@ func testKeyboardPhone(t *testing.T, b context.Context, srv *spoolServer) {
 		}
 		tb.do(key("O", "KeyO", 79, modCtrl|modShift))
 		// The hash changes at once and the prompt had the focus already:
-		// the empty conversation says the route ran (it focuses the
-		// prompt), so that it cannot take the focus from the search box
-		// after Ctrl+K.
-		tb.waitFor("a new conversation", `location.hash === '#/new' && document.activeElement?.id === 'prompt' && document.querySelectorAll('#messages .msg').length === 0`)
+		// the new conversation's placeholder says the route ran (it
+		// focuses the prompt), so that it cannot take the focus from the
+		// search box after Ctrl+K. (An empty message list does not: the
+		// stopped turn's conversation is read again once the stop is
+		// recorded, which empties the list first.)
+		tb.waitFor("a new conversation", `location.hash === '#/new' && document.activeElement?.id === 'prompt' && document.querySelectorAll('#messages .msg').length === 0 && !document.getElementById('empty').hidden && document.getElementById('empty').textContent === 'Send a message to start a conversation.'`)
 		tb.do(key("k", "KeyK", 75, modCtrl))
 		tb.waitFor("the search box", `document.activeElement?.id === 'search'`)
 
