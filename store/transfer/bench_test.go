@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool/internal/benchdata"
+	"github.com/spool-go/spool/internal/durable"
 	"github.com/spool-go/spool/internal/teststores"
 	"github.com/spool-go/spool/store/transfer"
 	"github.com/spool-go/spool/transcript"
@@ -87,8 +88,8 @@ func export(b *testing.B, sessions, total int) []byte {
 
 // fileFloor is what the disk allows an import of new sessions into the
 // file store: it creates a file for each of sessions, writes it its share
-// of size bytes and syncs it, 8 at a time as the file store's AppendBulk
-// does, then syncs the folder once. It returns entries (of total) a second.
+// of size bytes and syncs its data, 8 at a time as the file store's
+// AppendBulk does, then syncs the folder once (the same durable calls). It returns entries (of total) a second.
 func fileFloor(b *testing.B, size, sessions, total int) float64 {
 	dir := b.TempDir()
 	data := make([]byte, size/sessions)
@@ -103,7 +104,7 @@ func fileFloor(b *testing.B, size, sessions, total int) float64 {
 					_, err = f.Write(data)
 				}
 				if err == nil {
-					err = f.Sync()
+					err = durable.SyncData(f)
 				}
 				if err == nil {
 					err = f.Close()
@@ -119,12 +120,7 @@ func fileFloor(b *testing.B, size, sessions, total int) float64 {
 	}
 	close(next)
 	wg.Wait()
-	d, err := os.Open(dir)
-	if err == nil {
-		err = d.Sync()
-		d.Close()
-	}
-	if err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		b.Fatal(err)
 	}
 	return float64(total) / time.Since(start).Seconds()
