@@ -29,12 +29,12 @@ func Flush(s *Store) {
 	s.flush(all, true)
 }
 
-// Die makes s act as if its process had been killed: its writer lock goes,
-// with nothing more written (no deferred record either). s must not be
-// used after.
+// Die makes s act as if its process had been killed: its writer lock goes
+// and its files close, as the kernel closes a killed process's files, with
+// nothing more written (no deferred record either). s must not be used
+// after.
 func Die(s *Store) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.closed = true
 	s.hot.Store(nil)
 	if s.flushTimer != nil {
@@ -44,5 +44,14 @@ func Die(s *Store) {
 	if s.writer != nil {
 		unlockAndClose(s.writer.lock)
 		s.writer = nil
+	}
+	indexes := s.indexes
+	s.mu.Unlock()
+	s.handles.close()
+	for _, ix := range indexes {
+		ix.mu.Lock()
+		ix.dropped = true
+		ix.j.close()
+		ix.mu.Unlock()
 	}
 }
