@@ -56,14 +56,28 @@ type writeDB struct {
 }
 
 // begin begins a write transaction (BEGIN IMMEDIATE: see dataSource).
+// The caller rolls it back itself (see beginTx).
 func (db writeDB) begin(ctx context.Context) (*sql.Tx, error) {
 	var tx *sql.Tx
 	err := waitBusy(ctx, db.timeout, func() error {
 		var err error
-		tx, err = db.BeginTx(ctx, nil)
+		tx, err = beginTx(ctx, db.DB)
 		return err
 	})
 	return tx, err
+}
+
+// beginTx begins a transaction that ends only by the caller's Commit or
+// Rollback, which every caller defers. database/sql would otherwise roll
+// back a transaction whose context ends on a goroutine of its own, and
+// hold the connection until it is done: a Close returning meanwhile left
+// a connection open, whose close then wrote the database's files
+// (TestCloseStopsIndexer). The statements in it still end with ctx.
+func beginTx(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return db.BeginTx(context.WithoutCancel(ctx), nil)
 }
 
 // exec runs a write statement in a transaction of its own.

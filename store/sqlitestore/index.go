@@ -168,7 +168,7 @@ func (ix *indexer) init(ctx context.Context) error {
 	if !strings.EqualFold(mode, "wal") {
 		return ix.fail(fmt.Errorf("cannot use write-ahead logging (journal mode %q)", mode))
 	}
-	tx, err := ix.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one process creates it
+	tx, err := beginTx(ctx, ix.db) // BEGIN IMMEDIATE: one process creates it
 	if err != nil {
 		return ix.fail(err)
 	}
@@ -337,7 +337,7 @@ type indexState struct {
 // a time, each from where the last left off. It reports whether there is
 // more to do.
 func (ix *indexer) pass(ctx context.Context) (more bool, err error) {
-	tx, err := ix.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see dataSource
+	tx, err := beginTx(ctx, ix.db) // BEGIN IMMEDIATE: see dataSource
 	if err != nil {
 		return false, ix.fail(err)
 	}

@@ -443,7 +443,7 @@ func TestIndexStoresShareFile(t *testing.T) {
 
 // TestCloseStopsIndexer: Close ends a catch-up in progress, leaving the
 // index as its last committed pass left it, which the next Store
-// continues.
+// continues, and no connection to it open.
 func TestCloseStopsIndexer(t *testing.T) {
 	withPassRows(t, 16)
 	path := filepath.Join(t.TempDir(), "spool.db")
@@ -469,6 +469,12 @@ func TestCloseStopsIndexer(t *testing.T) {
 	case <-s.ix.done:
 	default:
 		t.Fatal("Close returned with the indexer running")
+	}
+	// Nor with a connection to the index still open: its pass's rollback
+	// done later, after which the connection's close writes the index
+	// file (a copy taken once Close returned could change under it).
+	if n := s.ix.db.Stats().OpenConnections; n != 0 {
+		t.Fatalf("Close returned with %d connections to the index open", n)
 	}
 	indexByHand = true
 	s = openAt(t, path)
