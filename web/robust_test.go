@@ -22,6 +22,7 @@ func testRobust(t *testing.T, b context.Context) {
 	t.Run("back to a conversation whose answer streams", func(t *testing.T) { testBackToOwnRun(t, b) })
 	t.Run("stop shows the turn stopped", func(t *testing.T) { testStopRecorded(t, b) })
 	t.Run("a first answer cut off before its first event", func(t *testing.T) { testCutBeforeFirstEvent(t, b) })
+	t.Run("a first answer cut off before its turn began", func(t *testing.T) { testCutBeforeTurnBegan(t, b) })
 
 	// Regenerate and Edit refused by the server (a tool call waits for
 	// its approval) say why, and the conversation shows as it was. (The
@@ -257,6 +258,56 @@ func testCutBeforeFirstEvent(t *testing.T, b context.Context) {
 	}
 	if got := tb.bodies("user"); len(got) != 1 {
 		t.Errorf("the questions shown are %q", got)
+	}
+	if n := eval[int](tb, `document.querySelectorAll('#messages li.notice.failed').length`); n != 0 {
+		t.Errorf("the conversation shows %d failures", n)
+	}
+}
+
+// testCutBeforeTurnBegan: the stream of a new conversation's first answer
+// breaks at once, and the page, looking for the conversation, finds no
+// session at first, as when the server has not begun the turn (its
+// session is stored then). The page looks again and shows the answer.
+// (It said "Conversation not found", while the server went on to answer.)
+func testCutBeforeTurnBegan(t *testing.T, b context.Context) {
+	srv := startServe(t, "")
+	var (
+		cut     atomic.Bool
+		id      atomic.Value // the cut answer's session id
+		missing atomic.Int32 // its message pages answered 404
+	)
+	const misses = 2
+	proxy := proxyTo(t, srv.URL, nil, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if r.Method == "POST" && r.URL.Path == "/chat" && cut.CompareAndSwap(false, true) {
+			next.ServeHTTP(headersOnly{w, func(h http.Header) { id.Store(h.Get("X-Spool-Session-Id")) }}, r)
+			return
+		}
+		// Until the page has asked for the messages a few times, the
+		// session's routes answer as they do before it is stored: the
+		// server's own 404, for an id it does not hold.
+		if sid, _ := id.Load().(string); sid != "" && missing.Load() < misses && strings.HasPrefix(r.URL.Path, "/v1/sessions/"+sid) {
+			if strings.HasSuffix(r.URL.Path, "/messages") {
+				missing.Add(1)
+			}
+			r.URL.Path = strings.Replace(r.URL.Path, sid, "not-stored-"+sid, 1)
+			r.URL.RawPath = ""
+		}
+		next.ServeHTTP(w, r)
+	})
+	tb := newTab(t, b, desktopW, desktopH, false)
+	tb.open(proxy.URL + "/#/new")
+	tb.send("hello")
+	tb.waitFor("the answer", `document.querySelectorAll('#messages .msg.assistant').length === 1`)
+	tb.waitIdle()
+	if n := missing.Load(); n != misses {
+		t.Fatalf("the page asked for the missing conversation's messages %d times, want %d", n, misses)
+	}
+	sid, _ := id.Load().(string)
+	if got, want := tb.bodies("assistant"), srv.answers(t, sid); len(want) != 1 || strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("the answers shown are %q, the transcript's %q", got, want)
+	}
+	if got := eval[string](tb, `document.title`); strings.Contains(got, "not found") {
+		t.Errorf("the page's title is %q", got)
 	}
 	if n := eval[int](tb, `document.querySelectorAll('#messages li.notice.failed').length`); n != 0 {
 		t.Errorf("the conversation shows %d failures", n)

@@ -52,9 +52,11 @@ const conv = new Conversation({
   },
   onOwn: () => follower.flush(),
   // A turn whose stream broke off is shown again from the transcript and
-  // followed from its run's beginning, as after a reload.
-  onLost: (id) => {
-    if (conv.id === id) openConversation(id, false);
+  // followed from its run's beginning, as after a reload. One that broke
+  // off before it began may still be waiting to: its session, when the
+  // turn is its first, is not stored until then.
+  onLost: (id, begun) => {
+    if (conv.id === id) openConversation(id, false, '', begun ? 0 : Date.now() + storeWait);
   },
 });
 // The open conversation shows the turns other tabs and devices start, as
@@ -191,7 +193,17 @@ function newConversation(focus) {
 
 const notShown = 'That message is not on the version of the conversation shown.';
 
-async function openConversation(id, focus, entryId) {
+// storeWait is how long a conversation whose first turn's stream broke off
+// before the turn began is looked for before the page says it is not
+// found: the server stores the session when the turn begins, which a busy
+// server may put off.
+const storeWait = 10000;
+
+// openConversation shows conversation id (focusing the composer when
+// focus is set, revealing message entryId when given). A conversation not
+// found is looked for again, less and less often, until the time waitUntil
+// (ms since the epoch; 0 to say at once that it is not found).
+async function openConversation(id, focus, entryId, waitUntil = 0, delay = 250) {
   app.dataset.pane = 'conversation';
   if (conv.id === id && entryId && !conv.missing) {
     // A search hit in the open conversation: no need to load it again.
@@ -220,6 +232,13 @@ async function openConversation(id, focus, entryId) {
     if (entryId && (await conv.reveal(entryId)) === false) announce(notShown);
   } catch (err) {
     if (err.name === 'AbortError' || conv.id !== id) return;
+    if (err.code === 'session_not_found' && Date.now() + delay < waitUntil) {
+      const gen = conv.gen;
+      await new Promise((r) => setTimeout(r, delay));
+      // Unless the page has moved on meanwhile.
+      if (conv.gen === gen && conv.id === id) openConversation(id, focus, entryId, waitUntil, Math.min(2 * delay, 2000));
+      return;
+    }
     updateComposer();
     if (handleError(err)) return;
     setTitle(err.code === 'session_not_found' ? 'Conversation not found' : 'Conversation');

@@ -284,10 +284,12 @@ export class Conversation {
     // ends: a follower of the session holds the events it cannot tell
     // apart from this tab's own until then.
     this.onOwn = onOwn;
-    // onLost is called with a session's id when this tab's stream of a
-    // turn there broke off before the turn's end: the turn goes on on the
-    // server, and showing the session again follows the rest (reset
-    // hands the run to the follower).
+    // onLost is called with a session's id, and whether the turn was
+    // seen to begin, when this tab's stream of a turn there broke off
+    // before the turn's end: the turn goes on on the server, and showing
+    // the session again follows the rest (reset hands the run to the
+    // follower). A first turn that was not seen to begin may not have
+    // stored its session yet.
     this.onLost = onLost;
     this.own = new Set(); // ids of the turns this tab streams itself
     // The runs this tab streams itself, by session and the position in
@@ -950,7 +952,7 @@ export class Conversation {
         this.refreshTurns();
       }
       if (id) this.onTurnEnd?.(id);
-      if (lost && id === this.id) this.onLost?.(id);
+      if (lost && id === this.id) this.onLost?.(id, started);
     }
   }
 
