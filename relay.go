@@ -615,9 +615,15 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 		}
 		after, inRun, step, probing = last, -1, nil, ""
 		heard = time.Now()
+		// What is known of the runs after it, oldest first, as
+		// flushKnown does: a later run waits for the one before it to
+		// end, never to be yielded in the middle of it.
 		for _, pos := range slices.Sorted(maps.Keys(known)) {
 			if !flush(pos) {
 				return false
+			}
+			if after.Pos < pos || inRun == pos {
+				break // not begun, or not ended
 			}
 		}
 		return true
@@ -799,6 +805,11 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 					keep(m.Pos, ev)
 				}
 				if !flush(m.Pos) {
+					return true
+				}
+				if inRun < 0 && !flushKnown() {
+					// The run ended: on with the later runs known, which
+					// waited for it (their notifications may all be in).
 					return true
 				}
 			case "snap":

@@ -1261,6 +1261,94 @@ func TestRelayResumeAfterStoredID(t *testing.T) {
 	}
 }
 
+// endGate is a memory store (it counts its listeners) whose first
+// notification of a run's end waits until gate is closed: the run's last
+// batch crosses the next run's, as two replicas' notifications may.
+type endGate struct {
+	*memstore.Store
+	gate chan struct{}
+	held atomic.Bool
+}
+
+func (n *endGate) Notify(ctx context.Context, k store.Key, msg []byte) error {
+	if bytes.HasPrefix(msg, []byte(`{"t":"ev"`)) && bytes.Contains(msg, []byte(`turn_end`)) && n.held.CompareAndSwap(false, true) {
+		<-n.gate
+	}
+	return n.Store.Notify(ctx, k, msg)
+}
+
+// A watcher that resumes in run A, which no process answers for any
+// more, while run B ran in one process and C in another, hears all of C
+// and B but for its end before its sync goes unanswered: it gets the rest
+// of A from the transcript, then B whole (its end comes late), then C.
+// It used to go on from B's part straight to C, and took B's end for
+// one of a run it was past.
+func TestRelayResumeCrossedEnd(t *testing.T) {
+	relayWaits(t, time.Second, time.Hour) // no probe
+	ctx := t.Context()
+	mem := memstore.New()
+	// quiet runs A and answers no sync: it has no notifications.
+	quiet, _ := New(Config{Store: struct{ store.Store }{mem}, Model: numberedModel{}})
+	late := &endGate{Store: mem, gate: make(chan struct{})}
+	var once sync.Once
+	release := func() { once.Do(func() { close(late.gate) }) }
+	t.Cleanup(release)
+	pb, _ := New(Config{Store: late, Model: numberedModel{}})
+	pc, _ := New(Config{Store: mem, Model: numberedModel{}})
+	pw, _ := New(Config{Store: mem, Model: numberedModel{}})
+	sq, _ := quiet.Session(ctx, "s")
+	a := streamAll(t, sq, "hi")
+	textA := ""
+	for _, ev := range a {
+		textA += ev.Text
+	}
+	after, _ := ParseEventID(a[1].ID)
+	sw, _ := pw.Session(ctx, "s")
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ready := make(chan struct{})
+	got := make(chan []string, 1)
+	go func() {
+		var ends []string
+		text := ""
+		for ev, err := range sw.Watch(wctx, WatchOptions{After: after, Follow: true, Ready: func() { close(ready) }}) {
+			if err != nil {
+				t.Error(err)
+				break
+			}
+			text += ev.Text
+			if ev.Kind == EventTurnEnd {
+				ends = append(ends, ev.TurnID+": "+text)
+				text = ""
+				if len(ends) == 1 {
+					// A's end, from the transcript once the sync went
+					// unanswered: B's end is on its way.
+					release()
+				}
+				if len(ends) == 3 {
+					break
+				}
+			}
+		}
+		got <- ends
+	}()
+	<-ready
+	// B and C run, and are heard, well within syncWait.
+	b := streamAll(t, func() *Session { s, _ := pb.Session(ctx, "s"); return s }(), "again")
+	c := streamAll(t, func() *Session { s, _ := pc.Session(ctx, "s"); return s }(), "more")
+	want := []string{a[0].TurnID + ": " + textA}
+	for _, evs := range [][]Event{b, c} {
+		text := ""
+		for _, ev := range evs {
+			text += ev.Text
+		}
+		want = append(want, evs[0].TurnID+": "+text)
+	}
+	if g := <-got; !slices.Equal(g, want) {
+		t.Fatalf("resumed after %s: turn ends %q, want %q", after, g, want)
+	}
+}
+
 // A turn that pauses on two calls of a tool, resumed by approving one of
 // them for the session (which decides the other too), runs on to its end
 // without pausing again. A watch that reads that run from the transcript
