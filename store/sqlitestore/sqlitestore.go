@@ -240,7 +240,12 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'
 // Path returns the absolute path of the database file.
 func (s *Store) Path() string { return s.path }
 
-// Close closes the database. It is safe to call more than once.
+// Close closes the database. It is safe to call more than once. It ends
+// the search indexer's pass in progress (rolled back; the next Store goes
+// on from the last committed one), and, called once the Store's other
+// operations have returned, it returns with every connection closed: the
+// database's files and the index's are then as the last committed
+// transactions left them, ready to be copied.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.live.Close()
