@@ -710,11 +710,22 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 				}
 			}
 		case <-tick.C:
-			if !resumed && time.Now().After(resumeBy) {
-				// No process keeps the run resumed in: on with the
-				// runs after it.
+			if synced && !resumed && time.Now().After(resumeBy) {
+				// A snap came (of a later run, from a process that never
+				// had the run resumed in), but no process keeps that
+				// run: the transcript has the rest of it, and of the
+				// runs up to the first one known after it, then on with
+				// those. (Without a snap, the timer reads it.)
 				resumed = true
-				if !flushKnown() {
+				st, _, err := s.storedStart(ctx, after)
+				if err != nil {
+					yield(Event{}, err)
+					return true
+				}
+				if next := slices.Sorted(maps.Keys(known)); follow && len(next) > 0 {
+					st.until = next[0]
+				}
+				if !fromTranscript(st, false) {
 					return true
 				}
 			}

@@ -1349,6 +1349,108 @@ func TestRelayResumeCrossedEnd(t *testing.T) {
 	}
 }
 
+// A watcher that resumes in run A, which no process answers for any
+// more, hears of run B, in another process, by a snap that lacks A: the
+// answer to a join sync, on a store that cannot count its listeners (B
+// began after the watch did), or to the watch's own sync, from B's
+// process, which never ran A (B runs when the watch begins). It gets the
+// rest of A from the transcript once syncWait passed, then B; without
+// Follow, the rest of A alone. It used to go on to B without A's rest
+// (the snap had synced the watch, so the transcript was not read).
+func TestRelayResumeSnapWithoutRun(t *testing.T) {
+	relayWaits(t, time.Second, time.Hour) // no probe
+	for _, c := range []struct {
+		name           string
+		counts, follow bool
+	}{
+		{"join snap", false, true},
+		{"B's snap", true, true},
+		{"B's snap without follow", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			mem := memstore.New()
+			st := func() store.Store {
+				if c.counts {
+					return mem
+				}
+				return &basicNotifier{mem: mem} // no listener count
+			}
+			// quiet runs A and answers no sync: it has no notifications.
+			quiet, _ := New(Config{Store: struct{ store.Store }{mem}, Model: numberedModel{}})
+			gate := make(chan struct{})
+			var once sync.Once
+			release := func() { once.Do(func() { close(gate) }) }
+			t.Cleanup(release)
+			pb, _ := New(Config{Store: st(), Model: gatedModel{gate}})
+			pw, _ := New(Config{Store: st(), Model: numberedModel{}})
+			sq, _ := quiet.Session(ctx, "s")
+			a := streamAll(t, sq, "hi")
+			textA := ""
+			for _, ev := range a {
+				textA += ev.Text
+			}
+			after, _ := ParseEventID(a[1].ID)
+			sb, _ := pb.Session(ctx, "s")
+			resB := make(chan *Result, 1)
+			runB := func() {
+				go func() {
+					res, err := sb.Send(ctx, "again")
+					if err != nil {
+						t.Error(err)
+					}
+					resB <- res
+				}()
+			}
+			if c.counts {
+				runB()
+				untilRunning(sb) // B runs, waiting on the gate after "hello wor"
+			}
+			sw, _ := pw.Session(ctx, "s")
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			ready := make(chan struct{})
+			got := make(chan []string, 1)
+			go func() {
+				var ends []string
+				text := ""
+				for ev, err := range sw.Watch(wctx, WatchOptions{After: after, Follow: c.follow, Ready: func() { close(ready) }}) {
+					if err != nil {
+						t.Error(err)
+						break
+					}
+					text += ev.Text
+					if ev.Kind == EventTurnEnd {
+						ends = append(ends, ev.TurnID+": "+text)
+						text = ""
+						if len(ends) == 2 {
+							break
+						}
+					}
+				}
+				if text != "" {
+					ends = append(ends, "(no end): "+text)
+				}
+				got <- ends
+			}()
+			<-ready
+			if !c.counts {
+				runB() // heard by its first events, then by the join's snap
+			}
+			// B ends after the watch's resume deadline.
+			time.AfterFunc(syncWait+500*time.Millisecond, release)
+			b := <-resB
+			want := []string{a[0].TurnID + ": " + textA}
+			if c.follow {
+				want = append(want, b.TurnID+": "+b.Text)
+			}
+			if g := <-got; !slices.Equal(g, want) {
+				t.Fatalf("resumed after %s: turn ends %q, want %q", after, g, want)
+			}
+		})
+	}
+}
+
 // A turn that pauses on two calls of a tool, resumed by approving one of
 // them for the session (which decides the other too), runs on to its end
 // without pausing again. A watch that reads that run from the transcript
