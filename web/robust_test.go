@@ -225,9 +225,8 @@ func testCutBeforeFirstEvent(t *testing.T, b context.Context) {
 			return
 		}
 		// The break comes once the turn is stored (its session exists):
-		// a break before that, with the turn still to begin, is left
-		// out, as the page then finds no session yet (see the note on
-		// issue 12).
+		// a break before that, with the turn still to begin, is
+		// testCutBeforeTurnBegan's.
 		stored := func(h http.Header) {
 			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 				// Not srv.do: its t.Fatal is for the test's goroutine.
