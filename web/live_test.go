@@ -98,6 +98,26 @@ func (tb *tab) streaming(what string) string {
 	return tb.poll(what, `document.querySelector('#messages .msg.assistant[aria-busy="true"] .body')?.textContent || ''`)
 }
 
+// waitStored waits until a tab shows a session's answers as the
+// transcript holds them, both read again each time: after a Stop the
+// view is read again once the stop's answer came, and until then shows
+// the answer as far as it streamed.
+func (tb *tab) waitStored(srv *spoolServer, session string) {
+	tb.t.Helper()
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		got, want := tb.bodies("assistant"), srv.answers(tb.t, session)
+		if slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.shot("timeout")
+			tb.t.Fatalf("the answers shown are %q, the transcript's %q, after %s; the page: %s", got, want, stepTimeout, tb.where())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // sameAsStored checks that a tab shows a session's answers exactly as
 // the transcript holds them, and each tool call and result once.
 func (tb *tab) sameAsStored(srv *spoolServer, session string, calls int) {
