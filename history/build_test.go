@@ -458,3 +458,83 @@ func namedCallID(id string, n int) string {
 	sum := sha256.Sum256(fmt.Append(nil, id, "\x00", n))
 	return fmt.Sprintf("call_%x", sum[:8])
 }
+
+// Two calls without an id of one tool both wait on an approval, and the
+// user decides the second first: deny it, then allow the first. The
+// agent records each decision followed by its call's result (the denial's
+// or the run's), so the results are not in the order of the calls: each
+// answers the call its approval request was for (the requests are made
+// in the order of the calls), not the first call of its tool without a
+// result. The model was told that the call it ran was denied, and the
+// denied one's result was the other call's.
+func TestCallsWithoutIDsDecidedOutOfOrder(t *testing.T) {
+	values := []any{
+		transcript.UserMessage{Text: "save milk and eggs"},
+		transcript.AssistantMessage{ToolCalls: []transcript.ToolCall{
+			{Name: "save", Arguments: json.RawMessage(`{"Text":"milk"}`)},
+			{Name: "save", Arguments: json.RawMessage(`{"Text":"eggs"}`)},
+		}},
+		transcript.ApprovalRequest{ApprovalID: "a1", Tool: "save", Arguments: json.RawMessage(`{"Text":"milk"}`)},
+		transcript.ApprovalRequest{ApprovalID: "a2", Tool: "save", Arguments: json.RawMessage(`{"Text":"eggs"}`)},
+		transcript.ApprovalDecision{ApprovalID: "a2", Decision: transcript.VerdictDeny, Scope: transcript.ApprovalScopeOnce, Reason: "no eggs"},
+		transcript.ToolResult{Tool: "save", Result: "the user denied this call: no eggs", IsError: true},
+		transcript.ApprovalDecision{ApprovalID: "a1", Decision: transcript.VerdictAllow, Scope: transcript.ApprovalScopeOnce},
+		transcript.ToolResult{Tool: "save", Result: "saved milk"},
+		nil,
+		transcript.UserMessage{Text: "thanks"},
+	}
+	types := []transcript.Type{transcript.TypeUserMessage, transcript.TypeAssistantMessage,
+		transcript.TypeApprovalRequest, transcript.TypeApprovalRequest,
+		transcript.TypeApprovalDecision, transcript.TypeToolResult, transcript.TypeApprovalDecision, transcript.TypeToolResult,
+		transcript.TypeTurnEnd, transcript.TypeUserMessage}
+	var entries []transcript.Entry
+	for i, v := range values {
+		turn, status := "T1", transcript.Status("")
+		if i == len(values)-1 {
+			turn = "T2"
+		}
+		if types[i] == transcript.TypeTurnEnd {
+			status = transcript.StatusOK
+		}
+		e := entry(turn, types[i], status, v)
+		if i > 1 {
+			e.ID = fmt.Sprint("e", i)
+		}
+		entries = append(entries, e)
+	}
+	id := func(n int) string { return namedCallID("T1"+string(transcript.TypeAssistantMessage), n) } // entry's id
+	want := []model.Message{
+		{Role: model.RoleUser, Content: "save milk and eggs"},
+		{Role: model.RoleAssistant, ToolCalls: []transcript.ToolCall{
+			{ID: id(0), Name: "save", Arguments: json.RawMessage(`{"Text":"milk"}`)},
+			{ID: id(1), Name: "save", Arguments: json.RawMessage(`{"Text":"eggs"}`)},
+		}},
+		{Role: model.RoleTool, Content: "saved milk", ToolCallID: id(0)},
+		{Role: model.RoleTool, Content: "error: the user denied this call: no eggs", ToolCallID: id(1)},
+		{Role: model.RoleUser, Content: "thanks"},
+	}
+	if got := Build(entries, Options{}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Build\n got %+v\nwant %+v", got, want)
+	}
+	b, decoded := NewBuilder(Options{}), NewBuilder(Options{})
+	for i, e := range entries {
+		b.Add(e)
+		decoded.AddDecoded(e, values[i])
+	}
+	if got := b.Messages(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Builder\n got %+v\nwant %+v", got, want)
+	}
+	if got := decoded.Messages(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Builder given the decoded data\n got %+v\nwant %+v", got, want)
+	}
+	// Decided, its result not yet recorded (the process stopped): the
+	// denial answers the call it was for, and the other still waits.
+	b = NewBuilder(Options{})
+	for _, e := range entries[:5] {
+		b.Add(e)
+	}
+	wantOpen := []model.Message{want[0], want[1], {Role: model.RoleTool, Content: "error: the user denied this call: no eggs", ToolCallID: id(1)}}
+	if got := b.Messages(); !reflect.DeepEqual(got, wantOpen) {
+		t.Fatalf("Builder, decided without a result\n got %+v\nwant %+v", got, wantOpen)
+	}
+}

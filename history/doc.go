@@ -82,6 +82,12 @@
 // Results without a callId answer such calls in order, each call taking
 // the first one left that names its tool or none: a call that waited on
 // an approval is answered after the message's calls that ran at once.
+// An approval request without a callId is for the first call without an
+// id of its tool, in the assistant message before it, that no request
+// is for yet (the agent asks in the order of the calls); the result
+// recorded right after the decision on it (or, without one, a deny)
+// answers that call, so that calls decided out of order each get their
+// own.
 // CallID gives the id, so that other views of a transcript (the server's
 // GET /api/chat/{id}) name such a call, and pair its approval and result
 // with it, as the history does.

@@ -14,8 +14,8 @@ import (
 type part struct {
 	text        string                // a user or assistant message's text; a tool result's content
 	calls       []transcript.ToolCall // an assistant message's calls
-	callID      string                // a tool result's or a decision's call
-	tool        string                // a tool result's tool, kept only when it has no callID
+	callID      string                // a tool result's, a decision's or an approval request's call
+	tool        string                // a tool result's or an approval request's tool, kept only when it has no callID
 	deny        bool                  // a decision that denies its call (and decodes)
 	reason      string                // a denial's reason
 	approvalID  string                // an approval request's or decision's id
@@ -90,6 +90,7 @@ func (b *Builder) part(i int) *part {
 		p.approvalID, p.hasApproval = approvalID(e.Data)
 	case transcript.TypeApprovalRequest:
 		p.approvalID, p.hasApproval = approvalID(e.Data)
+		p.callID, p.tool = requestCall(e.Data)
 	case transcript.TypeBranch:
 		p.branch = decodeBranch(e.Data)
 	case transcript.TypeCompaction:
@@ -119,6 +120,24 @@ func resultTool(data []byte) string {
 	}
 	_ = json.Unmarshal(data, &d)
 	return d.Tool
+}
+
+// requestCall returns the callId of approval request data and, when it
+// has none, its tool: a request for a call without an id is paired with
+// the call by its tool (see turn).
+func requestCall(data []byte) (callID, tool string) {
+	var d struct {
+		CallID string `json:"callId"`
+		Tool   string `json:"tool"`
+	}
+	if !fields(data, []string{"callId", "tool"}, []func(*scan) bool{readString(&d.CallID), readString(&d.Tool)}) {
+		d.CallID, d.Tool = "", ""
+		_ = json.Unmarshal(data, &d)
+	}
+	if d.CallID != "" {
+		return d.CallID, ""
+	}
+	return "", d.Tool
 }
 
 // resultContent is what the tool message of a result says: a failed call's
@@ -173,8 +192,12 @@ func partFromData(typ transcript.Type, data any) *part {
 			return p
 		}
 	case transcript.ApprovalRequest:
-		if typ == transcript.TypeApprovalRequest && utf8.ValidString(d.ApprovalID) {
-			return &part{approvalID: d.ApprovalID, hasApproval: d.ApprovalID != ""}
+		if typ == transcript.TypeApprovalRequest && utf8.ValidString(d.ApprovalID) && utf8.ValidString(d.CallID) && utf8.ValidString(d.Tool) {
+			p := &part{approvalID: d.ApprovalID, hasApproval: d.ApprovalID != "", callID: d.CallID}
+			if d.CallID == "" {
+				p.tool = d.Tool
+			}
+			return p
 		}
 	case *transcript.Compaction:
 		return partFromData(typ, *d)

@@ -153,14 +153,51 @@ func (r *renderer) user(text string) {
 func (r *renderer) turn(k int, until int32) {
 	b := r.b
 	results, denials := b.results[:0], b.denials[:0]
+	// The approval requests of calls without an id, each paired with the
+	// first such call of its tool, in the assistant message before it,
+	// not yet asked for (the agent asks in the order of the calls); and
+	// the call of the decision recorded last, until a result. The agent
+	// records a decision's result (the call's run or its denial) right
+	// after it: such a result answers that call, whatever the order the
+	// calls were decided in.
+	var (
+		asked   []askedCall
+		asst    = -1
+		decided = -1 // in asked
+	)
 	for i := range b.positions(k) {
 		switch b.entries[i].Type {
+		case transcript.TypeAssistantMessage:
+			asst = i
+		case transcript.TypeApprovalRequest:
+			if p := b.part(i); p.hasApproval && p.callID == "" && asst >= 0 {
+				asked = askFor(asked, p, asst, b.entries[asst].ID, b.part(asst).calls)
+			}
 		case transcript.TypeToolResult:
 			p := b.part(i)
-			results = append(results, toolResult{callID: p.callID, tool: p.tool, content: p.text})
+			r := toolResult{callID: p.callID, tool: p.tool, content: p.text}
+			if a := decided; p.callID == "" && a >= 0 && (p.tool == "" || p.tool == asked[a].tool) {
+				r.callID = asked[a].id
+			}
+			decided = -1
+			results = append(results, r)
 		case transcript.TypeApprovalDecision:
-			if p := b.part(i); p.deny {
-				denials = append(denials, denial{callID: p.callID, reason: p.reason})
+			p := b.part(i)
+			decided = -1
+			if p.hasApproval {
+				for a := range asked {
+					if asked[a].approval == p.approvalID {
+						decided = a
+						break
+					}
+				}
+			}
+			if p.deny {
+				d := denial{callID: p.callID, reason: p.reason}
+				if d.callID == "" && decided >= 0 {
+					d.callID = asked[decided].id
+				}
+				denials = append(denials, d)
 			}
 		}
 	}
@@ -176,7 +213,7 @@ func (r *renderer) turn(k int, until int32) {
 			calls := namedCalls(b.entries[i].ID, p.calls)
 			r.acc = append(r.acc, model.Message{Role: model.RoleAssistant, Content: p.text, ToolCalls: calls})
 			for j, c := range p.calls {
-				if content, ok := resultOf(results, denials, c, ended); ok {
+				if content, ok := resultOf(results, denials, c, calls[j].ID, ended); ok {
 					r.acc = append(r.acc, model.Message{Role: model.RoleTool, Content: content, ToolCallID: calls[j].ID})
 				}
 			}
@@ -219,14 +256,52 @@ func CallID(entryID string, index int) string {
 	return "call_" + hex.EncodeToString(sum[:8])
 }
 
+// askedCall is an approval request of a call without an id: the call's
+// tool, and the id the history sends it with.
+type askedCall struct {
+	approval, tool, id string
+	msg, index         int // the call's assistant message (its position) and place
+}
+
+// askFor pairs approval request p with the first call without an id of
+// its tool among calls, those of the assistant message at position msg
+// (entry id entryID), that no request in asked has, and returns asked
+// with it; asked unchanged when there is none.
+func askFor(asked []askedCall, p *part, msg int, entryID string, calls []transcript.ToolCall) []askedCall {
+next:
+	for j, c := range calls {
+		if c.ID != "" || c.Name != p.tool {
+			continue
+		}
+		for _, a := range asked {
+			if a.msg == msg && a.index == j {
+				continue next
+			}
+		}
+		return append(asked, askedCall{approval: p.approvalID, tool: p.tool, id: CallID(entryID, j), msg: msg, index: j})
+	}
+	return asked
+}
+
 // resultOf returns what the tool message answering call c says, and false
 // when the call has no answer yet (it runs, or waits on a person). A call
 // without an id is answered by the first result without a callId that
 // names its tool (or no tool): the calls of a message that need no
 // approval run at once, and those that wait on one are answered later, so
-// results are not in the order of their calls.
-func resultOf(results []toolResult, denials []denial, c transcript.ToolCall, ended bool) (string, bool) {
+// results are not in the order of their calls; a result that follows
+// the decision on the call's approval (named: the id it is sent with, see
+// turn) answers it first.
+func resultOf(results []toolResult, denials []denial, c transcript.ToolCall, named string, ended bool) (string, bool) {
 	id := c.ID
+	if id == "" {
+		// A result that follows the decision on the call's approval.
+		for i := range results {
+			if r := &results[i]; !r.used && r.callID == named {
+				r.used = true
+				return r.content, true
+			}
+		}
+	}
 	for i := range results {
 		if r := &results[i]; !r.used && r.callID == id && (id != "" || r.tool == "" || r.tool == c.Name) {
 			r.used = true
@@ -234,7 +309,7 @@ func resultOf(results []toolResult, denials []denial, c transcript.ToolCall, end
 		}
 	}
 	for _, d := range denials {
-		if d.callID == id {
+		if d.callID == id || (id == "" && d.callID == named) {
 			if d.reason == "" {
 				return "error: the user denied this call", true
 			}

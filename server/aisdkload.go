@@ -108,17 +108,21 @@ func uiMessages(entries []transcript.Entry) []aiUIMessage {
 	var tools map[string]int // its tool parts by call id
 	// Its calls recorded without an id (see history.CallID), in order:
 	// their parts, whether each has had its result, and the part of each
-	// approval asked for one.
+	// approval asked for one, and the part of the decision recorded last
+	// (-1 for none), until a result: the agent records a decision's result
+	// right after it, and it answers that call (as the history pairs it),
+	// whatever the order the calls were decided in.
 	var (
 		unnamed  []int
 		answered map[int]bool
 		asked    map[string]int
+		decided  = -1
 	)
 	answer := func(turnID string) *aiUIMessage {
 		if cur < 0 || out[cur].ID != turnID {
 			out = append(out, aiUIMessage{ID: turnID, Role: "assistant", Parts: []aiUIPart{}, Metadata: &aiMetadata{}})
 			cur, tools = len(out)-1, map[string]int{}
-			unnamed, answered, asked = nil, map[int]bool{}, map[string]int{}
+			unnamed, answered, asked, decided = nil, map[int]bool{}, map[string]int{}, -1
 		}
 		return &out[cur]
 	}
@@ -203,8 +207,9 @@ func uiMessages(entries []transcript.Entry) []aiUIMessage {
 				continue
 			}
 			p := part(d.CallID)
+			decided = -1
 			if j, ok := asked[d.ApprovalID]; d.CallID == "" && ok && j >= 0 {
-				p = &out[cur].Parts[j]
+				p, decided = &out[cur].Parts[j], j
 			}
 			if p != nil && p.Approval != nil {
 				allowed := d.Decision == transcript.VerdictAllow
@@ -220,10 +225,15 @@ func uiMessages(entries []transcript.Entry) []aiUIMessage {
 			}
 			p := part(d.CallID)
 			if d.CallID == "" {
-				var j int
-				j, p = firstUnnamed(d.Tool, func(j int, _ *aiUIPart) bool { return !answered[j] })
+				j := decided
+				if j >= 0 && cur >= 0 && (d.Tool == "" || out[cur].Parts[j].Type == "tool-"+d.Tool) {
+					p = &out[cur].Parts[j]
+				} else {
+					j, p = firstUnnamed(d.Tool, func(j int, _ *aiUIPart) bool { return !answered[j] })
+				}
 				answered[j] = true
 			}
+			decided = -1
 			if p == nil || p.State == "output-denied" {
 				continue
 			}

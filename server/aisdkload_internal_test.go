@@ -141,3 +141,68 @@ func TestUIMessagesCallsWithoutIDs(t *testing.T) {
 		t.Errorf("the tool parts:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestUIMessagesCallsWithoutIDsDecidedOutOfOrder: two calls without an id
+// of one tool wait on approvals, and the second is decided first (denied),
+// then the first (allowed). The agent records each decision with its
+// call's result right after it: the denial's result is the second call's,
+// and the run's the first's, as the history sends them. (Results went to
+// the first call of the tool without one: the allowed call showed the
+// denial, and its own result was dropped on the denied call.)
+func TestUIMessagesCallsWithoutIDsDecidedOutOfOrder(t *testing.T) {
+	now := time.Now()
+	var entries []transcript.Entry
+	add := func(typ transcript.Type, status transcript.Status, data any) transcript.Entry {
+		e, err := transcript.New(now, typ, "t1", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Status = status
+		entries = append(entries, e)
+		return e
+	}
+	add(transcript.TypeUserMessage, "", transcript.UserMessage{Text: "save milk and eggs"})
+	asst := add(transcript.TypeAssistantMessage, "", transcript.AssistantMessage{ToolCalls: []transcript.ToolCall{
+		{Name: "save", Arguments: json.RawMessage(`{"text":"milk"}`)},
+		{Name: "save", Arguments: json.RawMessage(`{"text":"eggs"}`)},
+	}})
+	add(transcript.TypeApprovalRequest, "", transcript.ApprovalRequest{ApprovalID: "a1", Tool: "save", Arguments: json.RawMessage(`{"text":"milk"}`)})
+	add(transcript.TypeApprovalRequest, "", transcript.ApprovalRequest{ApprovalID: "a2", Tool: "save", Arguments: json.RawMessage(`{"text":"eggs"}`)})
+	add(transcript.TypeApprovalDecision, "", transcript.ApprovalDecision{ApprovalID: "a2", Decision: transcript.VerdictDeny, Scope: transcript.ApprovalScopeOnce, Reason: "no eggs"})
+	add(transcript.TypeToolResult, "", transcript.ToolResult{Tool: "save", Result: "the user denied this call: no eggs", IsError: true})
+	add(transcript.TypeApprovalDecision, "", transcript.ApprovalDecision{ApprovalID: "a1", Decision: transcript.VerdictAllow, Scope: transcript.ApprovalScopeOnce})
+	add(transcript.TypeToolResult, "", transcript.ToolResult{Tool: "save", Result: "saved milk"})
+	add(transcript.TypeTurnEnd, transcript.StatusOK, transcript.TurnEnd{})
+
+	msgs := uiMessages(entries)
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages, want 2", len(msgs))
+	}
+	var got []string
+	for _, p := range msgs[1].Parts {
+		if p.Type == "step-start" {
+			continue
+		}
+		s := fmt.Sprintf("%s %s %s", p.Type, p.ToolCallID, p.State)
+		if p.Output != nil {
+			s += " " + *p.Output
+		}
+		if p.ErrorText != nil {
+			s += " error=" + *p.ErrorText
+		}
+		if p.Approval != nil {
+			s += " " + p.Approval.ID
+			if p.Approval.Approved != nil {
+				s += fmt.Sprint(" approved=", *p.Approval.Approved)
+			}
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"tool-save " + history.CallID(asst.ID, 0) + " output-available saved milk a1 approved=true",
+		"tool-save " + history.CallID(asst.ID, 1) + " output-denied a2 approved=false",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the tool parts:\n got %q\nwant %q", got, want)
+	}
+}
