@@ -1261,6 +1261,47 @@ func TestRelayResumeAfterStoredID(t *testing.T) {
 	}
 }
 
+// watchEnds watches s with opts (for up to 5 seconds) and returns once
+// the watch is ready; the channel it returns gets each turn's end the
+// watch yielded, as "turn id: its text", up to n of them, then "(no end):
+// text" for text after the last end. onEnd, when not nil, is called with
+// the number of ends after each.
+func watchEnds(t *testing.T, ctx context.Context, s *Session, opts WatchOptions, n int, onEnd func(int)) <-chan []string {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	t.Cleanup(cancel)
+	ready := make(chan struct{})
+	opts.Ready = func() { close(ready) }
+	got := make(chan []string, 1)
+	go func() {
+		var ends []string
+		text := ""
+		for ev, err := range s.Watch(wctx, opts) {
+			if err != nil {
+				t.Error(err)
+				break
+			}
+			text += ev.Text
+			if ev.Kind == EventTurnEnd {
+				ends = append(ends, ev.TurnID+": "+text)
+				text = ""
+				if onEnd != nil {
+					onEnd(len(ends))
+				}
+				if len(ends) == n {
+					break
+				}
+			}
+		}
+		if text != "" {
+			ends = append(ends, "(no end): "+text)
+		}
+		got <- ends
+	}()
+	<-ready
+	return got
+}
+
 // endGate is a memory store (it counts its listeners) whose first
 // notification of a run's end waits until gate is closed: the run's last
 // batch crosses the next run's, as two replicas' notifications may.
@@ -1304,35 +1345,13 @@ func TestRelayResumeCrossedEnd(t *testing.T) {
 	}
 	after, _ := ParseEventID(a[1].ID)
 	sw, _ := pw.Session(ctx, "s")
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	ready := make(chan struct{})
-	got := make(chan []string, 1)
-	go func() {
-		var ends []string
-		text := ""
-		for ev, err := range sw.Watch(wctx, WatchOptions{After: after, Follow: true, Ready: func() { close(ready) }}) {
-			if err != nil {
-				t.Error(err)
-				break
-			}
-			text += ev.Text
-			if ev.Kind == EventTurnEnd {
-				ends = append(ends, ev.TurnID+": "+text)
-				text = ""
-				if len(ends) == 1 {
-					// A's end, from the transcript once the sync went
-					// unanswered: B's end is on its way.
-					release()
-				}
-				if len(ends) == 3 {
-					break
-				}
-			}
+	got := watchEnds(t, ctx, sw, WatchOptions{After: after, Follow: true}, 3, func(n int) {
+		if n == 1 {
+			// A's end, from the transcript once the sync went
+			// unanswered: B's end is on its way.
+			release()
 		}
-		got <- ends
-	}()
-	<-ready
+	})
 	// B and C run, and are heard, well within syncWait.
 	b := streamAll(t, func() *Session { s, _ := pb.Session(ctx, "s"); return s }(), "again")
 	c := streamAll(t, func() *Session { s, _ := pc.Session(ctx, "s"); return s }(), "more")
@@ -1407,33 +1426,7 @@ func TestRelayResumeSnapWithoutRun(t *testing.T) {
 				untilRunning(sb) // B runs, waiting on the gate after "hello wor"
 			}
 			sw, _ := pw.Session(ctx, "s")
-			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			ready := make(chan struct{})
-			got := make(chan []string, 1)
-			go func() {
-				var ends []string
-				text := ""
-				for ev, err := range sw.Watch(wctx, WatchOptions{After: after, Follow: c.follow, Ready: func() { close(ready) }}) {
-					if err != nil {
-						t.Error(err)
-						break
-					}
-					text += ev.Text
-					if ev.Kind == EventTurnEnd {
-						ends = append(ends, ev.TurnID+": "+text)
-						text = ""
-						if len(ends) == 2 {
-							break
-						}
-					}
-				}
-				if text != "" {
-					ends = append(ends, "(no end): "+text)
-				}
-				got <- ends
-			}()
-			<-ready
+			got := watchEnds(t, ctx, sw, WatchOptions{After: after, Follow: c.follow}, 2, nil)
 			if !c.counts {
 				runB() // heard by its first events, then by the join's snap
 			}

@@ -410,6 +410,25 @@ func TestCallsWithoutIDsApproved(t *testing.T) {
 	}
 	types := []transcript.Type{transcript.TypeUserMessage, transcript.TypeAssistantMessage, transcript.TypeApprovalRequest,
 		transcript.TypeToolResult, transcript.TypeApprovalDecision, transcript.TypeToolResult, transcript.TypeTurnEnd, transcript.TypeUserMessage}
+	entries := twoTurns(values, types)
+	id := func(n int) string { return namedCallID("T1"+string(transcript.TypeAssistantMessage), n) } // entry's id
+	want := []model.Message{
+		{Role: model.RoleUser, Content: "save milk, and the time?"},
+		{Role: model.RoleAssistant, ToolCalls: []transcript.ToolCall{
+			{ID: id(0), Name: "save", Arguments: json.RawMessage(`{"Text":"milk"}`)},
+			{ID: id(1), Name: "local_time", Arguments: json.RawMessage(`{}`)},
+		}},
+		{Role: model.RoleTool, Content: "saved milk", ToolCallID: id(0)},
+		{Role: model.RoleTool, Content: "noon", ToolCallID: id(1)},
+		{Role: model.RoleUser, Content: "thanks"},
+	}
+	sameEveryWay(t, entries, values, want)
+}
+
+// twoTurns makes the entries of values, of types: turn T1 but for the
+// last, a turn T2, each entry after the first two with id "e" and its
+// place, and the turn end's status ok.
+func twoTurns(values []any, types []transcript.Type) []transcript.Entry {
 	var entries []transcript.Entry
 	for i, v := range values {
 		turn, status := "T1", transcript.Status("")
@@ -425,17 +444,13 @@ func TestCallsWithoutIDsApproved(t *testing.T) {
 		}
 		entries = append(entries, e)
 	}
-	id := func(n int) string { return namedCallID("T1"+string(transcript.TypeAssistantMessage), n) } // entry's id
-	want := []model.Message{
-		{Role: model.RoleUser, Content: "save milk, and the time?"},
-		{Role: model.RoleAssistant, ToolCalls: []transcript.ToolCall{
-			{ID: id(0), Name: "save", Arguments: json.RawMessage(`{"Text":"milk"}`)},
-			{ID: id(1), Name: "local_time", Arguments: json.RawMessage(`{}`)},
-		}},
-		{Role: model.RoleTool, Content: "saved milk", ToolCallID: id(0)},
-		{Role: model.RoleTool, Content: "noon", ToolCallID: id(1)},
-		{Role: model.RoleUser, Content: "thanks"},
-	}
+	return entries
+}
+
+// sameEveryWay checks that Build, a Builder, and a Builder given the
+// decoded values all make want of entries.
+func sameEveryWay(t *testing.T, entries []transcript.Entry, values []any, want []model.Message) {
+	t.Helper()
 	if got := Build(entries, Options{}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Build\n got %+v\nwant %+v", got, want)
 	}
@@ -487,21 +502,7 @@ func TestCallsWithoutIDsDecidedOutOfOrder(t *testing.T) {
 		transcript.TypeApprovalRequest, transcript.TypeApprovalRequest,
 		transcript.TypeApprovalDecision, transcript.TypeToolResult, transcript.TypeApprovalDecision, transcript.TypeToolResult,
 		transcript.TypeTurnEnd, transcript.TypeUserMessage}
-	var entries []transcript.Entry
-	for i, v := range values {
-		turn, status := "T1", transcript.Status("")
-		if i == len(values)-1 {
-			turn = "T2"
-		}
-		if types[i] == transcript.TypeTurnEnd {
-			status = transcript.StatusOK
-		}
-		e := entry(turn, types[i], status, v)
-		if i > 1 {
-			e.ID = fmt.Sprint("e", i)
-		}
-		entries = append(entries, e)
-	}
+	entries := twoTurns(values, types)
 	id := func(n int) string { return namedCallID("T1"+string(transcript.TypeAssistantMessage), n) } // entry's id
 	want := []model.Message{
 		{Role: model.RoleUser, Content: "save milk and eggs"},
@@ -513,23 +514,10 @@ func TestCallsWithoutIDsDecidedOutOfOrder(t *testing.T) {
 		{Role: model.RoleTool, Content: "error: the user denied this call: no eggs", ToolCallID: id(1)},
 		{Role: model.RoleUser, Content: "thanks"},
 	}
-	if got := Build(entries, Options{}); !reflect.DeepEqual(got, want) {
-		t.Fatalf("Build\n got %+v\nwant %+v", got, want)
-	}
-	b, decoded := NewBuilder(Options{}), NewBuilder(Options{})
-	for i, e := range entries {
-		b.Add(e)
-		decoded.AddDecoded(e, values[i])
-	}
-	if got := b.Messages(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("Builder\n got %+v\nwant %+v", got, want)
-	}
-	if got := decoded.Messages(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("Builder given the decoded data\n got %+v\nwant %+v", got, want)
-	}
+	sameEveryWay(t, entries, values, want)
 	// Decided, its result not yet recorded (the process stopped): the
 	// denial answers the call it was for, and the other still waits.
-	b = NewBuilder(Options{})
+	b := NewBuilder(Options{})
 	for _, e := range entries[:5] {
 		b.Add(e)
 	}

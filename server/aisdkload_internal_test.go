@@ -86,17 +86,8 @@ func TestUIMessagesTurnEnds(t *testing.T) {
 // call was filed under the empty id: one part took the approval and every
 // result, the others none.)
 func TestUIMessagesCallsWithoutIDs(t *testing.T) {
-	now := time.Now()
 	var entries []transcript.Entry
-	add := func(typ transcript.Type, status transcript.Status, data any) transcript.Entry {
-		e, err := transcript.New(now, typ, "t1", data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.Status = status
-		entries = append(entries, e)
-		return e
-	}
+	add := turnLog(t, &entries)
 	add(transcript.TypeUserMessage, "", transcript.UserMessage{Text: "save milk and eggs, and the time?"})
 	asst := add(transcript.TypeAssistantMessage, "", transcript.AssistantMessage{ToolCalls: []transcript.ToolCall{
 		{Name: "save", Arguments: json.RawMessage(`{"text":"milk"}`)},
@@ -111,27 +102,7 @@ func TestUIMessagesCallsWithoutIDs(t *testing.T) {
 	add(transcript.TypeApprovalDecision, "", transcript.ApprovalDecision{ApprovalID: "a2", Decision: transcript.VerdictDeny, Scope: transcript.ApprovalScopeOnce, Reason: "no eggs"})
 	add(transcript.TypeTurnEnd, transcript.StatusOK, transcript.TurnEnd{})
 
-	msgs := uiMessages(entries)
-	if len(msgs) != 2 {
-		t.Fatalf("%d messages, want 2", len(msgs))
-	}
-	var got []string
-	for _, p := range msgs[1].Parts {
-		if p.Type == "step-start" {
-			continue
-		}
-		s := fmt.Sprintf("%s %s %s", p.Type, p.ToolCallID, p.State)
-		if p.Output != nil {
-			s += " " + *p.Output
-		}
-		if p.Approval != nil {
-			s += " " + p.Approval.ID
-			if p.Approval.Approved != nil {
-				s += fmt.Sprint(" approved=", *p.Approval.Approved)
-			}
-		}
-		got = append(got, s)
-	}
+	got := toolParts(t, entries)
 	want := []string{
 		"tool-save " + history.CallID(asst.ID, 0) + " output-available saved milk a1 approved=true",
 		"tool-local_time " + history.CallID(asst.ID, 1) + " output-available noon",
@@ -150,17 +121,8 @@ func TestUIMessagesCallsWithoutIDs(t *testing.T) {
 // the first call of the tool without one: the allowed call showed the
 // denial, and its own result was dropped on the denied call.)
 func TestUIMessagesCallsWithoutIDsDecidedOutOfOrder(t *testing.T) {
-	now := time.Now()
 	var entries []transcript.Entry
-	add := func(typ transcript.Type, status transcript.Status, data any) transcript.Entry {
-		e, err := transcript.New(now, typ, "t1", data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.Status = status
-		entries = append(entries, e)
-		return e
-	}
+	add := turnLog(t, &entries)
 	add(transcript.TypeUserMessage, "", transcript.UserMessage{Text: "save milk and eggs"})
 	asst := add(transcript.TypeAssistantMessage, "", transcript.AssistantMessage{ToolCalls: []transcript.ToolCall{
 		{Name: "save", Arguments: json.RawMessage(`{"text":"milk"}`)},
@@ -174,6 +136,36 @@ func TestUIMessagesCallsWithoutIDsDecidedOutOfOrder(t *testing.T) {
 	add(transcript.TypeToolResult, "", transcript.ToolResult{Tool: "save", Result: "saved milk"})
 	add(transcript.TypeTurnEnd, transcript.StatusOK, transcript.TurnEnd{})
 
+	got := toolParts(t, entries)
+	want := []string{
+		"tool-save " + history.CallID(asst.ID, 0) + " output-available saved milk a1 approved=true",
+		"tool-save " + history.CallID(asst.ID, 1) + " output-denied a2 approved=false",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the tool parts:\n got %q\nwant %q", got, want)
+	}
+}
+
+// turnLog returns a function that adds an entry of turn t1, with the
+// status given, to *entries and returns it.
+func turnLog(t *testing.T, entries *[]transcript.Entry) func(transcript.Type, transcript.Status, any) transcript.Entry {
+	now := time.Now()
+	return func(typ transcript.Type, status transcript.Status, data any) transcript.Entry {
+		e, err := transcript.New(now, typ, "t1", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Status = status
+		*entries = append(*entries, e)
+		return e
+	}
+}
+
+// toolParts describes the tool parts of the answer of a one-turn session:
+// each part's type, call id and state, its output or error, and its
+// approval.
+func toolParts(t *testing.T, entries []transcript.Entry) []string {
+	t.Helper()
 	msgs := uiMessages(entries)
 	if len(msgs) != 2 {
 		t.Fatalf("%d messages, want 2", len(msgs))
@@ -198,11 +190,5 @@ func TestUIMessagesCallsWithoutIDsDecidedOutOfOrder(t *testing.T) {
 		}
 		got = append(got, s)
 	}
-	want := []string{
-		"tool-save " + history.CallID(asst.ID, 0) + " output-available saved milk a1 approved=true",
-		"tool-save " + history.CallID(asst.ID, 1) + " output-denied a2 approved=false",
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("the tool parts:\n got %q\nwant %q", got, want)
-	}
+	return got
 }
