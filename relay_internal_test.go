@@ -8,6 +8,7 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -1261,6 +1262,15 @@ func TestRelayResumeAfterStoredID(t *testing.T) {
 	}
 }
 
+// textOf is the text of events.
+func textOf(events []Event) string {
+	var b strings.Builder
+	for _, ev := range events {
+		b.WriteString(ev.Text)
+	}
+	return b.String()
+}
+
 // watchEnds watches s with opts (for up to 5 seconds) and returns once
 // the watch is ready; the channel it returns gets each turn's end the
 // watch yielded, as "turn id: its text", up to n of them, then "(no end):
@@ -1339,10 +1349,7 @@ func TestRelayResumeCrossedEnd(t *testing.T) {
 	pw, _ := New(Config{Store: mem, Model: numberedModel{}})
 	sq, _ := quiet.Session(ctx, "s")
 	a := streamAll(t, sq, "hi")
-	textA := ""
-	for _, ev := range a {
-		textA += ev.Text
-	}
+	textA := textOf(a)
 	after, _ := ParseEventID(a[1].ID)
 	sw, _ := pw.Session(ctx, "s")
 	got := watchEnds(t, ctx, sw, WatchOptions{After: after, Follow: true}, 3, func(n int) {
@@ -1357,11 +1364,7 @@ func TestRelayResumeCrossedEnd(t *testing.T) {
 	c := streamAll(t, func() *Session { s, _ := pc.Session(ctx, "s"); return s }(), "more")
 	want := []string{a[0].TurnID + ": " + textA}
 	for _, evs := range [][]Event{b, c} {
-		text := ""
-		for _, ev := range evs {
-			text += ev.Text
-		}
-		want = append(want, evs[0].TurnID+": "+text)
+		want = append(want, evs[0].TurnID+": "+textOf(evs))
 	}
 	if g := <-got; !slices.Equal(g, want) {
 		t.Fatalf("resumed after %s: turn ends %q, want %q", after, g, want)
@@ -1405,10 +1408,7 @@ func TestRelayResumeSnapWithoutRun(t *testing.T) {
 			pw, _ := New(Config{Store: st(), Model: numberedModel{}})
 			sq, _ := quiet.Session(ctx, "s")
 			a := streamAll(t, sq, "hi")
-			textA := ""
-			for _, ev := range a {
-				textA += ev.Text
-			}
+			textA := textOf(a)
 			after, _ := ParseEventID(a[1].ID)
 			sb, _ := pb.Session(ctx, "s")
 			resB := make(chan *Result, 1)
