@@ -44,8 +44,10 @@
 // A turn that was already running when the conversation opened (or was
 // reloaded, or left and opened again while a turn the tab sent ran, or
 // whose stream from the tab broke off before its end: the conversation
-// is then opened again), or that resumes after an approval answered
-// elsewhere,
+// is then opened again; a new conversation whose first turn was not seen
+// to begin, and so may not be stored yet, is looked for again for up to
+// 10 s before the page says it is not found), or that resumes after an
+// approval answered elsewhere,
 // streams on from what the page holds: the follow stream starts at the
 // running run's beginning, and at its first event what the page showed
 // of that run from the transcript goes (everything after the question
