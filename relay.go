@@ -930,9 +930,30 @@ type storedTurn struct {
 	texts   []string                    // the answer, step by step (since the pause, after one)
 	usage   transcript.Usage            // what its steps used
 	calls   map[string]bool             // calls of its newest step not yet answered (a request or a result)
+	unnamed int                         // those calls without an id (a request or a result without a callId answers one)
 	pending []Approval                  // approvals requested and not decided
 	paused  bool                        // its pause was yielded, and no decision came since
 	notice  transcript.GovernanceNotice // its governance notice (Result.Notice, NoticeKind)
+}
+
+// await counts call id of t's newest step (or one decided) as not yet
+// answered. Calls without an id are counted, not named: a step's two such
+// calls are two, each answered by a request or a result without a callId.
+func (t *storedTurn) await(id string) {
+	if id == "" {
+		t.unnamed++
+		return
+	}
+	t.calls[id] = true
+}
+
+// answer counts call id as answered (by an approval request or a result).
+func (t *storedTurn) answer(id string) {
+	if id == "" {
+		t.unnamed = max(t.unnamed-1, 0)
+		return
+	}
+	delete(t.calls, id)
 }
 
 // storedEvents are the events entry e, at index i of the transcript,
@@ -975,8 +996,9 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, turns map[string]*st
 			t.usage = t.usage.Add(*m.Usage)
 		}
 		clear(t.calls)
+		t.unnamed = 0
 		for _, c := range m.ToolCalls {
-			t.calls[c.ID] = true
+			t.await(c.ID)
 			add(Event{Kind: EventToolCall, ToolCall: &c})
 		}
 		add(Event{Kind: EventStepEnd})
@@ -986,7 +1008,7 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, turns map[string]*st
 			return nil
 		}
 		a := Approval{ID: r.ApprovalID, CallID: r.CallID, Tool: r.Tool, Arguments: r.Arguments, TurnID: e.TurnID, Requested: e.Timestamp}
-		delete(t.calls, r.CallID)
+		t.answer(r.CallID)
 		t.pending = append(t.pending, a)
 		add(Event{Kind: EventApprovalRequest, Approval: &a})
 	case transcript.TypeApprovalDecision:
@@ -1004,12 +1026,14 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, turns map[string]*st
 		}
 		t.pending = slices.DeleteFunc(t.pending, func(a Approval) bool {
 			if a.ID == d.ApprovalID || session && a.Tool == tool {
-				t.calls[a.CallID] = true
+				t.await(a.CallID)
 				return true
 			}
 			return false
 		})
-		t.calls[d.CallID] = true // its result comes next
+		if d.CallID != "" {
+			t.calls[d.CallID] = true // its result comes next
+		}
 		if t.paused {
 			t.paused = false
 			add(Event{Kind: EventTurnStart})
@@ -1019,7 +1043,7 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, turns map[string]*st
 		if e.DecodeData(&r) != nil {
 			return nil
 		}
-		delete(t.calls, r.CallID)
+		t.answer(r.CallID)
 		add(Event{Kind: EventToolResult, ToolResult: &r})
 	case transcript.TypeGovernanceNotice:
 		// The run writes it with the turn's end, whose Result carries
@@ -1041,7 +1065,7 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, turns map[string]*st
 		add(Event{Kind: EventTurnEnd, Result: res})
 		return evs
 	}
-	if !t.paused && len(t.pending) > 0 && len(t.calls) == 0 {
+	if !t.paused && len(t.pending) > 0 && len(t.calls) == 0 && t.unnamed == 0 {
 		t.paused = true
 		res := &Result{SessionID: s.key.ID, TurnID: e.TurnID, Status: StatusAwaitingApproval, Text: strings.Join(t.texts, "\n\n"),
 			Usage: t.usage, Model: s.a.modelName, Pending: slices.Clone(t.pending)}
