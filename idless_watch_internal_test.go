@@ -149,12 +149,7 @@ func TestWatchStoredIDlessCallsDecidedOutOfOrder(t *testing.T) {
 		`tool_result "" save: milk`,
 		"turn_end ok",
 	}
-	if fmt.Sprint(live) != fmt.Sprint(want) {
-		t.Fatalf("live events:\n got %q\nwant %q", live, want)
-	}
-	if got := storedCallEvents(t, s); fmt.Sprint(got) != fmt.Sprint(live) {
-		t.Fatalf("events read from the transcript:\n got %q\nwant %q (live)", got, live)
-	}
+	sameLiveAndStored(t, s, live, want)
 }
 
 // TestWatchStoredIDlessCallsAllowedForTheSession: of three calls without
@@ -186,6 +181,13 @@ func TestWatchStoredIDlessCallsAllowedForTheSession(t *testing.T) {
 		`tool_result "" send: bread`,
 		"turn_end ok",
 	}
+	sameLiveAndStored(t, s, live, want)
+}
+
+// sameLiveAndStored checks that the run's live events are want, and that
+// a watcher reading the run back from s's transcript gets them too.
+func sameLiveAndStored(t *testing.T, s *Session, live, want []string) {
+	t.Helper()
 	if fmt.Sprint(live) != fmt.Sprint(want) {
 		t.Fatalf("live events:\n got %q\nwant %q", live, want)
 	}
