@@ -14,8 +14,9 @@ import (
 )
 
 // idlessModel answers the first request with two calls of delete_order
-// that have no id (an OpenAI-compatible server that streams none), and
-// every later one with text, keeping the tool messages it was sent.
+// that have no id (a model of the caller's, or a server that streams
+// none), and every later one with text, keeping the tool messages it was
+// sent.
 type idlessModel struct {
 	mu    sync.Mutex
 	n     int
@@ -50,12 +51,15 @@ func (m *idlessModel) Stream(ctx context.Context, req *model.Request) iter.Seq2[
 	}
 }
 
-// TestIDlessCallsDecidedOutOfOrder: two calls without an id of one tool
-// wait on approvals; the second is denied first, then the first allowed.
-// The runtime runs the call allowed (order 1) and not the one denied, and
-// the next request sends each result with the call it was for: the
-// history paired the results in their order, so the run's went to the
-// denied call and the denial to the call that ran.
+// TestIDlessCallsDecidedOutOfOrder: a model streams two calls of one tool
+// without an id, which wait on approvals; the second is denied first,
+// then the first allowed. The runtime gives each call an id of its own,
+// which its approval names; it runs the call allowed (order 1) and not
+// the one denied, and the next request sends each result with the call it
+// was for. (Recorded without ids, the history paired the results in their
+// order, so the run's went to the denied call and the denial to the call
+// that ran; history.TestCallsWithoutIDsDecidedOutOfOrder keeps such
+// transcripts right.)
 func TestIDlessCallsDecidedOutOfOrder(t *testing.T) {
 	ctx := t.Context()
 	var ran atomic.Int32
@@ -66,8 +70,9 @@ func TestIDlessCallsDecidedOutOfOrder(t *testing.T) {
 	if err != nil || len(res.Pending) != 2 {
 		t.Fatalf("Send = %+v, %v; want two pending approvals", res, err)
 	}
-	if res.Pending[0].CallID != "" || !strings.Contains(string(res.Pending[0].Arguments), "1") || !strings.Contains(string(res.Pending[1].Arguments), "2") {
-		t.Fatalf("pending = %+v, want order 1's then order 2's, without call ids", res.Pending)
+	if p := res.Pending; !strings.HasPrefix(p[0].CallID, "call_") || !strings.HasPrefix(p[1].CallID, "call_") || p[0].CallID == p[1].CallID ||
+		!strings.Contains(string(p[0].Arguments), "1") || !strings.Contains(string(p[1].Arguments), "2") {
+		t.Fatalf("pending = %+v, want order 1's then order 2's, each with a call id of its own", res.Pending)
 	}
 	if _, err := s.Deny(ctx, res.Pending[1].ID, "keep 2"); err != nil {
 		t.Fatal(err)
@@ -85,7 +90,10 @@ func TestIDlessCallsDecidedOutOfOrder(t *testing.T) {
 		t.Fatalf("the last request's calls = %+v, want two", m.calls)
 	}
 	want := map[string]string{"1": "deleted order 1", "2": "error: the user denied this call: keep 2"}
-	for _, c := range m.calls {
+	for i, c := range m.calls {
+		if c.ID != res.Pending[i].CallID {
+			t.Errorf("call %d is sent with id %q, its approval named %q", i, c.ID, res.Pending[i].CallID)
+		}
 		order := strings.Trim(strings.TrimPrefix(string(c.Arguments), `{"order":`), "}")
 		if got := m.tools[c.ID]; c.ID == "" || got != want[order] {
 			t.Errorf("call %s (order %s) was sent %q, want %q", c.ID, order, got, want[order])

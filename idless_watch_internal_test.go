@@ -2,8 +2,11 @@ package spool
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
+	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -15,8 +18,8 @@ import (
 )
 
 // idlessCalls answers the first request with its calls, which have no
-// id (an OpenAI-compatible server that streams none), and every later
-// one with "done".
+// id (a model of the caller's, or a server that streams none), and every
+// later one with "done".
 type idlessCalls struct {
 	calls []transcript.ToolCall
 	n     atomic.Int32
@@ -184,14 +187,102 @@ func TestWatchStoredIDlessCallsAllowedForTheSession(t *testing.T) {
 	sameLiveAndStored(t, s, live, want)
 }
 
-// sameLiveAndStored checks that the run's live events are want, and that
-// a watcher reading the run back from s's transcript gets them too.
+// sameLiveAndStored checks that the run's live events are want but for
+// the ids the runtime gave its calls (want names none), that a watcher
+// reading the run back from s's transcript gets them, and that one
+// reading the same transcript recorded without call ids (as spool
+// recorded a model's calls without one before it gave them ids, and as
+// other programs may) gets them without the ids.
 func sameLiveAndStored(t *testing.T, s *Session, live, want []string) {
 	t.Helper()
-	if fmt.Sprint(live) != fmt.Sprint(want) {
-		t.Fatalf("live events:\n got %q\nwant %q", live, want)
+	if got := blankCallIDs(t, live); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("live events, call ids blanked:\n got %q\nwant %q", got, want)
 	}
 	if got := storedCallEvents(t, s); fmt.Sprint(got) != fmt.Sprint(live) {
 		t.Fatalf("events read from the transcript:\n got %q\nwant %q (live)", got, live)
+	}
+	if got := storedCallEvents(t, recordedWithoutIDs(t, s)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events read from the transcript recorded without call ids:\n got %q\nwant %q", got, want)
+	}
+}
+
+// callIDs are the ids the runtime gives calls a model streamed without
+// one.
+var callIDs = regexp.MustCompile(`"call_[A-Z0-9]+"`)
+
+// blankCallIDs is events with the call ids the runtime gave left out.
+func blankCallIDs(t *testing.T, events []string) []string {
+	t.Helper()
+	out := make([]string, len(events))
+	for i, ev := range events {
+		if strings.Contains(ev, `""`) {
+			t.Fatalf("a live event names a call without an id: %s", ev)
+		}
+		out[i] = callIDs.ReplaceAllString(ev, `""`)
+	}
+	return out
+}
+
+// recordedWithoutIDs returns a session, on a store of its own, whose
+// transcript is s's with every call id left out: the calls' ids, and the
+// callId of their approval requests, decisions and results.
+func recordedWithoutIDs(t *testing.T, s *Session) *Session {
+	t.Helper()
+	ctx := t.Context()
+	entries, err := s.Transcript(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memstore.New()
+	for _, e := range entries {
+		var v any
+		switch e.Type {
+		case transcript.TypeAssistantMessage:
+			var d transcript.AssistantMessage
+			mustDecode(t, e, &d)
+			for i := range d.ToolCalls {
+				d.ToolCalls[i].ID = ""
+			}
+			v = d
+		case transcript.TypeApprovalRequest:
+			var d transcript.ApprovalRequest
+			mustDecode(t, e, &d)
+			d.CallID = ""
+			v = d
+		case transcript.TypeApprovalDecision:
+			var d transcript.ApprovalDecision
+			mustDecode(t, e, &d)
+			d.CallID = ""
+			v = d
+		case transcript.TypeToolResult:
+			var d transcript.ToolResult
+			mustDecode(t, e, &d)
+			d.CallID = ""
+			v = d
+		}
+		if v != nil {
+			if e.Data, err = json.Marshal(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := mem.Append(ctx, s.key, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := New(Config{Name: s.key.Agent, Store: mem, Model: &idlessCalls{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := a.Session(ctx, s.key.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bare
+}
+
+func mustDecode(t *testing.T, e transcript.Entry, v any) {
+	t.Helper()
+	if err := e.DecodeData(v); err != nil {
+		t.Fatal(err)
 	}
 }

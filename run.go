@@ -2,6 +2,7 @@ package spool
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -377,6 +378,13 @@ func (r *run) read(ctx context.Context, req *model.Request) {
 			}
 		case model.EventToolCall:
 			c := ev.ToolCall
+			if c.ID == "" {
+				// A call the model gave no id (a model of the caller's,
+				// or a server that streams none) gets one, so that its
+				// events, its approval, its result and the history all
+				// name it the same way.
+				c.ID = newCallID()
+			}
 			c.Arguments = storableArguments(c.Arguments)
 			r.out.calls = append(r.out.calls, c)
 			r.emit(Event{Kind: EventToolCall, ToolCall: &c})
@@ -390,6 +398,10 @@ func (r *run) read(ctx context.Context, req *model.Request) {
 		}
 	}
 }
+
+// newCallID returns an id for a tool call the model streamed without one,
+// of the form OpenAI's are.
+func newCallID() string { return "call_" + rand.Text() }
 
 // streamText is the room a step's text gets at first: a short answer
 // without growing the buffer as its deltas come.

@@ -62,7 +62,9 @@ const (
 	// EventText carries a piece of the answer's text in Text.
 	EventText EventKind = iota + 1
 	// EventToolCall carries one complete tool call in ToolCall, its
-	// arguments assembled from however many chunks the provider sent.
+	// arguments assembled from however many chunks the provider sent. A
+	// call without an ID is given one by the runtime before it is
+	// streamed on or recorded.
 	EventToolCall
 	// EventUsage carries token counts in Usage. Providers may send it more
 	// than once; the counts are totals for the response so far, and the
