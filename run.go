@@ -2,7 +2,6 @@ package spool
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -383,7 +382,7 @@ func (r *run) read(ctx context.Context, req *model.Request) {
 				// or a server that streams none) gets one, so that its
 				// events, its approval, its result and the history all
 				// name it the same way.
-				c.ID = newCallID()
+				c.ID = model.NewCallID()
 			}
 			c.Arguments = storableArguments(c.Arguments)
 			r.out.calls = append(r.out.calls, c)
@@ -398,10 +397,6 @@ func (r *run) read(ctx context.Context, req *model.Request) {
 		}
 	}
 }
-
-// newCallID returns an id for a tool call the model streamed without one,
-// of the form OpenAI's are.
-func newCallID() string { return "call_" + rand.Text() }
 
 // streamText is the room a step's text gets at first: a short answer
 // without growing the buffer as its deltas come.

@@ -75,9 +75,10 @@
 //
 // A call recorded without an id (an OpenAI-compatible server that
 // streamed none, before the openai package and then the runtime gave such
-// calls one of their own; a transcript another program wrote) is sent with an id made from its assistant message's entry id and
-// its place among that message's calls ("call_" and 16 hex digits), the
-// same at every request, and so is its tool message: providers refuse a
+// calls one of their own; a transcript another program wrote) is sent
+// with an id made from its assistant message's entry id and its place
+// among that message's calls ("call_" and 16 hex digits), the same at
+// every request, and so is its tool message: providers refuse a
 // tool message without an id, so the session could not be continued.
 // Results without a callId answer such calls in order, each call taking
 // the first one left that names its tool or none: a call that waited on

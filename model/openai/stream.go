@@ -2,7 +2,6 @@ package openai
 
 import (
 	"cmp"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -138,7 +137,7 @@ func (a *accumulator) flush() []model.Event {
 	out := make([]model.Event, 0, len(a.calls))
 	for _, p := range a.calls {
 		if p.id == "" {
-			p.id = newCallID()
+			p.id = model.NewCallID()
 		}
 		out = append(out, model.Event{Kind: model.EventToolCall, ToolCall: transcript.ToolCall{
 			ID:        p.id,
@@ -150,13 +149,6 @@ func (a *accumulator) flush() []model.Event {
 	return out
 }
 
-// newCallID returns an id for a call the server streamed without one, as
-// some compatible servers do. The call's result must name it in the next
-// request, which every API refuses without an id; it is random, so that
-// the calls of one answer, and of a session, stay apart.
-func newCallID() string {
-	return "call_" + rand.Text()
-}
 
 // apiError maps the SDK's error types: an HTTP error status, or an error
 // object inside a stream that began with 200 OK.
