@@ -149,7 +149,6 @@ func (a *accumulator) flush() []model.Event {
 	return out
 }
 
-
 // apiError maps the SDK's error types: an HTTP error status, or an error
 // object inside a stream that began with 200 OK.
 func apiError(err error) error {
