@@ -30,6 +30,34 @@ func TestExportSelection(t *testing.T) {
 	}
 }
 
+// export --all --user X exports X's sessions of every agent, as --all
+// --agent X exports agent X's of every user: --user alone does not narrow
+// the export to agent "default" (--agent's default).
+func TestExportAllOfAUser(t *testing.T) {
+	c := newCLI(t, nil)
+	url := tempStoreURL(t)
+	for _, a := range [][]string{
+		{"--agent", "default", "--user", "alice", "--session", "d1"},
+		{"--agent", "other", "--user", "alice", "--session", "o1"},
+		{"--agent", "other", "--user", "bob", "--session", "b1"},
+	} {
+		if code, _, errs := c.run("hello\n", append([]string{"chat", "--store", url}, a...)...); code != 0 {
+			t.Fatalf("chat %v: %d %s", a, code, errs)
+		}
+	}
+	code, out, errs := c.run("", "sessions", "export", "--all", "--user", "alice", "--store", url)
+	if code != 0 {
+		t.Fatalf("export: %d %s", code, errs)
+	}
+	if !strings.Contains(out, `"session":"d1"`) || !strings.Contains(out, `"session":"o1"`) || strings.Contains(out, `"owner":"bob"`) {
+		t.Errorf("export --all --user alice: want alice's d1 (agent default) and o1 (agent other), nothing of bob's; got:\n%s", out)
+	}
+	code, out, errs = c.run("", "sessions", "export", "--all", "--user", "alice", "--agent", "other", "--store", url)
+	if code != 0 || !strings.Contains(out, `"session":"o1"`) || strings.Contains(out, `"session":"d1"`) || strings.Contains(out, `"owner":"bob"`) {
+		t.Errorf("export --all --user alice --agent other: %d %s; want o1 alone:\n%s", code, errs, out)
+	}
+}
+
 // migrate has no --store: its errors name --from and --to.
 func TestMigrateErrorsNameItsFlags(t *testing.T) {
 	c := newCLI(t, nil)

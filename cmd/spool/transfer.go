@@ -105,7 +105,7 @@ func sessionsExport(ctx context.Context, env *environ, args []string) error {
 		if err != nil {
 			return err
 		}
-		if len(namespaces) > 0 { // none: --agent names no agent the store has (transfer.Sessions would walk them all)
+		if len(namespaces) > 0 { // none: --agent or --user names none the store has (transfer.Sessions would walk them all)
 			err = transfer.Sessions(ctx, st, namespaces, func(k store.Key) error {
 				keys = append(keys, k)
 				return nil
@@ -147,17 +147,18 @@ func sessionsExport(ctx context.Context, env *environ, args []string) error {
 	return nil
 }
 
-// namespacesFor returns the namespaces --all covers: every namespace of the store, or
-// those of the agent (and user) given explicitly, which may be none.
+// namespacesFor returns the namespaces --all covers: every namespace of
+// the store, or those of the agent and of the user given explicitly, which
+// may be none. --user alone is that user's sessions of every agent, as
+// --agent alone is that agent's of every user: the agent's default
+// ("default") does not narrow it.
 func namespacesFor(ctx context.Context, fs *flag.FlagSet, c *common, st store.Store) ([]store.Namespace, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["user"] {
-		s, err := c.namespace()
-		if err != nil {
+	if set["agent"] || set["user"] {
+		if _, err := c.namespace(); err != nil {
 			return nil, err
 		}
-		return []store.Namespace{s}, nil
 	}
 	sl, ok := st.(store.NamespaceLister)
 	if !ok {
@@ -171,12 +172,9 @@ func namespacesFor(ctx context.Context, fs *flag.FlagSet, c *common, st store.St
 	if err != nil {
 		return nil, err
 	}
-	if !set["agent"] {
-		return namespaces, nil
-	}
 	var out []store.Namespace
 	for _, s := range namespaces {
-		if s.Agent == c.agent {
+		if (!set["agent"] || s.Agent == c.agent) && (!set["user"] || s.Owner == c.user) {
 			out = append(out, s)
 		}
 	}
