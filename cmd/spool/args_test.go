@@ -87,3 +87,24 @@ func TestDoubleDashEndsFlags(t *testing.T) {
 		t.Errorf("rename s1 -- a --json: exit %d, out %q, err %q; want the title \"a --json\"", code, out, errs)
 	}
 }
+
+// A bad --agent or --user is an error naming that flag: the store's
+// words for them ("agent", "owner") say nothing of --user.
+func TestBadNamespaceNamesItsFlag(t *testing.T) {
+	c := newCLI(t, nil)
+	url := tempStoreURL(t)
+	for _, tc := range [][]string{
+		{"--user", "a/b"},
+		{"--agent", "a b"},
+		{"--agent", "ok", "--user", ".."},
+	} {
+		flag := tc[len(tc)-2]
+		for _, cmd := range [][]string{{"sessions", "ls"}, {"sessions", "show", "s1"}, {"chat"}} {
+			args := append(append(append([]string{}, cmd...), "--store", url), tc...)
+			code, _, errs := c.run("hello\n", args...)
+			if code != 2 || !strings.Contains(errs, "spool: "+flag) || strings.Contains(errs, "owner") {
+				t.Errorf("%v: exit %d, stderr %q; want 2 and an error naming %s", args, code, errs, flag)
+			}
+		}
+	}
+}

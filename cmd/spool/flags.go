@@ -40,12 +40,32 @@ func (c *common) register(fs *flagSet, env *environ) {
 	fs.BoolVar(&c.encrypt, "encrypt", false, "encrypt at rest with the key file when SPOOL_ENCRYPTION_KEY is not set")
 }
 
+// namespace checks --agent and --user. Its errors name the flag: the
+// store's own call them "agent" and "owner", which says nothing of --user.
 func (c *common) namespace() (store.Namespace, error) {
 	s := store.Namespace{Agent: c.agent, Owner: c.user}
+	if !store.ValidID(c.agent) {
+		return s, badIDFlag("--agent", c.agent)
+	}
+	if c.user != "" && !store.ValidID(c.user) {
+		return s, badIDFlag("--user", c.user)
+	}
 	if err := store.ValidateNamespace(s); err != nil {
 		return s, usagef("%v", err)
 	}
 	return s, nil
+}
+
+// badIDFlag is the usage error of a flag whose value is not an id the
+// stores accept (store.ValidID).
+func badIDFlag(flag, v string) error {
+	switch {
+	case v == "":
+		return usagef("%s is empty", flag)
+	case len(v) > store.MaxIDLength:
+		return usagef("%s: %d bytes (at most %d): %.24q…", flag, len(v), store.MaxIDLength, v)
+	}
+	return usagef("%s %q: use 1-%d of A-Z a-z 0-9 . _ @ - (but not \".\" or \"..\")", flag, v, store.MaxIDLength)
 }
 
 func (c *common) key(id string) (store.Key, error) {
