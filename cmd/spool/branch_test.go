@@ -101,3 +101,20 @@ func TestChatBranchesPiped(t *testing.T) {
 		}
 	}
 }
+
+// /edit as the last line of piped input has no new text to take: the edit
+// is cancelled, saying so, not reported as "error: EOF", and nothing of the
+// session changes.
+func TestChatEditAtEndOfInput(t *testing.T) {
+	c := newCLI(t, map[string]string{"SPOOL_STORE": tempStoreURL(t)})
+	code, out, errs := c.run("one\n/edit", "chat", "--session", "s")
+	if code != 0 || strings.Contains(errs, "EOF") || !strings.Contains(errs, "edit cancelled") {
+		t.Fatalf("exit %d, stderr %q; want 0 and the edit cancelled, no EOF", code, errs)
+	}
+	if out != "echo: one\n" {
+		t.Fatalf("stdout %q", out)
+	}
+	if _, show, _ := c.run("", "sessions", "show", "s", "--branches", "all"); strings.Count(show, "user ") != 1 {
+		t.Fatalf("the session changed:\n%s", show)
+	}
+}

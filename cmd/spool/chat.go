@@ -437,6 +437,12 @@ func (c *chat) edit(arg string) error {
 	case errors.Is(err, errInterrupt):
 		c.note("(edit cancelled)")
 		return nil
+	case errors.Is(err, io.EOF):
+		// The input ended (a pipe's, or Ctrl-D on an emptied line) with
+		// no new text: nothing to send; the loop's next read ends chat
+		// when it was a pipe's.
+		c.note("(edit cancelled: the input ended)")
+		return nil
 	case err != nil:
 		return err
 	}
