@@ -49,11 +49,22 @@ func ValidateKey(k Key) error {
 }
 
 func invalid(what, s string) error {
-	if s == "" {
-		return fmt.Errorf("%w: empty %s", ErrInvalidKey, what)
+	return fmt.Errorf("%w: %s", ErrInvalidKey, IDProblem(what, s))
+}
+
+// IDProblem says, for a person, why s is not a valid what (an agent name,
+// an owner, a session id, or a flag that takes one), and "" when it is
+// (ValidID). The stores' ErrInvalidKey errors carry its words, so a
+// program that checks ids before calling a store can name the field
+// (the CLI names the flag) in the same words.
+func IDProblem(what, s string) string {
+	switch {
+	case ValidID(s):
+		return ""
+	case s == "":
+		return "empty " + what
+	case len(s) > MaxIDLength:
+		return fmt.Sprintf("%s of %d bytes (at most %d): %.24q…", what, len(s), MaxIDLength, s)
 	}
-	if len(s) > MaxIDLength {
-		return fmt.Errorf("%w: %s of %d bytes (at most %d): %.24q…", ErrInvalidKey, what, len(s), MaxIDLength, s)
-	}
-	return fmt.Errorf("%w: %s %q: use 1-%d of A-Z a-z 0-9 . _ @ - (but not \".\" or \"..\")", ErrInvalidKey, what, s, MaxIDLength)
+	return fmt.Sprintf("%s %q: use 1-%d of A-Z a-z 0-9 . _ @ - (but not \".\" or \"..\")", what, s, MaxIDLength)
 }

@@ -88,10 +88,8 @@ func runChat(ctx context.Context, env *environ, args []string) error {
 	}
 	// A --session no store accepts is a bad flag (exit 2, naming it), said
 	// before a store is opened or created, as sessions show says it.
-	if *sessionID != "" {
-		if _, err := c.key(*sessionID); err != nil {
-			return usagef("--session: %v", err)
-		}
+	if *sessionID != "" && !store.ValidID(*sessionID) {
+		return badIDFlag("--session", *sessionID)
 	}
 	// The model first: one that cannot work is said before anything is
 	// opened or created.

@@ -57,15 +57,9 @@ func (c *common) namespace() (store.Namespace, error) {
 }
 
 // badIDFlag is the usage error of a flag whose value is not an id the
-// stores accept (store.ValidID).
+// stores accept, in the stores' words (store.IDProblem).
 func badIDFlag(flag, v string) error {
-	switch {
-	case v == "":
-		return usagef("%s is empty", flag)
-	case len(v) > store.MaxIDLength:
-		return usagef("%s: %d bytes (at most %d): %.24q…", flag, len(v), store.MaxIDLength, v)
-	}
-	return usagef("%s %q: use 1-%d of A-Z a-z 0-9 . _ @ - (but not \".\" or \"..\")", flag, v, store.MaxIDLength)
+	return usagef("%s", store.IDProblem(flag, v))
 }
 
 func (c *common) key(id string) (store.Key, error) {

@@ -56,8 +56,8 @@ func TestHostileCLI(t *testing.T) {
 		check(name+": search --session", 2, "", "sessions", "search", "x", "--session", id, "--user", "bob")
 		check(name+": as the user", 2, "", "sessions", "ls", "--user", id)
 		check(name+": as the agent", 2, "", "sessions", "ls", "--agent", id)
-		if errs := check(name+": chat --session", 2, "hello\n", "chat", "--session", id, "--user", "bob"); !strings.Contains(errs, "invalid") || !strings.Contains(errs, "--session") {
-			t.Fatalf("%s: chat --session: %q does not say the id of --session is invalid", name, errs)
+		if errs := check(name+": chat --session", 2, "hello\n", "chat", "--session", id, "--user", "bob"); !strings.Contains(errs, "spool: --session ") || !strings.Contains(errs, "A-Z a-z 0-9") && !strings.Contains(errs, "at most") {
+			t.Fatalf("%s: chat --session: %q does not say what is wrong with --session", name, errs)
 		}
 		check(name+": chat --user", 2, "hello\n", "chat", "--user", id)
 	}
