@@ -356,6 +356,9 @@ func (c *chat) command(line string) error {
 		if arg == "" {
 			return errors.New("/open needs a session id")
 		}
+		if !store.ValidID(arg) {
+			return errors.New(store.IDProblem("session id", arg))
+		}
 		return c.open(arg, false)
 	case "/history":
 		msgs, err := c.sess.History(c.ctx)
@@ -374,6 +377,11 @@ func (c *chat) command(line string) error {
 	case "/branches":
 		return c.branches(arg)
 	case "/mode":
+		switch transcript.ToolMode(arg) {
+		case transcript.ToolModeAsk, transcript.ToolModeAuto, transcript.ToolModeOff:
+		default:
+			return fmt.Errorf("/mode %q: use /mode ask, /mode auto or /mode off", arg)
+		}
 		if err := c.sess.SetToolMode(c.ctx, transcript.ToolMode(arg)); err != nil {
 			return err
 		}

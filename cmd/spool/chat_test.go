@@ -42,6 +42,28 @@ func TestChatPiped(t *testing.T) {
 	}
 }
 
+// A bad argument to /open or /mode is said in the chat's words, naming
+// the command, not in the store's or the library's ("store: invalid key",
+// "spool: unknown tool mode"); the chat goes on.
+func TestChatBadCommandArguments(t *testing.T) {
+	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
+	code, out, errs := c.run("/open ../x\n/mode sometimes\nhello\n", "chat")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{`session id "../x": use 1-128 of`, `/mode "sometimes": use /mode ask, /mode auto or /mode off`} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	if strings.Contains(errs, "store: invalid") || strings.Contains(errs, "spool: unknown") {
+		t.Errorf("a library's words reached the chat:\n%s", errs)
+	}
+	if !strings.Contains(out, "hello") {
+		t.Errorf("the chat did not go on to answer:\n%s", out)
+	}
+}
+
 func TestChatApprovals(t *testing.T) {
 	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
 	in := strings.Join([]string{
