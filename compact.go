@@ -178,7 +178,9 @@ type HistorySize struct {
 // sent meanwhile wait for it. It fails with ErrNothingToCompact when no
 // turn can be covered, ErrSummarizer (wrapping the cause) when the
 // summarizer fails, times out or writes nothing, and ErrTurnRunning while
-// another process runs a turn on the session.
+// another process runs a turn on the session. A turn whose process stopped
+// before it ended is closed as cancelled first, as the next turn closes
+// it.
 func (s *Session) Compact(ctx context.Context, opts CompactOptions) (*CompactResult, error) {
 	if opts.KeepTurns < 0 {
 		return nil, fmt.Errorf("spool: KeepTurns is %d; want 0 (the agent's) or more", opts.KeepTurns)
@@ -195,8 +197,13 @@ func (s *Session) Compact(ctx context.Context, opts CompactOptions) (*CompactRes
 // compact is Compact holding the session.
 func (s *Session) compact(ctx context.Context, sl *slot, opts CompactOptions) (*CompactResult, error) {
 	a := s.a
-	if t := sl.st.open; t != nil && len(sl.st.pending) == 0 {
-		return nil, fmt.Errorf("%w (session %s): compact after it ends", ErrTurnRunning, s.key)
+	if sl.st.open != nil && len(sl.st.pending) == 0 {
+		// A turn that never ended and waits on no one runs in another
+		// process, or its process stopped: the dead one is closed as
+		// cancelled, as the next turn would, rather than waited for.
+		if err := s.settleOpenTurn(ctx, sl, false); err != nil {
+			return nil, err
+		}
 	}
 	keep := opts.KeepTurns
 	if keep == 0 {

@@ -419,3 +419,34 @@ func TestContextTooLongCompacts(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactAfterDeadTurn: a turn whose process died (its user message
+// written, no end) is no turn running. On a store with a lock, which a
+// running turn holds, Compact closes it as cancelled, as the next turn
+// and SwitchBranch do, and compacts; it does not answer ErrTurnRunning
+// (409 turn_running) for a turn that will never end.
+func TestCompactAfterDeadTurn(t *testing.T) {
+	ctx := t.Context()
+	st := newFileStore(t)
+	a := newAgent(t, spool.Config{Store: st})
+	s := session(t, a, ctx, "dead")
+	sendAll(t, s, "one", "two", "three")
+	entries, _ := s.Transcript(ctx)
+	now := entries[len(entries)-1].Timestamp
+	e, err := transcript.New(now, transcript.TypeUserMessage, transcript.NewIDAfter(now, entries[len(entries)-1].TurnID), transcript.UserMessage{Text: "four"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ParentID = entries[len(entries)-1].ID
+	if err := st.Append(ctx, s.Key(), e); err != nil {
+		t.Fatal(err)
+	}
+
+	b := newAgent(t, spool.Config{Store: st}) // a new process
+	res, err := session(t, b, ctx, "dead").Compact(ctx, spool.CompactOptions{KeepTurns: 1})
+	if err != nil || res.Turns != 3 {
+		t.Fatalf("Compact after a dead turn = %+v, %v; want the three ended turns covered", res, err)
+	}
+	entries, _ = st.Read(ctx, s.Key())
+	checkWellFormed(t, entries)
+}
