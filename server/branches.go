@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"strings"
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/store"
@@ -41,6 +42,12 @@ func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 	var req editRequest
 	if err := decodeJSON(r, &req, true); err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		// Said here, where the field is known: the runtime's
+		// ErrEmptyPrompt names no field.
+		s.writeError(w, r, errf(http.StatusBadRequest, CodeEmptyPrompt, `"text" is missing or blank`))
 		return
 	}
 	ctx, sess, ok := s.existing(w, r)

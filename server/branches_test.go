@@ -319,3 +319,17 @@ func TestREADMEBranchCurls(t *testing.T) {
 	lines, _ = messagesOf(t, e, "demo-copy", "")
 	wantLines(t, "the fork", lines, "user: Where is order 1042?", "assistant: echo: Where is order 1042?")
 }
+
+// TestEditNamesText: an edit without a text, or with a blank one, is 400
+// empty_prompt whose message names the field, "text", as /chat's does.
+func TestEditNamesText(t *testing.T) {
+	e := newEnv(t, spool.Config{}, server.Options{})
+	var first spool.Result
+	e.post("/invoke", map[string]any{"prompt": "hello", "sessionId": "s"}).json(t, &first)
+	for _, body := range []map[string]any{{"text": "  "}, {}} {
+		r := e.post("/v1/sessions/s/turns/"+first.TurnID+"/edit", body)
+		if r.status != 400 || r.errCode(t) != server.CodeEmptyPrompt || !strings.Contains(string(r.body), `\"text\"`) {
+			t.Fatalf("edit with %v: %d %s; want 400 empty_prompt naming \"text\"", body, r.status, r.body)
+		}
+	}
+}
