@@ -139,8 +139,9 @@ func (e *editorInput) Answer(prompt string) (string, error) {
 
 // promptHistory is the prompts typed to one agent in a terminal, newest
 // last, for Up and Down: a file of JSON strings, one a line, in the data
-// folder (history/ beside the file store's sessions/), owner-only (folder
-// 0700, file 0600). With no file (encryption at rest is on: the prompts
+// folder (history/ beside the file store's sessions/), owner-only (the
+// file 0600 always; a folder it makes 0700, one that exists keeps its
+// mode, the person's choice). With no file (encryption at rest is on: the prompts
 // would be plain text beside an encrypted store), it lives in memory.
 type promptHistory struct {
 	mu     sync.Mutex
