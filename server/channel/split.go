@@ -12,7 +12,8 @@ import (
 // runes). Parts end at a paragraph break, else a line break, else a
 // space, else anywhere between two characters; a fenced code block cut in
 // two is closed at the end of one part and opened again, with its
-// language, at the start of the next. Empty text has no parts. Cutting
+// language, at the start of the next, where its next line keeps its
+// indentation. Empty text has no parts. Cutting
 // only ever looks at the start of the text, so the parts of a text that
 // grows keep their cuts: a reply streamed by editing edits its last part
 // and adds parts after it.
@@ -49,7 +50,18 @@ func Split(text string, limit int, measure func(string) int, format func(string)
 					// A fence line that long would crowd out the code.
 					reopen = "```\n"
 				}
-				rest = strings.TrimLeft(src[end:], " \n")
+				rest = src[end:]
+				switch {
+				case fence == "":
+					rest = strings.TrimLeft(rest, " \n")
+				case strings.HasPrefix(rest, "\n"):
+					// Inside a code block the next line's leading
+					// spaces are code: only the line breaks the cut
+					// fell on go.
+					rest = strings.TrimLeft(rest, "\n")
+				default:
+					rest = strings.TrimLeft(rest, " ")
+				}
 				break
 			}
 			runes -= max(over, runes/16, 1)

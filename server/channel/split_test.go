@@ -57,6 +57,34 @@ func TestSplit(t *testing.T) {
 	}
 }
 
+// TestSplitKeepsIndentation: a cut at a line break keeps the next line's
+// leading spaces, which in a code block (and a nested list) are content.
+func TestSplitKeepsIndentation(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("```python\n")
+	for range 20 {
+		b.WriteString("def f():\n    if x:\n        return 1\n")
+	}
+	b.WriteString("```")
+	text := b.String()
+	want := map[string]bool{}
+	for line := range strings.Lines(text) {
+		want[strings.TrimRight(line, "\n")] = true
+	}
+	parts := channel.Split(text, 100, nil, nil)
+	if len(parts) < 2 {
+		t.Fatalf("not cut: %q", parts)
+	}
+	for i, p := range parts {
+		for line := range strings.Lines(p) {
+			line = strings.TrimRight(line, "\n")
+			if !want[line] {
+				t.Fatalf("part %d has the line %q, which the text does not: %q", i, line, p)
+			}
+		}
+	}
+}
+
 func FuzzSplit(f *testing.F) {
 	for _, s := range []string{"hello world", "```\ncode\n```", "a\n\nb\nc d", strings.Repeat("x", 300), "```" + strings.Repeat("l", 100) + "\n" + strings.Repeat("y\n", 100)} {
 		f.Add(s, 20)
