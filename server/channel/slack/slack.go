@@ -21,8 +21,8 @@
 // message with the bot (message.im); and, in channels, a message in a
 // thread the bot already answers in (message.channels, message.groups).
 // Messages of bots, the bot's own included, and edits, deletions and
-// other subtypes are ignored. The mention itself is taken out of the
-// text.
+// other subtypes are ignored. The bot's mention is taken out of the text;
+// mentions of other people stay, in Slack's form (<@U789>).
 //
 // # Conversations and sessions
 //
@@ -302,7 +302,7 @@ func (d *Driver) message(ctx context.Context, cb *slackevents.EventsAPICallbackE
 		d.cfg.Logger.Warn("slack event with ids no session can have; ignored")
 		return incoming{}, false
 	}
-	text = strings.TrimSpace(mention().ReplaceAllString(text, ""))
+	text = strings.TrimSpace(stripMention(text, self))
 	if text == "" {
 		return incoming{}, false
 	}
@@ -320,6 +320,20 @@ func (d *Driver) message(ctx context.Context, cb *slackevents.EventsAPICallbackE
 		channel: ch,
 		thread:  thread,
 	}, true
+}
+
+// stripMention takes the mentions of the bot self (<@UBOT>, or
+// <@UBOT|name>) out of text. Other people's mentions are part of the
+// message ("what did <@U789> say?") and stay; when the bot's id is not
+// known, every mention goes, as the bot's may be any of them.
+func stripMention(text, self string) string {
+	return mention().ReplaceAllStringFunc(text, func(m string) string {
+		id, _, _ := strings.Cut(strings.TrimSuffix(m[len("<@"):], ">"), "|")
+		if self != "" && id != self {
+			return m
+		}
+		return ""
+	})
 }
 
 // unescape undoes Slack's escaping of &, < and > in message text.

@@ -147,6 +147,17 @@ func TestMentionAnsweredInThread(t *testing.T) {
 	}
 }
 
+// TestOthersMentionsKept: the bot's own mention is taken out of the
+// text; a mention of someone else is part of the question.
+func TestOthersMentionsKept(t *testing.T) {
+	e := setup(t, options{})
+	e.event(chatfake.SlackEvent(team, "Ev1", mention("C1", "1700000000.000100", "", "U456", "what did <@U789> say?")))
+	msgs := e.wait("the answer", func(m []chatfake.SlackMessage) bool { return len(m) == 1 })
+	if want := "echo: what did &lt;@U789&gt; say?"; msgs[0].Text != want {
+		t.Fatalf("answered %q, want %q", msgs[0].Text, want)
+	}
+}
+
 func TestURLVerification(t *testing.T) {
 	e := setup(t, options{})
 	body := []byte(`{"token":"x","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`)
