@@ -59,11 +59,13 @@ type settings struct {
 }
 
 // withEnvNames appends the variable of each setting to its usage line, so
-// that -h lists them; call it once every flag is registered.
+// that -h lists them; call it once every flag is registered. A flag shared
+// with the other commands (--store) already names its variable.
 func withEnvNames(fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
-		if !metaFlags[f.Name] {
-			f.Usage += " (env " + envName(f.Name) + ")"
+		note := " (env " + envName(f.Name) + ")"
+		if !metaFlags[f.Name] && !strings.Contains(f.Usage, note) {
+			f.Usage += note
 		}
 	})
 }

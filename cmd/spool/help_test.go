@@ -11,6 +11,9 @@ import (
 	"github.com/spool-go/spool/internal/spooltest"
 )
 
+// envNote is a flag's "(env SPOOL_X)" note in a usage line.
+var envNote = regexp.MustCompile(`\(env SPOOL_[A-Z_]+\)`)
+
 // Every command and group answers -h, --help and help on stdout with exit
 // status 0, and the usage it prints names the command.
 func TestHelpEverywhere(t *testing.T) {
@@ -34,6 +37,11 @@ func TestHelpEverywhere(t *testing.T) {
 			}
 			if !strings.Contains(out, "usage: "+strings.Join(path, " ")) {
 				t.Errorf("spool %s printed no usage of %q:\n%s", strings.Join(f, " "), strings.Join(path, " "), out)
+			}
+			for _, line := range strings.Split(out, "\n") {
+				if m := envNote.FindAllString(line, -1); len(m) == 2 && m[0] == m[1] {
+					t.Errorf("spool %s names %s twice: %q", strings.Join(f, " "), m[0], line)
+				}
 			}
 		}
 		for _, sub := range cmd.subs {
