@@ -1,9 +1,9 @@
 // Command spool talks to agents and manages their sessions.
 //
 //	spool chat                      talk to an agent in the terminal
-//	spool sessions ls|show|watch|history|fork|rm|prune|search|export|import
+//	spool sessions ls|show|history|fork|compact|rename|watch|rm|prune|search|export|import
 //	spool serve                     the HTTP server
-//	spool bench invoke|chat         load-test a running server
+//	spool bench invoke|chat         load-test a server, one of its own or --url
 //	spool migrate --from URL --to URL
 //	spool keys rotate               re-encrypt a store under a new key
 //	spool version                   the version and the commit it was built from
@@ -12,9 +12,11 @@
 // commands on stdout and exit 0; "spool help sessions ls" is "spool
 // sessions ls -h".
 //
-// Every command takes --store URL (or SPOOL_STORE; default "file:", the
-// file store in the user's data folder), --agent NAME (default "default")
-// and --user ID (user scope). Exit status: 0 on success, 1 when something
+// chat, serve and the sessions commands take --store URL (or SPOOL_STORE;
+// default "file:", the file store in the user's data folder), --agent NAME
+// (default "default") and --user ID (user scope); sessions import refuses
+// the last two, since each line names its session's agent and owner.
+// migrate takes --from and --to, keys rotate --store alone. Exit status: 0 on success, 1 when something
 // failed (an unknown session, a store error), 2 for bad flags or arguments.
 package main
 
@@ -93,7 +95,7 @@ var commands = &command{name: "spool", subs: []*command{
 		{name: "import", summary: "read sessions as JSON lines from stdin", run: sessionsImport},
 	}},
 	{name: "serve", summary: "run the HTTP server", run: runServe},
-	{name: "bench", summary: "load-test a running server", subs: []*command{
+	{name: "bench", summary: "load-test a server: one it starts, or a running one with --url", subs: []*command{
 		{name: "invoke", summary: "POST /invoke in a loop: requests per second and latency percentiles", run: benchMode("invoke")},
 		{name: "chat", summary: "POST /chat as an event stream: time to the first byte, the first text and the end", run: benchMode("chat")},
 	}},
