@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/apicontract"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/server"
@@ -140,13 +141,13 @@ func (overWindow) Stream(context.Context, *model.Request) iter.Seq2[model.Event,
 
 // A turn the model refuses as over its context window is 422
 // context_too_long, and the message says what to do: retrying as it is
-// would fail again.
+// would fail again. The response keeps the OpenAPI document.
 func TestContextTooLongIs422(t *testing.T) {
 	a, err := spool.New(spool.Config{Model: overWindow{}, Store: memstore.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := server.New(a, server.Options{})
+	h := apicontract.Record(t, server.New(a, server.Options{}))
 	req := httptest.NewRequest("POST", "http://127.0.0.1/invoke", strings.NewReader(`{"prompt":"hello"}`))
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
