@@ -95,9 +95,9 @@
 // "error" event whose data is {"error":{"code","message"}}. /chat sends
 // a "session" event first, {"sessionId"}, also in the X-Spool-Session-Id
 // header. Events are flushed as they are produced, and comment lines
-// (": ping") keep an idle stream open. Nothing is produced ahead of the
-// client: a client that goes away stops its turn, which the transcript
-// records as cancelled.
+// (": ping") keep an idle stream open. A client that goes away leaves
+// its turn running to its end (see Live turns), or, with OnDisconnect
+// cancel, stops it, recorded cancelled.
 //
 // # Ordering
 //
