@@ -140,7 +140,8 @@
 // # Errors
 //
 // Every error is JSON {"error":{"code","message"}} with an honest status:
-// 400 (bad_request: malformed JSON, a body that is not application/json;
+// 400 (bad_request: malformed JSON, a body that cannot be read;
+// unsupported_media: a body that is not application/json;
 // invalid_request: JSON with a field the route does not take, naming the
 // fields it does, or a field of the wrong type; a blank prompt, a bad
 // limit, order or cursor, a session id in a body that no session can
