@@ -38,7 +38,7 @@
 // different sessions run concurrently; processes sharing a store keep a
 // session's order through the store's conditional append. Errors are
 // values to test with errors.Is ([ErrApprovalPending], [ErrBusy],
-// [ErrNotFound], …); a turn that fails is still recorded.
+// [store.ErrNotFound], …); a turn that fails is still recorded.
 //
 // Live turns: every event of a turn has an id ([Event.ID], an [EventID]),
 // [Session.Watch] follows a session's turns as they run, from any event,
