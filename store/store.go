@@ -7,9 +7,10 @@
 // store appends, reads, lists and deletes. A store that can do more says so
 // by implementing an optional interface (BatchAppender, BulkAppender,
 // RangeReader, TailReader, Stater, Pruner, Searcher, Locker,
-// NamespaceLister, Pinger); the functions of this package with
-// the same names use the capability when it is there and fall back to the
-// four required methods when it is not.
+// NamespaceLister, Pinger, Notifier, Expiring); the functions of this
+// package with the same names use the capability when it is there and
+// fall back to the four required methods when it is not (Notify and
+// Listen are errors.ErrUnsupported without a Notifier).
 //
 // Rules every store keeps, checked for any store by package storetest:
 //
