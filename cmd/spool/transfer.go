@@ -185,6 +185,9 @@ func sessionsImport(ctx context.Context, env *environ, args []string) error {
 	var c common
 	fs := newFlagSet("import", "spool sessions import < sessions.jsonl", env)
 	c.register(fs, env)
+	for _, name := range []string{"agent", "user"} {
+		fs.Lookup(name).Usage = "not taken: each line of the input names its session's " + map[string]string{"agent": "agent", "user": "owner"}[name]
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
