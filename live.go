@@ -492,7 +492,9 @@ func (s *Session) Running() (turnID string, ok bool) {
 // Stop ends the turn running on the session (started by Stream, Send,
 // Resolve, Regenerate or Edit, whoever consumes it), in this process or,
 // when the store is a store.Notifier, in another sharing the store: it is
-// recorded as cancelled, like a turn whose caller's context ended. Stop
+// recorded as cancelled, like a turn whose caller's context ended, also
+// when a call of its step already waits on an approval (that approval is
+// recorded denied, and the call not run). Stop
 // returns once the turn's end is recorded, or when ctx ends, with the turn's id. With no turn
 // running it is ErrNotRunning; a turn of this process that stopped without
 // its end recorded (the store failed) is ErrEndNotRecorded.

@@ -572,8 +572,15 @@ func (r *run) recordResult(ctx context.Context, res transcript.ToolResult) error
 	return nil
 }
 
-// pause ends this call with the turn waiting on approvals.
+// pause ends this call with the turn waiting on approvals. A turn that
+// was stopped meanwhile (a call of its step ran when Stop came, or the
+// caller's context ended) ends cancelled instead (cancelPaused): pausing
+// would let a later Approve run the tool and ask the model again, after
+// the stop.
 func (r *run) pause(ctx context.Context) error {
+	if err := r.interrupted(ctx); err != nil {
+		return r.cancelPaused(ctx, err)
+	}
 	r.ended = true
 	r.s.a.used.Add(r.usage.InputTokens + r.usage.OutputTokens)
 	r.observe(ctx, Observation{Kind: ObserveTurnEnd, Status: StatusAwaitingApproval, Usage: r.turnUsage(), Duration: time.Since(r.started)})
@@ -585,6 +592,37 @@ func (r *run) pause(ctx context.Context) error {
 	}
 	r.emit(Event{Kind: EventTurnEnd, Result: res})
 	return nil
+}
+
+// cancelPaused ends, cancelled, a turn stopped with calls waiting on
+// approvals. Each waiting call is settled first, as a call the stop kept
+// from starting is: denied, and its result saying it did not run. The
+// decision is what takes the approval out of the session's pending ones
+// in every store's SessionInfo, which counts requests less decisions.
+func (r *run) cancelPaused(ctx context.Context, cause error) error {
+	var items []item
+	var results []transcript.ToolResult
+	for _, p := range r.sl.st.pending {
+		if p.TurnID != r.turnID {
+			continue
+		}
+		res := transcript.ToolResult{CallID: p.CallID, Tool: p.Tool, Result: "not run: the turn was stopped", IsError: true}
+		items = append(items,
+			item{transcript.TypeApprovalDecision, r.turnID, "", transcript.ApprovalDecision{
+				ApprovalID: p.ID, CallID: p.CallID, Decision: transcript.VerdictDeny, Scope: transcript.ApprovalScopeOnce, Reason: "the turn was stopped",
+			}},
+			item{transcript.TypeToolResult, r.turnID, "", res})
+		results = append(results, res)
+	}
+	if len(items) > 0 {
+		if _, err := r.w.appendAll(ctx, items); err != nil {
+			return err
+		}
+		for i := range results {
+			r.emit(Event{Kind: EventToolResult, ToolResult: &results[i]})
+		}
+	}
+	return r.end(ctx, transcript.StatusCancelled, "", "", cause)
 }
 
 func (r *run) result(status transcript.Status) *Result {
