@@ -53,6 +53,7 @@ func (s *Session) Resolve(ctx context.Context, approvalID string, d Decision) it
 			}
 			r = s.newRun(sl, yield, cancel, p.TurnID)
 			defer r.done()
+			defer r.endIfConsumerPanicked(ctx)
 			// r.wrote is set once the decision is recorded (decide): a
 			// failure before leaves the turn paused as it was (another
 			// process's decision got there first, or the store failed),

@@ -26,7 +26,8 @@ import (
 // The log gets the panic's type (or a runtime error's text, which holds
 // no data) and the stack, never its value, which may hold content. A
 // panic of the code that consumes a turn's events (the body of a range
-// over Stream) is the consumer's own, and goes on up to it.
+// over Stream) is the consumer's own, and goes on up to it; the turn is
+// recorded cancelled, as when the consumer stops early.
 
 // panicked logs p, a panic recovered from what, and returns the error
 // that stands for it.

@@ -66,6 +66,25 @@ func (s *Session) newRun(sl *slot, yield func(Event, error) bool, cancel context
 // done ends the run for its watchers.
 func (r *run) done() { r.s.a.live.finish(r.live, r.wrote && !r.ended) }
 
+// endIfConsumerPanicked, deferred by the call that runs r, records the
+// turn's end, cancelled, when the consumer's loop body panicked (the
+// panic, left to go on up to the consumer, passes through here: see
+// emit), as a consumer that stops early leaves its turn. Otherwise the
+// turn would stay open in the transcript until the session's next call,
+// which on a store without a lock waits for it as for another process's
+// turn (ErrBusy), for StaleTurn. Nothing more is yielded to a loop body
+// that panicked.
+func (r *run) endIfConsumerPanicked(ctx context.Context) {
+	if !r.yielding || !r.wrote || r.ended {
+		return
+	}
+	r.stopped = true
+	if r.sl.st == nil || r.cancelPaused(ctx, context.Canceled) != nil {
+		r.sl.abandoned = r.turnID // the next call closes it at once
+		r.observeAbandoned(ctx)
+	}
+}
+
 // turnUsage is what the whole turn has used: before this call and in it.
 func (r *run) turnUsage() transcript.Usage { return r.prior.Add(r.usage) }
 

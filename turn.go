@@ -80,6 +80,7 @@ func (s *Session) newTurn(ctx context.Context, yield func(Event, error) bool, wa
 			}
 			r = s.newRun(sl, yield, cancel, turnID)
 			defer r.done()
+			defer r.endIfConsumerPanicked(ctx)
 			r.marker = o.marker
 			if err := r.settle(ctx, r.begin(ctx, o.prompt)); err != nil {
 				return err
