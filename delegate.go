@@ -19,11 +19,17 @@ import (
 // the turn's goroutine is blocked waiting for it meanwhile, so events are
 // never yielded concurrently, and the turn closes the emitter as soon as
 // the call returns (also on a timeout), so none are yielded after.
+//
+// The consumer's loop body runs on the tool's goroutine then: a panic of
+// it is caught there, before the tool's own recovery (tool.Tool.Call)
+// takes it for the tool's, and handed back by close, for the turn to
+// raise on its own goroutine, where it goes on up to the consumer.
 type emitter struct {
-	mu     sync.Mutex
-	r      *run
-	callID string
-	done   bool
+	mu       sync.Mutex
+	r        *run
+	callID   string
+	done     bool
+	panicked any // the consumer's panic, raised in its loop body
 }
 
 type emitterKey struct{}
@@ -37,19 +43,30 @@ func withEmitter(ctx context.Context, r *run, callID string) (context.Context, *
 	return context.WithValue(ctx, emitterKey{}, em), em
 }
 
-func (e *emitter) emit(agent, sessionID string, ev Event) {
+// emit passes a delegate's event to the calling turn's consumer and
+// reports whether it wants more: false once the consumer stopped, or
+// panicked, or the call returned.
+func (e *emitter) emit(agent, sessionID string, ev Event) (more bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.done {
-		return
+		return false
 	}
-	e.r.emit(Event{Kind: EventDelegate, Delegate: &DelegateEvent{Agent: agent, SessionID: sessionID, CallID: e.callID, Event: &ev}})
+	defer func() {
+		if p := recover(); p != nil {
+			e.panicked, e.done, more = p, true, false
+		}
+	}()
+	return e.r.emit(Event{Kind: EventDelegate, Delegate: &DelegateEvent{Agent: agent, SessionID: sessionID, CallID: e.callID, Event: &ev}})
 }
 
-func (e *emitter) close() {
+// close ends the emitter and returns the consumer's panic, if its loop
+// body panicked on an event it passed.
+func (e *emitter) close() (panicked any) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.done = true
-	e.mu.Unlock()
+	return e.panicked
 }
 
 type delegateArgs struct {
@@ -98,8 +115,10 @@ func (a *Agent) AsTool(name, description string, opts ...tool.Option) *tool.Tool
 			if err != nil {
 				return DelegateResult{}, fmt.Errorf("spool: delegate %s: %w", a.cfg.Name, err)
 			}
-			if em != nil {
-				em.emit(a.cfg.Name, sess.ID(), ev)
+			if em != nil && !em.emit(a.cfg.Name, sess.ID(), ev) {
+				// The caller's consumer stopped (or panicked), or the
+				// call timed out: the delegate's turn ends, cancelled.
+				break
 			}
 			if ev.Kind == EventTurnEnd {
 				res = ev.Result

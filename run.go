@@ -568,7 +568,9 @@ func (r *run) execute(ctx context.Context, c transcript.ToolCall) error {
 	default:
 		tctx, em := withEmitter(ctx, r, c.ID)
 		out, err := t.Run(tctx, c.Arguments, a.cfg.ToolTimeout)
-		em.close() // a delegate still running after a timeout emits nothing more
+		if p := em.close(); p != nil { // a delegate still running after a timeout emits nothing more
+			panic(p) // the consumer's, raised in its loop body on the tool's goroutine: see emitter
+		}
 		switch {
 		case err == nil:
 			res.Result = out
