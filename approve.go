@@ -57,8 +57,9 @@ func (s *Session) Resolve(ctx context.Context, approvalID string, d Decision) it
 			// r.wrote is set once the decision is recorded (decide): a
 			// failure before leaves the turn paused as it was (another
 			// process's decision got there first, or the store failed),
-			// and one after ends it.
-			r.observe(ctx, Observation{Kind: ObserveTurnStart})
+			// and one after ends it. Observers hear the turn start again
+			// only then, as a new turn's start once its prompt is stored:
+			// a start with no end would hold a span open for ever.
 			r.emit(Event{Kind: EventTurnStart})
 			return r.settle(ctx, r.resume(ctx, p, d))
 		})
@@ -106,7 +107,10 @@ func (r *run) decide(ctx context.Context, p Approval, d Decision) error {
 	}); err != nil {
 		return err
 	}
-	r.wrote = true // the turn is under way again: a failure from here on ends it
+	if !r.wrote {
+		r.wrote = true // the turn is under way again: a failure from here on ends it
+		r.observe(ctx, Observation{Kind: ObserveTurnStart})
+	}
 	r.observe(ctx, Observation{Kind: ObserveApproval, Tool: p.Tool, CallID: p.CallID, Verdict: dec, ApprovalScope: d.Scope})
 	call := transcript.ToolCall{ID: p.CallID, Name: p.Tool, Arguments: p.Arguments}
 	if d.Allow && r.interrupted(ctx) != nil {

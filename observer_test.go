@@ -3,6 +3,7 @@ package spool_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
+	"github.com/spool-go/spool/store/memstore"
 	"github.com/spool-go/spool/tool"
 	"github.com/spool-go/spool/transcript"
 )
@@ -106,7 +108,8 @@ func TestObservationsPair(t *testing.T) {
 		}
 		return []model.Event{{Kind: model.EventToolCall, ToolCall: transcript.ToolCall{Name: last.Content}}}
 	}))
-	a := newAgent(t, spool.Config{Model: calls, Observers: []spool.Observer{obs}, Tools: []*tool.Tool{guarded}})
+	fs := &failingStore{plainStore: plainStore{memstore.New()}}
+	a := newAgent(t, spool.Config{Store: fs, Model: calls, Observers: []spool.Observer{obs}, Tools: []*tool.Tool{guarded}})
 	s, err := a.Session(ctx, "pairs")
 	if err != nil {
 		t.Fatalf("Session: %v", err)
@@ -118,6 +121,13 @@ func TestObservationsPair(t *testing.T) {
 	if err != nil || len(res.Pending) != 1 {
 		t.Fatalf("Send of a guarded call = %+v, %v; want one pending approval", res, err)
 	}
+	// A decision the store cannot record leaves the turn paused: it did
+	// not start again, so it has no start to end.
+	fs.fail.Store(true)
+	if _, err := s.Deny(ctx, res.Pending[0].ID, "no"); !errors.Is(err, errDisk) {
+		t.Fatalf("Deny while the store fails = %v, want the store's error", err)
+	}
+	fs.fail.Store(false)
 	if _, err := s.Deny(ctx, res.Pending[0].ID, "no"); err != nil {
 		t.Fatalf("Deny: %v", err)
 	}
@@ -133,6 +143,9 @@ func TestObservationsPair(t *testing.T) {
 	for i, o := range seen {
 		switch o.Kind {
 		case spool.ObserveTurnStart:
+			if open["turn/"+o.TurnID] {
+				t.Errorf("observation %d, turn %s starts again before it ended", i, o.TurnID)
+			}
 			open["turn/"+o.TurnID] = true
 		case spool.ObserveModelStart:
 			open["model/"+o.TurnID] = true
