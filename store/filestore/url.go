@@ -3,6 +3,7 @@ package filestore
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/url"
 	"runtime"
 	"strconv"
@@ -117,10 +118,15 @@ func urlRetention(q url.Values) (store.Retention, error) {
 	return r, nil
 }
 
+// maxDays is the most days a Duration holds (about 292 years).
+const maxDays = int(math.MaxInt64 / int64(24*time.Hour))
+
 func parseAge(v string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(v, "d"); ok {
 		n, err := strconv.Atoi(days)
-		if err != nil || n < 0 || n > 1<<20 {
+		// Over maxDays, n days do not fit a Duration: the product wraps,
+		// to a negative age (no limit) or a short one (sessions deleted).
+		if err != nil || n < 0 || n > maxDays {
 			return 0, fmt.Errorf("bad days")
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
