@@ -2,7 +2,9 @@ package seal
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -62,6 +64,42 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 		if _, err := OpenLine(a, line, AssociatedData(agent, owner, id+"x", pos)); !errors.Is(err, ErrTampered) {
 			t.Fatalf("opened in another session: %v", err)
+		}
+	})
+}
+
+// FuzzParseKey gives ParseKey arbitrary text, as SPOOL_ENCRYPTION_KEY or a
+// key file holds it: it never panics, accepts only KeySize bytes, reads
+// back every key EncodeKey writes (padding optional, whitespace around
+// ignored), and fails only with ErrInvalidKey, never quoting the text.
+func FuzzParseKey(f *testing.F) {
+	golden := EncodeKey(goldenKey())
+	for _, seed := range []string{
+		golden, golden + "\n", " \t" + golden + "\r\n", strings.TrimRight(golden, "="), golden + "=",
+		golden[:40], golden + golden, "", " ", "not base64 at all!", strings.Repeat("A", 43) + "B",
+		base64.URLEncoding.EncodeToString(bytes.Repeat([]byte{0xfb}, KeySize)),
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		key, err := ParseKey(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidKey) || key != nil {
+				t.Fatalf("ParseKey: %v with %d bytes, want ErrInvalidKey and no key", err, len(key))
+			}
+			if v := strings.TrimSpace(s); len(v) >= 12 && strings.Contains(err.Error(), v) {
+				t.Fatalf("ParseKey's error quotes the text: %v", err)
+			}
+			return
+		}
+		if len(key) != KeySize {
+			t.Fatalf("ParseKey accepted %d bytes, want %d", len(key), KeySize)
+		}
+		enc := EncodeKey(key)
+		for _, form := range []string{enc, strings.TrimRight(enc, "="), "\n" + enc + " \n"} {
+			if back, err := ParseKey(form); err != nil || !bytes.Equal(back, key) {
+				t.Fatalf("ParseKey(%q) = %x, %v; want %x", form, back, err, key)
+			}
 		}
 	})
 }
