@@ -2,13 +2,16 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/model/echo"
@@ -125,4 +128,60 @@ func checkAnswer(t *testing.T, path string, w *httptest.ResponseRecorder, body [
 	default:
 		t.Fatalf("%s with %.80q: %d with Content-Type %q: %.200s", path, body, res.StatusCode, ct, b)
 	}
+}
+
+// queryRoutes are the GET routes that read query parameters (and, for the
+// events, the Last-Event-ID header).
+var queryRoutes = []string{"/v1/sessions", "/v1/sessions/s/messages", "/v1/sessions/s/events", "/v1/search"}
+
+// FuzzQueryParams gives the GET routes arbitrary query strings and
+// Last-Event-ID headers (limit, order, cursor, branches, after, follow, q,
+// session): the server never panics and never answers 5xx, an error is a
+// 4xx JSON error, and a page never holds more than the limit asked for.
+func FuzzQueryParams(f *testing.F) {
+	for _, seed := range []struct{ query, lastID string }{
+		{"limit=1", ""}, {"limit=0", ""}, {"limit=-1", ""}, {"limit=1e3", ""}, {"limit=99999999999999999999", ""},
+		{"order=asc&limit=2", ""}, {"order=sideways", ""}, {"branches=all", ""}, {"branches=none", ""},
+		{"cursor=AQAAAAAAAAAA__________", ""}, {"cursor=%zz", ""}, {"limit=1&limit=2", ""},
+		{"after=0.0", ""}, {"after=1.2", "0.0"}, {"", "9223372036854775807.1"}, {"", "-1.0"}, {"after=x", "garbage"},
+		{"follow=1", ""}, {"follow=maybe", ""}, {"q=hi", ""}, {"q=+&session=s", ""}, {"q=hi&session=../x&limit=3", ""},
+		{";&&==", "\x00"},
+	} {
+		for i := range queryRoutes {
+			f.Add(uint8(i), seed.query, seed.lastID)
+		}
+	}
+	h, logs, _ := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, route uint8, query, lastID string) {
+		path := queryRoutes[int(route)%len(queryRoutes)]
+		r := httptest.NewRequest("GET", path, nil)
+		r.URL.RawQuery = query
+		r.Host = "127.0.0.1"
+		if lastID != "" {
+			r.Header.Set("Last-Event-ID", lastID)
+		}
+		if r.URL.Query().Has("follow") {
+			// A followed stream stays open for the next turns: end it soon.
+			ctx, cancel := context.WithTimeout(r.Context(), 20*time.Millisecond)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		checkAnswer(t, path+"?"+query, w, []byte(lastID))
+		if strings.Contains(logs.String(), "panicked") {
+			t.Fatalf("%s?%s: the handler panicked:\n%s", path, query, logs.String())
+		}
+		limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
+		if w.Code != http.StatusOK || err != nil || limit < 1 {
+			return
+		}
+		var page struct {
+			Sessions, Messages, Hits []json.RawMessage
+		}
+		json.Unmarshal(w.Body.Bytes(), &page)
+		if n := len(page.Sessions) + len(page.Messages) + len(page.Hits); n > limit {
+			t.Fatalf("%s?%s: %d items, over the limit %d", path, query, n, limit)
+		}
+	})
 }
