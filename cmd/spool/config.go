@@ -253,8 +253,9 @@ func tomlValue(f *flag.Flag, text string) string {
 		}
 	}
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b) // a JSON string is a TOML basic string
+	enc := json.NewEncoder(&b) // a JSON string is a TOML basic string, but for DEL
 	enc.SetEscapeHTML(false)
 	enc.Encode(text)
-	return strings.TrimSpace(b.String())
+	// JSON leaves DEL (0x7f) bare, which TOML refuses in a string.
+	return strings.ReplaceAll(strings.TrimSpace(b.String()), "\x7f", `\u007f`)
 }
