@@ -102,11 +102,15 @@ func ParseEventID(s string) (EventID, error) {
 	pos, err1 := strconv.ParseInt(p, 10, 64)
 	num, err2 := strconv.ParseInt(n, 10, 64)
 	if !ok || err1 != nil || err2 != nil || pos < 0 || num < 0 || len(s) > 41 ||
-		strings.HasPrefix(p, "+") || strings.HasPrefix(n, "+") {
+		signed(p) || signed(n) {
 		return EventID{}, fmt.Errorf("%w %q (want P.N, two non-negative integers)", ErrBadEventID, truncate(s, 64))
 	}
 	return EventID{Pos: pos, N: num}, nil
 }
+
+// signed reports whether s begins with a sign, which ParseInt takes and
+// an event id has not ("-0" would read as 0).
+func signed(s string) bool { return strings.HasPrefix(s, "+") || strings.HasPrefix(s, "-") }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

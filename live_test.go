@@ -149,8 +149,10 @@ func TestWatch(t *testing.T) {
 		t.Fatalf("following, saw %q; the turn answered %q", g, next.Text)
 	}
 	// An id past the transcript is refused, as is nonsense.
-	if _, err := spool.ParseEventID("3.x"); !errors.Is(err, spool.ErrBadEventID) {
-		t.Fatalf("parse 3.x: %v", err)
+	for _, bad := range []string{"3.x", "-0.5", "0.-0", "+1.2", "1", "1.2.3", " 1.2"} {
+		if _, err := spool.ParseEventID(bad); !errors.Is(err, spool.ErrBadEventID) {
+			t.Fatalf("parse %q: %v", bad, err)
+		}
 	}
 	for _, err := range sess.Watch(ctx, spool.WatchOptions{After: spool.EventID{Pos: 999, N: 1}}) {
 		if !errors.Is(err, spool.ErrBadEventID) {
