@@ -1,6 +1,7 @@
 package spool_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -16,14 +17,19 @@ import (
 	"github.com/spool-go/spool/transcript"
 )
 
-func TestDelegation(t *testing.T) {
-	ctx := t.Context()
-	st := memstore.New()
+// leadSession returns the agent "researcher" and session case-1 of an
+// agent "lead" whose tool ask_researcher delegates to it, both on st.
+func leadSession(t *testing.T, ctx context.Context, st store.Store) (*spool.Agent, *spool.Session) {
 	helper := newAgent(t, spool.Config{Name: "researcher", Store: st})
 	lead := newAgent(t, spool.Config{Name: "lead", Store: st, Tools: []*tool.Tool{
 		helper.AsTool("ask_researcher", "Ask the researcher."),
 	}})
-	s := session(t, lead, ctx, "case-1")
+	return helper, session(t, lead, ctx, "case-1")
+}
+
+func TestDelegation(t *testing.T) {
+	ctx := t.Context()
+	helper, s := leadSession(t, ctx, memstore.New())
 	dlg := spool.DelegateSessionID(s.Key())
 	var delegated []spool.Event
 	var end *spool.Result
@@ -169,4 +175,37 @@ func TestDelegateSaysItsAnswerIsIncomplete(t *testing.T) {
 		}
 	}
 	t.Fatal("no tool result")
+}
+
+// A panic of the consumer's loop body on a delegate's event is the
+// consumer's own (panic.go), as on any other event: it goes on up to the
+// consumer, not into the calling model's tool result.
+func TestConsumerPanicOnDelegateEventIsTheConsumers(t *testing.T) {
+	ctx := t.Context()
+	_, s := leadSession(t, ctx, memstore.New())
+	func() {
+		defer func() {
+			if p := recover(); p != "mine" {
+				t.Fatalf("recovered %v, want the consumer's own panic", p)
+			}
+		}()
+		for ev := range s.Stream(ctx, `/call ask_researcher {"prompt":"find order 7"}`) {
+			if ev.Kind == spool.EventDelegate {
+				panic("mine")
+			}
+		}
+		t.Fatal("no panic")
+	}()
+	// The turn is recorded cancelled, with no tool result: the panic was
+	// never the tool's.
+	entries, _ := s.Transcript(ctx)
+	checkWellFormed(t, entries)
+	for _, e := range entries {
+		if e.Type == transcript.TypeToolResult {
+			t.Fatalf("a tool result was recorded: %s", e.Data)
+		}
+	}
+	if last := entries[len(entries)-1]; last.Type != transcript.TypeTurnEnd || last.Status != transcript.StatusCancelled {
+		t.Fatalf("the transcript is %v, the last entry %s; want the turn's end, cancelled", types(entries), last.Status)
+	}
 }
