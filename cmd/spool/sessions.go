@@ -389,12 +389,15 @@ func sessionsRm(ctx context.Context, env *environ, args []string) error {
 		return usagef("sessions rm takes one or more session ids")
 	}
 	var keys []store.Key
+	var names []string
 	for _, id := range pos {
 		k, err := c.key(id)
 		if err != nil {
 			return err
 		}
-		keys = append(keys, k)
+		if !slices.Contains(keys, k) { // an id given twice is one session, deleted once
+			keys, names = append(keys, k), append(names, id)
+		}
 	}
 	st, err := c.openExisting(ctx, env)
 	if err != nil {
@@ -408,7 +411,7 @@ func sessionsRm(ctx context.Context, env *environ, args []string) error {
 		}
 	}
 	if !*yes && isTerminal(env.stdin) {
-		fmt.Fprintf(env.stderr, "delete %d session(s): %s? [y/N] ", len(keys), strings.Join(pos, ", "))
+		fmt.Fprintf(env.stderr, "delete %d session(s): %s? [y/N] ", len(keys), strings.Join(names, ", "))
 		answer, _ := bufio.NewReader(env.stdin).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 			fmt.Fprintln(env.stderr, "nothing deleted")

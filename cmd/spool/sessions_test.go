@@ -101,8 +101,8 @@ func TestSessionsCommands(t *testing.T) {
 				t.Fatalf("export: %d %s", code, errs)
 			}
 			_, before, _ := c.run("", "sessions", "show", "alpha", "--json")
-			if code, _, errs := c.run("", "sessions", "rm", "alpha"); code != 0 {
-				t.Fatalf("rm: %s", errs)
+			if code, out, errs := c.run("", "sessions", "rm", "alpha", "alpha"); code != 0 || out != "deleted alpha\n" {
+				t.Fatalf("rm alpha alpha: exit %d, %q, %s; want alpha deleted once", code, out, errs)
 			}
 			if code, _, _ := c.run("", "sessions", "show", "alpha"); code != 1 {
 				t.Fatal("alpha survived rm")
