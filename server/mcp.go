@@ -49,6 +49,10 @@ func (s *Server) mcpHandler() http.Handler {
 		// The checks below are the SDK's localhost protection and more.
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        s.opts.MaxBodyBytes,
+		// A client of the current protocol cancels a call by closing its
+		// POST: the tool's context then ends, which stops the turn under
+		// DisconnectCancel (collect detaches it under DisconnectContinue).
+		PropagateRequestCancellation: true,
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hostAllowed(r.Host) {
@@ -100,8 +104,9 @@ func (s *Server) mcpSend(ctx context.Context, req *mcp.CallToolRequest, args mcp
 		return nil, mcpResult{}, apiErrorFor(err)
 	}
 	// The turn runs as /invoke's does: under Options.TurnTimeout, and
-	// ended by Close. (The MCP SDK's handler context is not the request's,
-	// so OnDisconnect cancel has no client going away to see here.)
+	// ended by Close; under OnDisconnect cancel it ends with ctx, which
+	// ends when the client closes its request
+	// (PropagateRequestCancellation).
 	res, err := s.collect(ctx, func(ctx context.Context) iter.Seq2[spool.Event, error] {
 		return sess.Stream(ctx, args.Prompt)
 	})

@@ -110,8 +110,10 @@ type Options struct {
 	// client or any other to follow again (GET /v1/sessions/{id}/events,
 	// GET /api/chat/{id}/stream) or to stop (POST
 	// /v1/sessions/{id}/stop); DisconnectCancel stops it, recorded
-	// cancelled. A turn over /mcp runs on under TurnTimeout either way:
-	// the MCP SDK does not tell its tool when the client went away.
+	// cancelled. A turn over /mcp follows it too for a client of the MCP
+	// protocol 2026-07-28 and later, which cancels a call by closing its
+	// request; an older client's notifications/cancelled reaches no turn
+	// (the server is stateless), which runs on under TurnTimeout.
 	OnDisconnect Disconnect
 	// TurnTimeout bounds a turn that runs on after its client went away,
 	// so that an abandoned turn cannot hold a model call forever; it is
