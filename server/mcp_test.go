@@ -220,3 +220,20 @@ func TestMCPClientCancelStopsTurnUnderDisconnectCancel(t *testing.T) {
 		t.Fatalf("turn ends %v 2s after the client gave up, want [cancelled]", ends)
 	}
 }
+
+// A call of a tool the server does not have is a protocol error (not a
+// tool result with isError), which the MCP SDK answers 400 with a
+// JSON-RPC error body; the OpenAPI document describes that answer (the
+// env checks every response against it), where it said a 4XX JSON body
+// of /mcp was the server's {"error":{"code","message"}}.
+func TestMCPUnknownToolIsAProtocolError(t *testing.T) {
+	e := newEnv(t, spool.Config{}, server.Options{})
+	cs, err := mcpConnect(t, e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Fatalf("CallTool of an unknown tool = %+v, %v; want a protocol error", res, err)
+	}
+}
