@@ -32,7 +32,7 @@ type mcpResult struct {
 	SessionID string `json:"sessionId"`
 	Status    string `json:"status"`
 	Text      string `json:"text"`
-	Notice    string `json:"notice,omitempty"` // with status ok: why the provider stopped the answer short
+	Notice    string `json:"notice,omitempty"` // why a guard or limit stopped the turn; with status ok, why the provider stopped the answer short
 }
 
 // mcpHandler returns /mcp: the agent as an MCP server over streamable
@@ -113,7 +113,7 @@ func (s *Server) mcpSend(ctx context.Context, req *mcp.CallToolRequest, args mcp
 	if res == nil {
 		return nil, mcpResult{}, apiErrorFor(err)
 	}
-	out := mcpResult{SessionID: res.SessionID, Status: string(res.Status), Text: res.Text}
+	out := mcpResult{SessionID: res.SessionID, Status: string(res.Status), Text: res.Text, Notice: res.Notice}
 	text := res.Text
 	isErr := false
 	switch {
@@ -125,8 +125,11 @@ func (s *Server) mcpSend(ctx context.Context, req *mcp.CallToolRequest, args mcp
 		text = fmt.Sprintf("The turn waits for a person to approve %s (POST /v1/sessions/%s/approvals/{approvalId}).", strings.Join(ids, ", "), res.SessionID)
 	case resultError(res) != nil:
 		text, isErr = resultError(res).Message, true
+	case res.Status == transcript.StatusPromptBlocked || res.Status == transcript.StatusResponseBlocked:
+		// A guard stopped the turn: there is no answer, and the client
+		// (often a model) is told why, as /api/chat's error chunk does.
+		text, isErr = turnEndError(res), true
 	case res.Status == transcript.StatusOK && res.Notice != "":
-		out.Notice = res.Notice
 		text += "\n\n(incomplete: " + res.Notice + ")"
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isErr}, out, nil

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -235,5 +236,45 @@ func TestMCPUnknownToolIsAProtocolError(t *testing.T) {
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool", Arguments: map[string]any{}})
 	if err == nil || !strings.Contains(err.Error(), "unknown tool") {
 		t.Fatalf("CallTool of an unknown tool = %+v, %v; want a protocol error", res, err)
+	}
+}
+
+// A turn a guard stopped reaches the MCP client as an error result
+// saying why, in the text and in the structured result's notice, as
+// /api/chat's error chunk and /invoke's notice say it: it was an empty
+// text with isError false and no notice, an answer of nothing.
+func TestMCPSaysAGuardStoppedTheTurn(t *testing.T) {
+	e := newEnv(t, spool.Config{
+		PromptGuards: []spool.PromptGuard{func(_ context.Context, p string) error {
+			if strings.Contains(p, "secret") {
+				return errors.New("prompts may not ask for secrets")
+			}
+			return nil
+		}},
+		AnswerGuards: []spool.AnswerGuard{func(_ context.Context, a string) error {
+			if strings.Contains(a, "forbidden") {
+				return errors.New("the answer said a forbidden word")
+			}
+			return nil
+		}},
+	}, server.Options{})
+	cs, err := mcpConnect(t, e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ prompt, status, notice string }{
+		{"tell me the secret", "prompt_blocked", "prompts may not ask for secrets"},
+		{"say forbidden things", "response_blocked", "the answer said a forbidden word"},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server.MCPToolName, Arguments: map[string]any{"prompt": c.prompt}})
+		if err != nil || len(res.Content) != 1 {
+			t.Fatalf("%s: CallTool = %+v, %v", c.status, res, err)
+		}
+		var out struct{ Status, Text, Notice string }
+		b, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(b, &out)
+		if text := res.Content[0].(*mcp.TextContent).Text; !res.IsError || text != c.notice || out.Status != c.status || out.Notice != c.notice || out.Text != "" {
+			t.Fatalf("%s: isError %v, text %q, structured %s; want an error result saying %q", c.status, res.IsError, text, b, c.notice)
+		}
 	}
 }
