@@ -39,9 +39,9 @@ import (
 //     continues; GET /api/chat/{id} gives the message the same id),
 //     start-step, text-start/text-delta/text-end, tool-input-available,
 //     tool-approval-request, tool-output-available, tool-output-error,
-//     tool-output-denied, finish-step, error, finish (with
-//     messageMetadata, an aiMetadata: model, usage, status, durationMs),
-//     and "data: [DONE]". The result of a call answered by an approval
+//     tool-output-denied, finish-step, error, finish (with finishReason,
+//     see finishReason, and messageMetadata, an aiMetadata: model, usage,
+//     status, durationMs), and "data: [DONE]". The result of a call answered by an approval
 //     comes before the first step of the resumed turn, outside any step.
 //     Chunks carry only the fields the protocol documents: the client
 //     validates them.
@@ -386,6 +386,7 @@ type (
 	}
 	chunkFinish struct {
 		Type            string      `json:"type"`
+		FinishReason    string      `json:"finishReason,omitempty"`
 		MessageMetadata *aiMetadata `json:"messageMetadata,omitempty"`
 	}
 )
@@ -425,14 +426,14 @@ func (a *aiWriter) closeStep() {
 }
 
 // finish ends the stream, with an error chunk first when errText is set;
-// the finish chunk carries the message's metadata when the turn's result
-// is known.
-func (a *aiWriter) finish(errText string, md *aiMetadata) {
+// the finish chunk carries why the turn ended (reason) and the message's
+// metadata when the turn's result is known.
+func (a *aiWriter) finish(errText, reason string, md *aiMetadata) {
 	a.closeStep()
 	if errText != "" {
 		a.send(chunkError{Type: "error", ErrorText: errText})
 	}
-	a.send(chunkFinish{Type: "finish", MessageMetadata: md})
+	a.send(chunkFinish{Type: "finish", FinishReason: reason, MessageMetadata: md})
 	if a.sse != nil && !a.failed {
 		a.sse.raw("[DONE]")
 	}
@@ -451,7 +452,7 @@ func (a *aiWriter) run(events iter.Seq2[spool.Event, error]) {
 				a.s.writeError(a.w, a.r, err)
 				return
 			}
-			a.finish(a.s.streamError(a.r, err).Message, nil)
+			a.finish(a.s.streamError(a.r, err).Message, "error", nil)
 			return
 		}
 		if a.sse == nil {
@@ -479,7 +480,7 @@ func (a *aiWriter) run(events iter.Seq2[spool.Event, error]) {
 			if ev.Result != nil {
 				md = resultMetadata(ev.Result)
 			}
-			a.finish(turnEndError(ev.Result), md)
+			a.finish(turnEndError(ev.Result), finishReason(ev.Result), md)
 			return
 		}
 	}
@@ -618,4 +619,31 @@ func turnEndError(res *spool.Result) string {
 		return "the answer was stopped"
 	}
 	return ""
+}
+
+// finishReason is the finish chunk's finishReason for a turn's result:
+// what the client passes to onFinish, as a streamText server sends it.
+// "tool-calls" is a turn paused on approvals; "length" and
+// "content-filter" an answer the provider or a guard stopped short.
+func finishReason(res *spool.Result) string {
+	if res == nil {
+		return ""
+	}
+	switch res.Status {
+	case spool.StatusAwaitingApproval:
+		return "tool-calls"
+	case transcript.StatusError:
+		return "error"
+	case transcript.StatusPromptBlocked, transcript.StatusResponseBlocked:
+		return "content-filter"
+	case transcript.StatusOK:
+		switch res.NoticeKind {
+		case transcript.NoticeOutputLimit:
+			return "length"
+		case transcript.NoticeAnswerFiltered:
+			return "content-filter"
+		}
+		return "stop"
+	}
+	return "other"
 }

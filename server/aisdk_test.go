@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/server"
 	"github.com/spool-go/spool/transcript"
 )
@@ -59,7 +62,7 @@ var documented = map[string][]string{
 	"tool-output-error":     {"errorText", "toolCallId", "type"},
 	"tool-output-denied":    {"toolCallId", "type"},
 	"finish-step":           {"type"},
-	"finish":                {"messageMetadata", "type"},
+	"finish":                {"finishReason", "messageMetadata", "type"},
 	"error":                 {"errorText", "type"},
 }
 
@@ -416,5 +419,25 @@ func TestAIChatResumeDenied(t *testing.T) {
 	textID := regexp.MustCompile(`"txt_[0-9A-Z]+"`)
 	if a, b := textID.ReplaceAllString(normalize(want), `"txt"`), textID.ReplaceAllString(normalize(replay), `"txt"`); a != b {
 		t.Fatalf("the resumed stream differs from the live one:\nlive:\n%s\nresumed:\n%s", a, b)
+	}
+}
+
+// The finish chunk says why the answer ended, as a streamText server's
+// does: the real client's onFinish was given finishReason undefined for
+// every turn, an answer cut at the output limit ("length") and one paused
+// on an approval ("tool-calls") as a whole one ("stop").
+func TestAIChatFinishReasonRealClient(t *testing.T) {
+	cut := []model.Event{{Kind: model.EventText, Text: "once upon a"}, {Kind: model.EventStop, Stop: model.StopLength}}
+	e := newEnv(t, spool.Config{Model: echo.New(echo.WithResponses(cut))}, server.Options{})
+	out := runAIClient(t, "finish.mjs", e.http.URL+"/api/chat")
+	var got struct {
+		Errors  []string
+		Reasons []any
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.Errors) > 0 || fmt.Sprint(got.Reasons) != "[length stop tool-calls]" {
+		t.Fatalf("finish reasons %v, want [length stop tool-calls] (errors %v)", got.Reasons, got.Errors)
 	}
 }
