@@ -108,3 +108,15 @@ func TestBadNamespaceNamesItsFlag(t *testing.T) {
 		}
 	}
 }
+
+// A --max-age that is no number of days, or more than a duration holds,
+// is refused: converted, it would wrap to no limit or to a short one.
+func TestPruneMaxAgeBounds(t *testing.T) {
+	c := newCLI(t, nil)
+	for _, v := range []string{"NaN", "Inf", "1e9", "106752"} {
+		code, _, errs := c.run("", "sessions", "prune", "--store", "memory:", "--max-sessions", "5", "--max-age", v)
+		if code != 2 || !strings.Contains(errs, "--max-age") {
+			t.Errorf("prune --max-age %s: exit %d, %q; want 2 and an error naming --max-age", v, code, errs)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -456,6 +457,11 @@ func sessionsPrune(ctx context.Context, env *environ, args []string) error {
 	}
 	if *maxSessions < 0 || *maxAge < 0 {
 		return usagef("--max-sessions and --max-age must not be negative")
+	}
+	// More days than a duration holds would wrap to a negative age (no
+	// limit) or a short one; NaN fails every comparison.
+	if !(*maxAge <= float64(math.MaxInt64/int64(24*time.Hour))) {
+		return usagef("--max-age %v: give a number of days up to %d", *maxAge, math.MaxInt64/int64(24*time.Hour))
 	}
 	r := store.Retention{MaxSessions: *maxSessions, MaxAge: time.Duration(*maxAge * float64(24*time.Hour))}
 	if r.Unlimited() {
