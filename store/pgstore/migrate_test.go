@@ -101,6 +101,12 @@ func TestOpenURL(t *testing.T) {
 	if _, err := Open(bg, withParams(u, "ttl=soon")); err == nil || !strings.Contains(err.Error(), "ttl") {
 		t.Fatalf("bad ttl: %v", err)
 	}
+	// One value each: which of two wins must not depend on the store.
+	for _, q := range []string{"ttl=720h&ttl=1s", "schema=a&schema=b"} {
+		if _, err := Open(bg, withParams(u, q)); err == nil || !strings.Contains(err.Error(), "given 2 times") {
+			t.Fatalf("?%s: %v, want the parameter refused", q, err)
+		}
+	}
 	_, err = Open(bg, "postgres://spool:hunter2@127.0.0.1:5432/test?pool_max_conns=many")
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("bad URL: %v (must fail without quoting the password)", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storekit"
 )
 
 func init() {
@@ -154,6 +155,9 @@ func splitURL(rawURL string) (string, []Option, error) {
 		return "", nil, errors.New("pgstore: want a URL postgres://user@host:port/database?…")
 	}
 	q := u.Query()
+	if err := storekit.OneValue(q, "schema", "ttl", "lock_conns"); err != nil {
+		return "", nil, fmt.Errorf("pgstore: %w", err)
+	}
 	var opts []Option
 	if v := q.Get("schema"); q.Has("schema") {
 		opts = append(opts, WithSchema(v))

@@ -63,7 +63,7 @@ func TestOpenURL(t *testing.T) {
 }
 
 func TestOpenRejects(t *testing.T) {
-	for _, q := range []string{"prefix=a:b", "prefix={x}", "prefix=", "ttl=soon", "ttl=-1h", "locklease=1ms", "wait=x", "waittimeout=1s", "pendingttl=1m&ttl=1h", "bogus=1"} {
+	for _, q := range []string{"prefix=a:b", "prefix={x}", "prefix=", "ttl=soon", "ttl=-1h", "locklease=1ms", "wait=x", "waittimeout=1s", "pendingttl=1m&ttl=1h", "bogus=1", "ttl=24h&ttl=1s", "prefix=a&prefix=b"} {
 		if s, err := redisstore.Open(t.Context(), withQuery(t, q)); err == nil {
 			s.Close()
 			t.Errorf("Open with ?%s succeeded", q)

@@ -237,6 +237,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 // know, sees only its own.
 func takeOptions(u *url.URL) ([]Option, error) {
 	q := u.Query()
+	if err := storekit.OneValue(q, "prefix", "ttl", "pendingttl", "locklease", "wait", "waitaof", "waittimeout"); err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
 	var opts []Option
 	dur := func(name string) (time.Duration, bool, error) {
 		v := q.Get(name)

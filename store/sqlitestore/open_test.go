@@ -52,7 +52,7 @@ func TestOpenURL(t *testing.T) {
 		t.Errorf("sqlite:rel/relative.db opened %s, want %s", s.(*Store).Path(), want)
 	}
 
-	for _, bad := range []string{"sqlite:", "sqlite://host/x.db", "sqlite:x.db?ttl=soon", "sqlite:x.db?journal=off"} {
+	for _, bad := range []string{"sqlite:", "sqlite://host/x.db", "sqlite:x.db?ttl=soon", "sqlite:x.db?journal=off", "sqlite:x.db?ttl=720h&ttl=1s"} {
 		if s, err := store.Open(t.Context(), bad); err == nil {
 			store.Close(s)
 			t.Errorf("store.Open(%q) succeeded", bad)

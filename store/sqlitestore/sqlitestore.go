@@ -302,6 +302,9 @@ func openURL(ctx context.Context, u *url.URL, opts ...Option) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlitestore: URL names no file; use sqlite:/abs/path.db or sqlite:relative.db")
 	}
+	if err := storekit.OneValue(u.Query(), "ttl"); err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
 	var urlOpts []Option
 	for k, v := range u.Query() {
 		switch k {
