@@ -1,11 +1,15 @@
 package spool_test
 
 import (
+	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/store/memstore"
+	"github.com/spool-go/spool/tool"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -37,5 +41,59 @@ func TestConsumerPanicRecordsCancelled(t *testing.T) {
 	}
 	if res, err := s.Send(ctx, "again"); err != nil || res.Status != transcript.StatusOK {
 		t.Fatalf("the next turn: %+v, %v", res, err)
+	}
+}
+
+// The turn a consumer's panic ends is observed to end, and so is what it
+// was doing: the model call whose text the loop body took, and the
+// delegating tool call on whose event it panicked. An observer that opens
+// a span per start (package telemetry) would otherwise hold it for good.
+func TestConsumerPanicObservationsPair(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		prompt string
+		at     spool.EventKind
+	}{
+		{"model", "hello", spool.EventText},
+		{"tool", `/call ask_researcher {"prompt":"find order 7"}`, spool.EventDelegate},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			var mu sync.Mutex
+			open := map[string]bool{}
+			obs := spool.ObserverFunc(func(_ context.Context, o spool.Observation) {
+				mu.Lock()
+				defer mu.Unlock()
+				key := string(o.Kind[:strings.IndexByte(string(o.Kind), '.')+1]) + o.TurnID + "/" + o.CallID
+				switch o.Kind {
+				case spool.ObserveTurnStart, spool.ObserveModelStart, spool.ObserveToolStart:
+					open[key] = true
+				case spool.ObserveTurnEnd, spool.ObserveModelEnd, spool.ObserveToolEnd:
+					delete(open, key)
+				}
+			})
+			st := memstore.New()
+			helper := newAgent(t, spool.Config{Name: "researcher", Store: st})
+			lead := newAgent(t, spool.Config{Name: "lead", Store: st, Observers: []spool.Observer{obs},
+				Tools: []*tool.Tool{helper.AsTool("ask_researcher", "Ask the researcher.")}})
+			s := session(t, lead, ctx, "s")
+			func() {
+				defer func() {
+					if p := recover(); p != "mine" {
+						t.Fatalf("recovered %v, want the consumer's own panic", p)
+					}
+				}()
+				for ev := range s.Stream(ctx, c.prompt) {
+					if ev.Kind == c.at {
+						panic("mine")
+					}
+				}
+			}()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(open) != 0 {
+				t.Fatalf("observed starts without an end: %v", open)
+			}
+		})
 	}
 }

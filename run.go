@@ -306,7 +306,7 @@ func (r *run) step(ctx context.Context) (calls []transcript.ToolCall, blocked er
 	r.emit(Event{Kind: EventStepStart})
 	r.observe(ctx, Observation{Kind: ObserveModelStart, Model: a.modelName})
 	start := time.Now()
-	out := r.stream(ctx, req)
+	out := r.stream(ctx, req, start)
 	calls, blocked, r.stop = out.calls, out.blocked, out.stop
 	modelErr, usage, text := out.err, out.usage, out.text
 	if modelErr == nil && r.stopped {
@@ -357,24 +357,26 @@ type streamed struct {
 // the loop gathers lives in the run (r.text, r.out), not in variables of
 // its own: the loop body is a closure the model's iterator calls, and
 // every variable it writes would be allocated on the heap, each step.
-func (r *run) stream(ctx context.Context, req *model.Request) streamed {
+func (r *run) stream(ctx context.Context, req *model.Request, start time.Time) streamed {
 	r.out = streamed{}
 	r.text.Reset()
-	r.read(ctx, req)
+	r.read(ctx, req, start)
 	out := r.out
 	out.text = r.text.String()
 	r.out = streamed{}
 	return out
 }
 
-// read is stream's reading of the model's answer into r.out and r.text.
-// A panic of the model's (its Stream, or its iterator) ends the turn,
-// as the model's error; one of the consumer's, raised in yield, is the
-// consumer's own (panic.go).
-func (r *run) read(ctx context.Context, req *model.Request) {
+// read is stream's reading of the model's answer into r.out and r.text,
+// from the request made at start. A panic of the model's (its Stream, or
+// its iterator) ends the turn, as the model's error; one of the
+// consumer's, raised in yield, is the consumer's own (panic.go), and ends
+// the model call for observers (as endIfConsumerPanicked ends the turn).
+func (r *run) read(ctx context.Context, req *model.Request, start time.Time) {
 	defer func() {
 		if p := recover(); p != nil {
 			if r.yielding {
+				r.observe(ctx, Observation{Kind: ObserveModelEnd, Model: r.s.a.modelName, Usage: r.out.usage, Duration: time.Since(start), ErrorCode: transcript.CodeCancelled})
 				panic(p)
 			}
 			r.out.err = r.s.a.panicked(ctx, "the model", p)
@@ -569,7 +571,10 @@ func (r *run) execute(ctx context.Context, c transcript.ToolCall) error {
 		tctx, em := withEmitter(ctx, r, c.ID)
 		out, err := t.Run(tctx, c.Arguments, a.cfg.ToolTimeout)
 		if p := em.close(); p != nil { // a delegate still running after a timeout emits nothing more
-			panic(p) // the consumer's, raised in its loop body on the tool's goroutine: see emitter
+			// The consumer's, raised in its loop body on the tool's
+			// goroutine (see emitter): the call ends for observers too.
+			r.observe(ctx, Observation{Kind: ObserveToolEnd, Tool: observed, CallID: c.ID, Duration: time.Since(start), Outcome: OutcomeError})
+			panic(p)
 		}
 		switch {
 		case err == nil:
