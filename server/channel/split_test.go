@@ -57,8 +57,10 @@ func TestSplit(t *testing.T) {
 	}
 }
 
-// TestSplitKeepsIndentation: a cut at a line break keeps the next line's
-// leading spaces, which in a code block (and a nested list) are content.
+// TestSplitKeepsIndentation: a cut at a line break inside a code block
+// keeps the next line's leading spaces, which are code there. (Outside a
+// fence they are trimmed: a part beginning with four spaces would render
+// as a code block.)
 func TestSplitKeepsIndentation(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("```python\n")
