@@ -155,8 +155,8 @@ func splitURL(rawURL string) (string, []Option, error) {
 		return "", nil, errors.New("pgstore: want a URL postgres://user@host:port/database?…")
 	}
 	q := u.Query()
-	if err := storekit.OneValue(q, "schema", "ttl", "lock_conns"); err != nil {
-		return "", nil, fmt.Errorf("pgstore: %w", err)
+	if name, n := storekit.Repeated(q, "schema", "ttl", "lock_conns"); n > 1 {
+		return "", nil, fmt.Errorf("pgstore: URL parameter %s given %d times", name, n)
 	}
 	var opts []Option
 	if v := q.Get("schema"); q.Has("schema") {

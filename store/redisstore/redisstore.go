@@ -237,8 +237,8 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 // know, sees only its own.
 func takeOptions(u *url.URL) ([]Option, error) {
 	q := u.Query()
-	if err := storekit.OneValue(q, "prefix", "ttl", "pendingttl", "locklease", "wait", "waitaof", "waittimeout"); err != nil {
-		return nil, fmt.Errorf("redisstore: %w", err)
+	if name, n := storekit.Repeated(q, "prefix", "ttl", "pendingttl", "locklease", "wait", "waitaof", "waittimeout"); n > 1 {
+		return nil, fmt.Errorf("redisstore: URL parameter %s given %d times", name, n)
 	}
 	var opts []Option
 	dur := func(name string) (time.Duration, bool, error) {

@@ -302,8 +302,8 @@ func openURL(ctx context.Context, u *url.URL, opts ...Option) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlitestore: URL names no file; use sqlite:/abs/path.db or sqlite:relative.db")
 	}
-	if err := storekit.OneValue(u.Query(), "ttl"); err != nil {
-		return nil, fmt.Errorf("sqlitestore: %w", err)
+	if name, n := storekit.Repeated(u.Query(), "ttl"); n > 1 {
+		return nil, fmt.Errorf("sqlitestore: URL parameter %s given %d times", name, n)
 	}
 	var urlOpts []Option
 	for k, v := range u.Query() {

@@ -105,15 +105,16 @@ func ConflictError(key store.Key, parent, head string) error {
 // says only what is wrong with it. Wrap it with the store's name.
 func ParseURL(rawURL string) (*url.URL, error) { return rules.ParseURL(rawURL) }
 
-// OneValue returns an error naming the first of a store's own URL
-// parameters, names, that q gives more than once: each takes one value,
-// and which of two wins (ttl=720h&ttl=1s) must not depend on the store.
-// Wrap it with the store's name.
-func OneValue(q url.Values, names ...string) error {
+// Repeated returns the first of a store's own URL parameters, names, that
+// q gives more than once, and how many times: each takes one value, and
+// which of two wins (ttl=720h&ttl=1s) must not depend on the store, so a
+// store refuses the URL ("URL parameter ttl given 2 times"). It returns
+// "", 0 when each is given at most once.
+func Repeated(q url.Values, names ...string) (name string, times int) {
 	for _, name := range names {
 		if n := len(q[name]); n > 1 {
-			return fmt.Errorf("URL parameter %s given %d times", name, n)
+			return name, n
 		}
 	}
-	return nil
+	return "", 0
 }
