@@ -266,7 +266,8 @@ func (s *Store) index(ctx context.Context, ns store.Namespace, create bool) (*in
 			s.mu.Unlock()
 			return nil, ErrClosed
 		}
-		var evicted *index
+		var evicted []*index
+		s.tick++
 		if x = s.indexes[ns]; x == nil {
 			x = newIndex(s, ns, dir)
 			if madeAt != nil {
@@ -276,14 +277,14 @@ func (s *Store) index(ctx context.Context, ns store.Namespace, create bool) (*in
 				// other goroutines, go on.
 				x.dirMod = madeAt.ModTime()
 			}
+			x.used = s.tick // the newest: never the one evicted for it
 			s.indexes[ns] = x
 			evicted = s.evictLocked()
 		}
-		s.tick++
 		x.used = s.tick
 		s.mu.Unlock()
-		if evicted != nil {
-			evicted.drop()
+		for _, old := range evicted {
+			old.drop()
 		}
 	}
 	s.hot.Store(x)
@@ -302,31 +303,35 @@ func (s *Store) index(ctx context.Context, ns store.Namespace, create bool) (*in
 // neither memory nor file descriptors for all of them.
 const maxIndexes = 256
 
-// evictLocked drops the least recently used namespace when there are too many, and
-// returns it for its index file to be closed. An operation still under way
-// on it finishes on its own copy: two views of one folder in one process
-// keep each other right the same way two processes do, through the files.
-// The caller holds s.mu.
-func (s *Store) evictLocked() *index {
-	if len(s.indexes) <= maxIndexes {
-		return nil
-	}
-	var old *index
-	for _, x := range s.indexes {
-		if x.pending.Load() > 0 || x.live.Load() > 0 {
-			// Deferred records to write first (pending.go), or sessions
-			// in use or with kept files (sessions.go).
-			continue
+// evictLocked drops the least recently used namespaces while there are too
+// many, and returns them for their index files to be closed. One that
+// could not go when it was the oldest (deferred records, sessions in use)
+// goes at a later call, so the bound holds again once they are done. An
+// operation still under way on one finishes on its own copy: two views of
+// one folder in one process keep each other right the same way two
+// processes do, through the files. The caller holds s.mu.
+func (s *Store) evictLocked() []*index {
+	var evicted []*index
+	for len(s.indexes) > maxIndexes {
+		var old *index
+		for _, x := range s.indexes {
+			if x.pending.Load() > 0 || x.live.Load() > 0 {
+				// Deferred records to write first (pending.go), or
+				// sessions in use or with kept files (sessions.go).
+				continue
+			}
+			if old == nil || x.used < old.used {
+				old = x
+			}
 		}
-		if old == nil || x.used < old.used {
-			old = x
+		if old == nil {
+			break
 		}
-	}
-	if old != nil {
 		delete(s.indexes, old.key)
 		s.hot.CompareAndSwap(old, nil)
+		evicted = append(evicted, old)
 	}
-	return old
+	return evicted
 }
 
 // checkNamespaceCase refuses a namespace whose agent or owner folder exists in
