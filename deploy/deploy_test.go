@@ -8,6 +8,7 @@ package deploy_test
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -383,5 +384,54 @@ func TestKubernetesExample(t *testing.T) {
 		t.Errorf("SPOOL_METRICS_ADDR did not start the metrics listener:\n%s", p.Stderr.String())
 	} else {
 		probeOK(t, m[1])
+	}
+}
+
+// The unit's config file, installed as its header says, can be read by
+// the service: DynamicUser runs spool serve as a user made for it, and
+// ConfigurationDirectory= (unlike StateDirectory=) is not given to that
+// user, so /etc/spool and spool.toml stay root's and the service reads
+// them as "other". The modes come from the install lines; as root the
+// test also runs spool serve --config as such a user (uid 61184, the
+// first of systemd's dynamic range, no groups).
+func TestSystemdConfigReadable(t *testing.T) {
+	src, err := os.ReadFile("systemd/spool.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`install -m (0[0-7]{3}) deploy/systemd/spool\.toml /etc/spool/`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("the unit's header does not say how spool.toml is installed")
+	}
+	mode, err := strconv.ParseUint(string(m[1]), 8, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode&0o004 == 0 {
+		t.Errorf("spool.toml is installed with mode %s: the service's dynamic user, neither its owner nor in its group, cannot read it", m[1])
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if os.Geteuid() != 0 || err != nil {
+		return
+	}
+	// /etc/spool as systemd leaves it at start (ConfigurationDirectoryMode
+	// 0755 by default), owned by root; the file with the unit's mode.
+	root, err := os.MkdirTemp("", "spool-unit-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	etc := filepath.Join(root, "etc-spool")
+	bin := filepath.Join(root, "spool")
+	toml, _ := os.ReadFile("systemd/spool.toml")
+	b, _ := os.ReadFile(spooltest.Binary(t))
+	if err := errors.Join(os.Chmod(root, 0o755), os.Mkdir(etc, 0o755), os.WriteFile(filepath.Join(etc, "spool.toml"), toml, 0o600),
+		os.Chmod(filepath.Join(etc, "spool.toml"), os.FileMode(mode)), os.WriteFile(bin, b, 0o755)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(setpriv, "--reuid", "61184", "--regid", "61184", "--clear-groups",
+		bin, "serve", "--config", filepath.Join(etc, "spool.toml"), "--print-config").CombinedOutput()
+	if err != nil {
+		t.Errorf("spool serve --config as the service's dynamic user: %v\n%s", err, out)
 	}
 }
