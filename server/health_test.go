@@ -103,6 +103,37 @@ func TestReadyzDrainAndClose(t *testing.T) {
 	}
 }
 
+// A follower (events?follow=1) has no end of its own: Shutdown does not
+// wait for it, which held every restart for its whole grace period, but
+// it still gets the end of the turn running when shutdown began, and
+// then its stream ends.
+func TestShutdownEndsFollowers(t *testing.T) {
+	slow := &gate{release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	e := newEnv(t, spool.Config{Model: slow}, server.Options{})
+	answered := make(chan resp, 1)
+	go func() { answered <- e.post("/invoke", map[string]any{"prompt": "hi", "sessionId": "live"}) }()
+	<-slow.entered
+	ls := e.open("GET", "/v1/sessions/live/events?follow=1", nil)
+	if ls.res.StatusCode != 200 {
+		t.Fatalf("follow: %d", ls.res.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- e.srv.Shutdown(ctx) }()
+	close(slow.release)
+	if r := <-answered; r.status != 200 {
+		t.Fatalf("the running turn: %d %s", r.status, r.body)
+	}
+	ls.until("turn_end")
+	if err := <-shut; err != nil || ctx.Err() != nil {
+		t.Fatalf("Shutdown = %v, its context %v: it waited for the follower", err, ctx.Err())
+	}
+	if ev, ok := ls.next(); ok {
+		t.Fatalf("the follower's stream went on after Shutdown: %v", ev)
+	}
+}
+
 // Shutdown waits for the requests being served: a turn running when it
 // is called finishes, and Shutdown returns after it.
 func TestShutdownWaitsForRequests(t *testing.T) {

@@ -201,6 +201,17 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if opt.Follow {
+		// A follower has no end of its own: Shutdown does not wait for
+		// it (it would hold every restart for the whole grace period),
+		// and Close, once every turn has ended, ends it.
+		s.inflight.done()
+		defer s.inflight.start() // for the middleware's done
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer stop()
+		defer context.AfterFunc(s.following, stop)()
+	}
 	var sse *sseWriter
 	opt.Ready = func() { sse = startSSE(w, s.opts.KeepAlive, nil) }
 	defer func() {

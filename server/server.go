@@ -173,7 +173,12 @@ type Server struct {
 	// counts them.
 	base     context.Context
 	endTurns context.CancelFunc
-	turns    sync.WaitGroup
+	// following ends the event streams that follow a session's next
+	// turns (?follow=1), at Close: they have no end of their own, so
+	// Shutdown does not wait for them, and they end once the turns have.
+	following     context.Context
+	stopFollowing context.CancelFunc
+	turns         sync.WaitGroup
 }
 
 // connected is a driver of Options.Channels and its dispatcher.
@@ -221,6 +226,7 @@ func New(agent *spool.Agent, opts Options) *Server {
 	}
 	s.inflight.idle = make(chan struct{}, 1)
 	s.base, s.endTurns = context.WithCancel(context.Background())
+	s.following, s.stopFollowing = context.WithCancel(context.Background())
 	s.chat = newHTTPChannel(s)
 	// Listen only records the dispatcher; it cannot fail.
 	s.dispatch, _ = channel.Connect(context.Background(), agent, s.chat)
@@ -271,6 +277,7 @@ func (s *Server) Close() error {
 	for _, c := range s.channels {
 		c.dispatch.Wait()
 	}
+	s.stopFollowing() // every turn has ended: its followers have had it
 	s.tel.close()
 	return err
 }
@@ -281,7 +288,11 @@ func (s *Server) Close() error {
 // messages at once (a driver with a Drain method, as the chat platforms
 // have: their webhooks answer 503 and the platforms deliver again later).
 // The requests being served and the turns the channels run get until ctx
-// ends to finish, and then Close stops what still runs. A chat
+// ends to finish, and then Close stops what still runs. An event stream
+// that follows a session's next turns (events?follow=1) is not waited
+// for: it has no end of its own, so it would hold every shutdown for the
+// whole of ctx; it ends in Close, once the turns it could show have
+// ended. A chat
 // platform's turn belongs to no HTTP request, so an http.Server's own
 // Shutdown does not wait for it; call Shutdown first, then the
 // http.Server's, which closes the listener once nothing is left to
