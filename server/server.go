@@ -262,7 +262,8 @@ func (s *Server) Channel() *HTTPChannel { return s.chat }
 // answered 503 (or an SSE error event) and new ones refused; the turn
 // running for each stops at its next event. Close returns once every
 // /chat turn is recorded, so a program can close its store after it.
-// Other routes keep working.
+// Streams that follow a session (events?follow=1) end then, and later
+// ones at once. Other routes keep working.
 func (s *Server) Close() error {
 	s.closed.Store(true)
 	err := s.chat.Close()
