@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -146,6 +147,11 @@ func LoadAPIKeys(path string) (*APIKeys, error) {
 	if err := dec.Decode(&f); err != nil {
 		// The decoder's message names fields and offsets, not values.
 		return nil, fmt.Errorf("server: keys file %s: %v", path, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		// A second object (two files pasted together) would otherwise be
+		// dropped without a word, and its keys with it.
+		return nil, fmt.Errorf("server: keys file %s: more after the first JSON object (offset %d); put every key in one \"keys\" list", path, dec.InputOffset())
 	}
 	k, err := NewAPIKeys(f.Keys...)
 	if err != nil {

@@ -64,6 +64,8 @@ func TestLoadAPIKeys(t *testing.T) {
 		"bad digest":       `{"keys":[{"sha256":"abc","project":true}]}`,
 		"duplicate":        `{"keys":[{"key":"` + aliceKey + `","project":true},{"key":"` + aliceKey + `","user":"a"}]}`,
 		"not JSON":         `keys:`,
+		"two objects":      `{"keys":[{"key":"` + aliceKey + `","project":true}]}` + "\n" + `{"keys":[{"key":"` + bobKey + `","user":"bob"}]}`,
+		"trailing text":    `{"keys":[{"key":"` + aliceKey + `","project":true}]} ,`,
 	}
 	for name, content := range bad {
 		_, err := server.LoadAPIKeys(write(strings.ReplaceAll(name, " ", "_")+".json", content, 0o600))
