@@ -279,7 +279,8 @@ func (f *serveFlags) loadKeys(env *environ) (*server.APIKeys, error) {
 // drainDelay (the time a load balancer needs to stop sending); then new
 // requests are refused with 503, and those running, with their turns,
 // get grace to finish; then what still runs is cancelled (and recorded
-// so); then the listener closes.
+// so); then the listener closes. A second signal ends the process at
+// once.
 func serve(ctx context.Context, env *environ, log *slog.Logger, ln net.Listener, h *server.Server, drainDelay, grace time.Duration, agent string) error {
 	sigCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -308,12 +309,17 @@ func serve(ctx context.Context, env *environ, log *slog.Logger, ln net.Listener,
 		return err
 	case <-sigCtx.Done():
 	}
+	// A second signal is someone who will not wait: it ends the process
+	// at once, as signals do by default (Reset: main's NotifyContext
+	// holds SIGTERM too). What was running stays open in its transcript,
+	// and the session's next turn closes it as cancelled.
+	signal.Reset(os.Interrupt, syscall.SIGTERM)
 	h.Drain()
 	if drainDelay > 0 {
 		log.Info("draining: /readyz answers 503; requests are still served", "drainDelay", drainDelay)
 		time.Sleep(drainDelay)
 	}
-	log.Info("shutting down: new requests are refused; running turns get the grace period", "grace", grace)
+	log.Info("shutting down: new requests are refused; running turns get the grace period (a second signal exits at once)", "grace", grace)
 	shCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	err := h.Shutdown(shCtx)
 	graceOver := shCtx.Err() != nil

@@ -274,6 +274,32 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 }
 
+// A second SIGTERM (or Ctrl-C) during the grace period ends the process
+// at once: someone who will not wait for the turns; the transcript holds
+// the turn unfinished, for the session's next turn to close.
+func TestServeSecondSignalExitsAtOnce(t *testing.T) {
+	prov := slowProvider(t, 400, 50*time.Millisecond)
+	db := "sqlite:" + filepath.Join(t.TempDir(), "spool.db")
+	p := startServe(t, "--store", db, "--grace", "60s", "--model", "openai:slow", "--base-url", prov.URL+"/v1", "--model-key", "test")
+	br := chatUntilText(t, p.URL, "slow")
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(p.Stderr.String(), "shutting down") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no shutdown after SIGTERM:\n%s", p.Stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.Wait(t, 10*time.Second); code == 0 {
+		t.Fatal("the process exited 0 after a second signal: it waited for the turn")
+	}
+	io.Copy(io.Discard, br)
+	if got := endStatuses(readTranscript(t, db, "slow")); len(got) != 0 {
+		t.Fatalf("turn ends %v: the turn ran to an end", got)
+	}
+}
+
 func TestServeRefusals(t *testing.T) {
 	dir := t.TempDir()
 	open := filepath.Join(dir, "keys.json")
