@@ -114,7 +114,7 @@ func (r *run) decide(ctx context.Context, p Approval, d Decision) error {
 	r.observe(ctx, Observation{Kind: ObserveApproval, Tool: p.Tool, CallID: p.CallID, Verdict: dec, ApprovalScope: d.Scope})
 	call := transcript.ToolCall{ID: p.CallID, Name: p.Tool, Arguments: p.Arguments}
 	if d.Allow && r.interrupted(ctx) != nil {
-		return r.recordResult(ctx, transcript.ToolResult{CallID: p.CallID, Tool: p.Tool, Result: "not run: the turn was stopped", IsError: true})
+		return r.recordResult(ctx, notRun(p.CallID, p.Tool))
 	}
 	if d.Allow {
 		return r.execute(ctx, call)

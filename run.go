@@ -510,7 +510,7 @@ func (r *run) handleCalls(ctx context.Context, calls []transcript.ToolCall) (boo
 	for _, c := range calls {
 		if r.interrupted(ctx) != nil {
 			// The turn was stopped: later calls are not started, and say so.
-			if err := r.recordResult(ctx, transcript.ToolResult{CallID: c.ID, Tool: c.Name, Result: "not run: the turn was stopped", IsError: true}); err != nil {
+			if err := r.recordResult(ctx, notRun(c.ID, c.Name)); err != nil {
 				return false, err
 			}
 			continue
@@ -590,6 +590,11 @@ func (r *run) execute(ctx context.Context, c transcript.ToolCall) error {
 	return r.recordResult(ctx, res)
 }
 
+// notRun is the result of a call the turn's stop kept from running.
+func notRun(callID, tool string) transcript.ToolResult {
+	return transcript.ToolResult{CallID: callID, Tool: tool, Result: "not run: the turn was stopped", IsError: true}
+}
+
 func (r *run) recordResult(ctx context.Context, res transcript.ToolResult) error {
 	if _, err := r.w.append(ctx, transcript.TypeToolResult, r.turnID, "", res); err != nil {
 		return err
@@ -632,7 +637,7 @@ func (r *run) cancelPaused(ctx context.Context, cause error) error {
 		if p.TurnID != r.turnID {
 			continue
 		}
-		res := transcript.ToolResult{CallID: p.CallID, Tool: p.Tool, Result: "not run: the turn was stopped", IsError: true}
+		res := notRun(p.CallID, p.Tool)
 		items = append(items,
 			item{transcript.TypeApprovalDecision, r.turnID, "", transcript.ApprovalDecision{
 				ApprovalID: p.ID, CallID: p.CallID, Decision: transcript.VerdictDeny, Scope: transcript.ApprovalScopeOnce, Reason: "the turn was stopped",
