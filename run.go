@@ -79,7 +79,7 @@ func (r *run) endIfConsumerPanicked(ctx context.Context) {
 		return
 	}
 	r.stopped = true
-	if r.sl.st == nil || r.cancelPaused(ctx, context.Canceled) != nil {
+	if r.sl.st == nil || r.endStopped(ctx, context.Canceled) != nil {
 		r.sl.abandoned = r.turnID // the next call closes it at once
 		r.observeAbandoned(ctx)
 	}
@@ -605,12 +605,12 @@ func (r *run) recordResult(ctx context.Context, res transcript.ToolResult) error
 
 // pause ends this call with the turn waiting on approvals. A turn that
 // was stopped meanwhile (a call of its step ran when Stop came, or the
-// caller's context ended) ends cancelled instead (cancelPaused): pausing
+// caller's context ended) ends cancelled instead (endStopped): pausing
 // would let a later Approve run the tool and ask the model again, after
 // the stop.
 func (r *run) pause(ctx context.Context) error {
 	if err := r.interrupted(ctx); err != nil {
-		return r.cancelPaused(ctx, err)
+		return r.endStopped(ctx, err)
 	}
 	r.ended = true
 	r.s.a.used.Add(r.usage.InputTokens + r.usage.OutputTokens)
@@ -625,12 +625,12 @@ func (r *run) pause(ctx context.Context) error {
 	return nil
 }
 
-// cancelPaused ends, cancelled, a turn stopped with calls waiting on
-// approvals. Each waiting call is settled first, as a call the stop kept
-// from starting is: denied, and its result saying it did not run. The
-// decision is what takes the approval out of the session's pending ones
-// in every store's SessionInfo, which counts requests less decisions.
-func (r *run) cancelPaused(ctx context.Context, cause error) error {
+// endStopped ends a stopped turn, cancelled. Each of its calls still
+// waiting on an approval is settled first, as a call the stop kept from
+// starting is: denied, and its result saying it did not run. The decision
+// is what takes the approval out of the session's pending ones in every
+// store's SessionInfo, which counts requests less decisions.
+func (r *run) endStopped(ctx context.Context, cause error) error {
 	var items []item
 	var results []transcript.ToolResult
 	for _, p := range r.sl.st.pending {
