@@ -377,9 +377,7 @@ func (c *chat) command(line string) error {
 	case "/branches":
 		return c.branches(arg)
 	case "/mode":
-		switch transcript.ToolMode(arg) {
-		case transcript.ToolModeAsk, transcript.ToolModeAuto, transcript.ToolModeOff:
-		default:
+		if !transcript.ToolMode(arg).Valid() {
 			return fmt.Errorf("/mode %q: use /mode ask, /mode auto or /mode off", arg)
 		}
 		if err := c.sess.SetToolMode(c.ctx, transcript.ToolMode(arg)); err != nil {
