@@ -40,8 +40,9 @@ func (c *common) register(fs *flagSet, env *environ) {
 	fs.BoolVar(&c.encrypt, "encrypt", false, "encrypt at rest with the key file when SPOOL_ENCRYPTION_KEY is not set")
 }
 
-// namespace checks --agent and --user. Its errors name the flag: the
-// store's own call them "agent" and "owner", which says nothing of --user.
+// namespace checks --agent and --user as store.ValidateNamespace does.
+// Its errors name the flag: the store's own call them "agent" and
+// "owner", which says nothing of --user.
 func (c *common) namespace() (store.Namespace, error) {
 	s := store.Namespace{Agent: c.agent, Owner: c.user}
 	if !store.ValidID(c.agent) {
@@ -49,9 +50,6 @@ func (c *common) namespace() (store.Namespace, error) {
 	}
 	if c.user != "" && !store.ValidID(c.user) {
 		return s, badIDFlag("--user", c.user)
-	}
-	if err := store.ValidateNamespace(s); err != nil {
-		return s, usagef("%v", err)
 	}
 	return s, nil
 }

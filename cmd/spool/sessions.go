@@ -460,8 +460,9 @@ func sessionsPrune(ctx context.Context, env *environ, args []string) error {
 	}
 	// More days than a duration holds would wrap to a negative age (no
 	// limit) or a short one; NaN fails every comparison.
-	if !(*maxAge <= float64(math.MaxInt64/int64(24*time.Hour))) {
-		return usagef("--max-age %v: give a number of days up to %d", *maxAge, math.MaxInt64/int64(24*time.Hour))
+	const maxDays = math.MaxInt64 / int64(24*time.Hour) // about 292 years
+	if !(*maxAge <= float64(maxDays)) {
+		return usagef("--max-age %v: give a number of days up to %d", *maxAge, maxDays)
 	}
 	r := store.Retention{MaxSessions: *maxSessions, MaxAge: time.Duration(*maxAge * float64(24*time.Hour))}
 	if r.Unlimited() {

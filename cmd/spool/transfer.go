@@ -185,9 +185,8 @@ func sessionsImport(ctx context.Context, env *environ, args []string) error {
 	var c common
 	fs := newFlagSet("import", "spool sessions import < sessions.jsonl", env)
 	c.register(fs, env)
-	for _, name := range []string{"agent", "user"} {
-		fs.Lookup(name).Usage = "not taken: each line of the input names its session's " + map[string]string{"agent": "agent", "user": "owner"}[name]
-	}
+	fs.Lookup("agent").Usage = "not taken: each line of the input names its session's agent"
+	fs.Lookup("user").Usage = "not taken: each line of the input names its session's owner"
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
