@@ -543,8 +543,8 @@ type WatchOptions struct {
 // in this process: the run in progress from its beginning (or after
 // opt.After), and with opt.Follow every later run. Each event carries its
 // id (Event.ID). A watcher never slows the turn: it reads the run's
-// events at its own pace. The watch ends when ctx does; its error is not
-// yielded. An After beyond the session's transcript is ErrBadEventID;
+// events at its own pace. The watch ends when ctx does, once it has
+// yielded the events published before that; ctx's error is not yielded. An After beyond the session's transcript is ErrBadEventID;
 // over the agent's bounds, ErrTooManyWatchers.
 func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
@@ -620,13 +620,11 @@ func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, 
 			switch {
 			case t == nil || t.pos < after.Pos:
 			case after.IsZero():
-				// Without an id, the watch starts at the running run's
-				// beginning; a run already over is not replayed.
-				if _, done, _ := t.since(0); !done {
-					n = 0
-				} else {
-					after = EventID{Pos: t.pos, N: maxEvents}
-				}
+				// Without an id, the watch starts at the beginning of
+				// the run that was running when it joined (local says
+				// so; later rounds have an id), also when the run ended
+				// since: Ready has told the watcher it sees that run.
+				n = 0
 			default:
 				t, n = h.resume(t, after)
 			}
@@ -644,7 +642,9 @@ func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, 
 			select {
 			case <-next:
 			case <-ctx.Done():
-				return
+				if !woken(next) {
+					return
+				}
 			}
 		}
 	}
@@ -721,8 +721,25 @@ func (s *Session) follow(ctx context.Context, t *liveTurn, n int, yield func(Eve
 		select {
 		case <-wake:
 		case <-ctx.Done():
+			if woken(wake) {
+				continue
+			}
 			return last, false
 		}
+	}
+}
+
+// woken reports whether ch is closed. A watcher whose context ends as
+// its run publishes is woken by both, and select picks either: the
+// events published before the end are still the watcher's, so that a
+// server ending its followers once every turn has ended (Server.Close)
+// still gives them those turns' last events.
+func woken(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -540,3 +540,28 @@ func watchAll(t *testing.T, seq iter.Seq2[spool.Event, error]) []spool.Event {
 	}
 	return evs
 }
+
+// A watch that joins a running turn sees all of it, from its start, also
+// when the turn ends before the watch reads its first event: Ready has
+// told the watcher that it sees the run (a server has sent its answer's
+// header), so the run is its to show whole.
+func TestWatchHasTheRunItJoined(t *testing.T) {
+	a := newAgent(t, spool.Config{Model: echo.New(echo.WithDelay(time.Millisecond))})
+	ctx := context.Background()
+	sess := session(t, a, ctx, "s")
+	done := runningTurn(t, sess, "one two three")
+	var res *spool.Result
+	var kinds []spool.EventKind
+	for ev, err := range sess.Watch(ctx, spool.WatchOptions{Ready: func() { res = <-done }}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, ev.Kind)
+	}
+	if res == nil || res.Status != transcript.StatusOK {
+		t.Fatalf("the turn ended %+v", res)
+	}
+	if len(kinds) < 2 || kinds[0] != spool.EventTurnStart || kinds[len(kinds)-1] != spool.EventTurnEnd {
+		t.Fatalf("the watch had %v, not the turn from its start to its end", kinds)
+	}
+}
