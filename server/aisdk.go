@@ -384,6 +384,10 @@ type (
 		Type      string `json:"type"`
 		ErrorText string `json:"errorText"`
 	}
+	chunkAbort struct {
+		Type   string `json:"type"`
+		Reason string `json:"reason,omitempty"`
+	}
 	chunkFinish struct {
 		Type            string      `json:"type"`
 		FinishReason    string      `json:"finishReason,omitempty"`
@@ -479,6 +483,15 @@ func (a *aiWriter) run(events iter.Seq2[spool.Event, error]) {
 			var md *aiMetadata
 			if ev.Result != nil {
 				md = resultMetadata(ev.Result)
+			}
+			if ev.Result != nil && ev.Result.Status == transcript.StatusCancelled {
+				// A stopped turn is no failure: as streamText ends an
+				// aborted answer, an abort chunk, which the client takes
+				// quietly (no onError, the chat ready, what came kept).
+				a.closeStep()
+				a.send(chunkAbort{Type: "abort", Reason: resultError(ev.Result).Message})
+				a.finish("", finishReason(ev.Result), md)
+				return
 			}
 			a.finish(turnEndError(ev.Result), finishReason(ev.Result), md)
 			return

@@ -1,9 +1,11 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +66,7 @@ var documented = map[string][]string{
 	"finish-step":           {"type"},
 	"finish":                {"finishReason", "messageMetadata", "type"},
 	"error":                 {"errorText", "type"},
+	"abort":                 {"reason", "type"},
 }
 
 func checkChunks(t *testing.T, chunks []string) {
@@ -439,5 +442,56 @@ func TestAIChatFinishReasonRealClient(t *testing.T) {
 	}
 	if len(got.Errors) > 0 || fmt.Sprint(got.Reasons) != "[length stop tool-calls]" {
 		t.Fatalf("finish reasons %v, want [length stop tool-calls] (errors %v)", got.Reasons, got.Errors)
+	}
+}
+
+// stalls answers with some text, then waits until its turn is stopped.
+type stalls struct{ answering chan struct{} }
+
+func (m stalls) Stream(ctx context.Context, _ *model.Request) iter.Seq2[model.Event, error] {
+	return func(yield func(model.Event, error) bool) {
+		if !yield(model.Event{Kind: model.EventText, Text: "so far"}, nil) {
+			return
+		}
+		close(m.answering)
+		<-ctx.Done()
+		yield(model.Event{}, ctx.Err())
+	}
+}
+
+// The real client, its turn stopped from elsewhere (the stop route, as
+// another tab or `spool` would): the stream ends with an abort chunk, as
+// streamText ends an aborted answer, so the chat shows no error, keeps
+// the text that came and is ready; the message's metadata says
+// cancelled.
+func TestAIChatStoppedRealClient(t *testing.T) {
+	m := stalls{answering: make(chan struct{})}
+	e := newEnv(t, spool.Config{Model: m}, server.Options{})
+	stopped := make(chan resp, 1)
+	go func() {
+		<-m.answering
+		stopped <- e.post("/v1/sessions/aisdk-abort/stop", nil)
+	}()
+	out := runAIClient(t, "abort.mjs", e.http.URL+"/api/chat")
+	if r := <-stopped; r.status != 200 {
+		t.Fatalf("stop: %d %s", r.status, r.body)
+	}
+	var got struct {
+		Errors   []string
+		Status   string
+		Finishes []struct {
+			IsAbort, IsError     bool
+			FinishReason, Status string
+			Text                 string
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.Errors) > 0 || got.Status != "ready" || len(got.Finishes) != 1 {
+		t.Fatalf("the chat had errors %v, status %q, finishes %+v", got.Errors, got.Status, got.Finishes)
+	}
+	if f := got.Finishes[0]; f.IsError || f.Status != "cancelled" || f.Text != "so far" || f.FinishReason != "other" {
+		t.Fatalf("onFinish had %+v", f)
 	}
 }
