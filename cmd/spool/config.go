@@ -217,14 +217,42 @@ func redactValue(f *flag.Flag, v string) string {
 
 // redactURL returns v with its password replaced when it is a URL that
 // has one (a store URL can), else v as it is: what an error or a setting
-// may show of it.
+// may show of it. A Postgres URL may also carry one as a query parameter
+// (?password=, ?sslpassword=), which pgx reads as well.
 func redactURL(v string) string {
-	if u, err := url.Parse(v); err == nil && u.User != nil {
+	u, err := url.Parse(v)
+	if err != nil {
+		return v
+	}
+	changed := false
+	if u.User != nil {
 		if _, has := u.User.Password(); has {
-			return u.Redacted()
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			changed = true
 		}
 	}
-	return v
+	if u.RawQuery != "" {
+		// Parameter by parameter, so that the others keep their order
+		// and spelling.
+		params := strings.Split(u.RawQuery, "&")
+		for i, p := range params {
+			name, _, _ := strings.Cut(p, "=")
+			if n, err := url.QueryUnescape(name); err == nil && isPasswordParam(n) {
+				params[i], changed = name+"=xxxxx", true
+			}
+		}
+		u.RawQuery = strings.Join(params, "&")
+	}
+	if !changed {
+		return v
+	}
+	return u.String()
+}
+
+// isPasswordParam reports whether a URL's query parameter name holds a
+// password for the database drivers spool uses.
+func isPasswordParam(name string) bool {
+	return strings.EqualFold(name, "password") || strings.EqualFold(name, "sslpassword")
 }
 
 // print writes the settings as a TOML config file, each with where its

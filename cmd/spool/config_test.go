@@ -115,6 +115,24 @@ func TestPrintConfigRedacts(t *testing.T) {
 	}
 }
 
+// A Postgres URL may carry its password as a query parameter
+// (?password=, ?sslpassword=), which pgx reads like the one before the
+// host: --print-config redacts it too.
+func TestPrintConfigRedactsQueryPassword(t *testing.T) {
+	code, out, _ := newCLI(t, nil).run("", "serve", "--print-config", "--store", "postgres://spool@db.internal:5432/spool?sslmode=require&password=pg-query-pw&sslpassword=pg-ssl-pw")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, secret := range []string{"pg-query-pw", "pg-ssl-pw"} {
+		if strings.Contains(out, secret) {
+			t.Fatalf("--print-config shows %q:\n%s", secret, out)
+		}
+	}
+	if !strings.Contains(out, "db.internal:5432") || !strings.Contains(out, "sslmode=require") {
+		t.Fatalf("--print-config does not name the store:\n%s", out)
+	}
+}
+
 // A bad setting is exit 2 naming where it came from and what is wrong.
 func TestServeSettingsErrors(t *testing.T) {
 	dir := t.TempDir()

@@ -127,7 +127,7 @@ func openWith(ctx context.Context, rawURL string, p seal.Protector) (store.Store
 		return store.Open(ctx, rawURL)
 	}
 	if p != nil {
-		return nil, fmt.Errorf("store %s: encryption at rest (%s or --encrypt) is available for file: and sqlite: stores only; protect a %s: store with the database's own encryption, or unset %s", u.Redacted(), seal.EnvKey, u.Scheme, seal.EnvKey)
+		return nil, fmt.Errorf("store %s: encryption at rest (%s or --encrypt) is available for file: and sqlite: stores only; protect a %s: store with the database's own encryption, or unset %s", redactURL(rawURL), seal.EnvKey, u.Scheme, seal.EnvKey)
 	}
 	return store.Open(ctx, rawURL)
 }

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -146,11 +145,7 @@ func again(fs *flag.FlagSet, skip ...string) string {
 		}
 		v := f.Value.String()
 		if f.Name == "store" {
-			if u, err := url.Parse(v); err == nil && u.User != nil {
-				if _, has := u.User.Password(); has {
-					v = u.Redacted()
-				}
-			}
+			v = redactURL(v)
 		}
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 			if v == "true" {
