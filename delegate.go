@@ -96,11 +96,11 @@ type DelegateResult struct {
 // For a user-scoped a, the caller's user (ContextWithUser) carries over. The
 // delegate's turn does not take the store's lock across processes: the
 // caller's turn holds the lock of the caller's session, which already
-// orders every delegation from it, and a second lock a delegation would
-// hold a second connection of a store whose locks hold connections
-// (pgstore), so that as many delegating turns as the pool has
-// connections would wait on each other for good. Write to a delegate's
-// session only through its caller: another process's Send or Compact on
+// orders every delegation from it, and a second lock would hold a
+// second connection of a store whose locks hold connections (pgstore):
+// as many delegating turns as its pool has connections would wait on
+// each other until their contexts end. Write to a delegate's session
+// only through its caller: another process's Send or Compact on
 // it while a delegation runs finds no lock held, takes the delegate's
 // turn for one whose process died, and closes it (the delegation then
 // fails, and the caller's model is told).
