@@ -155,7 +155,7 @@ func apiError(err error) error {
 	var apiErr *oa.Error
 	if errors.As(err, &apiErr) {
 		code := model.CodeForStatus(apiErr.StatusCode)
-		if apiErr.Code == contextLengthExceeded {
+		if contextTooLong(apiErr) {
 			code = transcript.CodeContextTooLong
 		}
 		return &model.Error{
@@ -175,6 +175,17 @@ func apiError(err error) error {
 // contextLengthExceeded is the error code OpenAI answers a request longer
 // than the model's context window with (HTTP 400).
 const contextLengthExceeded = "context_length_exceeded"
+
+// contextTooLong reports whether an HTTP error is the endpoint's refusal of
+// a request longer than the model's context window. Compatible servers
+// say so without OpenAI's code: the llama.cpp server with the type
+// exceed_context_size_error, vLLM with a 400 whose message reads "This
+// model's maximum context length is N tokens…" (OpenAI's own wording). The
+// message is matched, not kept: Describe leaves free text out.
+func contextTooLong(e *oa.Error) bool {
+	return e.Code == contextLengthExceeded || e.Type == "exceed_context_size_error" ||
+		e.StatusCode == http.StatusBadRequest && strings.Contains(strings.ToLower(e.Message), "maximum context length")
+}
 
 // midStreamError maps an error object a server sent inside a stream that
 // had started with 200 OK.
