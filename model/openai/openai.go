@@ -32,7 +32,9 @@
 // Errors the endpoint reports are *model.Error values whose Message holds
 // the HTTP status and the provider's error type and code, never the
 // provider's free text (which may quote the request); the SDK's error, with
-// all details, is their Err.
+// all details, is their Err. A 429 of type insufficient_quota (no credit
+// left, or a spend limit reached) is transcript.CodeProviderError, not a
+// rate limit: waiting does not end it.
 package openai
 
 import (

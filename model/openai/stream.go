@@ -155,8 +155,13 @@ func apiError(err error) error {
 	var apiErr *oa.Error
 	if errors.As(err, &apiErr) {
 		code := model.CodeForStatus(apiErr.StatusCode)
-		if contextTooLong(apiErr) {
+		switch {
+		case contextTooLong(apiErr):
 			code = transcript.CodeContextTooLong
+		case apiErr.Type == insufficientQuota || apiErr.Code == insufficientQuota:
+			// A 429 that waiting does not end: the account has no credit
+			// left or is over its spend limit.
+			code = transcript.CodeProviderError
 		}
 		return &model.Error{
 			Code:       code,
@@ -175,6 +180,12 @@ func apiError(err error) error {
 // contextLengthExceeded is the error code OpenAI answers a request longer
 // than the model's context window with (HTTP 400).
 const contextLengthExceeded = "context_length_exceeded"
+
+// insufficientQuota is the error type (and, from older deployments, the
+// code) of OpenAI's 429 for an account with no credit left or over its
+// spend limit; its code names the cause (credit_balance_exhausted,
+// project_spend_limit_exceeded, ...).
+const insufficientQuota = "insufficient_quota"
 
 // contextTooLong reports whether an HTTP error is the endpoint's refusal of
 // a request longer than the model's context window. Compatible servers
