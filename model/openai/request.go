@@ -94,6 +94,12 @@ func tool(t model.ToolSpec) (oa.ChatCompletionToolUnionParam, error) {
 		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
 			return oa.ChatCompletionToolUnionParam{}, fmt.Errorf("parameters are not a JSON schema object: %w", err)
 		}
+		// The API refuses parameters that do not say they are an object;
+		// a schema without a type ({} for a tool without arguments) means
+		// one.
+		if _, ok := schema["type"]; !ok {
+			schema["type"] = "object"
+		}
 	}
 	fn.Parameters = schema
 	return oa.ChatCompletionFunctionTool(fn), nil
