@@ -6,9 +6,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spool-go/spool/internal/teststores"
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/store/transfer"
 	"github.com/spool-go/spool/transcript"
 )
@@ -252,4 +254,49 @@ func TestImportNamesTheLinesOfAFailedBulk(t *testing.T) {
 	}
 	check(t, dst, want)
 	checkChains(t, dst, want)
+}
+
+// TestImportOfASessionTwice imports two exports of the same sessions, one
+// taken after the other and the sessions grown since, in one input (cat
+// monday.jsonl tuesday.jsonl): each session's second copy is found there
+// and only what it adds is appended. Its first entry, which has no
+// parent, was taken for an entry whose parent was left out, and appended
+// after the first copy: every store ended with each entry twice.
+func TestImportOfASessionTwice(t *testing.T) {
+	ctx := context.Background()
+	all := teststores.All()
+	for _, to := range teststores.Names {
+		t.Run(to, func(t *testing.T) {
+			src, dst := all["memory"](t), all[to](t)
+			want := fill(t, src)
+			var monday, tuesday bytes.Buffer
+			if _, err := transfer.Export(ctx, &monday, src, keys(want)); err != nil {
+				t.Fatal(err)
+			}
+			for k, entries := range want {
+				more := storetest.Chain(storetest.Head(entries), entries[len(entries)-1].Timestamp.Add(time.Second), 3)
+				for _, e := range more {
+					if err := src.Append(ctx, k, e); err != nil {
+						t.Fatal(err)
+					}
+				}
+				want[k] = append(entries, more...)
+			}
+			if _, err := transfer.Export(ctx, &tuesday, src, keys(want)); err != nil {
+				t.Fatal(err)
+			}
+			both := monday.String() + tuesday.String()
+			st, err := transfer.Import(ctx, dst, strings.NewReader(both), nil)
+			if err != nil || st.Entries != 152 || st.Skipped != 140 {
+				t.Fatalf("import of both exports: %+v %v, want 152 added and 140 already there", st, err)
+			}
+			check(t, dst, want)
+			checkChains(t, dst, want)
+			st, err = transfer.Import(ctx, dst, strings.NewReader(both), nil)
+			if err != nil || st.Entries != 0 || st.Skipped != 292 {
+				t.Fatalf("import again: %+v %v, want nothing added", st, err)
+			}
+			check(t, dst, want)
+		})
+	}
 }

@@ -195,7 +195,9 @@ const maxRecordLine = transcript.MaxLineSize + 4<<10
 
 // Import appends the records read from r to dst. Entries dst already has
 // (the same entry, id and content, at the same position) are skipped, so
-// an import can be run again after it was interrupted; an entry that
+// an import can be run again after it was interrupted, and a session the
+// input holds twice (two exports, one taken after the other, read as one)
+// is placed once, with what its later copy adds; an entry that
 // differs from what dst has at its position fails the import with
 // store.ErrConflict naming the session, and nothing of that session is
 // changed by it. Lines that are not records fail the import with their
@@ -349,6 +351,7 @@ type target struct {
 	loaded bool
 	head   string    // the id of the entry at pos-1: the next one's parent
 	newest time.Time // the newest timestamp of the entries placed
+	first  string    // the id of the session's first entry, once placed
 	wrote  bool      // whether the sink appends any of its entries
 	gone   bool      // counted as expired (leave)
 }
@@ -411,6 +414,17 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 		}
 		t.loaded = true
 	}
+	if e.ParentID == "" && t.pos > 0 && e.ID == t.first {
+		// The session's first entry again: the input holds the session
+		// twice (exports concatenated, one taken later than the other).
+		// Its second copy is compared from the start with what is placed,
+		// as a run again would compare it, rather than appended after the
+		// first copy as entries whose parent was left out: that gave the
+		// session every entry twice.
+		if err := s.restart(ctx, k, t); err != nil {
+			return err
+		}
+	}
 	if e.ParentID == "" && t.pos > 0 {
 		// A transcript another program wrote may leave the parent out
 		// after its first entry, meaning the entry before it, and the
@@ -418,6 +432,9 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 		// it said. Filled in, the session can be moved, and compares
 		// with what an earlier run placed.
 		e.ParentID = t.head
+	}
+	if t.pos == 0 {
+		t.first = e.ID
 	}
 	if t.pos < t.total {
 		have, err := s.entryAt(ctx, k, t)
@@ -460,6 +477,27 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 	s.count++
 	t.pos++
 	t.total++
+	return nil
+}
+
+// restart sets t back to the session's start, to compare the entries
+// that follow with what the store holds. The entries held are written
+// first, so that the store holds every entry placed, and the store is
+// asked what it has: a target with a TTL holds none of a session that
+// arrived expired, whose second copy is then written afresh, as a run
+// again writes it.
+func (s *sink) restart(ctx context.Context, k store.Key, t *target) error {
+	if err := s.start(ctx); err != nil {
+		return err
+	}
+	if err := s.wait(); err != nil {
+		return err
+	}
+	_, total, err := store.ReadTail(ctx, s.dst, k, 0)
+	if err != nil {
+		return err
+	}
+	t.pos, t.total, t.head, t.have, t.haveAt = 0, total, "", nil, 0
 	return nil
 }
 

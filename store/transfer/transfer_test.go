@@ -506,6 +506,13 @@ func TestImportIntoAStoreWithATTL(t *testing.T) {
 				t.Fatalf("import again: %+v; want the %d entries of %s skipped", st, len(usedEntries), used)
 			}
 			check(t, dst, map[store.Key][]transcript.Entry{used: usedEntries})
+			// The export twice in one input: the expired session's second
+			// copy is written afresh, as a run again writes it.
+			twice := open(t)
+			if st, err = transfer.Import(ctx, twice, strings.NewReader(buf.String()+buf.String()), nil); err != nil {
+				t.Fatalf("import of the export twice: %+v %v", st, err)
+			}
+			check(t, twice, map[store.Key][]transcript.Entry{used: usedEntries})
 		})
 	}
 }
