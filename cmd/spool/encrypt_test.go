@@ -223,3 +223,24 @@ func TestEncryptedExportImport(t *testing.T) {
 		t.Fatalf("the migrated store opened without the key: %d %s", code, errs)
 	}
 }
+
+// TestMigrateBetweenEncryptedAndServer: migrate opens both stores with the
+// one key, so an encrypted store cannot be migrated to postgres: or
+// redis:, which spool does not encrypt, nor one of them to an encrypted
+// store. The error said to unset the key, after which the encrypted store
+// refused to open without it; it names export and import, which can.
+func TestMigrateBetweenEncryptedAndServer(t *testing.T) {
+	key := newKeyValue()
+	enc := encryptedStores(t, key)["file"][0]
+	c := newCLI(t, map[string]string{seal.EnvKey: key})
+	server := "postgres://127.0.0.1:1/none" // refused before it is dialled
+	for _, args := range [][]string{
+		{"migrate", "--from", enc, "--to", server},
+		{"migrate", "--from", server, "--to", "file:" + t.TempDir()},
+	} {
+		code, _, errs := c.run("", args...)
+		if code != 1 || !strings.Contains(errs, "spool sessions export --all --store ") || !strings.Contains(errs, "spool sessions import --store ") {
+			t.Errorf("%s: exit %d, stderr %q; want 1 and the export and import that move the sessions", strings.Join(args, " "), code, errs)
+		}
+	}
+}

@@ -112,6 +112,12 @@ func openStore(ctx context.Context, env *environ, flag, rawURL string, encrypt b
 	return st, nil
 }
 
+// errNotAtRest is a store that spool does not encrypt at rest (postgres:,
+// redis:) opened with a key: migrate, whose one key is for both of its
+// stores, says how to move sessions between such a store and an
+// encrypted one instead.
+var errNotAtRest = errors.New("spool: encryption at rest is for file: and sqlite: stores only")
+
 // openWith opens the store at rawURL with protector p (none when nil).
 func openWith(ctx context.Context, rawURL string, p seal.Protector) (store.Store, error) {
 	u, err := url.Parse(rawURL)
@@ -127,7 +133,7 @@ func openWith(ctx context.Context, rawURL string, p seal.Protector) (store.Store
 		return store.Open(ctx, rawURL)
 	}
 	if p != nil {
-		return nil, fmt.Errorf("store %s: encryption at rest (%s or --encrypt) is available for file: and sqlite: stores only; protect a %s: store with the database's own encryption, or unset %s", redactURL(rawURL), seal.EnvKey, u.Scheme, seal.EnvKey)
+		return nil, explained(errNotAtRest, "store %s: encryption at rest (%s or --encrypt) is available for file: and sqlite: stores only; protect a %s: store with the database's own encryption, or unset %s", redactURL(rawURL), seal.EnvKey, u.Scheme, seal.EnvKey)
 	}
 	return store.Open(ctx, rawURL)
 }

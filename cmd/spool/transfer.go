@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"text/tabwriter"
 
+	"github.com/spool-go/spool/seal"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/transfer"
 )
@@ -269,12 +271,12 @@ func runMigrate(ctx context.Context, env *environ, args []string) error {
 	}
 	src, err := openStore(ctx, env, "--from", *from, *encrypt)
 	if err != nil {
-		return fmt.Errorf("--from: %w", err)
+		return fmt.Errorf("--from: %w", migrateAcross(err, *from, *to))
 	}
 	defer store.Close(src)
 	dst, err := openTarget(ctx, env, &common{storeURL: *to, encrypt: *encrypt, from: "--to"})
 	if err != nil {
-		return fmt.Errorf("--to: %w", err)
+		return fmt.Errorf("--to: %w", migrateAcross(err, *from, *to))
 	}
 	defer store.Close(dst)
 	// The sessions are listed first (no transcript is read for it), so
@@ -294,4 +296,16 @@ func runMigrate(ctx context.Context, env *environ, args []string) error {
 	}
 	fmt.Fprintf(env.stderr, "migrated %d sessions: %d entries added, %d already there\n%s", stats.Sessions, stats.Entries, stats.Skipped, expiredNote(stats, dst))
 	return nil
+}
+
+// migrateAcross adds to the error of a postgres: or redis: store opened
+// with a key how to move sessions between it and an encrypted store:
+// migrate opens both with the one key, so unsetting it, as the error
+// says, would then refuse the encrypted store, which needs it; export
+// and import each take their own.
+func migrateAcross(err error, from, to string) error {
+	if !errors.Is(err, errNotAtRest) {
+		return err
+	}
+	return explained(err, "%v; to move sessions between an encrypted store and this one, export and import them, with %s set (or --encrypt given) only for the encrypted store: spool sessions export --all --store %s > sessions.jsonl, then spool sessions import --store %s < sessions.jsonl", err, seal.EnvKey, redactURL(from), redactURL(to))
 }
