@@ -811,3 +811,34 @@ func TestForkKeepsCompactionAfterRename(t *testing.T) {
 		t.Fatalf("the fork's history\n%v\nthe source's\n%v", got, want)
 	}
 }
+
+// TestClientMessageID: the client's id for a question is kept with it, for
+// a new turn and for an edit, and only on the message of the turn started
+// with the context.
+func TestClientMessageID(t *testing.T) {
+	ctx := t.Context()
+	a := newAgent(t, spool.Config{Model: counting()})
+	s := session(t, a, ctx, "named")
+	first, err := s.Send(spool.ContextWithClientMessageID(ctx, "c1"), "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, s, ctx, "two")
+	if _, err := s.Edit(spool.ContextWithClientMessageID(ctx, "c1"), first.TurnID, "uno"); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := s.Transcript(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		var d transcript.UserMessage
+		if e.Type == transcript.TypeUserMessage && e.DecodeData(&d) == nil {
+			got = append(got, d.Text+":"+d.ClientID)
+		}
+	}
+	if strings.Join(got, " ") != "one:c1 two: uno:c1" {
+		t.Fatalf("user messages %v", got)
+	}
+}

@@ -37,6 +37,7 @@ type run struct {
 	wrote    bool               // something of this call is in the transcript
 	ended    bool               // the turn's end, or its pause, is recorded
 	marker   *transcript.Branch // what a regenerate or an edit writes before the prompt
+	clientID string             // the client's id for the prompt (ContextWithClientMessageID)
 	// held is the last step's answer when the turn ends with it: it is
 	// appended with the turn's end, in one durable write, rather than
 	// synced on its own just before it.
@@ -174,7 +175,7 @@ func (r *run) observe(ctx context.Context, o Observation) {
 // its marker, written with the prompt in one durable write: the two are
 // never apart in the transcript.
 func (r *run) begin(ctx context.Context, prompt string) error {
-	items := []item{{transcript.TypeUserMessage, r.turnID, "", transcript.UserMessage{Text: prompt}}}
+	items := []item{{transcript.TypeUserMessage, r.turnID, "", transcript.UserMessage{Text: prompt, ClientID: r.clientID}}}
 	if r.marker != nil {
 		items = append([]item{{transcript.TypeBranch, r.turnID, "", *r.marker}}, items...)
 	}

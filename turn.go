@@ -42,6 +42,30 @@ func (s *Session) Stream(ctx context.Context, prompt string) iter.Seq2[Event, er
 	}
 }
 
+type clientMessageKey struct{}
+
+// ContextWithClientMessageID returns a context that names the user message
+// of the turn a call with it starts (Send, Stream, Edit, Regenerate and
+// their streams) with id, the client's own id for it: the transcript keeps
+// id with the message (transcript.UserMessage.ClientID), so that a client
+// that names its messages, as the AI SDK's useChat does, finds the message
+// under the same id when it loads the conversation again. Only that turn's
+// message gets it: what the turn runs (a delegated agent's turn) does not
+// inherit it.
+func ContextWithClientMessageID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, clientMessageKey{}, id)
+}
+
+// takeClientMessageID returns the id ContextWithClientMessageID put in
+// ctx, and ctx without it, for the turn's tools and the agents they call.
+func takeClientMessageID(ctx context.Context) (string, context.Context) {
+	id, _ := ctx.Value(clientMessageKey{}).(string)
+	if id == "" {
+		return "", ctx
+	}
+	return id, context.WithValue(ctx, clientMessageKey{}, "")
+}
+
 // opening is how a new turn begins: its prompt, after a marker when the
 // turn replaces others (a regenerate or an edit).
 type opening struct {
@@ -54,6 +78,7 @@ type opening struct {
 // id. A turn of this process or another still running on the session is
 // waited for when wait is set, and is ErrTurnRunning otherwise.
 func (s *Session) newTurn(ctx context.Context, yield func(Event, error) bool, wait bool, open func(ctx context.Context, sl *slot, turnID string) (opening, error)) {
+	clientID, ctx := takeClientMessageID(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Without a store lock, another process may append first; until
@@ -81,7 +106,7 @@ func (s *Session) newTurn(ctx context.Context, yield func(Event, error) bool, wa
 			r = s.newRun(sl, yield, cancel, turnID)
 			defer r.done()
 			defer r.endIfConsumerPanicked(ctx)
-			r.marker = o.marker
+			r.marker, r.clientID = o.marker, clientID
 			if err := r.settle(ctx, r.begin(ctx, o.prompt)); err != nil {
 				return err
 			}

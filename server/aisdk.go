@@ -29,7 +29,10 @@ import (
 //     the user message it replaces (useChat's sendMessage({messageId})).
 //     trigger "regenerate-message" (regenerate()) answers the turn again:
 //     the newest turn with Regenerate, an earlier one (regenerate({
-//     messageId})) with an edit of it to the same question. Assistant
+//     messageId})) with an edit of it to the same question. A user
+//     message is known by the id the client gave it, which the session
+//     keeps (transcript.UserMessage.ClientID), so the id useChat holds and
+//     the one GET /api/chat/{id} returns are the same. Assistant
 //     messages are placed by their ids, which are the ids of the turns
 //     (the start chunk's messageId); a list with no assistant message and
 //     no messageId always asks a new question, so that a client sending
@@ -125,6 +128,12 @@ func (s *Server) handleAIChat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		events = s.detach(ctx, func(ctx context.Context) iter.Seq2[spool.Event, error] {
+			if len(last.ID) <= maxClientMessageID {
+				// The transcript keeps the client's id for the question,
+				// so that GET /api/chat/{id} gives it back and a later
+				// edit or regenerate addressed by it finds it.
+				ctx = spool.ContextWithClientMessageID(ctx, last.ID)
+			}
 			switch {
 			case t.regenerate:
 				return sess.RegenerateStream(ctx)
@@ -159,6 +168,11 @@ func (s *Server) handleAIChat(w http.ResponseWriter, r *http.Request) {
 	}
 	aw.run(events)
 }
+
+// maxClientMessageID bounds the client's id for a user message that the
+// transcript keeps: useChat's are 16 characters, a UUID 36; a longer one
+// is not kept, and the message is known by its entry id.
+const maxClientMessageID = 256
 
 // aiAction is what a request whose newest message is a user message
 // asks: a new turn (the zero aiAction), the newest turn answered again
@@ -200,19 +214,24 @@ func aiTarget(ctx context.Context, sess *spool.Session, req aiChatRequest) (aiAc
 	if !regen && req.MessageID == "" && prefix[anchor].ID == newest[0].TurnID && after == 0 {
 		return aiAction{}, nil
 	}
-	all, err := sess.Messages(ctx, 0)
+	// The user messages as GET /api/chat/{id} gives them, so that an id
+	// the client holds, its own or one a reload gave, names the same one.
+	entries, err := sess.Transcript(ctx)
 	if err != nil {
 		return aiAction{}, err
 	}
 	var turns []string
 	texts := map[string]string{}
-	for _, m := range all {
-		if m.Role == "user" && !slices.Contains(turns, m.TurnID) {
-			turns = append(turns, m.TurnID)
-			texts[m.TurnID] = m.Text
+	for _, m := range uiMessages(entries) {
+		if m.Role != "user" {
+			continue
 		}
-		if m.Role == "user" && m.ID == req.MessageID {
-			req.MessageID = m.TurnID // the id of a user message the server gave
+		if !slices.Contains(turns, m.turnID) {
+			turns = append(turns, m.turnID)
+			texts[m.turnID] = *m.Parts[0].Text
+		}
+		if m.ID == req.MessageID {
+			req.MessageID = m.turnID
 		}
 	}
 	j := -1

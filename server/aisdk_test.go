@@ -495,3 +495,48 @@ func TestAIChatStoppedRealClient(t *testing.T) {
 		t.Fatalf("onFinish had %+v", f)
 	}
 }
+
+// TestAIChatUserMessageIDsRealClient: a user message keeps the id useChat
+// gave it. GET /api/chat/{id} returns the ids the client generated, and an
+// edit (sendMessage({text, messageId})) and a regenerate
+// (regenerate({messageId})) of a question addressed by its id change the
+// same question in a live chat as in a reloaded one, with the whole list
+// sent and with only the newest message sent (where the id alone places
+// it). The server's conversation is then what the chat shows.
+func TestAIChatUserMessageIDsRealClient(t *testing.T) {
+	e := newEnv(t, spool.Config{}, server.Options{})
+	out := runAIClient(t, "ids.mjs", e.http.URL+"/api/chat")
+	var got struct {
+		Errors []string
+		Flows  []struct {
+			Name, Status      string
+			Sent, LoadedIDs   []string
+			Shown, ShownIDs   []string
+			Stored, StoredIDs []string
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.Errors) > 0 || len(got.Flows) != 4 {
+		t.Fatalf("client errors %v, %d flows\n%s", got.Errors, len(got.Flows), out)
+	}
+	want := "user: one|assistant: echo: one|user: TWO|assistant: echo: TWO"
+	for _, f := range got.Flows {
+		if f.Status != "ready" {
+			t.Fatalf("%s: status %s", f.Name, f.Status)
+		}
+		if strings.Join(f.LoadedIDs, ",") != strings.Join(f.Sent, ",") {
+			t.Fatalf("%s: the reload gave the user messages ids %v, the client had %v", f.Name, f.LoadedIDs, f.Sent)
+		}
+		if s := strings.Join(f.Shown, "|"); s != want {
+			t.Fatalf("%s: the chat shows %s, want %s", f.Name, s, want)
+		}
+		if s := strings.Join(f.Stored, "|"); s != want {
+			t.Fatalf("%s: the server stored %s, the chat shows %s", f.Name, s, want)
+		}
+		if strings.Join(f.StoredIDs, ",") != strings.Join(f.ShownIDs, ",") {
+			t.Fatalf("%s: after the edit and regenerate the reload gives ids %v, the chat holds %v", f.Name, f.StoredIDs, f.ShownIDs)
+		}
+	}
+}

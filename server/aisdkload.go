@@ -14,8 +14,11 @@ import (
 // with one fetch (useChat({id, messages})) and goes on with it:
 //
 //   - The messages are the session's active branch, oldest first: each
-//     user message as a "user" UIMessage (its id is the entry's id, which
-//     POST /api/chat accepts as a messageId), each turn's answer as one
+//     user message as a "user" UIMessage whose id is the one the client
+//     gave it when it sent it (the message's clientId in the transcript),
+//     or the entry's id for a message sent without one or whose id an
+//     earlier message of the list already has (POST /api/chat accepts
+//     either as a messageId), each turn's answer as one
 //     "assistant" UIMessage whose id is the turn id, the id the stream's
 //     start chunk gave it.
 //   - An assistant message has a step-start part per model request, its
@@ -38,6 +41,7 @@ type aiUIMessage struct {
 	Role     string      `json:"role"`
 	Metadata *aiMetadata `json:"metadata,omitempty"`
 	Parts    []aiUIPart  `json:"parts"`
+	turnID   string      // a user message's turn, for placing edits (aiTarget)
 }
 
 // aiUIPart is a part of a UIMessage: text, step-start or a tool part.
@@ -104,8 +108,9 @@ func uiMessages(entries []transcript.Entry) []aiUIMessage {
 		}
 	}
 	out := []aiUIMessage{}
-	cur := -1                // the assistant message of the turn being read, in out
-	var tools map[string]int // its tool parts by call id
+	userIDs := map[string]bool{} // the ids of the user messages in out
+	cur := -1                    // the assistant message of the turn being read, in out
+	var tools map[string]int     // its tool parts by call id
 	// Its calls recorded without an id (see history.CallID), in order:
 	// their parts, whether each has had its result, and the part of each
 	// approval asked for one, and the part of the decision recorded last
@@ -159,7 +164,14 @@ func uiMessages(entries []transcript.Entry) []aiUIMessage {
 				continue
 			}
 			text := d.Text
-			out = append(out, aiUIMessage{ID: e.ID, Role: "user", Parts: []aiUIPart{{Type: "text", Text: &text}}})
+			// The client's id, unless a client reused one: ids in a
+			// UIMessage list are unique.
+			id := d.ClientID
+			if id == "" || userIDs[id] {
+				id = e.ID
+			}
+			userIDs[id] = true
+			out = append(out, aiUIMessage{ID: id, Role: "user", Parts: []aiUIPart{{Type: "text", Text: &text}}, turnID: e.TurnID})
 			cur = -1
 		case transcript.TypeAssistantMessage:
 			var d transcript.AssistantMessage

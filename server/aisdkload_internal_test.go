@@ -192,3 +192,27 @@ func toolParts(t *testing.T, entries []transcript.Entry) []string {
 	}
 	return got
 }
+
+// TestUIMessagesUserIDs: a user message reloads under the id its client
+// gave it (clientId), one written without it (an older transcript) under
+// its entry id as before, and one whose client reused an id already in the
+// list under its entry id too: the ids of a UIMessage list are unique.
+func TestUIMessagesUserIDs(t *testing.T) {
+	now := time.Now()
+	var entries []transcript.Entry
+	for i, d := range []transcript.UserMessage{{Text: "old"}, {Text: "named", ClientID: "c1"}, {Text: "again", ClientID: "c1"}} {
+		e, err := transcript.New(now, transcript.TypeUserMessage, fmt.Sprint("t", i), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	var got []string
+	for _, m := range uiMessages(entries) {
+		got = append(got, m.ID)
+	}
+	want := []string{entries[0].ID, "c1", entries[2].ID}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ids %v, want %v", got, want)
+	}
+}

@@ -4,9 +4,14 @@ import "encoding/json"
 
 // The data of each known entry type. Field names are wire-stable.
 
-// UserMessage is the data of a TypeUserMessage entry.
+// UserMessage is the data of a TypeUserMessage entry. ClientID, when
+// set, is the id the client that sent the message gave it (the AI SDK's
+// UIMessage id): a client that reloads the conversation gets its message
+// back under that id, and addresses edits and regenerates by it. Entries
+// written without it read as before.
 type UserMessage struct {
-	Text string `json:"text"`
+	Text     string `json:"text"`
+	ClientID string `json:"clientId,omitempty"`
 }
 
 // ToolCall is one call the model asked for. Arguments is the call's

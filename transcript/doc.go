@@ -12,6 +12,11 @@
 // data of each known type. Unknown types are valid entries: they are kept and
 // ignored by history.
 //
+// A user.message's data has its text and, when the client that sent it
+// named the message (the AI SDK's useChat does), that name as clientId:
+// the id the client knows it by, given back when the conversation is
+// loaded. It is optional; a message without it is known by its entry id.
+//
 // # Trees in an append-only transcript
 //
 // Regenerating an answer, editing an earlier question and going back to a
