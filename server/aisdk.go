@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"net/http"
 	"slices"
@@ -36,7 +37,8 @@ import (
 //     messages are placed by their ids, which are the ids of the turns
 //     (the start chunk's messageId); a list with no assistant message and
 //     no messageId always asks a new question, so that a client sending
-//     only its newest message keeps working.
+//     only its newest message keeps working, and a messageId that names
+//     no message of the chat, in such a list, is 400: nothing places it.
 //   - The response is SSE "data: <chunk JSON>" lines: start (messageId:
 //     the turn id, or for a resumed turn the id of the message it
 //     continues; GET /api/chat/{id} gives the message the same id),
@@ -240,7 +242,13 @@ func aiTarget(ctx context.Context, sess *spool.Session, req aiChatRequest) (aiAc
 		j = slices.Index(turns, req.MessageID)
 	case anchor >= 0 && slices.Contains(turns, prefix[anchor].ID):
 		j = slices.Index(turns, prefix[anchor].ID) + 1 + after
-	case anchor < 0 && (regen || req.MessageID != ""):
+	case anchor < 0 && req.MessageID != "":
+		// Nothing the chat holds has that id, and no answer in the list
+		// places the message: counting the questions sent would take a
+		// client that sends only its newest message to be editing the
+		// first question.
+		return aiAction{}, errf(http.StatusBadRequest, CodeBadRequest, fmt.Sprintf(`"messageId" %q names no message of chat %s`, req.MessageID, sess.ID()))
+	case anchor < 0 && regen:
 		j = after // every message before it is a question
 	}
 	if j < 0 || j >= len(turns) {

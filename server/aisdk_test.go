@@ -540,3 +540,24 @@ func TestAIChatUserMessageIDsRealClient(t *testing.T) {
 		}
 	}
 }
+
+// An edit addressed by an id the chat does not hold, in a request that
+// sends only its newest message, is refused naming "messageId": nothing
+// places it, and counting the questions sent took it for an edit of the
+// first question. The chat stays as it was.
+func TestAIChatUnknownMessageID(t *testing.T) {
+	e := newEnv(t, spool.Config{}, server.Options{})
+	for _, q := range []string{"one", "two"} {
+		if chunks, r := aiPost(t, e, map[string]any{"id": "c", "messages": []any{userMsg("id-"+q, q)}}); chunks == nil {
+			t.Fatalf("%s: %d %s", q, r.status, r.body)
+		}
+	}
+	r := e.post("/api/chat", map[string]any{"id": "c", "messages": []any{userMsg("nobody", "ONE")}, "trigger": "submit-message", "messageId": "nobody"})
+	if r.status != 400 || !strings.Contains(string(r.body), `\"messageId\"`) {
+		t.Fatalf("an edit of an unknown message: %d %s", r.status, r.body)
+	}
+	got := e.get("/api/chat/c")
+	if got.status != 200 || strings.Contains(string(got.body), "ONE") || !strings.Contains(string(got.body), `"one"`) {
+		t.Fatalf("the chat changed: %d %s", got.status, got.body)
+	}
+}
