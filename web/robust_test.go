@@ -23,6 +23,7 @@ func testRobust(t *testing.T, b context.Context) {
 	t.Run("stop shows the turn stopped", func(t *testing.T) { testStopRecorded(t, b) })
 	t.Run("a first answer cut off before its first event", func(t *testing.T) { testCutBeforeFirstEvent(t, b) })
 	t.Run("a first answer cut off before its turn began", func(t *testing.T) { testCutBeforeTurnBegan(t, b) })
+	t.Run("the view stays at the end as answers end", func(t *testing.T) { testEndsAtBottom(t, b) })
 
 	// Regenerate and Edit refused by the server (a tool call waits for
 	// its approval) say why, and the conversation shows as it was. (The
@@ -332,3 +333,51 @@ func (h headersOnly) Write([]byte) (int, error) {
 
 // Unwrap lets the proxy flush through to the connection.
 func (h headersOnly) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+
+// testEndsAtBottom: a view at the end of the conversation stays there as
+// an answer ends, its footer (Regenerate) in sight, and follows the
+// turns another tab starts; a view scrolled up stays where it is. (The
+// footer added after the answer's end was left below the view, 71 px
+// down, and that moved the view far enough from the end that the next
+// turn from elsewhere was not followed.)
+func testEndsAtBottom(t *testing.T, b context.Context) {
+	srv := startServe(t, "")
+	long := "a long question " + strings.Repeat("that goes on and on ", 40)
+	for range 4 {
+		srv.invoke(t, "tall", long)
+	}
+	tb := newTab(t, b, desktopW, desktopH, false)
+	tb.open(srv.URL + "/#/c/tall")
+	tb.waitIdle()
+	fromEnd := `(s => s.scrollHeight - s.scrollTop - s.clientHeight)(document.getElementById('scroller'))`
+	if eval[float64](tb, `document.getElementById('scroller').scrollHeight - document.getElementById('scroller').clientHeight`) < 500 {
+		t.Fatal("the conversation is not taller than the view")
+	}
+	footers := func(n int) string {
+		return fmt.Sprintf(`document.querySelectorAll('#messages li.turn-foot').length === %d && document.querySelector('#messages li.turn-foot:last-child .regenerate')`, n)
+	}
+	tb.waitFor("the footers", footers(4))
+	tb.send("one more")
+	tb.waitIdle()
+	tb.waitFor("the answer's footer", footers(5))
+	if d := eval[float64](tb, fromEnd); d > 1 {
+		t.Errorf("after the answer ended the view is %v px above the end", d)
+	}
+
+	srv.invoke(t, "tall", "from elsewhere")
+	tb.waitFor("the turn from elsewhere", `[...document.querySelectorAll('#messages .msg.assistant .body')].at(-1)?.textContent === 'echo: from elsewhere'`)
+	tb.waitIdle()
+	tb.waitFor("its footer", footers(6))
+	if d := eval[float64](tb, fromEnd); d > 1 {
+		t.Errorf("after the turn from elsewhere the view is %v px above the end", d)
+	}
+
+	eval[bool](tb, `(document.getElementById('scroller').scrollTop = 0, true)`)
+	srv.invoke(t, "tall", "while scrolled up")
+	tb.waitFor("the turn from elsewhere", `[...document.querySelectorAll('#messages .msg.assistant .body')].at(-1)?.textContent === 'echo: while scrolled up'`)
+	tb.waitIdle()
+	tb.waitFor("its footer", footers(7))
+	if top := eval[float64](tb, `document.getElementById('scroller').scrollTop`); top != 0 {
+		t.Errorf("a view scrolled up moved to %v px as a turn from elsewhere came in", top)
+	}
+}

@@ -235,8 +235,10 @@ export class Turn {
 
   close() {
     if (this.bubble) {
+      const stick = this.conv.atBottom();
       this.bubble.setAttribute('aria-busy', 'false');
       this.bubble.append(when(new Date().toISOString()));
+      if (stick) this.conv.scrollToEnd();
     }
     this.bubble = null;
   }
@@ -565,6 +567,10 @@ export class Conversation {
   // decorate gives each turn shown its footer and its user message its
   // Edit button; the newest turn gets Regenerate.
   decorate() {
+    // A view at its end stays there: the footers added below the newest
+    // answer (its Regenerate, its versions) are seen, and what comes
+    // next follows on.
+    const stick = this.atBottom();
     const lastOf = new Map();
     const userOf = new Map();
     const footOf = new Map();
@@ -608,6 +614,7 @@ export class Conversation {
       if (!lastOf.has(foot.dataset.turnId)) foot.remove();
     }
     this.placeSummary(lastOf);
+    if (stick) this.scrollToEnd();
   }
 
   // placeSummary puts the divider "Earlier turns summarized" after the
