@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/spool-go/spool/transcript"
 )
 
 // Defects found in review of the UI, each shown by one subtest of
@@ -24,6 +27,7 @@ func testRobust(t *testing.T, b context.Context) {
 	t.Run("a first answer cut off before its first event", func(t *testing.T) { testCutBeforeFirstEvent(t, b) })
 	t.Run("a first answer cut off before its turn began", func(t *testing.T) { testCutBeforeTurnBegan(t, b) })
 	t.Run("the view stays at the end as answers end", func(t *testing.T) { testEndsAtBottom(t, b) })
+	t.Run("a failed turn says what to do", func(t *testing.T) { testFailureWords(t, b) })
 
 	// Regenerate and Edit refused by the server (a tool call waits for
 	// its approval) say why, and the conversation shows as it was. (The
@@ -379,5 +383,37 @@ func testEndsAtBottom(t *testing.T, b context.Context) {
 	tb.waitFor("its footer", footers(7))
 	if top := eval[float64](tb, `document.getElementById('scroller').scrollTop`); top != 0 {
 		t.Errorf("a view scrolled up moved to %v px as a turn from elsewhere came in", top)
+	}
+}
+
+// testFailureWords: a turn the model refused as longer than its context
+// window, or that the provider rate limited, says so in words a person
+// can act on, not in the provider's message. (The footer said "Failed:
+// prompt is too long: 213417 tokens > 200000 maximum.", and nothing of
+// compacting, without which every next message fails the same way.)
+func testFailureWords(t *testing.T, b context.Context) {
+	dir := t.TempDir()
+	seed(t, dir, time.Now().UTC().Add(-time.Hour).Truncate(time.Second), map[string][]step{
+		"too-long": slices.Concat(
+			turnOK("t1", "hello", "hi there"),
+			[]step{
+				{"t2", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "and now?"}},
+				{"t2", transcript.TypeTurnEnd, transcript.StatusError, transcript.TurnEnd{Error: &transcript.ErrorInfo{Code: transcript.CodeContextTooLong, Message: "prompt is too long: 213417 tokens > 200000 maximum"}}},
+				{"t3", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "and again?"}},
+				{"t3", transcript.TypeTurnEnd, transcript.StatusError, transcript.TurnEnd{Error: &transcript.ErrorInfo{Code: transcript.CodeRateLimited, Message: "429 rate_limit_error"}}},
+			},
+		),
+	})
+	srv := startServe(t, "", "--store", "file:"+dir)
+	tb := newTab(t, b, desktopW, desktopH, false)
+	tb.open(srv.URL + "/#/c/too-long")
+	tb.waitFor("the endings", `document.querySelectorAll('#messages .turn-foot .ending').length === 2`)
+	got := eval[[]string](tb, `[...document.querySelectorAll('#messages .turn-foot .ending')].map(e => e.textContent)`)
+	want := []string{
+		"Failed: This conversation is longer than the model can read at once. Compact it, then send your message again. It is left out of what the model sees next.",
+		"Failed: The model provider is rate limiting requests. Try again later. It is left out of what the model sees next.",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the failed turns say %q, want %q", got, want)
 	}
 }

@@ -116,6 +116,16 @@ function renderMessage(m) {
 // sentence ends text with a full stop unless it has one.
 const sentence = (s) => (/[.!?…]$/.test(s) ? s : `${s}.`);
 
+// failure says why a turn failed: in the page's words when its code
+// names something the person can act on (the provider's own message
+// says neither what to do nor that it will fail again), else the
+// recorded message.
+const actionable = new Set(['context_too_long', 'rate_limited']);
+function failure(e) {
+  if (actionable.has(e?.code)) return friendly(new ApiError(0, e.code, e.message || ''));
+  return sentence(e?.message || 'the turn ended with an error');
+}
+
 export function ending(t) {
   const notice = (t.notices || []).map((n) => sentence(n.message)).filter(Boolean).join(' ') || t.notice || '';
   const left = 'It is left out of what the model sees next.';
@@ -123,7 +133,7 @@ export function ending(t) {
     case 'cancelled':
       return { kind: 'cancelled', text: `Stopped before the answer was complete. ${left}` };
     case 'error':
-      return { kind: 'error', text: `Failed: ${sentence(t.error?.message || 'the turn ended with an error')} ${left}` };
+      return { kind: 'error', text: `Failed: ${failure(t.error)} ${left}` };
     case 'prompt_blocked':
       return { kind: 'refused', text: `Refused: ${sentence(notice || 'a guard refused this message')} ${left}` };
     case 'response_blocked':
