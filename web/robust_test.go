@@ -28,6 +28,7 @@ func testRobust(t *testing.T, b context.Context) {
 	t.Run("a first answer cut off before its turn began", func(t *testing.T) { testCutBeforeTurnBegan(t, b) })
 	t.Run("the view stays at the end as answers end", func(t *testing.T) { testEndsAtBottom(t, b) })
 	t.Run("a failed turn says what to do", func(t *testing.T) { testFailureWords(t, b) })
+	t.Run("stop, then ask again at once", func(t *testing.T) { testStopThenAsk(t, b) })
 
 	// Regenerate and Edit refused by the server (a tool call waits for
 	// its approval) say why, and the conversation shows as it was. (The
@@ -415,5 +416,38 @@ func testFailureWords(t *testing.T, b context.Context) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("the failed turns say %q, want %q", got, want)
+	}
+}
+
+// testStopThenAsk: Stop, then a new question sent before the stop's
+// answer came: once both have settled, the stopped turn shows what the
+// transcript recorded of it, as after a Stop alone. (The view was not
+// read again, since a turn ran then, and kept the stopped answer as far
+// as it had streamed, shorter than the stored one, until a reload.)
+func testStopThenAsk(t *testing.T, b context.Context) {
+	srv := startServe(t, "", "--model", "echo:?delay=60ms")
+	proxy := proxyTo(t, srv.URL, nil, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/stop") {
+			time.Sleep(500 * time.Millisecond)
+		}
+		next.ServeHTTP(w, r)
+	})
+	tb := newTab(t, b, desktopW, desktopH, false)
+	tb.open(proxy.URL + "/#/new")
+	tb.send("please stop " + strings.Repeat("and on ", 60))
+	tb.streaming("the answer streaming")
+	tb.do(chromedp.Click(chromedp.ID("stop")))
+	tb.waitFor("the stopped answer", `document.getElementById('app').dataset.running === 'false'`)
+	tb.send("the next question")
+	tb.waitIdle()
+	tb.waitFor("the next answer", `[...document.querySelectorAll('#messages .msg.assistant .body')].at(-1)?.textContent === 'echo: the next question'`)
+	time.Sleep(time.Second) // what shows once everything has settled
+	tb.waitIdle()
+	id := strings.TrimPrefix(tb.hash(), "#/c/")
+	if got, want := tb.bodies("assistant"), srv.answers(t, id); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("after Stop and a new question the answers shown are %q, the transcript's %q", got, want)
+	}
+	if got := tb.text("#messages li.turn-foot .ending"); !strings.HasPrefix(got, "Stopped before the answer was complete.") {
+		t.Errorf("the stopped turn's footer says %q", got)
 	}
 }

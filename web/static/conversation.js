@@ -319,6 +319,10 @@ export class Conversation {
     this.missing = false; // the open id names no session
     this.draft = Symbol('draft');
     this.gen = 0; // changes whenever the view shows something else
+    // The gen of a view that shows less than the transcript holds (a
+    // stopped turn, while a turn sent after it runs): read again when
+    // that turn ends.
+    this.stale = -1;
     this.cursor = '';
     this.loading = false;
     this.turns = new Map(); // turn id → what the API said of it (TurnInfo), merged
@@ -960,13 +964,17 @@ export class Conversation {
         // may come after the server has recorded more, or all), once the
         // stop asked for is recorded (its answer comes then; read before,
         // the transcript may not have the turn's end yet). A turn sent in
-        // the meantime is not cut off: its end reads the turns again.
+        // the meantime is not cut off: the view is read again when it
+        // ends (stale).
         const gen = this.gen;
         Promise.resolve(this.stopping.get(id)).then(() => {
-          if (id === this.id && gen === this.gen && !this.ownRunning()) this.open(id).catch(() => {});
+          if (id !== this.id || gen !== this.gen) return;
+          if (this.ownRunning()) this.stale = gen;
+          else this.open(id).catch(() => {});
         });
       } else if (turn.visible && id) {
-        this.refreshTurns();
+        if (this.stale === this.gen) this.open(id).catch(() => {});
+        else this.refreshTurns();
       }
       if (id) this.onTurnEnd?.(id);
       if (lost && id === this.id) this.onLost?.(id, started);
