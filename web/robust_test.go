@@ -29,6 +29,7 @@ func testRobust(t *testing.T, b context.Context) {
 	t.Run("the view stays at the end as answers end", func(t *testing.T) { testEndsAtBottom(t, b) })
 	t.Run("a failed turn says what to do", func(t *testing.T) { testFailureWords(t, b) })
 	t.Run("stop, then ask again at once", func(t *testing.T) { testStopThenAsk(t, b) })
+	t.Run("focus after regenerate and edit", func(t *testing.T) { testFocusKept(t, b) })
 
 	// Regenerate and Edit refused by the server (a tool call waits for
 	// its approval) say why, and the conversation shows as it was. (The
@@ -449,5 +450,35 @@ func testStopThenAsk(t *testing.T, b context.Context) {
 	}
 	if got := tb.text("#messages li.turn-foot .ending"); !strings.HasPrefix(got, "Stopped before the answer was complete.") {
 		t.Errorf("the stopped turn's footer says %q", got)
+	}
+}
+
+// testFocusKept: Regenerate, and an edit's Send, pressed from the
+// keyboard, leave the focus in the message box, not on the page's start:
+// the button pressed goes with the answer it replaces. (The focus fell
+// to the document's body, and the next Tab started from the top of the
+// page.)
+func testFocusKept(t *testing.T, b context.Context) {
+	srv := startServe(t, "")
+	srv.invoke(t, "keys", "first question")
+	tb := newTab(t, b, desktopW, desktopH, false)
+	tb.open(srv.URL + "/#/c/keys")
+	tb.waitIdle()
+	tb.waitFor("Regenerate", `document.querySelector('#messages .turn-foot .regenerate')`)
+	tb.do(chromedp.Focus(chromedp.CSS(`#messages .turn-foot .regenerate`)), enter())
+	tb.waitIdle()
+	tb.waitFor("the versions", `document.querySelector('#messages .turn-foot .versions .count')?.textContent === '2 / 2'`)
+	if got := tb.where(); !strings.Contains(got, "focus textarea#prompt") {
+		t.Errorf("after Regenerate from the keyboard: %s", got)
+	}
+
+	tb.do(chromedp.Focus(chromedp.CSS(`#messages .msg.user .edit`)), enter())
+	tb.waitFor("the edit box", `document.activeElement?.classList.contains('edit-box')`)
+	tb.retypeSel(`#messages .edit-box`, "first question, edited")
+	tb.do(chromedp.Focus(chromedp.CSS(`#messages .edit-form button[type=submit]`)), enter())
+	tb.waitIdle()
+	tb.waitFor("the edited answer", `[...document.querySelectorAll('#messages .msg.assistant .body')].at(-1)?.textContent === 'echo: first question, edited'`)
+	if got := tb.where(); !strings.Contains(got, "focus textarea#prompt") {
+		t.Errorf("after an edit's Send from the keyboard: %s", got)
 	}
 }

@@ -51,6 +51,9 @@ const conv = new Conversation({
     if (conv.id === id) panel.refresh();
   },
   onOwn: () => follower.flush(),
+  // Focus on a Regenerate or an edit's Send, taken off with the answer
+  // they replace, goes to the message box, as after sending.
+  onFocusLost: () => prompt.focus(),
   // A turn whose stream broke off is shown again from the transcript and
   // followed from its run's beginning, as after a reload. One that broke
   // off before it began may still be waiting to: its session, when the

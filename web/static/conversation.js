@@ -283,7 +283,7 @@ export class Turn {
 }
 
 export class Conversation {
-  constructor({ scroller, log, ol, older, empty, onError, onRunning, onTurnEnd, onOwn, onLost }) {
+  constructor({ scroller, log, ol, older, empty, onError, onRunning, onTurnEnd, onOwn, onLost, onFocusLost }) {
     this.scroller = scroller;
     this.log = log;
     this.ol = ol;
@@ -303,6 +303,7 @@ export class Conversation {
     // follower). A first turn that was not seen to begin may not have
     // stored its session yet.
     this.onLost = onLost;
+    this.onFocusLost = onFocusLost;
     this.own = new Set(); // ids of the turns this tab streams itself
     // The runs this tab streams itself, by session and the position in
     // their event ids (runOf; see isOwnRun): a turn another tab resumes
@@ -731,6 +732,14 @@ export class Conversation {
     box.focus();
   }
 
+  // keepFocus gives the focus a place (onFocusLost) when it was on
+  // something taken off the view (the Regenerate button, the edit
+  // form's Send): it would fall back to the page's start.
+  keepFocus() {
+    const f = document.activeElement;
+    if (!f || f === document.body) this.onFocusLost?.();
+  }
+
   // removeFrom takes the items of turnId and every later one off the view.
   removeFrom(li) {
     while (li.nextSibling) li.nextSibling.remove();
@@ -741,6 +750,7 @@ export class Conversation {
     const id = this.id;
     this.removeFrom(li);
     this.addUser(text);
+    this.keepFocus();
     const res = await this.run((signal) => api.edit(id, turnId, text, signal));
     // Shown again from the transcript first: the view shows the turns as
     // stored, and a refusal said after that is not wiped by it. A stream
@@ -760,6 +770,7 @@ export class Conversation {
     const user = items.find((li) => li.classList.contains('user'));
     for (const li of items) if (li !== user) li.remove();
     for (const card of this.ol.querySelectorAll('li.approval')) if (card.dataset.turnId === turnId) card.remove();
+    this.keepFocus();
     const res = await this.run((signal) => api.regenerate(id, signal));
     if (!res.lost) await this.reload(); // first, as in edit
     if (!res.ok && !res.shown && this.id === id) {
