@@ -20,8 +20,10 @@
 // A mention of the bot (app_mention) anywhere; any message in a direct
 // message with the bot (message.im); and, in channels, a message in a
 // thread the bot already answers in (message.channels, message.groups).
-// Messages of bots, the bot's own included, and edits, deletions and
-// other subtypes are ignored. The bot's mention is taken out of the text;
+// A message that shares a file is answered by its text (the file is not
+// read), and a thread reply also sent to the channel as a reply. Messages
+// of bots, the bot's own included, and edits, deletions and other
+// subtypes are ignored. The bot's mention is taken out of the text;
 // mentions of other people stay, in Slack's form (<@U789>).
 //
 // # Conversations and sessions
@@ -290,7 +292,7 @@ func (d *Driver) message(ctx context.Context, cb *slackevents.EventsAPICallbackE
 			}
 		}
 	}
-	if user == "" || botID != "" || subtype != "" || user == self || ch == "" || ts == "" {
+	if user == "" || botID != "" || !personal(subtype) || user == self || ch == "" || ts == "" {
 		return incoming{}, false
 	}
 	if thread == "" {
@@ -320,6 +322,14 @@ func (d *Driver) message(ctx context.Context, cb *slackevents.EventsAPICallbackE
 		channel: ch,
 		thread:  thread,
 	}, true
+}
+
+// personal reports whether a message event of the subtype is a person's
+// message: a plain one, one that shares a file (its text is the question;
+// the file is not read), or a thread reply also sent to the channel.
+// Edits, deletions, joins and bots' messages are not.
+func personal(subtype string) bool {
+	return subtype == "" || subtype == "file_share" || subtype == "thread_broadcast"
 }
 
 // stripMention takes the mentions of the bot self (<@UBOT>, or

@@ -519,3 +519,29 @@ func BenchmarkEventAnswer(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/answer")
 }
+
+// A person's message that shares a file (subtype file_share) is answered
+// by its text, and a reply in the bot's thread that is also sent to the
+// channel (thread_broadcast) goes on in the thread's session: both are
+// people's messages, which were ignored for having a subtype.
+func TestFileShareAndBroadcastAnswered(t *testing.T) {
+	e := setup(t, options{})
+	dm := map[string]any{"type": "message", "channel_type": "im", "subtype": "file_share", "user": "U456", "text": "what is in this?",
+		"ts": "1700000300.000100", "channel": "D1", "files": []any{map[string]any{"id": "F1", "name": "a.png"}}}
+	e.event(chatfake.SlackEvent(team, "EvF1", dm))
+	e.wait("the answer to the file's message", func(m []chatfake.SlackMessage) bool {
+		return len(m) == 1 && m[0].Text == "echo: what is in this?"
+	})
+	e.event(chatfake.SlackEvent(team, "EvF2", mention("C1", "1700000310.000100", "", "U456", "hello")))
+	e.wait("the answer in the thread", func(m []chatfake.SlackMessage) bool { return len(m) == 2 && m[1].Text == "echo: hello" })
+	broadcast := map[string]any{"type": "message", "channel_type": "channel", "subtype": "thread_broadcast", "user": "U456", "text": "and more",
+		"ts": "1700000320.000100", "thread_ts": "1700000310.000100", "channel": "C1"}
+	e.event(chatfake.SlackEvent(team, "EvF3", broadcast))
+	msgs := e.wait("the answer to the broadcast reply", func(m []chatfake.SlackMessage) bool { return len(m) == 3 && m[2].Text == "echo: and more" })
+	if msgs[2].ThreadTS != "1700000310.000100" {
+		t.Fatalf("the reply's answer went to %+v", msgs[2])
+	}
+	if n := e.Turns(t, "slack.T123.C1.1700000310.000100", ""); n != 2 {
+		t.Fatalf("%d turns in the thread's session", n)
+	}
+}
