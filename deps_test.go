@@ -68,6 +68,7 @@ const depsRules = `
 	       internal/browsertest, internal/testreport, internal/benchsuite,
 	       store/pgstore/pgtest;
 	transcript, store < internal/benchdata;
+	transcript < internal/transcriptgen;
 	STORES, store/storetest < internal/teststores;
 	server < internal/apicontract;
 	# The deploy recipes' checks, tests only.
@@ -86,7 +87,7 @@ const depsRules = `
 	# The runtime never imports the server, the CLI, channels or observers.
 	server, server/channel, CHANNELS, telemetry, cmd/spool !< spool;
 	# The code never imports test support.
-	internal/spooltest, internal/replicatest, internal/benchdata,
+	internal/spooltest, internal/replicatest, internal/benchdata, internal/transcriptgen,
 	internal/teststores, internal/chatfake, internal/apicontract, store/storetest, store/pgstore/pgtest,
 	store/internal/sockbus/sockbustest
 	!< spool, server, CHANNELS, telemetry, cmd/spool, STORES, MODELS;

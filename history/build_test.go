@@ -526,3 +526,47 @@ func TestCallsWithoutIDsDecidedOutOfOrder(t *testing.T) {
 		t.Fatalf("Builder, decided without a result\n got %+v\nwant %+v", got, wantOpen)
 	}
 }
+
+// TestCallCutByACrashWhileAnotherWaited: a step calls two tools, the first
+// waits on a person and the process dies while the second runs, so the
+// second has no result. After a restart the person allows the first, it
+// runs, and the turn goes on: the request it makes must answer the cut
+// call too (providers refuse a call without its result), while the
+// calls that still wait or run, before the decision, stay unanswered.
+func TestCallCutByACrashWhileAnotherWaited(t *testing.T) {
+	call := func(id string) transcript.ToolCall {
+		return transcript.ToolCall{ID: id, Name: "f", Arguments: json.RawMessage(`{}`)}
+	}
+	entries := []transcript.Entry{
+		entry("T1", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "q"}),
+		entry("T1", transcript.TypeAssistantMessage, "", transcript.AssistantMessage{ToolCalls: []transcript.ToolCall{call("c1"), call("c2")}}),
+		entry("T1", transcript.TypeApprovalRequest, "", transcript.ApprovalRequest{ApprovalID: "a1", CallID: "c1", Tool: "f"}),
+		// The process dies while c2 runs.
+	}
+	before := Build(entries, Options{})
+	if len(before) != 2 {
+		t.Fatalf("while c1 waits and c2 may run, the calls were answered:\n%s", dumpMessages(before))
+	}
+	entries = append(entries,
+		entry("T1", transcript.TypeApprovalDecision, "", transcript.ApprovalDecision{ApprovalID: "a1", CallID: "c1", Decision: transcript.VerdictAllow}),
+	)
+	if running := Build(entries, Options{}); len(running) != 3 || running[2].ToolCallID != "c2" {
+		t.Fatalf("while the allowed c1 runs, want c2 answered and c1 not:\n%s", dumpMessages(running))
+	}
+	entries = append(entries,
+		entry("T1", transcript.TypeToolResult, "", transcript.ToolResult{CallID: "c1", Tool: "f", Result: "done"}),
+	)
+	got := Build(entries, Options{})
+	want := []model.Message{
+		{Role: model.RoleUser, Content: "q"},
+		{Role: model.RoleAssistant, ToolCalls: []transcript.ToolCall{call("c1"), call("c2")}},
+		{Role: model.RoleTool, Content: "done", ToolCallID: "c1"},
+		{Role: model.RoleTool, Content: "error: no result was recorded for this call", ToolCallID: "c2"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the turn goes on with the cut call unanswered:\n%s", dumpMessages(got))
+	}
+	if err := checkIncremental(entries, nil, Options{}, false, nil); err != nil {
+		t.Fatal(err)
+	}
+}

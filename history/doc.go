@@ -71,7 +71,13 @@
 // reason when there is one. A call of an ended turn with neither result nor
 // denial gets "error: no result was recorded for this call", so a finished
 // turn never leaves a call unanswered. In an open turn such a call is
-// still running or waiting on a person, and is left without a result.
+// left without a result while it may still run or wait on a person: it
+// is in the turn's newest step, and no approval decision came after
+// that step, or it waits on its own approval, or it was allowed and
+// runs. Any other (a crash cut it while another call of its step
+// waited on a person, who then decided, and the turn went on) gets
+// "error: no result was recorded for this call" too: providers refuse
+// a request with a call that has no result, so the turn could not go on.
 //
 // A call recorded without an id (an OpenAI-compatible server that
 // streamed none, before the openai package and then the runtime gave such

@@ -164,14 +164,30 @@ func (r *renderer) turn(k int, until int32) {
 		asked   []askedCall
 		asst    = -1
 		decided = -1 // in asked
+		// Of the open turn's newest step (the assistant message at asst):
+		// whether a decision came after it, and the calls that may still
+		// run (allowed, their result not yet recorded) or wait on a person
+		// (asked, not decided), by approval id and then by the id sent.
+		settled  bool
+		pending  map[string]string
+		mayStill map[string]bool
 	)
 	for i := range b.positions(k) {
 		switch b.entries[i].Type {
 		case transcript.TypeAssistantMessage:
 			asst = i
+			settled = false
+			clear(pending)
+			clear(mayStill)
 		case transcript.TypeApprovalRequest:
-			if p := b.part(i); p.hasApproval && p.callID == "" && asst >= 0 {
+			p := b.part(i)
+			if p.hasApproval && p.callID == "" && asst >= 0 {
 				asked = askFor(asked, p, asst, b.entries[asst].ID, b.part(asst).calls)
+				if n := len(asked); n > 0 && asked[n-1].approval == p.approvalID {
+					pending = put(pending, p.approvalID, asked[n-1].id)
+				}
+			} else if p.hasApproval {
+				pending = put(pending, p.approvalID, p.callID)
 			}
 		case transcript.TypeToolResult:
 			p := b.part(i)
@@ -192,6 +208,13 @@ func (r *renderer) turn(k int, until int32) {
 					}
 				}
 			}
+			settled = true
+			if id, ok := pending[p.approvalID]; ok && p.hasApproval {
+				delete(pending, p.approvalID)
+				if !p.deny {
+					mayStill = put(mayStill, id, true) // allowed: it runs now
+				}
+			}
 			if p.deny {
 				d := denial{callID: p.callID, reason: p.reason}
 				if d.callID == "" && decided >= 0 {
@@ -200,6 +223,9 @@ func (r *renderer) turn(k int, until int32) {
 				denials = append(denials, d)
 			}
 		}
+	}
+	for _, id := range pending {
+		mayStill = put(mayStill, id, true) // waits on a person
 	}
 	ended := b.turns[k].ended()
 	for i := range b.positions(k) {
@@ -213,13 +239,32 @@ func (r *renderer) turn(k int, until int32) {
 			calls := namedCalls(b.entries[i].ID, p.calls)
 			r.acc = append(r.acc, model.Message{Role: model.RoleAssistant, Content: p.text, ToolCalls: calls})
 			for j, c := range p.calls {
-				if content, ok := resultOf(results, denials, c, calls[j].ID, ended); ok {
+				// A call of an open turn is left without a result only
+				// while it may still run or wait: in the newest step,
+				// before any decision (the step's calls are under way)
+				// or waiting on its own, or allowed and running. A call
+				// the turn went on past (a crash cut it while another
+				// waited on a person, who then decided) is answered as
+				// in an ended turn: the next request would otherwise
+				// carry a call without its result, which providers refuse.
+				open := !ended && i == asst && (!settled || mayStill[calls[j].ID])
+				if content, ok := resultOf(results, denials, c, calls[j].ID, !open); ok {
 					r.acc = append(r.acc, model.Message{Role: model.RoleTool, Content: content, ToolCallID: calls[j].ID})
 				}
 			}
 		}
 	}
 	b.results, b.denials = results[:0], denials[:0]
+}
+
+// put sets m[k] to v, making m first if it is nil: most turns have no
+// approval, and a render makes no map for them.
+func put[V any](m map[string]V, k string, v V) map[string]V {
+	if m == nil {
+		m = map[string]V{}
+	}
+	m[k] = v
+	return m
 }
 
 // namedCalls returns calls, the calls of assistant message entry id, with
