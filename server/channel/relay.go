@@ -88,8 +88,8 @@ type Platform struct {
 	// EditInterval is the least time between two edits of one streamed
 	// message; default one second.
 	EditInterval time.Duration
-	// TurnTimeout bounds a turn started from the platform; default ten
-	// minutes. A turn is not bound to the webhook request that started it.
+	// TurnTimeout bounds a turn started from the platform (a message's
+	// Deadline, when sooner, bounds it instead); default ten minutes. A turn is not bound to the webhook request that started it.
 	TurnTimeout time.Duration
 	// Approvers are platform user ids that may answer any approval,
 	// besides the person whose message asked for the tool.
@@ -189,6 +189,11 @@ type Message struct {
 	User, Realm string
 	Text        string
 	Delivery    *Delivery
+	// Deadline, when not zero, is when the reply can no longer be posted
+	// (Discord's interaction token expires): the turn ends by then even
+	// when TurnTimeout would let it run on, so that how it ended can
+	// still be said.
+	Deadline time.Time
 }
 
 // Receive dispatches m; its reply goes to conv. It returns once the
@@ -200,7 +205,7 @@ func (r *Relay) Receive(m Message, conv Conversation) error {
 		Target:   r.target(m.Conversation, m.Realm, m.User),
 		Text:     m.Text,
 		Delivery: m.Delivery,
-	}, &reply{conv: conv, starter: m.User})
+	}, m.Deadline, &reply{conv: conv, starter: m.User})
 }
 
 // Known reports whether conversation has a session already (for a
@@ -227,6 +232,7 @@ type Press struct {
 	User, Realm  string // the presser, as in Message
 	Value        string // the button's value
 	Delivery     *Delivery
+	Deadline     time.Time // as in Message
 }
 
 // Press dispatches the decision of a button press; what comes of it goes
@@ -247,7 +253,7 @@ func (r *Relay) Press(p Press, conv Conversation) (refusal string, err error) {
 		Target:   r.target(p.Conversation, p.Realm, b.starter),
 		Decision: &Decision{ApprovalID: b.approval, Decision: b.decision},
 		Delivery: p.Delivery,
-	}, &reply{conv: conv, starter: b.starter, decided: &Decided{By: p.User, Decision: b.label()}})
+	}, p.Deadline, &reply{conv: conv, starter: b.starter, decided: &Decided{By: p.User, Decision: b.label()}})
 }
 
 func (r *Relay) target(conversation, realm, user string) Target {
@@ -272,7 +278,7 @@ func UserID(realm, user string) (string, error) {
 	return u, nil
 }
 
-func (r *Relay) dispatch(in Inbound, rp *reply) error {
+func (r *Relay) dispatch(in Inbound, deadline time.Time, rp *reply) error {
 	if r.base.Err() != nil || r.draining.Load() {
 		return ErrClosed
 	}
@@ -282,7 +288,11 @@ func (r *Relay) dispatch(in Inbound, rp *reply) error {
 	if d == nil {
 		return fmt.Errorf("channel %s: not listening (use channel.Connect or server.Options.Channels)", r.p.Name)
 	}
-	ctx, cancel := context.WithTimeout(r.base, r.p.TurnTimeout)
+	end := time.Now().Add(r.p.TurnTimeout)
+	if !deadline.IsZero() && deadline.Before(end) {
+		end = deadline
+	}
+	ctx, cancel := context.WithDeadline(r.base, end)
 	rp.cancel, rp.target = cancel, in.Target
 	in.Origin = rp
 	if err := d.Dispatch(ctx, in); err != nil {

@@ -30,7 +30,11 @@
 // The command is answered at once with a deferred response ("thinking…",
 // well within Discord's 3 seconds); the answer then replaces it (PATCH of
 // the original response) and is edited as it streams, at most once a
-// second by default. A message takes 2000 characters: a longer answer
+// second by default. The interaction's token posts for 15 minutes after
+// Discord made the interaction: a turn still running 30 seconds before
+// then is stopped ("The answer was stopped."), even when TurnTimeout
+// (spool serve --turn-timeout) is longer, so that its end is still
+// shown. A message takes 2000 characters: a longer answer
 // goes on in follow-up messages. Markdown is Discord's own and is sent as
 // is, with mentions disabled (allowed_mentions), so an answer cannot ping
 // @everyone. A tool call that needs approval is a follow-up with Allow,
@@ -105,8 +109,9 @@ type Config struct {
 	// Approvers are Discord user ids that may answer any approval.
 	Approvers []string
 	// EditInterval and TurnTimeout: see channel.Platform. Discord's
-	// interaction tokens last 15 minutes, the longest TurnTimeout that
-	// can still post its answer.
+	// interaction tokens last 15 minutes from the interaction, so a turn
+	// ends 30 seconds before its token does, whatever TurnTimeout says,
+	// to post how it ended.
 	EditInterval, TurnTimeout time.Duration
 	// HTTPClient makes the calls to Discord; default one whose transport
 	// is a channel.Transport.
@@ -210,10 +215,12 @@ func (d *Driver) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.mux.Serve
 // maxSkew is how far a signature's timestamp may be from now.
 const maxSkew = 5 * time.Minute
 
-func (d *Driver) verified(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// verified returns the body of a request signed with the application's
+// key, and the time Discord signed it at.
+func (d *Driver) verified(w http.ResponseWriter, r *http.Request) ([]byte, time.Time, bool) {
 	body, ok := channel.ReadBody(w, r)
 	if !ok {
-		return nil, false
+		return nil, time.Time{}, false
 	}
 	r.Body = http.NoBody
 	ts, err := strconv.ParseInt(r.Header.Get("X-Signature-Timestamp"), 10, 64)
@@ -225,9 +232,9 @@ func (d *Driver) verified(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	}
 	if !fresh {
 		channel.Unauthorized(w, "the request is not signed with this application's key, or its timestamp is more than five minutes off")
-		return nil, false
+		return nil, time.Time{}, false
 	}
-	return body, true
+	return body, time.Unix(ts, 0), true
 }
 
 type readCloser struct{ *bytes.Reader }
@@ -247,7 +254,7 @@ func ephemeral(text string) discordgo.InteractionResponse {
 }
 
 func (d *Driver) handleInteraction(w http.ResponseWriter, r *http.Request) {
-	body, ok := d.verified(w, r)
+	body, signed, ok := d.verified(w, r)
 	if !ok {
 		return
 	}
@@ -274,6 +281,7 @@ func (d *Driver) handleInteraction(w http.ResponseWriter, r *http.Request) {
 	}
 	conversation := "discord." + in.ChannelID
 	delivery := &channel.Delivery{ID: "discord." + in.ID, Time: snowflakeTime(in.ID)}
+	deadline := tokenDeadline(in.ID, signed)
 	c := &conv{d: d, token: in.Token}
 	switch in.Type {
 	case discordgo.InteractionApplicationCommand:
@@ -291,7 +299,7 @@ func (d *Driver) handleInteraction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		err := d.relay.Receive(channel.Message{
-			Conversation: conversation, User: user.ID, Realm: "discord", Text: strings.TrimSpace(prompt), Delivery: delivery,
+			Conversation: conversation, User: user.ID, Realm: "discord", Text: strings.TrimSpace(prompt), Delivery: delivery, Deadline: deadline,
 		}, c)
 		if !channel.Accepted(w, err) {
 			d.cfg.Logger.Warn("discord interaction not taken", "session", conversation, "error", err)
@@ -306,7 +314,7 @@ func (d *Driver) handleInteraction(w http.ResponseWriter, r *http.Request) {
 		}
 		c.pressed, c.question = true, in.Message.Content
 		refusal, err := d.relay.Press(channel.Press{
-			Conversation: conversation, User: user.ID, Realm: "discord", Value: data.CustomID, Delivery: delivery,
+			Conversation: conversation, User: user.ID, Realm: "discord", Value: data.CustomID, Delivery: delivery, Deadline: deadline,
 		}, c)
 		switch {
 		case !channel.Accepted(w, err):
@@ -319,6 +327,30 @@ func (d *Driver) handleInteraction(w http.ResponseWriter, r *http.Request) {
 	default:
 		respond(w, ephemeral("This bot answers /"+Command+"."))
 	}
+}
+
+// tokenLife is how long an interaction's token posts and edits its
+// messages, from when Discord made the interaction; tokenSpare is what a
+// turn leaves of it to say how it ended (one call, which may wait out a
+// 429).
+const (
+	tokenLife  = 15 * time.Minute
+	tokenSpare = 30 * time.Second
+)
+
+// tokenDeadline is when a turn answering interaction id, delivered signed
+// at signed, must end. The interaction's age is counted on Discord's
+// clock alone (its id's time to its signature's), and added to this
+// server's now, so a skewed clock here does not shorten or lengthen it.
+func tokenDeadline(id string, signed time.Time) time.Time {
+	age := max(0, signed.Sub(snowflakeTime(id)))
+	if age >= tokenLife-tokenSpare {
+		// Discord delivers an interaction as it makes it: an id this old
+		// is no interaction's (nor a zero one, which is no snowflake),
+		// and TurnTimeout alone bounds its turn.
+		return time.Time{}
+	}
+	return time.Now().Add(tokenLife - tokenSpare - age)
 }
 
 // snowflakeTime is when a Discord id was made.

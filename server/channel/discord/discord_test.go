@@ -325,3 +325,37 @@ func TestRegisterCommands(t *testing.T) {
 		t.Fatalf("commands %s (%v)", e.fake.Commands(), err)
 	}
 }
+
+// TestTurnEndsWhileTheTokenLasts: an interaction's token posts for 15
+// minutes after Discord made the interaction, so a turn with a longer
+// TurnTimeout (spool serve --turn-timeout 30m) stops in time to say so,
+// instead of streaming on into calls Discord refuses.
+func TestTurnEndsWhileTheTokenLasts(t *testing.T) {
+	fake := chatfake.NewDiscord(t, app, botToken)
+	drv, err := discord.New(discord.Config{
+		PublicKey: hex.EncodeToString(pub), ApplicationID: app, BotToken: botToken, APIURL: fake.URL,
+		EditInterval: 10 * time.Millisecond, TurnTimeout: time.Hour, HTTPClient: chatfake.Client(), Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := chatfake.NewHarness(t, chatfake.HarnessOptions{Model: echo.New(echo.WithDelay(100 * time.Millisecond))}, drv)
+	e := &env{Harness: h, t: t, fake: fake, drv: drv}
+	// Made 14 minutes and 29 seconds ago (its snowflake says so) and
+	// delivered now: its token has 31 seconds left, and the answer would
+	// stream for two minutes.
+	made := time.Now().Add(-(14*time.Minute + 29*time.Second))
+	id := strconv.FormatInt((made.UnixMilli()-1420070400000)<<22|seq.Add(1)&0xfff, 10)
+	tok := "itoken-old"
+	fake.Deferred(tok)
+	s, res := e.interact(command(id, tok, "5500000000000000005", strings.Repeat("w ", 1200)), time.Now(), priv)
+	if s != 200 || res["type"] != float64(5) {
+		t.Fatalf("/ask: %d %v", s, res)
+	}
+	msgs := e.wait("the answer stopped before the token expires", func(m []chatfake.DiscordMessage) bool {
+		return len(m) > 1 && strings.Contains(m[len(m)-1].Content, "stopped")
+	})
+	if n := strings.Count(msgs[0].Content, "w"); n >= 1200 {
+		t.Fatalf("the whole answer (%d words) was posted", n)
+	}
+}
