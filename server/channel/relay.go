@@ -89,7 +89,8 @@ type Platform struct {
 	// message; default one second.
 	EditInterval time.Duration
 	// TurnTimeout bounds a turn started from the platform (a message's
-	// Deadline, when sooner, bounds it instead); default ten minutes. A turn is not bound to the webhook request that started it.
+	// Deadline, when sooner, bounds it instead); default ten minutes. A
+	// turn is not bound to the webhook request that started it.
 	TurnTimeout time.Duration
 	// Approvers are platform user ids that may answer any approval,
 	// besides the person whose message asked for the tool.
