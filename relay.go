@@ -829,6 +829,20 @@ func (s *Session) watchRelayed(ctx context.Context, opt WatchOptions, yield func
 				} else if m.Nonce != nonce && !slices.Contains(joins, m.Nonce) {
 					continue
 				}
+				if !synced && after.IsZero() && !m.Open && !follow {
+					// Every process that keeps a run answers, the one
+					// that ran the last run (ended) as well as the one
+					// running a newer: with a turn running in the
+					// transcript (an ended run's end is recorded
+					// before its answer) the running one's answer is
+					// awaited, or the transcript read at syncWait.
+					if _, running, err := s.openTurnStart(ctx); err != nil {
+						yield(Event{}, err)
+						return true
+					} else if running {
+						continue
+					}
+				}
 				askedPos = max(askedPos, m.Pos)
 				if !synced && after.IsZero() {
 					// The watch starts at the running run's beginning;
