@@ -350,15 +350,24 @@ type recentTurn struct {
 }
 
 // forgetDue forgets the finished runs that are due, and sets the timer
-// for the next.
+// for the next. It retires them once h.mu is let go: retiring ends a
+// relay's listener, which takes the store's lock (a Hub's), and a Hub
+// calls its listeners under that lock, where a sync's answer reads the
+// hub's chain of runs (before) under h.mu.
 func (h *liveHub) forgetDue() {
+	var retired []*liveTurn
+	defer func() {
+		for _, t := range retired {
+			t.retire()
+		}
+	}()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
 	for len(h.recent) > 0 && !h.recent[0].due.After(now) {
 		if t := h.recent[0].t; t != nil {
 			h.forgetLocked(t)
-			t.retire()
+			retired = append(retired, t)
 		}
 		h.recent[0] = recentTurn{}
 		h.recent = h.recent[1:]
