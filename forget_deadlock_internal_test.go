@@ -83,3 +83,27 @@ func TestForgetWhileSyncDelivered(t *testing.T) {
 	}
 	stopTest()
 }
+
+// A session's channel for its next run goes with the last of it: a
+// watcher that left while the hub still kept the session's run, which
+// the hub then forgot, leaves nothing of the session in the hub (a
+// server watched on a million sessions kept an entry for each).
+func TestForgetLeavesNoNext(t *testing.T) {
+	h := newLiveHub(0, 0)
+	key := store.Key{Agent: "default", ID: "n"}
+	run, _ := h.begin(key, "t1", 0, func() {})
+	if _, _, err := h.join(key); err != nil {
+		t.Fatal(err)
+	}
+	h.finish(run, false)
+	h.leave(key)
+	h.mu.Lock()
+	h.recent[0].due = time.Now().Add(-time.Second)
+	h.mu.Unlock()
+	h.forgetDue()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.next) != 0 || len(h.turns) != 0 || len(h.watchers) != 0 {
+		t.Fatalf("after the run was forgotten: %d next channels, %d runs, %d watcher counts; want none", len(h.next), len(h.turns), len(h.watchers))
+	}
+}

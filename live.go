@@ -388,6 +388,11 @@ func (h *liveHub) forgetDue() {
 func (h *liveHub) forgetLocked(t *liveTurn) {
 	if h.turns[t.key] == t {
 		delete(h.turns, t.key)
+		if h.watchers[t.key] == 0 {
+			// Nobody waits for the session's next run (leave kept
+			// the channel while the run was kept).
+			delete(h.next, t.key)
+		}
 	} else {
 		for x := h.turns[t.key]; x != nil; x = x.prev {
 			if x.prev == t {
