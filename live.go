@@ -175,6 +175,10 @@ type liveTurn struct {
 	done  bool
 	lost  bool          // the run ended without its end recorded (the store failed)
 	ended chan struct{} // closed when the run ended
+	// endPos is the transcript's length once the run recorded its
+	// turn's end or pause (0: not known): where the session's next run
+	// begins, for a watch through the transcript that had this run live.
+	endPos int64
 	// retired is closed when the run stops answering other processes'
 	// watchers (a newer run of the session began, or the hub forgot
 	// it): its relay's subscription ends.
@@ -267,10 +271,15 @@ func (t *liveTurn) stop() {
 	}
 }
 
-// add keeps ev, giving it its id, and wakes the watchers.
-func (t *liveTurn) add(ev *Event) {
+// add keeps ev, giving it its id, and wakes the watchers. endPos, for
+// the turn's end or pause, is the transcript's length with it recorded
+// (0: not known).
+func (t *liveTurn) add(ev *Event, endPos int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if ev.Kind == EventTurnEnd {
+		t.endPos = endPos
+	}
 	ev.ID = t.eventID(int64(len(t.events)) + 1)
 	t.events = append(t.events, *ev)
 	if t.wake != nil {

@@ -17,7 +17,7 @@ func TestFollowYieldsWhatCameBeforeTheEnd(t *testing.T) {
 	for i := range 64 {
 		h := newLiveHub(0, 0)
 		run, _ := h.begin(key, "t1", 0, func() {})
-		run.add(&Event{Kind: EventTurnStart})
+		run.add(&Event{Kind: EventTurnStart}, 0)
 		ctx, cancel := context.WithCancel(context.Background())
 		var got []EventKind
 		var s *Session // follow reads only its run
@@ -25,7 +25,7 @@ func TestFollowYieldsWhatCameBeforeTheEnd(t *testing.T) {
 			got = append(got, ev.Kind)
 			if ev.Kind == EventTurnStart {
 				// Both wake the watcher before it waits again.
-				run.add(&Event{Kind: EventTurnEnd})
+				run.add(&Event{Kind: EventTurnEnd}, 0)
 				h.finish(run, false)
 				cancel()
 			}

@@ -1166,14 +1166,23 @@ func (s *Session) watchStored(ctx context.Context, st stored, follow bool, yield
 				return last, ok
 			}
 			after = last
-			_, total, err := store.ReadTail(ctx, s.a.cfg.Store, s.key, 1)
-			if err != nil {
-				if ctx.Err() == nil {
-					yield(Event{}, err)
+			// On from where the run's entries end: the transcript's
+			// end by now may be past a run of another process that
+			// began since.
+			t.mu.Lock()
+			end := t.endPos
+			t.mu.Unlock()
+			if end == 0 {
+				_, total, err := store.ReadTail(ctx, s.a.cfg.Store, s.key, 1)
+				if err != nil {
+					if ctx.Err() == nil {
+						yield(Event{}, err)
+					}
+					return after, false
 				}
-				return after, false
+				end = int64(total)
 			}
-			pos = max(pos, int64(total))
+			pos = max(pos, end)
 			continue
 		}
 		end := math.MaxInt

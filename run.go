@@ -147,7 +147,11 @@ func (r *run) emit(ev Event) bool {
 	ev.TurnID = r.turnID
 	// Watchers get every event, also after the consumer stopped (its
 	// turn's end, recorded cancelled, above all).
-	r.live.add(&ev)
+	var endPos int64
+	if ev.Kind == EventTurnEnd && r.sl.st != nil {
+		endPos = int64(r.sl.st.count) // what the run wrote is recorded
+	}
+	r.live.add(&ev, endPos)
 	if r.stopped {
 		return false
 	}
