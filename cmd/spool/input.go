@@ -100,6 +100,15 @@ func newEditorInput(hist *promptHistory) *editorInput {
 	// starts; asking the terminal (ESC[6n) would hang on one that does not
 	// answer.
 	rl.Config.Set("cursor-position-probe", false)
+	// A terminal sends UTF-8: é is the bytes C3 A9, which the editor reads
+	// as the rune U+00E9. With its defaults (convert-meta on, output-meta
+	// off), every rune from U+0080 to U+00FF was taken for Meta and a
+	// key: é was Meta-i (nothing typed), ä Meta-d (kill-word), ß Meta-_
+	// (the last prompt's last word pasted). These three make such a
+	// letter text, as GNU readline does in a UTF-8 locale.
+	rl.Config.Set("convert-meta", false)
+	rl.Config.Set("input-meta", true)
+	rl.Config.Set("output-meta", true)
 	// An unbound key's escape sequence is dropped, not typed as text.
 	rl.Config.Bind("emacs", inputrc.Unescape(`\e[`), "skip-csi-sequence", false)
 	rl.PasteTransformer = printable

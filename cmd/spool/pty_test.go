@@ -456,3 +456,35 @@ func TestChatEditInTheLineEditor(t *testing.T) {
 		t.Errorf("stored prompts %q, want %q", got, want)
 	}
 }
+
+// Letters from U+0080 to U+00FF (é, ä, ß, ñ, …) are typed as text, in a
+// new prompt and in /edit: the editor took each for a Meta key, so é
+// typed nothing, ä killed a word and ß pasted the last prompt's last
+// word.
+func TestChatLatinLettersAreText(t *testing.T) {
+	data := t.TempDir()
+	root := filepath.Join(data, "sessions")
+	env := ptyEnv(t, data, "SPOOL_STORE=file:"+root)
+	term := startTerminal(t, env, "chat", "--session", "latin")
+	term.expect("> ")
+	term.send("one two" + keyEnter)
+	term.expect("echo: one two")
+	term.expect("> ")
+	const typed = "café Grüße, señor: ä ö ø å à"
+	term.send(typed + keyEnter)
+	term.expect("echo: " + typed)
+	term.expect("> ")
+	term.send("/edit" + keyEnter)
+	term.expect("edit> " + typed)
+	term.send(keyLeft + "é" + keyEnter)
+	term.expect("echo: café Grüße, señor: ä ö ø å éà")
+	term.expect("> ")
+	term.send("/quit" + keyEnter)
+	if code := term.wait(); code != 0 {
+		t.Fatalf("/quit: exit %d", code)
+	}
+	want := []string{"one two", typed, "café Grüße, señor: ä ö ø å éà"}
+	if got := userPrompts(t, root); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("stored prompts %q, want %q", got, want)
+	}
+}
