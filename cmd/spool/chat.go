@@ -609,11 +609,22 @@ func (c *chat) show(stream func(context.Context, string) iter.Seq2[spool.Event, 
 func (c *chat) approve(pending []spool.Approval) error {
 	for _, p := range pending {
 		for {
-			q := printable(fmt.Sprintf("allow %s %s? [y]es, [n]o, [a]lways for this session: ", p.Tool, p.Arguments))
-			if !c.interactive {
-				fmt.Fprint(c.env.stderr, q)
+			call := printable(fmt.Sprintf("allow %s %s?", p.Tool, p.Arguments))
+			const choices = " [y]es, [n]o, [a]lways for this session: "
+			var line string
+			var err error
+			if c.interactive {
+				// The call on a line of its own, the choices as the
+				// editor's prompt: the editor redraws its prompt from
+				// the start of the line it is on, so a prompt wider than
+				// the terminal (long arguments) was left on the screen
+				// once more at each redraw.
+				fmt.Fprintln(c.env.stderr, c.errOut.paint(c.errOut.tool, call))
+				line, err = c.in.Answer(c.errOut.paint(c.errOut.tool, strings.TrimPrefix(choices, " ")))
+			} else {
+				fmt.Fprint(c.env.stderr, call+choices)
+				line, err = c.in.Answer(call + choices)
 			}
-			line, err := c.in.Answer(c.errOut.paint(c.errOut.tool, q))
 			if errors.Is(err, errInterrupt) {
 				if !c.interactive {
 					fmt.Fprintln(c.env.stderr)

@@ -10,11 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/creack/pty"
 
@@ -486,5 +488,112 @@ func TestChatLatinLettersAreText(t *testing.T) {
 	want := []string{"one two", typed, "café Grüße, señor: ä ö ø å éà"}
 	if got := userPrompts(t, root); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("stored prompts %q, want %q", got, want)
+	}
+}
+
+// display is what a terminal of cols columns shows after the program's
+// output: a small emulator of what the line editor and chat write
+// (text, CR, LF, backspace, the cursor moves CSI A/B/C/D, the erases
+// CSI K/J; other sequences change nothing on it). Rows grow downwards
+// without a limit, as the scrollback would hold them.
+func (term *terminal) display(cols int) string {
+	var rows [][]rune
+	r, c := 0, 0 // c == cols: past the last column, wrapping on the next character
+	row := func() []rune {
+		for len(rows) <= r {
+			rows = append(rows, nil)
+		}
+		return rows[r]
+	}
+	screen := term.screen()
+	for i := 0; i < len(screen); {
+		ch, size := utf8.DecodeRuneInString(screen[i:])
+		i += size
+		switch {
+		case ch == '\r':
+			c = 0
+		case ch == '\n':
+			r++
+		case ch == '\b':
+			c = max(0, min(c, cols-1)-1)
+		case ch == '\x1b' && i < len(screen) && screen[i] == '[':
+			j := i + 1
+			for j < len(screen) && (screen[j] < 0x40 || screen[j] > 0x7e) {
+				j++
+			}
+			if j == len(screen) {
+				i = j
+				continue
+			}
+			params, final := screen[i+1:j], screen[j]
+			i = j + 1
+			n, err := strconv.Atoi(params)
+			if err != nil || n < 1 {
+				n = 1
+			}
+			c = min(c, cols-1)
+			switch final {
+			case 'A':
+				r = max(0, r-n)
+			case 'B':
+				r += n
+			case 'C':
+				c = min(cols-1, c+n)
+			case 'D':
+				c = max(0, c-n)
+			case 'K':
+				if l := row(); c < len(l) {
+					rows[r] = l[:c]
+				}
+			case 'J':
+				if l := row(); c < len(l) {
+					rows[r] = l[:c]
+				}
+				rows = rows[:r+1]
+			}
+		case ch == '\x1b':
+			i = min(len(screen), i+1) // a two-byte sequence
+		case ch < ' ':
+		default:
+			if c == cols {
+				r, c = r+1, 0
+			}
+			l := row()
+			for len(l) <= c {
+				l = append(l, ' ')
+			}
+			l[c] = ch
+			rows[r] = l
+			c++
+		}
+	}
+	lines := make([]string, len(rows))
+	for k, l := range rows {
+		lines[k] = strings.TrimRight(string(l), " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// An approval question wider than the terminal (a call with long
+// arguments) is on the screen once: the line editor redrew its prompt
+// from the start of the prompt's last row, leaving a copy of the rows
+// above at each redraw.
+func TestChatLongApprovalQuestionShownOnce(t *testing.T) {
+	data := t.TempDir()
+	env := ptyEnv(t, data, "SPOOL_STORE=memory:")
+	term := startTerminal(t, env, "chat")
+	term.expect("> ")
+	note := strings.Repeat("a long note to save for later, ", 6) + "the end"
+	term.send(`/call save_note {"text":"` + note + `"}` + keyEnter)
+	term.expect("[a]lways for this session: ")
+	term.send("x")
+	term.send("\x7f") // typed and rubbed out: two redraws
+	term.send("y" + keyEnter)
+	term.expect("saved note: a long note")
+	term.expect("> ")
+	term.send("/quit" + keyEnter)
+	term.wait()
+	if got := term.display(120); strings.Count(got, "allow save_note") != 1 {
+		t.Errorf("the question is on the screen %d times, want once:\n%s", strings.Count(got, "allow save_note"), got)
 	}
 }
