@@ -31,6 +31,9 @@ const chatHelp = `commands:
                        in the line to edit, and the answer starts again from there
   /branches [N K]      list the questions that have other versions; with N K,
                        go back to version K of question N
+  /compact [N]         summarize the older turns for the model, all but the
+                       newest N (default 4): for a conversation longer
+                       than the model's context window
   /mode ask|auto|off   set how tool calls are treated
   /call TOOL {JSON}    have the echo model call a tool (get_time, save_note)
   /help                this list
@@ -376,6 +379,8 @@ func (c *chat) command(line string) error {
 		return c.edit(arg)
 	case "/branches":
 		return c.branches(arg)
+	case "/compact":
+		return c.compact(arg)
 	case "/mode":
 		if !transcript.ToolMode(arg).Valid() {
 			return fmt.Errorf("/mode %q: use /mode ask, /mode auto or /mode off", arg)
@@ -512,6 +517,52 @@ func (c *chat) branches(arg string) error {
 	return nil
 }
 
+// compact is /compact [N]: the session's turns but the newest N (the
+// agent's default without N) summarized for the model, in this process,
+// so that a session in a memory store can be compacted too. Ctrl-C
+// stops the summarizer.
+func (c *chat) compact(arg string) error {
+	var opts spool.CompactOptions
+	if arg != "" {
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 1 {
+			return fmt.Errorf("/compact N: N is how many of the newest turns stay as they are, at least 1 (got %q)", arg)
+		}
+		opts.KeepTurns = n
+	}
+	for len(c.interrupts) > 0 {
+		<-c.interrupts
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	stop := make(chan struct{})
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		select {
+		case <-c.interrupts:
+			cancel()
+		case <-stop:
+		}
+	}()
+	defer func() { close(stop); <-watching }()
+	c.note("(summarizing; Ctrl-C stops)")
+	res, err := c.sess.Compact(ctx, opts)
+	switch {
+	case errors.Is(err, spool.ErrNothingToCompact):
+		c.say("nothing to compact: no ended turn before the newest ones that is not summarized already (/compact N keeps fewer)")
+		return nil
+	case ctx.Err() != nil && c.ctx.Err() == nil:
+		c.note("(stopped: nothing compacted)")
+		return nil
+	case err != nil:
+		return err
+	}
+	c.say("compacted %d turns: the history is %d messages, %d tokens (was %d messages, %d tokens)",
+		res.Turns, res.After.Messages, res.After.Tokens, res.Before.Messages, res.Before.Tokens)
+	return nil
+}
+
 // turn runs one stream (a prompt, or a resumed approval), printing it as
 // it comes, with Ctrl-C stopping it, then asks about the approvals it
 // left pending.
@@ -534,7 +585,7 @@ func (c *chat) turn(stream func(context.Context, string) iter.Seq2[spool.Event, 
 		c.failed++
 		fmt.Fprintln(c.env.stderr, c.errOut.paint(c.errOut.errorS, fmt.Sprintf("(failed: %s %s)", res.Error.Code, res.Error.Message)))
 		if res.Error.Code == transcript.CodeContextTooLong {
-			c.note("(the conversation is longer than the model's context window: run `spool sessions compact %s` with this chat's --store and --model, then send again)", c.sess.ID())
+			c.note("(the conversation is longer than the model's context window: /compact summarizes its older turns, then send again)")
 		}
 	case transcript.StatusPromptBlocked, transcript.StatusResponseBlocked:
 		c.note("(%s: %s)", res.Status, res.Notice)

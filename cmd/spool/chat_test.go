@@ -202,7 +202,7 @@ func TestChatHelpListsEveryCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, cmd := range []string{"/sessions", "/open", "/new", "/history", "/retry", "/edit", "/branches", "/mode", "/call", "/help", "/quit"} {
+	for _, cmd := range []string{"/sessions", "/open", "/new", "/history", "/retry", "/edit", "/branches", "/compact", "/mode", "/call", "/help", "/quit"} {
 		if !strings.Contains(out, "\n  "+cmd+" ") {
 			t.Errorf("/help leaves out %s:\n%s", cmd, out)
 		}
@@ -233,13 +233,51 @@ func TestChatModelWithoutKey(t *testing.T) {
 }
 
 // A turn the model refused as longer than its context window says how to
-// go on: the command that compacts the session.
+// go on: /compact, in this chat.
 func TestChatContextTooLongSaysCompact(t *testing.T) {
 	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
 	c.model = echo.New(echo.WithError(&model.Error{Code: transcript.CodeContextTooLong, StatusCode: 400, Message: "Bad Request"}))
 	code, _, errs := c.run("hello\n", "chat", "--session", "long")
-	if code != 1 || !strings.Contains(errs, "context_too_long") || !strings.Contains(errs, "spool sessions compact long") {
+	if code != 1 || !strings.Contains(errs, "context_too_long") || !strings.Contains(errs, "/compact summarizes") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// smallContext is the echo model with a context window of max messages:
+// a longer request fails as a provider's would (context_too_long).
+type smallContext struct {
+	model.Model
+	max int
+}
+
+func (m smallContext) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Event, error] {
+	if _, _, summary := model.ReadSummaryRequest(req); !summary && len(req.Messages) > m.max {
+		return func(yield func(model.Event, error) bool) {
+			yield(model.Event{}, &model.Error{Code: transcript.CodeContextTooLong, StatusCode: 400, Message: "too many tokens"})
+		}
+	}
+	return m.Model.Stream(ctx, req)
+}
+
+// A session that outgrew the model's context window goes on in the same
+// chat: /compact summarizes its older turns and the question sent again
+// is answered. The advice was a second program (spool sessions compact),
+// which cannot reach a memory store's session at all.
+func TestChatCompactAfterContextTooLong(t *testing.T) {
+	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
+	c.model = smallContext{Model: echo.New(), max: 8}
+	code, out, errs := c.run("one\ntwo\nthree\nfour\nfive\n/compact 1\nfive again\n/compact x\n", "chat")
+	if !strings.Contains(errs, "context_too_long") || !strings.Contains(errs, "/compact summarizes") {
+		t.Fatalf("the fifth question did not fail as too long:\n%s", errs)
+	}
+	if !strings.Contains(out, "compacted 4 turns") || !strings.Contains(out, "echo: five again") {
+		t.Fatalf("/compact did not let the conversation go on:\n%s\n%s", out, errs)
+	}
+	if !strings.Contains(errs, "error: /compact N: N is how many of the newest turns stay") {
+		t.Errorf("/compact x: %s", errs)
+	}
+	if code != 1 { // the failed turn
+		t.Errorf("exit %d, want 1", code)
 	}
 }
 
