@@ -96,20 +96,25 @@ func isControl(r rune) bool { return termmd.IsControl(r) }
 // of a step.
 type markdown struct {
 	w      io.Writer
-	width  int
+	width  func() int // the columns to wrap at, asked at each block
 	colour bool
 	buf    strings.Builder
 	wrote  bool
 }
 
 // newMarkdown returns a renderer to the terminal w, wrapping at its width
-// (at most 100 columns). Without colour, the rendering keeps its bold,
-// italics and underlines and loses its colours.
+// (at most 100 columns). The width is asked again at each block, as the
+// line editor asks it at each line, so that a terminal resized while chat
+// runs gets answers that fit it. Without colour, the rendering keeps its
+// bold, italics and underlines and loses its colours.
 func newMarkdown(w io.Writer, colour bool) *markdown {
-	width := 100
+	width := func() int { return 100 }
 	if f, ok := w.(*os.File); ok {
-		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
-			width = min(cols-2, 100)
+		width = func() int {
+			if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
+				return min(cols-2, 100)
+			}
+			return 100
 		}
 	}
 	return &markdown{w: w, width: width, colour: colour}
@@ -137,7 +142,7 @@ func (m *markdown) Flush() {
 }
 
 func (m *markdown) render(src string) {
-	out := termmd.Render(src, m.width, m.colour)
+	out := termmd.Render(src, m.width(), m.colour)
 	if out == "" {
 		return
 	}
