@@ -140,10 +140,18 @@ func runChat(ctx context.Context, env *environ, args []string) error {
 		defer signal.Stop(sig)
 		ch.interrupts = sig
 	}
-	if isTerminal(env.stdout) {
+	// TERM=dumb (Emacs's M-x shell, for one) is a terminal that moves no
+	// cursor and knows no escape sequence: the line editor's redraws and
+	// the rendering's bold would be shown as text. It gets the prompts,
+	// the terminal's own line editing and the answers as written.
+	dumb := env.getenv("TERM") == "dumb"
+	if isTerminal(env.stdout) && !dumb {
 		ch.md = newMarkdown(env.stdout, ch.out.on)
 	}
-	if isTerminal(env.stdin) && isTerminal(env.stdout) {
+	if isTerminal(env.stdin) && isTerminal(env.stdout) && dumb {
+		ch.interactive = true
+		ch.in = &plainInput{pipeInput: newPipeInput(env.stdin, ch.interrupts), w: env.stdout}
+	} else if isTerminal(env.stdin) && isTerminal(env.stdout) {
 		ch.interactive = true
 		hist, err := openPromptHistory(historyPath(env, &c))
 		if err != nil {

@@ -82,6 +82,33 @@ func (p *pipeInput) Answer(prompt string) (string, error) { return p.Line(prompt
 
 func (p *pipeInput) Edit(prompt, _ string) (string, error) { return p.Line(prompt) }
 
+// plainInput reads lines from a terminal that the line editor cannot
+// drive (TERM=dumb), in its own line mode: the prompt is written as it
+// is, and the terminal echoes and edits what is typed. Ctrl-C is a
+// signal there, which pipeInput turns into errInterrupt.
+type plainInput struct {
+	*pipeInput
+	w io.Writer
+}
+
+func (p *plainInput) Line(prompt string) (string, error) {
+	io.WriteString(p.w, prompt)
+	line, err := p.pipeInput.Line(prompt)
+	if errors.Is(err, errInterrupt) {
+		io.WriteString(p.w, "\n") // the terminal leaves the cursor after ^C
+	}
+	return line, err
+}
+
+func (p *plainInput) Answer(prompt string) (string, error) { return p.Line(prompt) }
+
+// Edit shows the text to change on a line of its own, for the person to
+// copy: nothing can be put in a line the terminal edits.
+func (p *plainInput) Edit(prompt, text string) (string, error) {
+	fmt.Fprintf(p.w, "%s\n", printable(text))
+	return p.Line(prompt)
+}
+
 // editorInput is the line editor on a terminal (github.com/reeflective/
 // readline, in its Emacs mode, reading the user's ~/.inputrc): cursor
 // keys, Home/End, Ctrl-A/E/W/U/K, Up and Down through the prompt history,

@@ -626,3 +626,35 @@ func TestChatWrapsAtTheWidthOfNow(t *testing.T) {
 		}
 	}
 }
+
+// On a terminal with TERM=dumb (Emacs's M-x shell), chat writes no escape
+// sequence: the prompts as text, the terminal's own line editing, the
+// answer as the model wrote it; /edit shows the old text to copy, and
+// Ctrl-D leaves. The line editor's redraws and the rendering's bold
+// were shown there as text.
+func TestChatDumbTerminal(t *testing.T) {
+	data := t.TempDir()
+	root := filepath.Join(data, "sessions")
+	env := ptyEnv(t, data, "SPOOL_STORE=file:"+root, "TERM=dumb")
+	term := startTerminal(t, env, "chat", "--session", "dumb")
+	term.expect("> ")
+	term.send("some **bold**" + keyEnter)
+	term.expect("echo: some **bold**")
+	term.expect("> ")
+	term.send("/edit" + keyEnter)
+	term.expect("some **bold**")
+	term.expect("edit> ")
+	term.send("plain" + keyEnter)
+	term.expect("echo: plain")
+	term.expect("> ")
+	term.send(ctrlD)
+	if code := term.wait(); code != 0 {
+		t.Fatalf("Ctrl-D: exit %d, want 0", code)
+	}
+	if screen := term.screen(); strings.Contains(screen, "\x1b") {
+		t.Errorf("an escape sequence on a dumb terminal:\n%q", screen)
+	}
+	if got := userPrompts(t, root); strings.Join(got, "|") != "some **bold**|plain" {
+		t.Errorf("stored prompts %q", got)
+	}
+}

@@ -18,7 +18,7 @@ import (
 //     on the screen and none in the log.
 //   - The assistant's Markdown rendered (internal/termmd) when stdout is
 //     a terminal, in colour or, with NO_COLOR, with its bold, italics and
-//     underlines only; as the model wrote it when piped.
+//     underlines only; as the model wrote it when piped or TERM=dumb.
 //   - Nothing a model or a pasted text says is written to a terminal as a
 //     control sequence: text is stripped of control characters first
 //     (printable, see below), so an answer cannot move the cursor, retitle
