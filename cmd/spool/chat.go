@@ -380,9 +380,15 @@ func (c *chat) command(line string) error {
 			c.say("%s: %s", m.Role, printable(m.Content))
 		}
 	case "/retry":
-		return c.turn(func(ctx context.Context, _ string) iter.Seq2[spool.Event, error] {
+		err := c.turn(func(ctx context.Context, _ string) iter.Seq2[spool.Event, error] {
 			return c.sess.RegenerateStream(ctx)
 		}, "")
+		if errors.Is(err, spool.ErrNoTurn) {
+			// The library's words name the store's key; the person
+			// needs to know there is nothing to answer again yet.
+			return errors.New("/retry: this session has no question yet")
+		}
+		return err
 	case "/edit":
 		return c.edit(arg)
 	case "/branches":

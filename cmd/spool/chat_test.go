@@ -195,6 +195,20 @@ func TestChatPipedIsScriptable(t *testing.T) {
 	}
 }
 
+// /retry before any question says so, naming the command, as /edit does;
+// it said "spool: no such turn: session default/ses_… has no turn to
+// regenerate".
+func TestChatRetryWithoutQuestion(t *testing.T) {
+	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
+	code, out, errs := c.run("/retry\nhello\n/retry\n", "chat")
+	if code != 0 || !strings.Contains(errs, "error: /retry: this session has no question yet\n") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errs)
+	}
+	if strings.Count(out, "echo: hello") != 2 {
+		t.Errorf("/retry after a question did not answer it again:\n%s", out)
+	}
+}
+
 // /help names every chat command.
 func TestChatHelpListsEveryCommand(t *testing.T) {
 	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
