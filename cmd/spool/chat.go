@@ -264,7 +264,7 @@ func (c *chat) open(id string, create bool) error {
 	}
 	c.note("session %s (continued)", id)
 	for _, m := range msgs {
-		c.note("  %s: %s", m.Role, clip(strings.Join(strings.Fields(printable(m.Text)), " "), 100))
+		c.note("  %s: %s", m.Role, recap(m))
 	}
 	pending, err := s.PendingApprovals(c.ctx)
 	if err != nil {
@@ -274,6 +274,17 @@ func (c *chat) open(id string, create bool) error {
 		return c.approve(pending)
 	}
 	return nil
+}
+
+// recap is a message on one line, as /open and /branches show the
+// newest ones: its text, and the calls an assistant step made (a step
+// that only calls a tool has no text, and was shown blank).
+func recap(m spool.Message) string {
+	text := m.Text
+	for _, tc := range m.ToolCalls {
+		text += fmt.Sprintf(" [calls %s %s]", tc.Name, tc.Arguments)
+	}
+	return clip(strings.Join(strings.Fields(printable(text)), " "), 100)
 }
 
 // prompt is the editor's prompt.
@@ -526,7 +537,7 @@ func (c *chat) branches(arg string) error {
 		return err
 	}
 	for _, m := range msgs {
-		c.note("  %s: %s", m.Role, clip(strings.Join(strings.Fields(printable(m.Text)), " "), 100))
+		c.note("  %s: %s", m.Role, recap(m))
 	}
 	return nil
 }

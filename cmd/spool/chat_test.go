@@ -209,6 +209,17 @@ func TestChatRetryWithoutQuestion(t *testing.T) {
 	}
 }
 
+// A session opened again recaps its newest messages; an assistant step
+// that only called a tool is shown by its call, not as a blank line.
+func TestChatResumeRecapsToolCalls(t *testing.T) {
+	c := newCLI(t, map[string]string{"SPOOL_STORE": "file:" + filepath.Join(t.TempDir(), "s")})
+	c.run(`/call save_note {"text":"milk"}`+"\n/quit\n", "chat", "--session", "notes")
+	_, _, errs := c.run("n\n", "chat", "--session", "notes")
+	if !strings.Contains(errs, `  assistant: [calls save_note {"text":"milk"}]`+"\n") {
+		t.Fatalf("the recap does not show the call:\n%s", errs)
+	}
+}
+
 // /help names every chat command.
 func TestChatHelpListsEveryCommand(t *testing.T) {
 	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
