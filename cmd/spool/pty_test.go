@@ -601,28 +601,30 @@ func TestChatLongApprovalQuestionShownOnce(t *testing.T) {
 // An answer is wrapped at the terminal's width when it is written, not
 // when chat started: a terminal made narrower (a window resized, a pane
 // split) got lines as wide as the old one, cut by the terminal
-// mid-word.
+// mid-word. A terminal of 20 columns or fewer got lines of 100.
 func TestChatWrapsAtTheWidthOfNow(t *testing.T) {
-	data := t.TempDir()
-	env := ptyEnv(t, data, "SPOOL_STORE=memory:")
-	term := startTerminal(t, env, "chat")
-	term.expect("> ")
-	if err := pty.Setsize(term.pty, &pty.Winsize{Rows: 40, Cols: 50}); err != nil {
-		t.Fatal(err)
-	}
-	words := strings.TrimSpace(strings.Repeat("parcel ", 30))
-	term.send(words + keyEnter)
-	term.expect("echo: parcel")
-	term.expect("> ")
-	term.send("/quit" + keyEnter)
-	term.wait()
-	text := term.text()
-	answer := text[strings.LastIndex(text, "echo: parcel"):]
-	answer = answer[:strings.Index(answer, "> ")]
-	for line := range strings.SplitSeq(answer, "\n") {
-		if len(line) > 50 {
-			t.Errorf("a line of the answer is %d columns wide on a 50-column terminal:\n%s", len(line), answer)
-			break
+	for _, cols := range []int{50, 16} {
+		data := t.TempDir()
+		env := ptyEnv(t, data, "SPOOL_STORE=memory:")
+		term := startTerminal(t, env, "chat")
+		term.expect("> ")
+		if err := pty.Setsize(term.pty, &pty.Winsize{Rows: 40, Cols: uint16(cols)}); err != nil {
+			t.Fatal(err)
+		}
+		words := strings.TrimSpace(strings.Repeat("parcel ", 30))
+		term.send(words + keyEnter)
+		term.expect("echo: parcel")
+		term.expect("> ")
+		term.send("/quit" + keyEnter)
+		term.wait()
+		text := term.text()
+		answer := text[strings.LastIndex(text, "echo: parcel"):]
+		answer = answer[:strings.Index(answer, "> ")]
+		for line := range strings.SplitSeq(answer, "\n") {
+			if len(line) > cols {
+				t.Errorf("a line of the answer is %d columns wide on a %d-column terminal:\n%s", len(line), cols, answer)
+				break
+			}
 		}
 	}
 }

@@ -103,7 +103,7 @@ type markdown struct {
 }
 
 // newMarkdown returns a renderer to the terminal w, wrapping at its width
-// (at most 100 columns). The width is asked again at each block, as the
+// less two columns (at most 100 columns). The width is asked again at each block, as the
 // line editor asks it at each line, so that a terminal resized while chat
 // runs gets answers that fit it. Without colour, the rendering keeps its
 // bold, italics and underlines and loses its colours.
@@ -111,8 +111,10 @@ func newMarkdown(w io.Writer, colour bool) *markdown {
 	width := func() int { return 100 }
 	if f, ok := w.(*os.File); ok {
 		width = func() int {
-			if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
-				return min(cols-2, 100)
+			// Two columns spare, as on a wide terminal, down to one:
+			// a narrow one needs its words kept whole the most.
+			if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+				return max(min(cols-2, 100), 1)
 			}
 			return 100
 		}
