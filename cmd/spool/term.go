@@ -157,10 +157,13 @@ func (m *markdown) render(src string) {
 
 // blockEnd returns the end of the complete blocks at the start of s: the
 // position after the last blank line that is outside a fenced code block,
-// or 0 when no block is complete yet.
+// or 0 when no block is complete yet. A fence closes as CommonMark has
+// it: on a line of its character alone, at least as long as the opening
+// one, so that a ``` inside a ```` block (an answer showing how to write
+// Markdown) does not end it.
 func blockEnd(s string) int {
 	end, pos := 0, 0
-	fence := ""
+	fence := "" // the open fence's opening run: ``` or ````, ~~~, …
 	prevBlank := false
 	for pos < len(s) {
 		nl := strings.IndexByte(s[pos:], '\n')
@@ -172,12 +175,12 @@ func blockEnd(s string) int {
 		t := strings.TrimSpace(line)
 		switch {
 		case fence != "":
-			if strings.HasPrefix(t, fence) {
+			if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
 				fence = ""
 				end = pos // a closed code block is complete
 			}
 		case strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~"):
-			fence = t[:3]
+			fence = t[:len(t)-len(strings.TrimLeft(t, t[:1]))]
 		case t == "" && !prevBlank && pos > 1:
 			end = pos
 		}
