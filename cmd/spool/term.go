@@ -155,36 +155,47 @@ func (m *markdown) render(src string) {
 	m.wrote = true
 }
 
-// blockEnd returns the end of the complete blocks at the start of s: the
-// position after the last blank line that is outside a fenced code block,
-// or 0 when no block is complete yet. A fence closes as CommonMark has
-// it: on a line of its character alone, at least as long as the opening
-// one, so that a ``` inside a ```` block (an answer showing how to write
-// Markdown) does not end it.
+// blockEnd returns the end of the complete blocks at the start of s, or 0
+// when no block is complete yet. A block is complete once a line after a
+// blank line starts at the margin (a list item's next paragraph or code
+// block is indented, and belongs to the item: cut at the blank line, it
+// was shown out of its list), or once an unindented fenced code block
+// closes. A fence closes as CommonMark has it: on a line of its
+// character alone, at least as long as the opening one, so that a ```
+// inside a ```` block (an answer showing how to write Markdown) does not
+// end it.
 func blockEnd(s string) int {
 	end, pos := 0, 0
-	fence := "" // the open fence's opening run: ``` or ````, ~~~, …
-	prevBlank := false
+	fence := ""         // the open fence's opening run: ``` or ````, ~~~, …
+	afterBlank := false // the line before was blank, outside a fence
+	margin := func(line string) bool { return line != "" && line[0] != ' ' && line[0] != '\t' }
 	for pos < len(s) {
-		nl := strings.IndexByte(s[pos:], '\n')
+		start := pos
+		line := s[pos:]
+		nl := strings.IndexByte(line, '\n')
+		if nl >= 0 {
+			line = line[:nl]
+		}
+		if fence == "" && afterBlank && margin(line) {
+			end = start
+		}
 		if nl < 0 {
 			break // the last line is not complete
 		}
-		line := s[pos : pos+nl]
 		pos += nl + 1
 		t := strings.TrimSpace(line)
 		switch {
 		case fence != "":
 			if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
 				fence = ""
-				end = pos // a closed code block is complete
+				if margin(line) {
+					end = pos // a closed code block is complete
+				}
 			}
 		case strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~"):
 			fence = t[:len(t)-len(strings.TrimLeft(t, t[:1]))]
-		case t == "" && !prevBlank && pos > 1:
-			end = pos
 		}
-		prevBlank = t == ""
+		afterBlank = fence == "" && t == ""
 	}
 	return end
 }

@@ -116,3 +116,32 @@ func TestMarkdownNestedFences(t *testing.T) {
 		t.Errorf("streamed:\n%s\nwhole:\n%s", streamed.String(), whole.String())
 	}
 }
+
+// An answer streams as it renders whole: a list item's indented
+// paragraph or code block stays in its item. The blank line before it
+// ended a block, and the code of "1. Install it:" was shown at the
+// margin, out of its list.
+func TestMarkdownStreamsAsWhole(t *testing.T) {
+	for _, src := range []string{
+		"1. Install it:\n\n   ```sh\n   go install example.com/x@latest\n   ```\n\n2. Run it:\n\n   ```sh\n   x --help\n   ```\n\nThat is all.\n",
+		"- a\n\n  continued para\n\n- b\n",
+		"para\n\n    indented code\n\n    more code\n\nafter\n",
+		"1. one\n\n2. two\n",
+		"> quote one\n\n> quote two\n",
+		"| a | b |\n|---|---|\n| 1 | 2 |\n\nx\n",
+		"```\ncode\n```\ntext right after\n\nend\n",
+	} {
+		var whole, streamed bytes.Buffer
+		md := newMarkdown(&whole, false)
+		md.Write(src)
+		md.Flush()
+		md = newMarkdown(&streamed, false)
+		for _, piece := range strings.SplitAfter(src, " ") {
+			md.Write(piece)
+		}
+		md.Flush()
+		if whole.String() != streamed.String() {
+			t.Errorf("%q\nstreamed:\n%s\nwhole:\n%s", src, streamed.String(), whole.String())
+		}
+	}
+}
