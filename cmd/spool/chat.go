@@ -555,22 +555,8 @@ func (c *chat) compact(arg string) error {
 		}
 		opts.KeepTurns = n
 	}
-	for len(c.interrupts) > 0 {
-		<-c.interrupts
-	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
-	stop := make(chan struct{})
-	watching := make(chan struct{})
-	go func() {
-		defer close(watching)
-		select {
-		case <-c.interrupts:
-			cancel()
-		case <-stop:
-		}
-	}()
-	defer func() { close(stop); <-watching }()
+	ctx, done := c.interruptible()
+	defer done()
 	c.note("(summarizing; Ctrl-C stops)")
 	res, err := c.sess.Compact(ctx, opts)
 	switch {
@@ -622,16 +608,14 @@ func (c *chat) turn(stream func(context.Context, string) iter.Seq2[spool.Event, 
 	return nil
 }
 
-// show prints one stream as it comes and returns how its turn ended. A
-// Ctrl-C while it runs stops it.
-func (c *chat) show(stream func(context.Context, string) iter.Seq2[spool.Event, error], arg string) (*spool.Result, error) {
-	// A Ctrl-C from before the turn (pressed as the last one ended) is
-	// not for this one.
+// interruptible returns a context that a Ctrl-C from now on ends, for
+// one turn or summary, and the func that ends the watch of Ctrl-C. A
+// Ctrl-C from before (pressed as the last turn ended) is not for it.
+func (c *chat) interruptible() (context.Context, func()) {
 	for len(c.interrupts) > 0 {
 		<-c.interrupts
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
 	stop := make(chan struct{})
 	watching := make(chan struct{})
 	go func() {
@@ -642,7 +626,18 @@ func (c *chat) show(stream func(context.Context, string) iter.Seq2[spool.Event, 
 		case <-stop:
 		}
 	}()
-	defer func() { close(stop); <-watching }()
+	return ctx, func() {
+		close(stop)
+		<-watching
+		cancel()
+	}
+}
+
+// show prints one stream as it comes and returns how its turn ended. A
+// Ctrl-C while it runs stops it.
+func (c *chat) show(stream func(context.Context, string) iter.Seq2[spool.Event, error], arg string) (*spool.Result, error) {
+	ctx, done := c.interruptible()
+	defer done()
 	var res *spool.Result
 	midLine := false
 	endText := func() {
