@@ -285,9 +285,11 @@ func (s *Server) Close() error {
 
 // Shutdown closes the server gracefully. /readyz answers 503 (see Drain)
 // and new requests are refused with 503 unavailable (Connection: close),
-// the health routes excepted; the drivers of Options.Channels stop taking
-// messages at once (a driver with a Drain method, as the chat platforms
-// have: their webhooks answer 503 and the platforms deliver again later).
+// the health routes and the channels' webhooks excepted; the drivers of
+// Options.Channels stop taking messages at once (a driver with a Drain
+// method, as the chat platforms have) and answer their webhooks their
+// platform's way: 503 for Slack and Telegram, which deliver again later,
+// and for Discord, which never does, a note to the person to ask again.
 // The requests being served and the turns the channels run get until ctx
 // ends to finish, and then Close stops what still runs. An event stream
 // that follows a session's next turns (events?follow=1) is not waited
@@ -487,7 +489,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 		serve(false)
 		return
 	}
-	if s.refusing.Load() {
+	if s.refusing.Load() && !s.isWebhook(r.URL.Path) {
 		rw.Header().Set("Connection", "close")
 		writeAPIError(rw, shuttingDownError(), errorBody{})
 		return

@@ -48,7 +48,10 @@
 //
 // An interaction is deduplicated by its id, durably (see package channel,
 // "Deliveries"). Calls go through channel.Transport (429 waits for
-// Retry-After or retry_after, 5xx back off).
+// Retry-After or retry_after, 5xx back off). Discord never delivers an
+// interaction again, so one not taken (the server shutting down, its
+// delivery not recorded) is answered with a private note to ask again,
+// not the 503 or 500 the other platforms retry.
 //
 // # Why not discordgo's REST client
 //
@@ -66,6 +69,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -301,8 +305,7 @@ func (d *Driver) handleInteraction(w http.ResponseWriter, r *http.Request) {
 		err := d.relay.Receive(channel.Message{
 			Conversation: conversation, User: user.ID, Realm: "discord", Text: strings.TrimSpace(prompt), Delivery: delivery, Deadline: deadline,
 		}, c)
-		if !channel.Accepted(w, err) {
-			d.cfg.Logger.Warn("discord interaction not taken", "session", conversation, "error", err)
+		if !d.taken(w, conversation, err) {
 			return
 		}
 		respond(w, discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource})
@@ -317,8 +320,7 @@ func (d *Driver) handleInteraction(w http.ResponseWriter, r *http.Request) {
 			Conversation: conversation, User: user.ID, Realm: "discord", Value: data.CustomID, Delivery: delivery, Deadline: deadline,
 		}, c)
 		switch {
-		case !channel.Accepted(w, err):
-			d.cfg.Logger.Warn("discord interaction not taken", "session", conversation, "error", err)
+		case !d.taken(w, conversation, err):
 		case refusal != "":
 			respond(w, ephemeral(refusal))
 		default:
@@ -327,6 +329,24 @@ func (d *Driver) handleInteraction(w http.ResponseWriter, r *http.Request) {
 	default:
 		respond(w, ephemeral("This bot answers /"+Command+"."))
 	}
+}
+
+// taken reports whether the relay took an interaction (or dropped it as
+// a duplicate), and otherwise answers it. Discord never delivers an
+// interaction again, so the 503 or 500 that Slack and Telegram retry
+// (channel.Accepted) would only show "This interaction failed": the
+// person is told, privately, to ask again.
+func (d *Driver) taken(w http.ResponseWriter, conversation string, err error) bool {
+	if err == nil || errors.Is(err, channel.ErrDuplicate) {
+		return true
+	}
+	d.cfg.Logger.Warn("discord interaction not taken", "session", conversation, "error", err)
+	if errors.Is(err, channel.ErrClosed) {
+		respond(w, ephemeral("The bot is restarting. Ask again in a moment."))
+	} else {
+		respond(w, ephemeral("Your message could not be taken. Ask again."))
+	}
+	return false
 }
 
 // tokenLife is how long an interaction's token posts and edits its

@@ -359,3 +359,25 @@ func TestTurnEndsWhileTheTokenLasts(t *testing.T) {
 		t.Fatalf("the whole answer (%d words) was posted", n)
 	}
 }
+
+// An /ask once the server shut down (as a restart does) is answered with
+// a private note to ask again: Discord never delivers an interaction
+// again, and the 503 the server gave it (first the server's own, then
+// the driver's) only showed "This interaction failed".
+func TestShutdownSaysAskAgain(t *testing.T) {
+	e := setup(t, options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Server.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, res := e.interact(command(snowflake(), "itoken-late", "5500000000000000005", "hello"), time.Now(), priv)
+	data, _ := res["data"].(map[string]any)
+	content, _ := data["content"].(string)
+	if s != 200 || res["type"] != float64(4) || data["flags"] != float64(64) || !strings.Contains(content, "Ask again") {
+		t.Fatalf("an /ask after shutdown: %d %v", s, res)
+	}
+	if n := len(e.fake.Messages()); n != 0 {
+		t.Fatalf("%d messages posted", n)
+	}
+}
