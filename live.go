@@ -549,7 +549,8 @@ func (s *Session) Stop(ctx context.Context) (turnID string, err error) {
 type WatchOptions struct {
 	// After is the id of the last event the watcher has: Watch yields the
 	// events after it. The zero After starts at the beginning of the run
-	// in progress.
+	// in progress when the watch joins, in this process or another, and
+	// yields that run whole, also when it ends before the watch reads it.
 	After EventID
 	// Follow keeps the watch going after the run ends: later runs of the
 	// session are yielded as they happen, until ctx ends. Without it the
@@ -562,13 +563,15 @@ type WatchOptions struct {
 	Ready func()
 }
 
-// Watch yields the session's live events as the turns producing them run
-// in this process: the run in progress from its beginning (or after
+// Watch yields the session's live events as the turns producing them run,
+// in this process or in another sharing the store (see Live turns in the
+// package doc): the run in progress from its beginning (or after
 // opt.After), and with opt.Follow every later run. Each event carries its
 // id (Event.ID). A watcher never slows the turn: it reads the run's
 // events at its own pace. The watch ends when ctx does, once it has
-// yielded the events published before that; ctx's error is not yielded. An After beyond the session's transcript is ErrBadEventID;
-// over the agent's bounds, ErrTooManyWatchers.
+// yielded the events published before that; ctx's error is not yielded.
+// An After beyond the session's transcript is ErrBadEventID; over the
+// agent's bounds, ErrTooManyWatchers.
 func (s *Session) Watch(ctx context.Context, opt WatchOptions) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		h := s.a.live
