@@ -44,9 +44,11 @@ import (
 //     continues; GET /api/chat/{id} gives the message the same id),
 //     start-step, text-start/text-delta/text-end, tool-input-available,
 //     tool-approval-request, tool-output-available, tool-output-error,
-//     tool-output-denied, finish-step, error, finish (with finishReason,
-//     see finishReason, and messageMetadata, an aiMetadata: model, usage,
-//     status, durationMs), and "data: [DONE]". The result of a call answered by an approval
+//     tool-output-denied, finish-step, error, abort (a turn stopped,
+//     recorded cancelled: no error, as streamText ends an aborted
+//     answer), finish (with finishReason, see finishReason, and
+//     messageMetadata, an aiMetadata: model, usage, status, durationMs),
+//     and "data: [DONE]". The result of a call answered by an approval
 //     comes before the first step of the resumed turn, outside any step.
 //     Chunks carry only the fields the protocol documents: the client
 //     validates them.
