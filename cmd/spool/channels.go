@@ -31,7 +31,7 @@ func (c *channelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.telegramURL, "telegram-api-url", telegram.DefaultAPIURL, "Telegram's Bot API server")
 	fs.StringVar(&c.discordURL, "discord-api-url", discord.DefaultAPIURL, "Discord's HTTP API base URL")
 	fs.StringVar(&c.approvers, "channel-approvers", "", "platform user ids (comma-separated) that may answer any approval in a chat, besides the person who asked")
-	fs.DurationVar(&c.turnTimeout, "channel-turn-timeout", 10*time.Minute, "longest turn started from a chat platform")
+	fs.DurationVar(&c.turnTimeout, "channel-turn-timeout", 10*time.Minute, "longest turn started from a chat platform (on Discord, at most until 30 seconds before the interaction's 15-minute token expires)")
 }
 
 // channelSecrets names the environment variables each platform needs.

@@ -52,9 +52,10 @@
 // # Turns started from a platform
 //
 // A Relay gives each turn its own context, bounded by
-// Platform.TurnTimeout and cancelled by Close, never the webhook
-// request's: the webhook is answered at once and the turn runs to its
-// end.
+// Platform.TurnTimeout (or by the message's Deadline when it comes
+// sooner: Discord's interaction token expires) and cancelled by Close,
+// never the webhook request's: the webhook is answered at once and the
+// turn runs to its end.
 package channel
 
 import (

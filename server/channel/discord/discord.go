@@ -33,8 +33,8 @@
 // second by default. The interaction's token posts for 15 minutes after
 // Discord made the interaction: a turn still running 30 seconds before
 // then is stopped ("The answer was stopped."), even when TurnTimeout
-// (spool serve --turn-timeout) is longer, so that its end is still
-// shown. A message takes 2000 characters: a longer answer
+// (spool serve --channel-turn-timeout) is longer, so that its end is
+// still shown. A message takes 2000 characters: a longer answer
 // goes on in follow-up messages. Markdown is Discord's own and is sent as
 // is, with mentions disabled (allowed_mentions), so an answer cannot ping
 // @everyone. A tool call that needs approval is a follow-up with Allow,
