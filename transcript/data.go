@@ -160,7 +160,7 @@ const (
 
 // Error codes of model providers (model.Error).
 const (
-	CodeRateLimited   ErrorCode = "rate_limited"   // HTTP 429: the provider asks to slow down
+	CodeRateLimited   ErrorCode = "rate_limited"   // HTTP 429: the provider asks to slow down (not a 429 for an account out of credit, a CodeProviderError)
 	CodeAuth          ErrorCode = "auth"           // HTTP 401 or 403: the key is missing or wrong
 	CodeProviderError ErrorCode = "provider_error" // the provider failed (5xx) or refused the request (4xx)
 	CodeBadResponse   ErrorCode = "bad_response"   // the provider sent something that is not its protocol

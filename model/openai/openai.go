@@ -4,7 +4,9 @@
 // and the llama.cpp server.
 //
 // Responses stream (with stream_options.include_usage), tools are offered as
-// function tools with their JSON schema, and the session history maps onto
+// function tools with their JSON schema (one that gives no type, such as
+// {} for a tool without arguments, as an object, which the API requires),
+// and the session history maps onto
 // chat messages one to one: system, user, assistant (with tool_calls) and
 // tool (with tool_call_id) messages.
 //
@@ -34,7 +36,12 @@
 // provider's free text (which may quote the request); the SDK's error, with
 // all details, is their Err. A 429 of type insufficient_quota (no credit
 // left, or a spend limit reached) is transcript.CodeProviderError, not a
-// rate limit: waiting does not end it.
+// rate limit: waiting does not end it. A request over the model's context
+// window is transcript.CodeContextTooLong, as OpenAI says it
+// (context_length_exceeded), as the llama.cpp server does
+// (exceed_context_size_error) and as vLLM does (a 400 whose message
+// reads "maximum context length"): the session can then be compacted
+// (automatic compaction does it at once).
 package openai
 
 import (
