@@ -55,11 +55,23 @@
 // result on for one that resumes), so each part shows once. While a turn
 // of another tab runs the composer shows Stop (and Escape stops), which
 // stops it on the server (POST v1/sessions/{id}/stop); a stopped turn is
-// then shown as the transcript recorded it. The pending approvals are
-// read beside the page and shown when they come, not waited for. If the newest turn had no end when
+// then shown as the transcript recorded it (the tab's own Stop too: once
+// the stop is recorded, or, when a question was sent meanwhile, once its
+// answer ends, so that the new answer is not cut off). The pending
+// approvals are read beside the page and shown when they come, not
+// waited for. If the newest turn had no end when
 // the page was read and has one once the follow stream is open, unseen
 // (it ended in between, and a stream without an id does not replay a
 // run already over), the conversation is read again.
+//
+// A view at the end of the conversation stays at the end as answers end
+// and their footers (Regenerate, the versions) come, so that the next
+// turn, from this tab or another, is followed; a view scrolled up stays
+// where it is. Regenerate and an edit's Send leave the focus in the
+// message box, as sending does: the button goes with the answer it
+// replaces. A turn that failed as longer than the model's context window,
+// or rate limited, says in the page's words what to do (compact, try
+// later); another failure shows the recorded message.
 //
 // The list follows the caller's other tabs and devices by polling its
 // first page (GET v1/sessions) every 5 s while the tab is visible, and at
