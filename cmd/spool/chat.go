@@ -38,9 +38,10 @@ const chatHelp = `commands:
   /call TOOL {JSON}    have the echo model call a tool (get_time, save_note)
   /help                this list
   /quit                leave (or Ctrl-D on an empty line)
-Ctrl-C stops the answer being written, not the program. In a terminal,
-Up and Down go through earlier prompts; a pasted block of lines is one
-prompt.`
+Ctrl-C stops the answer being written (or /compact's summary), not the
+program. In a terminal, Up and Down go through earlier prompts and a
+pasted block of lines is one prompt; with TERM=dumb the terminal edits
+the line itself, and each line is a prompt.`
 
 // chat is one conversation in the terminal or over a pipe. Answers,
 // tool lines and what a command shows go to stdout; the banner, notices,
