@@ -1,5 +1,6 @@
-// Serves the built page and passes /api/ to a spool server, so that the
-// page and /api/chat share one origin (as they would behind your own
+// Serves the built page and passes /api/ (and POST
+// /v1/sessions/{id}/stop) to a spool server, so that the page and
+// /api/chat share one origin (as they would behind your own
 // reverse proxy). Responses stream through unbuffered.
 //
 // usage: SPOOL_URL=http://127.0.0.1:8080 [SPOOL_API_KEY=…] [PORT=5173] node serve.mjs
@@ -16,7 +17,8 @@ const types = { '.html': 'text/html; charset=utf-8', '.css': 'text/css', '.js': 
 
 const server = createServer((req, res) => {
   const path = new URL(req.url, 'http://x').pathname;
-  if (path.startsWith('/api/')) return proxy(req, res);
+  // The AI SDK's routes, and the stop route the Stop button calls.
+  if (path.startsWith('/api/') || (req.method === 'POST' && /^\/v1\/sessions\/[^/]+\/stop$/.test(path))) return proxy(req, res);
   const file = files[path];
   if (!file || req.method !== 'GET') {
     res.writeHead(404).end('not found');

@@ -3,7 +3,8 @@
 // serve, and drives it in headless Chromium the way a person does: send
 // and watch the answer stream, approve a tool call, reload the page and
 // find the conversation as it was (the app loads GET /api/chat/{id}),
-// regenerate an answer, and reload mid-answer to see it resume. Screenshots at desktop and phone sizes go to
+// regenerate an answer, reload mid-answer to see it resume, and stop an
+// answer (the turn ends on the server). Screenshots at desktop and phone sizes go to
 // $SPOOL_ARTIFACTS/<test> when that is set, else to the test's
 // ArtifactDir (kept with go test -artifacts).
 //
@@ -283,15 +284,13 @@ func TestUseChatApp(t *testing.T) {
 	}
 	p.screenshot("chat-desktop", 1280, 800)
 
-	// Reload: the app loads the stored conversation, the same answers
-	// under the same ids the stream gave them.
+	// Reload: the app loads the stored conversation, the same messages
+	// under the same ids: the answers' the stream gave them, the
+	// questions' the client made.
 	p.do(chromedp.Reload())
 	p.waitFor("the stored messages", `document.querySelectorAll('.msg').length === 4`)
 	after := p.messages()
 	for i := range before {
-		if strings.HasPrefix(before[i], "user") {
-			before[i], after[i] = userText(before[i]), userText(after[i]) // the client made the ids of its questions
-		}
 		if before[i] != after[i] {
 			t.Fatalf("after the reload, message %d is\n  %s\nwas\n  %s", i, after[i], before[i])
 		}
@@ -327,12 +326,6 @@ func TestUseChatApp(t *testing.T) {
 	}
 	p.screenshot("regenerated-phone", 390, 844)
 	p.screenshot("regenerated-desktop", 1280, 800)
-}
-
-// userText drops the id from a "user id: text" line.
-func userText(line string) string {
-	_, text, _ := strings.Cut(line, ": ")
-	return "user: " + text
 }
 
 // recorder is run in the page before its own scripts, on every load: it
@@ -449,6 +442,38 @@ func TestUseChatResume(t *testing.T) {
 	}
 	if last.ID != answerID || text.String() != want || last.Metadata.Status != "ok" {
 		t.Fatalf("stored answer %s %q (status %q), want %s %q ok", last.ID, text.String(), last.Metadata.Status, answerID, want)
+	}
+
+	// Stop, a few words into the next answer: the turn ends on the
+	// server too, recorded cancelled, not only this page's request.
+	p.do(chromedp.SendKeys(chromedp.ID("prompt"), question), chromedp.Click(chromedp.ID("send")))
+	p.waitFor("a few words of the next answer", `document.querySelectorAll('.msg.assistant').length === 2 && [...document.querySelectorAll('.msg.assistant .text')].at(-1)?.textContent.includes('w3')`)
+	p.do(chromedp.Click(chromedp.ID("stop")))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := http.Get(spool.URL + "/api/chat/" + chat + "/stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode == http.StatusNoContent {
+			break // nothing runs
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stopped turn still runs")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	res, err = http.Get(spool.URL + "/api/chat/" + chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(stored.Messages); n != 4 || stored.Messages[3].Metadata.Status != "cancelled" {
+		t.Fatalf("after Stop the chat stored %d messages, the last %+v; want 4, the last cancelled", n, stored.Messages[n-1])
 	}
 }
 

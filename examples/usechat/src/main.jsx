@@ -59,6 +59,14 @@ function Chat({ id, initial }) {
   const canRegenerate = !busy && last && last.role === 'assistant' &&
     !last.parts.some((p) => p.state === 'approval-requested');
 
+  // Stop ends the turn on the server too: useChat's stop() only drops
+  // this page's request, and spool runs a turn on when its client goes
+  // away (--on-disconnect continue, the default, which resume needs).
+  function stopTurn() {
+    stop();
+    fetch('/v1/sessions/' + encodeURIComponent(id) + '/stop', { method: 'POST' }).catch(() => {});
+  }
+
   function submit(e) {
     e.preventDefault();
     if (!input.trim() || busy) return;
@@ -86,7 +94,7 @@ function Chat({ id, initial }) {
         <input id="prompt" aria-label="Message" value={input} onChange={(e) => setInput(e.target.value)}
           placeholder="Ask, or /call save_note {&quot;text&quot;:&quot;milk&quot;}" autoComplete="off" />
         {busy
-          ? <button type="button" id="stop" onClick={stop}>Stop</button>
+          ? <button type="button" id="stop" onClick={stopTurn}>Stop</button>
           : <button type="submit" id="send" className="primary">Send</button>}
         {canRegenerate &&
           <button type="button" id="regenerate" onClick={() => regenerate()}>Regenerate</button>}
