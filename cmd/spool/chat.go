@@ -561,13 +561,16 @@ func (c *chat) compact(arg string) error {
 	c.note("(summarizing; Ctrl-C stops)")
 	res, err := c.sess.Compact(ctx, opts)
 	switch {
+	case err == nil:
+		// Compacted, even when a Ctrl-C came once the summary was
+		// written: the compaction is recorded.
 	case errors.Is(err, spool.ErrNothingToCompact):
 		c.say("nothing to compact: no ended turn before the newest ones that is not summarized already (/compact N keeps fewer)")
 		return nil
 	case ctx.Err() != nil && c.ctx.Err() == nil:
 		c.note("(stopped: nothing compacted)")
 		return nil
-	case err != nil:
+	default:
 		return err
 	}
 	c.say("compacted %d turns: the history is %d messages, %d tokens (was %d messages, %d tokens)",
