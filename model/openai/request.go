@@ -96,9 +96,15 @@ func tool(t model.ToolSpec) (oa.ChatCompletionToolUnionParam, error) {
 		}
 		// The API refuses parameters that do not say they are an object;
 		// a schema without a type ({} for a tool without arguments) means
-		// one.
+		// one. It refuses an object schema without properties as well
+		// ("object schema missing properties"): {"type":"object"}, as a
+		// tool without arguments has it, gets none, as a tool without a
+		// schema does.
 		if _, ok := schema["type"]; !ok {
 			schema["type"] = "object"
+		}
+		if _, ok := schema["properties"]; !ok && schema["type"] == "object" {
+			schema["properties"] = map[string]any{}
 		}
 	}
 	fn.Parameters = schema

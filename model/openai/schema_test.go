@@ -46,3 +46,41 @@ func TestToolSchemaWithoutTypeIsAnObject(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The API refuses an object schema without properties too ("Invalid
+// schema for function 'now': In context=(), object schema missing
+// properties", code invalid_function_parameters): a tool without
+// arguments written with tool.NewRaw and the schema {} or
+// {"type":"object"}, as MCP servers give such tools, is offered with no
+// properties ({}), as the provider offers a tool without a schema and as the
+// anthropic provider sends it.
+func TestToolSchemaObjectGetsProperties(t *testing.T) {
+	text := replay(t, "text.sse")
+	var s *server
+	s = newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Tools []struct {
+				Function struct {
+					Parameters map[string]any `json:"parameters"`
+				} `json:"function"`
+			} `json:"tools"`
+		}
+		_ = json.Unmarshal(s.body.Load().([]byte), &body) // newServer read it
+		for _, tl := range body.Tools {
+			if _, ok := tl.Function.Parameters["properties"].(map[string]any); !ok || tl.Function.Parameters["type"] != "object" {
+				status(http.StatusBadRequest, "invalid_request_error", "invalid_function_parameters")(w, r)
+				return
+			}
+		}
+		text(w, r)
+	})
+	req := simpleRequest()
+	req.Tools = []model.ToolSpec{
+		{Name: "now", Parameters: json.RawMessage(`{}`)},
+		{Name: "today", Parameters: json.RawMessage(`{"type":"object"}`)},
+		{Name: "weather", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)},
+	}
+	if _, err := collect(newModel(t, s), context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+}
