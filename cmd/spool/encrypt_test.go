@@ -244,3 +244,18 @@ func TestMigrateBetweenEncryptedAndServer(t *testing.T) {
 		}
 	}
 }
+
+// The export and import that migrate's error gives are commands to paste
+// in a shell: a store URL with a query (?sslmode=disable&…) is quoted, as
+// the next-page hint quotes it; unquoted, the shell ran the import in the
+// background at the &, without its input.
+func TestMigrateBetweenEncryptedAndServerQuotes(t *testing.T) {
+	key := newKeyValue()
+	enc := encryptedStores(t, key)["file"][0]
+	c := newCLI(t, map[string]string{seal.EnvKey: key})
+	server := "postgres://127.0.0.1:1/none?sslmode=disable&connect_timeout=1"
+	code, _, errs := c.run("", "migrate", "--from", enc, "--to", server)
+	if want := "spool sessions import --store '" + server + "' < sessions.jsonl"; code != 1 || !strings.Contains(errs, want) {
+		t.Fatalf("exit %d, stderr %q; want 1 and %q", code, errs, want)
+	}
+}

@@ -307,5 +307,5 @@ func migrateAcross(err error, from, to string) error {
 	if !errors.Is(err, errNotAtRest) {
 		return err
 	}
-	return explained(err, "%v; to move sessions between an encrypted store and this one, export and import them, with %s set (or --encrypt given) only for the encrypted store: spool sessions export --all --store %s > sessions.jsonl, then spool sessions import --store %s < sessions.jsonl", err, seal.EnvKey, redactURL(from), redactURL(to))
+	return explained(err, "%v; to move sessions between an encrypted store and this one, export and import them, with %s set (or --encrypt given) only for the encrypted store: spool sessions export --all --store %s > sessions.jsonl, then spool sessions import --store %s < sessions.jsonl", err, seal.EnvKey, shellQuote(redactURL(from)), shellQuote(redactURL(to)))
 }
