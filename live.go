@@ -728,7 +728,7 @@ const maxEvents = 1 << 40
 // stopped or ctx ended.
 func (s *Session) follow(ctx context.Context, t *liveTurn, n int, yield func(Event, error) bool) (EventID, bool) {
 	last := EventID{Pos: t.pos, N: int64(n)}
-	for {
+	for final := false; ; {
 		evs, done, wake := t.since(n)
 		for _, ev := range evs {
 			if !yield(ev, nil) {
@@ -744,13 +744,20 @@ func (s *Session) follow(ctx context.Context, t *liveTurn, n int, yield func(Eve
 			}
 			continue
 		}
+		if final {
+			return last, false
+		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			if woken(wake) {
-				continue
+		}
+		if ctx.Err() != nil {
+			if !woken(wake) {
+				return last, false
 			}
-			return last, false
+			// One pass more, for what was published before ctx ended;
+			// a run that goes on publishing does not keep the watch.
+			final = true
 		}
 	}
 }

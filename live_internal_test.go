@@ -36,3 +36,29 @@ func TestFollowYieldsWhatCameBeforeTheEnd(t *testing.T) {
 		}
 	}
 }
+
+// A watcher whose context ended is not kept by a run that goes on
+// publishing as fast as it reads: it has what was published before the
+// end, one pass, and stops.
+func TestFollowEndsWithItsContext(t *testing.T) {
+	key := store.Key{Agent: "default", ID: "w"}
+	h := newLiveHub(0, 0)
+	run, _ := h.begin(key, "t1", 0, func() {})
+	run.add(&Event{Kind: EventTurnStart}, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	after := 0
+	var s *Session
+	s.follow(ctx, run, 0, func(ev Event, _ error) bool {
+		if ctx.Err() != nil {
+			after++
+		}
+		cancel()
+		if after < 1000 {
+			run.add(&Event{Kind: EventText}, 0) // the run goes on
+		}
+		return true
+	})
+	if after > 2 {
+		t.Fatalf("the watcher read %d events after its context ended", after)
+	}
+}
