@@ -249,7 +249,11 @@ func aiTarget(ctx context.Context, sess *spool.Session, req aiChatRequest) (aiAc
 		// places the message: counting the questions sent would take a
 		// client that sends only its newest message to be editing the
 		// first question.
-		return aiAction{}, errf(http.StatusBadRequest, CodeBadRequest, fmt.Sprintf(`"messageId" %q names no message of chat %s`, req.MessageID, sess.ID()))
+		id := req.MessageID
+		if len(id) > maxClientMessageID {
+			id = id[:maxClientMessageID] + "…" // no message has a longer one: the error need not echo it all
+		}
+		return aiAction{}, errf(http.StatusBadRequest, CodeBadRequest, fmt.Sprintf(`"messageId" %q names no message of chat %s`, id, sess.ID()))
 	case anchor < 0 && regen:
 		j = after // every message before it is a question
 	}

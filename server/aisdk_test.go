@@ -556,6 +556,11 @@ func TestAIChatUnknownMessageID(t *testing.T) {
 	if r.status != 400 || !strings.Contains(string(r.body), `\"messageId\"`) {
 		t.Fatalf("an edit of an unknown message: %d %s", r.status, r.body)
 	}
+	long := strings.Repeat("x", 100_000)
+	r = e.post("/api/chat", map[string]any{"id": "c", "messages": []any{userMsg(long, "ONE")}, "trigger": "submit-message", "messageId": long})
+	if r.status != 400 || len(r.body) > 2000 {
+		t.Fatalf("an edit of an unknown message with an id of 100,000 bytes: %d, an answer of %d bytes", r.status, len(r.body))
+	}
 	got := e.get("/api/chat/c")
 	if got.status != 200 || strings.Contains(string(got.body), "ONE") || !strings.Contains(string(got.body), `"one"`) {
 		t.Fatalf("the chat changed: %d %s", got.status, got.body)
