@@ -48,7 +48,7 @@ func (s *Session) RegenerateStream(ctx context.Context) iter.Seq2[Event, error] 
 		if x == nil {
 			return opening{}, fmt.Errorf("%w: session %s has no turn to regenerate", ErrNoTurn, s.key)
 		}
-		return opening{prompt: x.text, marker: &transcript.Branch{
+		return opening{prompt: x.text, clientID: x.clientID, marker: &transcript.Branch{
 			Kind:         transcript.BranchRegenerate,
 			Supersedes:   []string{x.id},
 			Alternatives: append(c.versions(x.id), turnID),
@@ -77,7 +77,7 @@ func (s *Session) EditStream(ctx context.Context, turnID, text string) iter.Seq2
 		if err != nil {
 			return opening{}, err
 		}
-		return opening{prompt: text, marker: &transcript.Branch{
+		return opening{prompt: text, clientID: x.clientID, marker: &transcript.Branch{
 			Kind:         transcript.BranchEdit,
 			Supersedes:   c.branchFrom(x),
 			Alternatives: append(c.versions(x.id), newID),
@@ -191,7 +191,11 @@ type convTurn struct {
 	first int    // position of its first entry that is not a marker
 	last  int    // position of its last entry
 	text  string // its question: its user messages, joined by a blank line
-	ended bool
+	// clientID is the id the client gave its question (UserMessage.ClientID),
+	// which a version of the turn made here keeps: the client knows the
+	// question by it, whichever version is active.
+	clientID string
+	ended    bool
 }
 
 func readConversation(entries []transcript.Entry) *conversation {
@@ -227,6 +231,9 @@ func readConversation(entries []transcript.Entry) *conversation {
 				t.text += "\n\n"
 			}
 			t.text += u.Text
+			if t.clientID == "" {
+				t.clientID = u.ClientID
+			}
 		case e.Type == transcript.TypeTurnEnd:
 			t.ended = true
 		}

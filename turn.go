@@ -1,6 +1,7 @@
 package spool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,7 +52,8 @@ type clientMessageKey struct{}
 // that names its messages, as the AI SDK's useChat does, finds the message
 // under the same id when it loads the conversation again. Only that turn's
 // message gets it: what the turn runs (a delegated agent's turn) does not
-// inherit it.
+// inherit it. Without it, Edit and Regenerate give the new version of a
+// question the id of the one it replaces.
 func ContextWithClientMessageID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, clientMessageKey{}, id)
 }
@@ -71,6 +73,10 @@ func takeClientMessageID(ctx context.Context) (string, context.Context) {
 type opening struct {
 	prompt string
 	marker *transcript.Branch
+	// clientID is the client's id for the prompt when the call's context
+	// gives none (ContextWithClientMessageID): a new version of a question
+	// keeps the id of the one it replaces.
+	clientID string
 }
 
 // newTurn runs a new turn to its end (or pause), passing its events to
@@ -106,7 +112,7 @@ func (s *Session) newTurn(ctx context.Context, yield func(Event, error) bool, wa
 			r = s.newRun(sl, yield, cancel, turnID)
 			defer r.done()
 			defer r.endIfConsumerPanicked(ctx)
-			r.marker, r.clientID = o.marker, clientID
+			r.marker, r.clientID = o.marker, cmp.Or(clientID, o.clientID)
 			if err := r.settle(ctx, r.begin(ctx, o.prompt)); err != nil {
 				return err
 			}

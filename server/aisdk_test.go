@@ -566,3 +566,46 @@ func TestAIChatUnknownMessageID(t *testing.T) {
 		t.Fatalf("the chat changed: %d %s", got.status, got.body)
 	}
 }
+
+// A question asked through /api/chat keeps the client's id when it is
+// answered again, or edited, through the other routes (the web UI's, a
+// program's): a useChat page that reloads finds its question under the
+// id it holds. The new version took no id, and the reload gave its entry
+// id instead.
+func TestAIChatClientIDKeptByOtherRoutes(t *testing.T) {
+	e := newEnv(t, spool.Config{}, server.Options{})
+	for _, q := range []string{"one", "two"} {
+		if chunks, r := aiPost(t, e, map[string]any{"id": "k", "messages": []any{userMsg("id-"+q, q)}}); chunks == nil {
+			t.Fatalf("%s: %d %s", q, r.status, r.body)
+		}
+	}
+	if r := e.post("/v1/sessions/k/regenerate", map[string]any{}); r.status != 200 {
+		t.Fatalf("regenerate: %d %s", r.status, r.body)
+	}
+	var chat struct {
+		Messages []struct{ ID, Role string }
+	}
+	load := func() []string {
+		r := e.get("/api/chat/k")
+		if err := json.Unmarshal(r.body, &chat); r.status != 200 || err != nil {
+			t.Fatalf("load: %d %s", r.status, r.body)
+		}
+		var ids []string
+		for _, m := range chat.Messages {
+			if m.Role == "user" {
+				ids = append(ids, m.ID)
+			}
+		}
+		return ids
+	}
+	if ids := load(); fmt.Sprint(ids) != "[id-one id-two]" {
+		t.Fatalf("after a regenerate the questions' ids are %v, want [id-one id-two]", ids)
+	}
+	first := chat.Messages[1].ID // the first answer's id, its turn's
+	if r := e.post("/v1/sessions/k/turns/"+first+"/edit", map[string]any{"text": "ONE"}); r.status != 200 {
+		t.Fatalf("edit: %d %s", r.status, r.body)
+	}
+	if ids := load(); fmt.Sprint(ids) != "[id-one]" {
+		t.Fatalf("after an edit of the first question the questions' ids are %v, want [id-one]", ids)
+	}
+}
