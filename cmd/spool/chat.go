@@ -58,6 +58,7 @@ type chat struct {
 	out, errOut palette   // stdout's and stderr's colours
 	md          *markdown // renders answers; nil when stdout is not a terminal
 	failed      int       // turns that failed
+	refused     int       // commands that failed
 	pendingAt   string    // the session left with an approval pending, if any
 }
 
@@ -318,6 +319,7 @@ func (c *chat) loop() error {
 				return c.end()
 			}
 			if err != nil {
+				c.refused++
 				c.fail(err)
 			}
 			continue
@@ -333,8 +335,9 @@ func (c *chat) loop() error {
 	}
 }
 
-// end is how chat ends: with a pipe for input, it fails when a turn
-// failed or an approval is left pending, so that a script can tell.
+// end is how chat ends: with a pipe for input, it fails when a turn or
+// a command failed or an approval is left pending, so that a script can
+// tell.
 func (c *chat) end() error {
 	if c.pendingAt != "" {
 		c.note("an approval is still pending in session %s; spool chat --session %s asks again", c.pendingAt, c.pendingAt)
@@ -342,15 +345,20 @@ func (c *chat) end() error {
 	if c.interactive {
 		return nil
 	}
-	switch {
-	case c.pendingAt != "" && c.failed > 0:
-		return fmt.Errorf("input ended with an approval pending, and %d turn(s) failed", c.failed)
-	case c.pendingAt != "":
-		return errors.New("input ended with an approval pending")
-	case c.failed > 0:
-		return fmt.Errorf("%d turn(s) failed", c.failed)
+	var what []string
+	if c.pendingAt != "" {
+		what = append(what, "input ended with an approval pending")
 	}
-	return nil
+	if c.failed > 0 {
+		what = append(what, fmt.Sprintf("%d turn(s) failed", c.failed))
+	}
+	if c.refused > 0 {
+		what = append(what, fmt.Sprintf("%d command(s) failed", c.refused))
+	}
+	if len(what) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(what, ", and "))
 }
 
 func (c *chat) command(line string) error {

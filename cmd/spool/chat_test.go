@@ -48,7 +48,7 @@ func TestChatPiped(t *testing.T) {
 func TestChatBadCommandArguments(t *testing.T) {
 	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
 	code, out, errs := c.run("/open ../x\n/mode sometimes\nhello\n", "chat")
-	if code != 0 {
+	if code != 1 || !strings.Contains(errs, "2 command(s) failed") { // piped: a failed command is a failure
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, want := range []string{`session id "../x": use 1-128 of`, `/mode "sometimes": use /mode ask, /mode auto or /mode off`} {
@@ -172,7 +172,7 @@ func TestChatTooLongLineFails(t *testing.T) {
 
 // Piped, chat is a filter: answers on stdout and nothing else; banner and
 // notices on stderr; a failed turn or input that ends with an approval
-// pending exits 1.
+// pending, or a command failed, exits 1.
 func TestChatPipedIsScriptable(t *testing.T) {
 	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
 	code, out, errs := c.run("hello\nbye\n", "chat")
@@ -188,6 +188,13 @@ func TestChatPipedIsScriptable(t *testing.T) {
 		t.Fatalf("the question went to stdout: %q", out)
 	}
 
+	// A command that fails (here /retry before any question) is a
+	// failure too: a script that runs one learns it did not happen.
+	code, out, errs = c.run("/retry\nhello\n", "chat")
+	if code != 1 || out != "echo: hello\n" || !strings.Contains(errs, "1 command(s) failed") {
+		t.Fatalf("a failed command: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+
 	c.model = echo.New(echo.WithError(errors.New("the provider is down")))
 	code, _, errs = c.run("hello\n", "chat")
 	if code != 1 || !strings.Contains(errs, "the provider is down") || !strings.Contains(errs, "1 turn(s) failed") {
@@ -201,7 +208,7 @@ func TestChatPipedIsScriptable(t *testing.T) {
 func TestChatRetryWithoutQuestion(t *testing.T) {
 	c := newCLI(t, map[string]string{"SPOOL_STORE": "memory:"})
 	code, out, errs := c.run("/retry\nhello\n/retry\n", "chat")
-	if code != 0 || !strings.Contains(errs, "error: /retry: this session has no question yet\n") {
+	if code != 1 || !strings.Contains(errs, "error: /retry: this session has no question yet\n") {
 		t.Fatalf("exit %d, stderr:\n%s", code, errs)
 	}
 	if strings.Count(out, "echo: hello") != 2 {
