@@ -70,8 +70,19 @@
 // where it is. Regenerate and an edit's Send leave the focus in the
 // message box, as sending does: the button goes with the answer it
 // replaces. A turn that failed as longer than the model's context window,
-// or rate limited, says in the page's words what to do (compact, try
-// later); another failure shows the recorded message.
+// rate limited, refused the server's key by the model provider (auth) or
+// over its token budget says in the page's words what to do (compact, try
+// later, ask the operator to check the provider's API key, start a new
+// chat or ask for the agent's budget to be raised); another failure
+// shows the recorded message. The server's refusals say so too:
+// unavailable (the server restarting; try again in a moment, after the
+// server's own cause when it names another), queue_full (wait for the
+// answers), too_many_watchers (close tabs), over_budget, session_expired
+// (start a new chat), body_too_large (shorten the message, with the
+// server's limit), forbidden (the server's reason; ask the operator) and
+// internal, which gives the request id the server logged it under (the
+// response's X-Request-Id, an event stream's for its error event) for
+// the person to quote.
 //
 // The list follows the caller's other tabs and devices by polling its
 // first page (GET v1/sessions) every 5 s while the tab is visible, and at

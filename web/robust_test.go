@@ -28,6 +28,7 @@ func testRobust(t *testing.T, b context.Context) {
 	t.Run("a first answer cut off before its turn began", func(t *testing.T) { testCutBeforeTurnBegan(t, b) })
 	t.Run("the view stays at the end as answers end", func(t *testing.T) { testEndsAtBottom(t, b) })
 	t.Run("a failed turn says what to do", func(t *testing.T) { testFailureWords(t, b) })
+	t.Run("server errors say what to do", func(t *testing.T) { testServerErrorWords(t, b) })
 	t.Run("stop, then ask again at once", func(t *testing.T) { testStopThenAsk(t, b) })
 	t.Run("focus after regenerate and edit", func(t *testing.T) { testFocusKept(t, b) })
 
@@ -480,5 +481,101 @@ func testFocusKept(t *testing.T, b context.Context) {
 	tb.waitFor("the edited answer", `[...document.querySelectorAll('#messages .msg.assistant .body')].at(-1)?.textContent === 'echo: first question, edited'`)
 	if got := tb.where(); !strings.Contains(got, "focus textarea#prompt") {
 		t.Errorf("after an edit's Send from the keyboard: %s", got)
+	}
+}
+
+// testServerErrorWords: the server's refusals of a message, and turns
+// that failed as the provider refused the server's key or the token
+// budget ran out, say in the page's words what happened and what to do;
+// an internal error gives the request id the server logged it under,
+// from the response's X-Request-Id, for the person to quote. (The page
+// showed the server's words: "the server is shutting down", "too many
+// requests wait on this session; retry later", an internal error's
+// "details under this request's id" without the id, and the provider's
+// "invalid x-api-key".)
+func testServerErrorWords(t *testing.T, b context.Context) {
+	dir := t.TempDir()
+	seed(t, dir, time.Now().UTC().Add(-time.Hour).Truncate(time.Second), map[string][]step{
+		"refused": slices.Concat(
+			turnOK("t1", "hello", "hi there"),
+			[]step{
+				{"t2", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "and now?"}},
+				{"t2", transcript.TypeTurnEnd, transcript.StatusError, transcript.TurnEnd{Error: &transcript.ErrorInfo{Code: transcript.CodeAuth, Message: "401 authentication_error: invalid x-api-key"}}},
+				{"t3", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "and again?"}},
+				{"t3", transcript.TypeTurnEnd, transcript.StatusError, transcript.TurnEnd{Error: &transcript.ErrorInfo{Code: transcript.CodeOverBudget, Message: "the session used its budget of 5000 tokens"}}},
+			},
+		),
+	})
+	srv := startServe(t, "", "--store", "file:"+dir)
+
+	// The server's refusals of /chat, one per message sent, as the
+	// server words them.
+	type refusal struct {
+		status      int
+		code, msg   string
+		rid, stream string // X-Request-Id; an event stream whose error event says it
+		want        string
+	}
+	refusals := []refusal{
+		{status: 500, code: "internal", msg: "internal error; the server log has the details under this request's id", rid: "req-7f3a",
+			want: "Something went wrong on the server. Try again; if it keeps failing, give the operator this request id: req-7f3a"},
+		{status: 200, stream: "internal", msg: "internal error; the server log has the details under this request's id", rid: "req-9b1c",
+			want: "Something went wrong on the server. Try again; if it keeps failing, give the operator this request id: req-9b1c"},
+		{status: 503, code: "unavailable", msg: "the server is shutting down",
+			want: "The server is shutting down or restarting. Try again in a moment."},
+		{status: 429, code: "queue_full", msg: "too many requests wait on this session; retry later",
+			want: "Too many messages are already waiting for an answer in this conversation. Wait for them to be answered, then try again."},
+		{status: 413, code: "body_too_large", msg: "the request body is larger than 1048576 bytes",
+			want: "The message is too long for the server, which takes at most 1048576 bytes. Shorten it, then send it again."},
+		{status: 410, code: "session_expired", msg: "the session expired with an approval pending; the approval can no longer be answered",
+			want: "This conversation expired while a tool call waited for approval, and cannot go on. Start a new chat."},
+		{status: 403, code: "forbidden", msg: "this key acts for its own user only",
+			want: "The server refused this request: this key acts for its own user only. If you should have access, ask the operator."},
+	}
+	var sent atomic.Int32
+	proxy := proxyTo(t, srv.URL, nil, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if r.Method != "POST" || r.URL.Path != "/chat" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		n := int(sent.Add(1)) - 1
+		if n >= len(refusals) {
+			http.Error(w, "too many messages", http.StatusTeapot)
+			return
+		}
+		f := refusals[n]
+		if f.rid != "" {
+			w.Header().Set("X-Request-Id", f.rid)
+		}
+		if f.stream != "" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("X-Spool-Session-Id", "refused")
+			fmt.Fprintf(w, "event: session\ndata: {\"sessionId\":\"refused\"}\n\nevent: error\ndata: {\"error\":{\"code\":%q,\"message\":%q}}\n\n", f.stream, f.msg)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(f.status)
+		fmt.Fprintf(w, `{"error":{"code":%q,"message":%q}}`+"\n", f.code, f.msg)
+	})
+	tb := newTab(t, b, desktopW, desktopH, false)
+	tb.open(proxy.URL + "/#/c/refused")
+	tb.waitFor("the endings", `document.querySelectorAll('#messages .turn-foot .ending').length === 2`)
+	got := eval[[]string](tb, `[...document.querySelectorAll('#messages .turn-foot .ending')].map(e => e.textContent)`)
+	want := []string{
+		"Failed: The model provider did not accept the server's API key. Ask the operator to check the model provider's API key. It is left out of what the model sees next.",
+		"Failed: This conversation has used its budget of 5000 tokens. Start a new chat to go on. It is left out of what the model sees next.",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the failed turns say %q, want %q", got, want)
+	}
+
+	tb.do(chromedp.SendKeys(chromedp.ID("prompt"), "one more"))
+	for i, f := range refusals {
+		eval[bool](tb, `(document.getElementById('composer-error').textContent = '', true)`)
+		tb.do(chromedp.Focus(chromedp.ID("prompt")), enter())
+		tb.waitFor(fmt.Sprintf("refusal %d", i), `document.getElementById('composer-error').textContent !== '' && document.getElementById('prompt').value === 'one more'`)
+		if got := tb.text("#composer-error"); got != f.want {
+			t.Errorf("%d %s says %q, want %q", f.status, f.code+f.stream, got, f.want)
+		}
 	}
 }

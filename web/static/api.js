@@ -6,13 +6,39 @@ import { readEvents } from './sse.js';
 
 // ApiError is an error answer of the API ({"error":{"code","message"}}),
 // or status 0 and code "network" when the server could not be reached.
+// requestId is the id the server logged the request under (its
+// X-Request-Id), when the answer came.
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, requestId = '') {
     super(message);
     this.name = 'ApiError';
     this.status = status;
     this.code = code;
+    this.requestId = requestId;
   }
+}
+
+// sentence ends text with a full stop unless it has one.
+export const sentence = (s) => (/[.!?…]$/.test(s) ? s : `${s}.`);
+
+// unavailable says what a 503 means. The server's words for one that
+// stops (shutting down, its chat channel closed) are a server that goes
+// away, perhaps to come back; other causes (the store down, a request
+// out of time) are kept as the server says them.
+function unavailable(message) {
+  if (!message || /shutting down|channel is closed/.test(message)) return 'The server is shutting down or restarting. Try again in a moment.';
+  return `${sentence(message)} Try again in a moment.`;
+}
+
+// overBudget says which token budget is used up ("the session used its
+// budget of N tokens", or the agent's, for every conversation), and
+// what to do: a new chat has a budget of its own, the agent's is the
+// operator's to raise.
+function overBudget(message) {
+  const m = /\b(session|agent) used its budget of (\d+) tokens/.exec(message || '');
+  if (m?.[1] === 'session') return `This conversation has used its budget of ${m[2]} tokens. Start a new chat to go on.`;
+  if (m?.[1] === 'agent') return `The agent has used its budget of ${m[2]} tokens, shared by every conversation. Ask the operator to raise it.`;
+  return 'The token budget is used up. Start a new chat, or ask the operator to raise the budget.';
 }
 
 // friendly returns what to tell a person about err.
@@ -41,9 +67,39 @@ export function friendly(err) {
       return 'The model could not write the summary, so nothing was compacted. Try again later.';
     case 'connection_lost':
       return 'The connection to the server was lost before the answer was complete. Reload to see what was recorded.';
+    case 'unavailable':
+      return unavailable(err.message);
+    case 'queue_full':
+      return 'Too many messages are already waiting for an answer in this conversation. Wait for them to be answered, then try again.';
+    case 'too_many_watchers':
+      return 'Too many tabs or devices are following conversations on this server. Close the ones you do not need, or try again later.';
+    case 'over_budget':
+      return overBudget(err.message);
+    case 'session_expired':
+      return 'This conversation expired while a tool call waited for approval, and cannot go on. Start a new chat.';
+    case 'body_too_large': {
+      const limit = /larger than (\d+) bytes/.exec(err.message || '')?.[1];
+      return `The message is too long for the server${limit ? `, which takes at most ${limit} bytes` : ''}. Shorten it, then send it again.`;
+    }
+    case 'forbidden':
+      return `The server refused this request${err.message ? `: ${sentence(err.message)}` : '.'} If you should have access, ask the operator.`;
+    case 'internal':
+      // The server logs the cause under the request's id, and tells
+      // only that: the id is what the operator needs.
+      return err.requestId
+        ? `Something went wrong on the server. Try again; if it keeps failing, give the operator this request id: ${err.requestId}`
+        : 'Something went wrong on the server. Try again; if it keeps failing, tell the operator.';
+    // A turn's error code (transcript), not the API's: the provider
+    // refused the server's own key, which only the operator can change.
+    case 'auth':
+      return "The model provider did not accept the server's API key. Ask the operator to check the model provider's API key.";
   }
   return err.message || `The server answered ${err.status}.`;
 }
+
+// requestIdOf is the id the server gave the request, for a person to
+// quote (the server logs an internal error's cause under it).
+const requestIdOf = (res) => res.headers.get('X-Request-Id') || '';
 
 async function errorOf(res) {
   let code = `http_${res.status}`;
@@ -57,7 +113,7 @@ async function errorOf(res) {
   } catch {
     // not JSON: keep the status line
   }
-  return new ApiError(res.status, code, message);
+  return new ApiError(res.status, code, message, requestIdOf(res));
 }
 
 async function request(method, url, { body, accept = 'application/json', signal } = {}) {
@@ -187,6 +243,9 @@ async function* events(res) {
       } catch {
         continue; // not one of ours
       }
+      // An error event is of the request that opened the stream: it
+      // carries that request's id.
+      if (next.value.event === 'error' && data?.error && typeof data.error === 'object' && !data.error.requestId) data.error.requestId = requestIdOf(res);
       yield { type: next.value.event, data, id: next.value.id };
     }
   } finally {

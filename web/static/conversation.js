@@ -6,7 +6,7 @@
 // versions ("2 / 3") when it was regenerated or edited.
 
 import * as api from './api.js';
-import { ApiError, friendly } from './api.js';
+import { ApiError, friendly, sentence } from './api.js';
 import { h, when, compactJSON } from './dom.js';
 import { render } from './markdown.js';
 
@@ -109,23 +109,21 @@ function renderMessage(m) {
   return [];
 }
 
-// ending says how a turn ended as the next request sees it, or null for
-// a turn that ended well (or has not ended). A turn that ended well with
-// a notice has an answer the provider stopped (its output limit, its
-// content filter): kept, and shown as incomplete.
-// sentence ends text with a full stop unless it has one.
-const sentence = (s) => (/[.!?…]$/.test(s) ? s : `${s}.`);
-
 // failure says why a turn failed: in the page's words when its code
 // names something the person can act on (the provider's own message
-// says neither what to do nor that it will fail again), else the
-// recorded message.
-const actionable = new Set(['context_too_long', 'rate_limited']);
+// says neither what to do nor that it will fail again; a budget's says
+// which budget, and the page's words keep that), else the recorded
+// message.
+const actionable = new Set(['context_too_long', 'rate_limited', 'auth', 'over_budget']);
 function failure(e) {
   if (actionable.has(e?.code)) return friendly(new ApiError(0, e.code, e.message || ''));
   return sentence(e?.message || 'the turn ended with an error');
 }
 
+// ending says how a turn ended as the next request sees it, or null for
+// a turn that ended well (or has not ended). A turn that ended well with
+// a notice has an answer the provider stopped (its output limit, its
+// content filter): kept, and shown as incomplete.
 export function ending(t) {
   const notice = (t.notices || []).map((n) => sentence(n.message)).filter(Boolean).join(' ') || t.notice || '';
   const left = 'It is left out of what the model sees next.';
@@ -218,7 +216,7 @@ export class Turn {
         this.end(d.result || {});
         break;
       case 'error':
-        this.fail(new ApiError(0, d.error?.code || 'error', d.error?.message || 'The answer failed.'));
+        this.fail(new ApiError(0, d.error?.code || 'error', d.error?.message || 'The answer failed.', d.error?.requestId));
         break;
       // turn_start, step_end and delegate events change nothing shown.
     }
@@ -895,7 +893,7 @@ export class Conversation {
         if (ev.type === 'error' && !started) {
           // Refused before the turn began (/chat reports even that in
           // its stream, after the session event): nothing was recorded.
-          throw new ApiError(0, ev.data.error?.code || 'error', ev.data.error?.message || 'The message was refused.');
+          throw new ApiError(0, ev.data.error?.code || 'error', ev.data.error?.message || 'The message was refused.', ev.data.error?.requestId);
         }
         if (ev.type === 'session') {
           id = ev.data.sessionId;
