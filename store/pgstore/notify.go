@@ -49,8 +49,9 @@ const notifyChunk = 7800
 
 // notifyKeepAlive is how long the listening connection stays silent
 // before it is checked with an empty query: a connection that died
-// without a word (a network that dropped it) is found within it.
-const notifyKeepAlive = 30 * time.Second
+// without a word (a network that dropped it) is found within it, and
+// the check waits as long for its reply. A variable for tests.
+var notifyKeepAlive = 30 * time.Second
 
 var _ store.Notifier = (*Store)(nil)
 
@@ -441,7 +442,14 @@ func (s *Store) notifyLoop(ctx context.Context) {
 		switch {
 		case err == nil || ctx.Err() != nil:
 		case timedOut:
-			if err := conn.Exec(ctx, "").Close(); err != nil && ctx.Err() == nil {
+			// The check is bounded too: on a connection that hangs (a
+			// network that drops packets without a reset) its reply never
+			// comes, and waiting for it would leave every listener silent
+			// for ever.
+			cctx, ccancel := context.WithTimeout(ctx, notifyKeepAlive)
+			err := conn.Exec(cctx, "").Close()
+			ccancel()
+			if err != nil && ctx.Err() == nil {
 				closePg(conn)
 				conn = nil
 				n.lost()
