@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -116,7 +118,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		return err
 	})
 	if err != nil {
-		return s.appendError(ctx, key, e, err)
+		return s.appendError(ctx, key, e, e.ID, err)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
@@ -134,7 +136,7 @@ func (s *Store) appendFirst(ctx context.Context, key store.Key, e transcript.Ent
 			return err
 		})
 		if err != nil {
-			return s.appendError(ctx, key, e, err)
+			return s.appendError(ctx, key, e, e.ID, err)
 		}
 		if tag.RowsAffected() == 1 {
 			return nil
@@ -166,13 +168,48 @@ func (s *Store) startSession(ctx context.Context, key store.Key, start func() er
 	return start()
 }
 
-// appendError turns a failed append into the error callers test for.
-func (s *Store) appendError(ctx context.Context, key store.Key, e transcript.Entry, err error) error {
+// ErrOutcomeUnknown is returned by Append and AppendBatch when the
+// connection failed after the statement may have reached the server (cut,
+// reset, timed out) and the session's head, read afterwards, does not show
+// the entries: the server may still commit them. Re-read the session
+// (after the connection is back) to find out. The error also wraps the
+// failure itself.
+var ErrOutcomeUnknown = errors.New("pgstore: append outcome unknown: the entries may or may not have been appended")
+
+// settleTimeout bounds the read of the head that finds out whether an
+// append whose reply was lost committed.
+const settleTimeout = 5 * time.Second
+
+// appendError turns a failed append into the error callers test for. last
+// is the id of the entry the append would leave as the session's head, ""
+// when no single head tells (a bulk of several sessions).
+func (s *Store) appendError(ctx context.Context, key store.Key, e transcript.Entry, last string, err error) error {
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation on (key, seq)
-		return s.conflict(ctx, key, e)
+	if errors.As(err, &pe) {
+		if pe.Code == "23505" { // unique_violation on (key, seq)
+			return s.conflict(ctx, key, e)
+		}
+		return dbError("append to", key, err) // refused by the server: rolled back
 	}
-	return dbError("append to", key, err)
+	if pgconn.SafeToRetry(err) {
+		return dbError("append to", key, err) // never sent
+	}
+	// The connection failed with the statement sent: the server may have
+	// committed it with the reply lost on the way back. The head tells
+	// when it did; when it does not, the statement may still be running
+	// (a server notices a dead client only when it writes to it), so
+	// "not appended" cannot be said.
+	if last != "" {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+		defer cancel()
+		var head string
+		herr := s.pool.QueryRow(sctx, s.sql(`SELECT head FROM {s}.sessions WHERE agent = $1 AND owner = $2 AND id = $3`),
+			key.Agent, key.Owner, key.ID).Scan(&head)
+		if herr == nil && head == last {
+			return nil
+		}
+	}
+	return fmt.Errorf("pgstore: append to %s: %w: %w", key, ErrOutcomeUnknown, err)
 }
 
 // conflict reports an append whose parent was not the head, naming the

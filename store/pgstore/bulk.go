@@ -161,7 +161,11 @@ func (s *Store) appendPart(ctx context.Context, batches []store.Batch) error {
 		return err
 	})
 	if err != nil {
-		return s.appendError(ctx, batches[0].Key, batches[0].Entries[0], err)
+		last := ""
+		if len(batches) == 1 {
+			last = batches[0].Entries[len(batches[0].Entries)-1].ID
+		}
+		return s.appendError(ctx, batches[0].Key, batches[0].Entries[0], last, err)
 	}
 	if refused >= 0 {
 		b := batches[refused]

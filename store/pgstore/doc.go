@@ -107,6 +107,10 @@
 // one replica. Without pg_trgm, search works unindexed.
 //
 // An Append that fails with a connection or context error (not a
-// database error) may have committed, as with any database; reading the
-// session's head tells.
+// database error) after its statement was sent may have committed, as
+// with any database. Append then reads the session's head: when it shows
+// the entry, Append returns nil; otherwise it fails with
+// ErrOutcomeUnknown (the statement may still commit), and a re-read of
+// the session tells. Appending the same entry again cannot store it
+// twice: its parent is no longer the head, so it is a conflict.
 package pgstore

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/storetest"
+	"github.com/spool-go/spool/transcript"
 )
 
 // faultProxy stands between a store and Postgres so that a test can hang
@@ -107,11 +109,20 @@ func (p *faultProxy) copy(dst, src net.Conn, reply bool) {
 	}
 }
 
-// freeze stops forwarding on every connection, leaving them open.
+// freeze stops forwarding on every connection, leaving them open. The
+// network coming back (on false) cuts the connections that were frozen:
+// what they lost meanwhile leaves them useless, as a real network's
+// dropped packets would not.
 func (p *faultProxy) freeze(on bool) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.frozen = on
-	p.mu.Unlock()
+	if !on {
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+	}
 }
 
 // cutReply makes the next reply holding b never reach the client: the
@@ -168,4 +179,42 @@ func TestNotifyHungConnection(t *testing.T) {
 	}
 	p.freeze(false)
 	storetest.AfterDrop(t, one, two, key, ch, 10*time.Second)
+}
+
+// The server committed an append and the connection was cut before its
+// reply came back. Append must not report a plain failure (the entry is
+// in the session): it finds out, and says so; a retry of the same entry
+// does not store it twice.
+func TestAppendReplyLost(t *testing.T) {
+	schema := newSchema(t)
+	direct := openIn(t, schema)
+	p, u := newFaultProxy(t, testURL(t))
+	via, err := Open(t.Context(), u, WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { via.Close() })
+	key := store.Key{Agent: "a", ID: "lost"}
+	c := newChain(t, via, key, time.Now())
+	first := c.user("one")
+	e := c.entry(transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: "two"})
+	cut := p.cutReply("INSERT 0 1")
+	err = via.Append(t.Context(), key, e)
+	select {
+	case <-cut:
+	default:
+		t.Fatalf("the reply was not cut (Append: %v)", err)
+	}
+	if err != nil && !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("Append whose reply was lost after the commit: %v; want nil (the entry is in the session) or ErrOutcomeUnknown", err)
+	}
+	// A caller that retries the same entry: it is not stored twice.
+	if err := via.Append(t.Context(), key, e); err != nil && !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("retrying the append: %v", err)
+	}
+	got, err := direct.Read(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalEntries(t, got, []transcript.Entry{first, e})
 }
