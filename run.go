@@ -184,6 +184,14 @@ func (r *run) begin(ctx context.Context, prompt string) error {
 		items = append([]item{{transcript.TypeBranch, r.turnID, "", *r.marker}}, items...)
 	}
 	if _, err := r.w.appendAll(ctx, items); err != nil {
+		if !errors.Is(err, store.ErrConflict) {
+			// A store that failed may still have stored the prompt (the
+			// connection broke after the commit, the reply was lost):
+			// should the turn be in the transcript, the next call closes
+			// it at once, as any turn of this process that could not end,
+			// rather than wait StaleTurn for it as for another process's.
+			r.sl.abandoned = r.turnID
+		}
 		return err
 	}
 	r.wrote = true
