@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -144,6 +145,7 @@ func (s *Store) appendPart(ctx context.Context, batches []store.Batch) error {
 		}
 	}
 	var refused int
+	var sendErr error // the last sent attempt's failure
 	err := retry(ctx, func() error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -156,10 +158,14 @@ func (s *Store) appendPart(ctx context.Context, batches []store.Batch) error {
 		// from being sent, and the wait for its outcome outlives ctx.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 		defer cancel()
-		var err error
-		refused, err = s.appendBulkTx(wctx, batches, rows)
-		return err
+		refused, sendErr = s.appendBulkTx(wctx, batches, rows)
+		return sendErr
 	})
+	if err != nil && (sendErr == nil || !errors.Is(err, sendErr)) {
+		// ctx ended before an attempt was sent, or after one the server
+		// refused (rolled back): nothing of the part is stored.
+		return dbError("append to", batches[0].Key, err)
+	}
 	if err != nil {
 		last := ""
 		if len(batches) == 1 {

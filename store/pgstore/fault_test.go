@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -217,4 +218,27 @@ func TestAppendReplyLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	equalEntries(t, got, []transcript.Entry{first, e})
+}
+
+// A batch whose context ended before it was sent is not appended, and
+// says so: not ErrOutcomeUnknown, which would send its caller to find out.
+func TestAppendBatchCancelledNotUnknown(t *testing.T) {
+	s := newStore(t)
+	key := store.Key{Agent: "a", ID: "cancelled"}
+	c := newChain(t, s, key, time.Now())
+	first := c.user("one")
+	e1 := c.entry(transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: "two"})
+	e2 := e1
+	e2.ID, e2.ParentID = transcript.NewID(time.Now().Add(time.Second)), e1.ID
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := s.AppendBatch(ctx, key, []transcript.Entry{e1, e2})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("AppendBatch with a cancelled context = %v; want context.Canceled, not ErrOutcomeUnknown", err)
+	}
+	got, err := s.Read(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalEntries(t, got, []transcript.Entry{first})
 }
