@@ -26,7 +26,29 @@ type proxy struct {
 	held    [][]any              // commands never delivered, as Do arguments
 	dropped int                  // replies lost
 	onDrop  func()               // run once, after a script ran and before its reply is lost
+	frozen  bool                 // nothing is forwarded, either way (freeze)
 	conns   []net.Conn
+}
+
+// freeze stops forwarding on every connection, which stay open, as a
+// network that drops packets without a reset; unfreezing cuts the
+// connections that were frozen (what they lost leaves them useless).
+func (p *proxy) freeze(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frozen = on
+	if !on {
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+	}
+}
+
+func (p *proxy) isFrozen() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.frozen
 }
 
 type proxyRule int
@@ -109,7 +131,7 @@ func (p *proxy) serve(client net.Conn) {
 				server.Close()
 				return
 			}
-			if n > 0 {
+			if n > 0 && !p.isFrozen() {
 				if _, err := client.Write(buf[:n]); err != nil {
 					server.Close()
 					return
@@ -152,6 +174,9 @@ func (p *proxy) serve(client net.Conn) {
 			return
 		case dropReply:
 			dropping.Store(true)
+		}
+		if p.isFrozen() {
+			continue
 		}
 		if _, err := server.Write(raw); err != nil {
 			client.Close()
