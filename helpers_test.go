@@ -75,6 +75,23 @@ func types(entries []transcript.Entry) []transcript.Type {
 // message (or a session.mode, session.title, session.branch or session.fork entry of its
 // own; a regenerate's or an edit's marker, before its user message) and
 // end with at most one turn end.
+// checkEnded fails t when a turn of entries has no end: a transcript
+// that a failure left behind, once the next turn ran, has none open.
+func checkEnded(t *testing.T, entries []transcript.Entry) {
+	t.Helper()
+	ends := map[string]bool{}
+	for _, e := range entries {
+		if e.Type == transcript.TypeTurnEnd {
+			ends[e.TurnID] = true
+		}
+	}
+	for _, e := range entries {
+		if !ends[e.TurnID] {
+			t.Fatalf("turn %s (%s) left without an end: %v", e.TurnID, e.Type, types(entries))
+		}
+	}
+}
+
 func checkWellFormed(t *testing.T, entries []transcript.Entry) {
 	t.Helper()
 	seen := map[string]bool{}

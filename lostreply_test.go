@@ -59,17 +59,7 @@ func TestLostReplyNextTurnRecovers(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkWellFormed(t, entries)
-			ends := map[string]bool{}
-			for _, e := range entries {
-				if e.Type == transcript.TypeTurnEnd {
-					ends[e.TurnID] = true
-				}
-			}
-			for _, e := range entries {
-				if !ends[e.TurnID] {
-					t.Fatalf("turn %s (%s) left without an end: %v", e.TurnID, e.Type, types(entries))
-				}
-			}
+			checkEnded(t, entries)
 		})
 	}
 }
