@@ -66,7 +66,7 @@ const depsRules = `
 	# Test support: imported by tests only, never by the code above.
 	NONE < internal/spooltest, internal/replicatest, internal/newcomer,
 	       internal/browsertest, internal/testreport, internal/benchsuite,
-	       store/pgstore/pgtest;
+	       internal/faultnet, store/pgstore/pgtest;
 	transcript, store < internal/benchdata;
 	transcript < internal/transcriptgen;
 	STORES, store/storetest < internal/teststores;
@@ -87,7 +87,7 @@ const depsRules = `
 	# The runtime never imports the server, the CLI, channels or observers.
 	server, server/channel, CHANNELS, telemetry, cmd/spool !< spool;
 	# The code never imports test support.
-	internal/spooltest, internal/replicatest, internal/benchdata, internal/transcriptgen,
+	internal/spooltest, internal/replicatest, internal/benchdata, internal/transcriptgen, internal/faultnet,
 	internal/teststores, internal/chatfake, internal/apicontract, store/storetest, store/pgstore/pgtest,
 	store/internal/sockbus/sockbustest
 	!< spool, server, CHANNELS, telemetry, cmd/spool, STORES, MODELS;

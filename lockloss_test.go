@@ -4,70 +4,16 @@ import (
 	"context"
 	"io"
 	"iter"
-	"net"
-	"net/url"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/spool-go/spool"
+	"github.com/spool-go/spool/internal/faultnet"
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/pgstore/pgtest"
 	"github.com/spool-go/spool/transcript"
 )
-
-// cutProxy relays TCP to a database server and can cut every connection
-// it relays at once, as a server restart or a network failure does.
-type cutProxy struct {
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-// newCutProxy starts a proxy to the host of rawURL and returns it and
-// rawURL pointed at it.
-func newCutProxy(t *testing.T, rawURL string) (*cutProxy, string) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{target: u.Host}
-	u.Host = ln.Addr().String()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { io.Copy(up, c); up.Close() }()
-			go func() { io.Copy(c, up); c.Close() }()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); p.cut() })
-	return p, u.String()
-}
-
-func (p *cutProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
 
 // heldModel streams "held", then waits for gate before ending its answer.
 type heldModel struct{ gate <-chan struct{} }
@@ -94,7 +40,7 @@ func (m heldModel) Stream(ctx context.Context, _ *model.Request) iter.Seq2[model
 func TestConnectionLostMidTurn(t *testing.T) {
 	ctx := t.Context()
 	u := pgtest.URL(t)
-	p, viaProxy := newCutProxy(t, u)
+	p, viaProxy := faultnet.New(t, u)
 	stA, err := store.Open(ctx, viaProxy)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +74,7 @@ func TestConnectionLostMidTurn(t *testing.T) {
 			t.Fatal("the first turn's prompt never reached the store")
 		}
 	}
-	p.cut()
+	p.Cut()
 
 	bctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()

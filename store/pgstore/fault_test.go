@@ -1,148 +1,16 @@
 package pgstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
-	"net"
-	"net/url"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/spool-go/spool/internal/faultnet"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/storetest"
 	"github.com/spool-go/spool/transcript"
 )
-
-// faultProxy stands between a store and Postgres so that a test can hang
-// the connections it relays (keep them open and forward nothing, as a
-// network that drops packets does) or cut one right after the server
-// answered a statement, without touching the server other tests share.
-type faultProxy struct {
-	target string
-	addr   string
-
-	mu     sync.Mutex
-	ln     net.Listener
-	frozen bool   // nothing is forwarded, in either direction, on any connection
-	cutOn  []byte // a reply holding these bytes is not passed on; its connection is cut
-	cut    chan struct{}
-	conns  []net.Conn
-}
-
-// newFaultProxy starts a proxy to the server of u and returns it and u
-// with its host replaced by the proxy's.
-func newFaultProxy(t testing.TB, u string) (*faultProxy, string) {
-	t.Helper()
-	pu, err := url.Parse(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &faultProxy{target: pu.Host, addr: ln.Addr().String(), ln: ln}
-	pu.Host = p.addr
-	go p.accept()
-	t.Cleanup(p.close)
-	return p, pu.String()
-}
-
-func (p *faultProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		go p.relay(c)
-	}
-}
-
-func (p *faultProxy) relay(c net.Conn) {
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	p.conns = append(p.conns, c, up)
-	p.mu.Unlock()
-	go p.copy(up, c, false)
-	p.copy(c, up, true)
-}
-
-// copy forwards src to dst until either closes; reply is the direction
-// from the server.
-func (p *faultProxy) copy(dst, src net.Conn, reply bool) {
-	defer dst.Close()
-	defer src.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			frozen := p.frozen
-			cut := reply && p.cutOn != nil && bytes.Contains(buf[:n], p.cutOn)
-			var done chan struct{}
-			if cut {
-				p.cutOn, done = nil, p.cut
-			}
-			p.mu.Unlock()
-			if cut {
-				close(done)
-				return
-			}
-			if !frozen {
-				if _, err := dst.Write(buf[:n]); err != nil {
-					return
-				}
-			}
-		}
-		if err != nil {
-			if err != io.EOF {
-				return
-			}
-			return
-		}
-	}
-}
-
-// freeze stops forwarding on every connection, leaving them open. The
-// network coming back (on false) cuts the connections that were frozen:
-// what they lost meanwhile leaves them useless, as a real network's
-// dropped packets would not.
-func (p *faultProxy) freeze(on bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.frozen = on
-	if !on {
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.conns = nil
-	}
-}
-
-// cutReply makes the next reply holding b never reach the client: the
-// connection is cut instead. The returned channel is closed when it was.
-func (p *faultProxy) cutReply(b string) <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cutOn, p.cut = []byte(b), make(chan struct{})
-	return p.cut
-}
-
-func (p *faultProxy) close() {
-	p.ln.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-}
 
 // A listening connection that hangs (the network drops everything, no
 // reset ever comes) is found by the keep-alive check, which must give up
@@ -154,7 +22,7 @@ func TestNotifyHungConnection(t *testing.T) {
 	t.Cleanup(func() { notifyKeepAlive = keepAlive })
 	schema := newSchema(t)
 	one := openIn(t, schema)
-	p, u := newFaultProxy(t, testURL(t))
+	p, u := faultnet.New(t, testURL(t))
 	two, err := Open(t.Context(), u, WithSchema(schema))
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +37,7 @@ func TestNotifyHungConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.Receive(t, ch, "first")
-	p.freeze(true)
+	p.Freeze(true)
 	select {
 	case _, ok := <-ch:
 		if ok {
@@ -178,7 +46,7 @@ func TestNotifyHungConnection(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the listener of a hung connection was neither closed nor given messages: a watcher would wait in silence for ever")
 	}
-	p.freeze(false)
+	p.Freeze(false)
 	storetest.AfterDrop(t, one, two, key, ch, 10*time.Second)
 }
 
@@ -189,7 +57,7 @@ func TestNotifyHungConnection(t *testing.T) {
 func TestAppendReplyLost(t *testing.T) {
 	schema := newSchema(t)
 	direct := openIn(t, schema)
-	p, u := newFaultProxy(t, testURL(t))
+	p, u := faultnet.New(t, testURL(t))
 	via, err := Open(t.Context(), u, WithSchema(schema))
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +67,7 @@ func TestAppendReplyLost(t *testing.T) {
 	c := newChain(t, via, key, time.Now())
 	first := c.user("one")
 	e := c.entry(transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: "two"})
-	cut := p.cutReply("INSERT 0 1")
+	cut := p.CutReply("INSERT 0 1")
 	err = via.Append(t.Context(), key, e)
 	select {
 	case <-cut:
