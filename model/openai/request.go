@@ -88,24 +88,21 @@ func tool(t model.ToolSpec) (oa.ChatCompletionToolUnionParam, error) {
 	if t.Description != "" {
 		fn.Description = param.NewOpt(t.Description)
 	}
-	schema := oa.FunctionParameters{"type": "object", "properties": map[string]any{}}
+	schema := oa.FunctionParameters{}
 	if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
-		schema = oa.FunctionParameters{}
 		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
 			return oa.ChatCompletionToolUnionParam{}, fmt.Errorf("parameters are not a JSON schema object: %w", err)
 		}
-		// The API refuses parameters that do not say they are an object;
-		// a schema without a type ({} for a tool without arguments) means
-		// one. It refuses an object schema without properties as well
-		// ("object schema missing properties"): {"type":"object"}, as a
-		// tool without arguments has it, gets none, as a tool without a
-		// schema does.
-		if _, ok := schema["type"]; !ok {
-			schema["type"] = "object"
-		}
-		if _, ok := schema["properties"]; !ok && schema["type"] == "object" {
-			schema["properties"] = map[string]any{}
-		}
+	}
+	// The API refuses parameters that do not say they are an object, and
+	// an object schema without properties ("object schema missing
+	// properties"): a tool without a schema, or with {} or
+	// {"type":"object"} (a tool without arguments), is given both.
+	if _, ok := schema["type"]; !ok {
+		schema["type"] = "object"
+	}
+	if _, ok := schema["properties"]; !ok && schema["type"] == "object" {
+		schema["properties"] = map[string]any{}
 	}
 	fn.Parameters = schema
 	return oa.ChatCompletionFunctionTool(fn), nil
