@@ -2,11 +2,9 @@ package spool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 
-	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -107,12 +105,7 @@ func (r *run) decide(ctx context.Context, p Approval, d Decision) error {
 	if _, err := r.w.append(ctx, transcript.TypeApprovalDecision, p.TurnID, "", transcript.ApprovalDecision{
 		ApprovalID: p.ID, CallID: p.CallID, Decision: dec, Scope: d.Scope, Reason: d.Reason,
 	}); err != nil {
-		if !errors.Is(err, store.ErrConflict) {
-			// The store may have stored the decision all the same (a
-			// reply lost after the commit), leaving the turn running
-			// with nobody to end it: the next call closes it at once.
-			r.sl.abandoned = p.TurnID
-		}
+		r.maybeStored(p.TurnID, err)
 		return err
 	}
 	if !r.wrote {

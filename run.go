@@ -175,6 +175,19 @@ func (r *run) observe(ctx context.Context, o Observation) {
 	a.obs.emit(ctx, o)
 }
 
+// maybeStored is what follows an append of turn turnID's opening (its
+// prompt, or a decision that resumes it) that failed otherwise than by a
+// conflict: the store may have stored it all the same (the connection
+// broke after the commit, the reply was lost). Should the turn be in the
+// transcript, the next call closes it at once, as any turn of this
+// process that could not end, rather than wait StaleTurn for it as for
+// another process's.
+func (r *run) maybeStored(turnID string, err error) {
+	if !errors.Is(err, store.ErrConflict) {
+		r.sl.abandoned = turnID
+	}
+}
+
 // begin starts a turn with prompt. A turn that replaces others begins with
 // its marker, written with the prompt in one durable write: the two are
 // never apart in the transcript.
@@ -184,14 +197,7 @@ func (r *run) begin(ctx context.Context, prompt string) error {
 		items = append([]item{{transcript.TypeBranch, r.turnID, "", *r.marker}}, items...)
 	}
 	if _, err := r.w.appendAll(ctx, items); err != nil {
-		if !errors.Is(err, store.ErrConflict) {
-			// A store that failed may still have stored the prompt (the
-			// connection broke after the commit, the reply was lost):
-			// should the turn be in the transcript, the next call closes
-			// it at once, as any turn of this process that could not end,
-			// rather than wait StaleTurn for it as for another process's.
-			r.sl.abandoned = r.turnID
-		}
+		r.maybeStored(r.turnID, err)
 		return err
 	}
 	r.wrote = true
