@@ -43,9 +43,10 @@
 // one transaction, after any append in flight, so nothing of a deleted
 // session comes back under a new session with the same id.
 //
-// Lock (store.Locker) is a per-session advisory lock held on a connection
-// of its own for a turn: replicas serving the same session take turns one
-// after another. See Store.Lock.
+// Lock (store.Locker) is a per-session advisory lock held for a turn:
+// replicas serving the same session take turns one after another. The
+// locks of every session share two connections; one that another process
+// holds is waited for on a connection of its own. See Store.Lock.
 //
 // # TTL
 //
@@ -82,10 +83,13 @@
 // # Connections
 //
 // The pool Open makes has pgx's defaults (at most the larger of 4 and the
-// number of CPUs; pool_max_conns= in the URL sets it). Held session locks
-// use a second pool (lock_conns=, default 16), so a server with n turns in
-// flight holds up to n + pool_max_conns connections. Behind PgBouncer, use
-// session pooling: locks and cached statements belong to a connection.
+// number of CPUs; pool_max_conns= in the URL sets it). Session locks use
+// a second pool (lock_conns=, default 16): two connections hold the locks
+// of any number of turns in flight, and the rest wait for locks that
+// other replicas hold, so a server holds at most lock_conns +
+// pool_max_conns connections, however many turns it runs. Behind
+// PgBouncer, use session pooling: locks and cached statements belong to a
+// connection.
 //
 // # Other Postgres-wire databases
 //

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -92,51 +93,152 @@ func TestLockCancelLeavesTheQueue(t *testing.T) {
 }
 
 func TestLockConnections(t *testing.T) {
-	s := newStore(t, WithLockConns(1))
-	k1, k2 := store.Key{Agent: "a", ID: "1"}, store.Key{Agent: "a", ID: "2"}
-	u1, err := s.Lock(bg, k1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Holding a lock never keeps appends from a connection.
-	c := newChain(t, s, k1, t0)
-	c.user("written while the lock is held")
-	// With one lock connection, a second lock waits for the first.
-	ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+	// Any number of turns in flight lock their sessions on two shared
+	// connections: the 40 locks held here at once would have waited for
+	// each other's connections when each lock held one.
+	schema := newSchema(t)
+	a := openIn(t, schema, WithLockConns(3))
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 	defer cancel()
-	if _, err := s.Lock(ctx, k2); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("second Lock with one connection: %v", err)
+	var unlocks []func()
+	for i := range 40 {
+		u, err := a.Lock(ctx, store.Key{Agent: "a", ID: fmt.Sprint(i)})
+		if err != nil {
+			t.Fatalf("lock %d of 40 with three lock connections: %v", i+1, err)
+		}
+		unlocks = append(unlocks, u)
 	}
-	u1()
-	u2, err := s.Lock(bg, k2)
-	if err != nil {
-		t.Fatal(err)
+	if n := a.locks.pool.Stat().TotalConns(); n > lockHolders {
+		t.Fatalf("40 locks nobody else held use %d connections, want at most %d", n, lockHolders)
 	}
-	u2()
-	if n := s.lockPool.Stat().TotalConns(); n != 1 {
-		t.Fatalf("lock pool holds %d connections; unlock must return the one it used", n)
+	// Holding them never keeps appends from a connection.
+	c := newChain(t, a, store.Key{Agent: "a", ID: "0"}, t0)
+	c.user("written while the lock is held")
+
+	// A replica waits for one of them in the server's queue, on a
+	// connection of its own.
+	b := openIn(t, schema, WithLockConns(3))
+	key := store.Key{Agent: "a", ID: "7"}
+	got := make(chan func(), 1)
+	go func() {
+		u, err := b.Lock(ctx, key)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- u
+	}()
+	for waiters(t, b, key) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("replica B does not wait in the server's queue for a lock A holds")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// One more of its requests finds no connection free to wait on, and
+	// asks again until the lock is free.
+	third := make(chan error, 1)
+	go func() {
+		u, err := b.Lock(ctx, store.Key{Agent: "a", ID: "8"})
+		if err == nil {
+			u()
+		}
+		third <- err
+	}()
+	select {
+	case err := <-third:
+		t.Fatalf("B took a lock A holds (%v)", err)
+	case <-time.After(150 * time.Millisecond):
+	}
+	if n := waiters(t, b, store.Key{Agent: "a", ID: "8"}); n != 0 {
+		t.Fatalf("%d connections wait for the second lock; B has one connection to wait on, taken", n)
+	}
+	for _, u := range unlocks {
+		u()
+	}
+	u := <-got
+	if u == nil {
+		t.FailNow()
+	}
+	u()
+	if err := <-third; err != nil {
+		t.Fatalf("B's lock that asked again, once A released it: %v", err)
+	}
+	if n := b.locks.pool.Stat().TotalConns(); n > 3 {
+		t.Fatalf("B's lock pool holds %d connections, more than lock_conns=3", n)
 	}
 }
 
-func TestLockLostConnection(t *testing.T) {
-	// A holder whose connection dies loses the lock; the server releases
-	// it and another holder gets it.
+func TestLockInProcess(t *testing.T) {
+	// Advisory locks are reentrant on one connection: two callers of one
+	// store must still exclude each other.
 	s := newStore(t)
 	key := store.Key{Agent: "a", ID: "s"}
 	unlock, err := s.Lock(bg, key)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+	defer cancel()
+	if _, err := s.Lock(ctx, key); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second Lock of a held session in the same store: %v, want it to wait", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		u, err := s.Lock(bg, key)
+		if err == nil {
+			u()
+		}
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	unlock()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	// What was released is free in the database too.
+	other := openIn(t, s.Schema())
+	ctx, cancel = context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	u, err := other.Lock(ctx, key)
+	if err != nil {
+		t.Fatalf("a replica's Lock after the holder's unlock: %v", err)
+	}
+	u()
+}
+
+func TestLockLostConnection(t *testing.T) {
+	// A holder whose connection dies loses the lock; the server releases
+	// it and another replica gets it. The first replica's unlock finds it
+	// gone, and its next locks use a new connection.
+	schema := newSchema(t)
+	a, b := openIn(t, schema), openIn(t, schema)
+	key := store.Key{Agent: "a", ID: "s"}
+	unlock, err := a.Lock(bg, key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := admin(t).Exec(bg, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE granted AND `+lockRows,
-		lockKey("session", s.Schema(), key.Agent, key.Owner, key.ID)); err != nil {
+		lockKey("session", a.Schema(), key.Agent, key.Owner, key.ID)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 	defer cancel()
-	u, err := s.Lock(ctx, key)
+	u, err := b.Lock(ctx, key)
 	if err != nil {
 		t.Fatalf("Lock after the holder's connection died: %v", err)
 	}
-	u()
 	unlock() // finds the connection gone, and must not hang or panic
+	for i := range 4 {
+		k := store.Key{Agent: "a", ID: fmt.Sprint("other", i)}
+		u, err := a.Lock(ctx, k)
+		if err != nil {
+			t.Fatalf("a Lock after a holder's connection died: %v", err)
+		}
+		u()
+	}
+	u()
+	u, err = a.Lock(ctx, key)
+	if err != nil {
+		t.Fatalf("Lock again of the session whose holder died: %v", err)
+	}
+	u()
 }

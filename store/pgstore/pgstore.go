@@ -39,7 +39,7 @@ type Store struct {
 
 	lockConns int32
 	lockMu    sync.Mutex
-	lockPool  *pgxpool.Pool // made on the first Lock; see lock.go
+	locks     *locker // made on the first Lock; see lock.go
 	closed    bool
 
 	notify notifier // LISTEN/NOTIFY; see notify.go
@@ -99,11 +99,13 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
-// WithLockConns sets how many database connections session locks may hold
-// at once (default 16). Each held lock (see Store.Lock) occupies one
-// connection of a pool of its own, so that a turn holding a lock never
-// waits for a connection to write its entries; Lock waits when all are
-// held. The URL parameter lock_conns= does the same.
+// WithLockConns sets how many database connections session locks may use
+// at once (default 16, at least 1), in a pool of their own, so that a turn
+// holding a lock never waits for a connection to write its entries. Two of
+// them hold the locks of every session that nobody else held when it was
+// locked; each of the others waits in the server's queue for a lock
+// another process holds, and then holds that one (see Store.Lock). The
+// URL parameter lock_conns= does the same.
 func WithLockConns(n int) Option {
 	return func(o *config) error {
 		if n < 1 || n > math.MaxInt32 {
@@ -228,16 +230,18 @@ func (s *Store) Schema() string { return s.schema }
 func (s *Store) TTL() time.Duration { return s.ttl }
 
 // Close releases the store's connections: the pool of session locks, and
-// the main pool when Open made it. Release every held lock first; Close
-// waits for their connections.
+// the main pool when Open made it. Release every held lock first: Close
+// drops the locks held on the two shared connections, and waits for a
+// lock held on a connection of its own (taken after a wait) to be
+// released.
 func (s *Store) Close() error {
 	s.notify.closeNotify()
 	s.lockMu.Lock()
-	lp := s.lockPool
-	s.lockPool, s.closed = nil, true
+	lk := s.locks
+	s.locks, s.closed = nil, true
 	s.lockMu.Unlock()
-	if lp != nil {
-		lp.Close()
+	if lk != nil {
+		lk.close()
 	}
 	if s.ownsPool {
 		s.pool.Close()
