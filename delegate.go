@@ -94,16 +94,9 @@ type DelegateResult struct {
 // the caller's stream as EventDelegate, and its result names the session,
 // which links the caller's transcript to the delegate's.
 // For a user-scoped a, the caller's user (ContextWithUser) carries over. The
-// delegate's turn does not take the store's lock across processes: the
-// caller's turn holds the lock of the caller's session, which already
-// orders every delegation from it, and a second lock would hold a
-// second connection of a store whose locks hold connections (pgstore):
-// as many delegating turns as its pool has connections would wait on
-// each other until their contexts end. Write to a delegate's session
-// only through its caller: another process's Send or Compact on
-// it while a delegation runs finds no lock held, takes the delegate's
-// turn for one whose process died, and closes it (the delegation then
-// fails, and the caller's model is told).
+// delegate's turn takes the store's lock on the delegate's session, as any
+// turn does, so another process writing to that session meanwhile waits
+// for the delegation to end.
 //
 // A delegate whose own tools need approval pauses; the caller's model is
 // told so in an error result. Give delegates tool mode auto, or tools that
@@ -115,7 +108,6 @@ func (a *Agent) AsTool(name, description string, opts ...tool.Option) *tool.Tool
 		if err != nil {
 			return DelegateResult{}, err
 		}
-		ctx = context.WithValue(ctx, delegatedKey{}, true)
 		em, _ := ctx.Value(emitterKey{}).(*emitter)
 		var res *Result
 		for ev, err := range sess.Stream(ctx, args.Prompt) {

@@ -143,17 +143,11 @@ func (s *Session) readAside(ctx context.Context, fn func(ctx context.Context, sl
 	return fn(ctx, sl)
 }
 
-// delegatedKey marks the context of a delegated turn: its caller's turn
-// holds the caller session's store lock, which already orders every
-// delegation from that session (the delegate's session has the caller's
-// id), so the delegate does not take a second lock from the same pool.
-type delegatedKey struct{}
-
 // lockStore takes the store's lock on k for the call, when the store has
 // one.
 func (a *Agent) lockStore(ctx context.Context, k store.Key) (func(), error) {
 	l, ok := a.cfg.Store.(store.Locker)
-	if !ok || ctx.Value(delegatedKey{}) != nil {
+	if !ok {
 		return func() {}, nil
 	}
 	unlock, err := l.Lock(ctx, k)
