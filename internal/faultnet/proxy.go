@@ -18,8 +18,9 @@ type Proxy struct {
 
 	mu     sync.Mutex
 	ln     net.Listener
-	frozen bool   // nothing is forwarded, in either direction, on any connection
-	cutOn  []byte // a reply holding these bytes is not passed on; its connection is cut
+	frozen bool              // nothing is forwarded, in either direction, on any connection
+	hung   map[net.Conn]bool // connections that forward nothing, for ever (Hang)
+	cutOn  []byte            // a reply holding these bytes is not passed on; its connection is cut
 	cut    chan struct{}
 	conns  []net.Conn
 }
@@ -79,7 +80,7 @@ func (p *Proxy) copy(dst, src net.Conn, reply bool) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			frozen := p.frozen
+			frozen := p.frozen || p.hung[src]
 			cut := reply && p.cutOn != nil && bytes.Contains(buf[:n], p.cutOn)
 			var done chan struct{}
 			if cut {
@@ -110,7 +111,7 @@ func (p *Proxy) Cut() {
 	for _, c := range p.conns {
 		c.Close()
 	}
-	p.conns = nil
+	p.conns, p.hung = nil, nil
 }
 
 // Freeze stops forwarding on every connection, leaving them open, as a
@@ -123,6 +124,23 @@ func (p *Proxy) Freeze(on bool) {
 	p.mu.Unlock()
 	if !on {
 		p.Cut()
+	}
+}
+
+// Hang makes the connections open now forward nothing, in either
+// direction, for good, and leaves them open, while new connections are
+// relayed: as a network path that lost its state (a NAT or a firewall
+// that forgot them, a failover that moved the server's address) drops
+// the packets of the connections it had, without a reset, and carries
+// new ones.
+func (p *Proxy) Hang() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hung == nil {
+		p.hung = map[net.Conn]bool{}
+	}
+	for _, c := range p.conns {
+		p.hung[c] = true
 	}
 }
 
