@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"testing"
+	"time"
 
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
@@ -78,3 +80,11 @@ func LoadScripts(ctx context.Context, s *Store) error {
 
 // LiveChannel is key's pub/sub channel.
 func LiveChannel(s *Store, key store.Key) string { return s.liveChannel(key) }
+
+// SetNotifyKeepAlive sets how long a pub/sub connection stays silent
+// before it is checked, and its check waits, until the test ends.
+func SetNotifyKeepAlive(t testing.TB, d time.Duration) {
+	old := notifyKeepAlive
+	notifyKeepAlive = d
+	t.Cleanup(func() { notifyKeepAlive = old })
+}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spool-go/spool/internal/faultnet"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/redisstore"
 	"github.com/spool-go/spool/store/storetest"
@@ -12,9 +13,10 @@ import (
 // A pub/sub connection that hung comes back when the network does: its
 // listeners are closed (messages may have been lost meanwhile), never
 // left silent on a connection go-redis replaced, and a new Listen gets
-// messages. (While the network stays hung the listener is silent: go-redis
-// learns of a dead pub/sub connection only from a failed write.)
+// messages. (While the network stays hung the listener is silent: the
+// connections that replace the hung one hang too.)
 func TestNotifyAfterHang(t *testing.T) {
+	redisstore.SetNotifyKeepAlive(t, 200*time.Millisecond)
 	one := newStore(t)
 	p, u := startProxy(t)
 	two, err := redisstore.Open(t.Context(), u, redisstore.WithPrefix(one.Prefix()))
@@ -35,7 +37,38 @@ func TestNotifyAfterHang(t *testing.T) {
 	if err := one.Notify(t.Context(), key, []byte("lost")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(4 * time.Second) // past go-redis's pub/sub health check (3s)
+	time.Sleep(2 * time.Second) // the hung connection is replaced, more than once
 	p.freeze(false)
 	storetest.AfterDrop(t, one, two, key, ch, 15*time.Second)
+}
+
+// A pub/sub connection that hangs for good while the network carries new
+// connections (a NAT or a firewall that forgot it, a failover that moved
+// the server's address) is found by the keep-alive check and replaced:
+// its listeners are closed (a message was lost meanwhile), within twice
+// the keep-alive, and a new Listen gets messages. Nothing would tell
+// go-redis: its health check's PING is a write, which the socket takes.
+func TestNotifyHungForGood(t *testing.T) {
+	redisstore.SetNotifyKeepAlive(t, 200*time.Millisecond)
+	one := newStore(t)
+	p, u := faultnet.New(t, redisURL(t))
+	two, err := redisstore.Open(t.Context(), u, redisstore.WithPrefix(one.Prefix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { two.Close() })
+	key := store.Key{Agent: "a", ID: "s"}
+	ch, err := two.Listen(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Notify(t.Context(), key, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Receive(t, ch, "first")
+	p.Hang()
+	if err := one.Notify(t.Context(), key, []byte("lost")); err != nil {
+		t.Fatal(err)
+	}
+	storetest.AfterDrop(t, one, two, key, ch, 10*time.Second)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -29,6 +31,16 @@ import (
 // Notifier contract says of a listener that fell behind) and they catch
 // up another way.
 //
+// A connection that hangs (a network that drops its packets without a
+// reset: a NAT or a firewall that forgot it, a failover that moved the
+// server's address) fails no read, and go-redis's own health check only
+// writes a PING, which the socket takes: it would be trusted until TCP
+// gave up, and its listeners would hear nothing meanwhile. So the Store
+// reads the connection itself: after notifyKeepAlive of silence it sends
+// a PING, and a connection that does not answer within notifyKeepAlive
+// more is closed and replaced by a new one, subscribed to the same
+// channels, whose confirmations drop the listeners as above.
+//
 // On Redis Cluster a session's messages are published, and its channel
 // subscribed, on the primary that owns the channel's slot: a Store has a
 // pub/sub connection for each primary its listeners need. PUBLISH reaches
@@ -42,6 +54,12 @@ import (
 // drops subscriptions when slots move, and is not used.
 
 var _ store.Notifier = (*Store)(nil)
+
+// notifyKeepAlive is how long a pub/sub connection stays silent before
+// it is checked with a PING, and how long the PING's answer may take: a
+// connection that hung is found, and replaced, within twice that. A
+// variable for tests.
+var notifyKeepAlive = 30 * time.Second
 
 // notifier is a Store's pub/sub connections and their listeners; the zero
 // value is ready.
@@ -57,9 +75,10 @@ type notifier struct {
 // pubsubConn is one pub/sub connection and the subscribe replies it has
 // to come.
 type pubsubConn struct {
-	ps   *redis.PubSub
-	sent map[string]int // subscribe replies to come, by channel
-	done chan struct{}  // closed when receive returns
+	node redis.UniversalClient // the client that made ps
+	ps   *redis.PubSub         // replaced by receive when it hung; read under notifier.mu elsewhere
+	sent map[string]int        // subscribe replies to come, by channel
+	done chan struct{}         // closed when receive returns
 }
 
 type redisChannel struct {
@@ -138,7 +157,7 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 	if c == nil {
 		conn := n.conns[addr]
 		if conn == nil {
-			conn = &pubsubConn{ps: node.Subscribe(context.Background()), sent: map[string]int{}, done: make(chan struct{})}
+			conn = &pubsubConn{node: node, ps: node.Subscribe(context.Background()), sent: map[string]int{}, done: make(chan struct{})}
 			if n.conns == nil {
 				n.conns = map[string]*pubsubConn{}
 				n.chans = map[string]*redisChannel{}
@@ -187,10 +206,43 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 	}
 }
 
-// receive passes conn's messages on until it closes.
+// receive passes conn's messages on until it closes. It replaces a
+// connection that hung (see notifyKeepAlive).
 func (n *notifier) receive(conn *pubsubConn) {
 	defer close(conn.done)
-	for m := range conn.ps.ChannelWithSubscriptions(redis.WithChannelSize(store.ListenBuffer)) {
+	pinged := false // a PING is unanswered
+	failed := 0     // reads failed in a row
+	for {
+		// A timeout of ReceiveTimeout's own leaves go-redis's connection
+		// be: silence is no failure, and a hung connection is replaced
+		// here, with its subscriptions counted.
+		m, err := conn.ps.ReceiveTimeout(context.Background(), notifyKeepAlive)
+		if err != nil {
+			if errors.Is(err, redis.ErrClosed) {
+				return
+			}
+			var ne net.Error
+			switch {
+			case !errors.As(err, &ne) || !ne.Timeout():
+				// go-redis closed the connection and makes another,
+				// subscribed again, on the next read.
+				pinged = false
+				if failed++; failed > 1 {
+					time.Sleep(100 * time.Millisecond)
+				}
+			case !pinged:
+				ctx, cancel := context.WithTimeout(context.Background(), notifyKeepAlive)
+				pinged = conn.ps.Ping(ctx) == nil // a failed write: go-redis reconnects
+				cancel()
+			default:
+				pinged = false
+				if !n.replace(conn) {
+					return
+				}
+			}
+			continue
+		}
+		pinged, failed = false, 0
 		switch m := m.(type) {
 		case *redis.Message:
 			n.mu.Lock()
@@ -233,14 +285,56 @@ func (n *notifier) receive(conn *pubsubConn) {
 	}
 }
 
+// replace closes conn's go-redis PubSub, whose connection hung, and
+// gives conn a new one subscribed to conn's channels; their
+// confirmations drop the listeners (receive). It reports false when the
+// store is closed.
+func (n *notifier) replace(conn *pubsubConn) bool {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return false
+	}
+	old := conn.ps
+	conn.ps = conn.node.Subscribe(context.Background())
+	// The replies still to come on the old connection never will: on the
+	// new one each channel has one, to its SUBSCRIBE here.
+	clear(conn.sent)
+	var names []string
+	for name, c := range n.chans {
+		if c.conn == conn {
+			names = append(names, name)
+			conn.sent[name] = 1
+			c.replies = 0
+		}
+	}
+	if len(names) > 0 {
+		// Sent holding mu, as Listen's. Should the connection fail to
+		// be made, go-redis makes it on the next read, and subscribes
+		// these channels then.
+		ctx, cancel := context.WithTimeout(context.Background(), notifyKeepAlive)
+		_ = conn.ps.Subscribe(ctx, names...)
+		cancel()
+	}
+	n.mu.Unlock()
+	_ = old.Close()
+	return true
+}
+
 // closeNotify closes the pub/sub connections; listeners' channels close.
 func (n *notifier) closeNotify() {
 	n.mu.Lock()
 	n.closed = true
+	var pss []*redis.PubSub
+	for _, conn := range n.conns {
+		pss = append(pss, conn.ps)
+	}
 	conns := n.conns
 	n.mu.Unlock()
+	for _, ps := range pss {
+		_ = ps.Close()
+	}
 	for _, conn := range conns {
-		_ = conn.ps.Close()
 		<-conn.done
 	}
 	n.hub.DropAll()
