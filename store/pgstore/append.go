@@ -111,37 +111,64 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 		return s.appendFirst(ctx, key, e, r)
 	}
 	var tag pgconn.CommandTag
-	err = retry(ctx, func() (err error) {
-		tag, err = s.pool.Exec(ctx, s.sql(appendNextSQL),
-			key.Agent, key.Owner, key.ID, e.ID, r.tsNs, r.messages, r.title, r.pending,
-			e.ParentID, s.cutoff(), r.line, r.search, r.retitle, r.compacts)
-		return err
-	})
+	exec := func() error {
+		return retry(ctx, func() (err error) {
+			tag, err = s.pool.Exec(ctx, s.sql(appendNextSQL),
+				key.Agent, key.Owner, key.ID, e.ID, r.tsNs, r.messages, r.title, r.pending,
+				e.ParentID, s.cutoff(), r.line, r.search, r.retitle, r.compacts)
+			return err
+		})
+	}
+	err = exec()
+	again := s.connLost(ctx, err)
+	if again {
+		err = exec() // see againOnLostConn
+	}
 	if err != nil {
 		return s.appendError(ctx, key, e, e.ID, err)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
-	return s.conflict(ctx, key, e)
+	return s.conflict(ctx, key, e, ours(again, e.ID))
+}
+
+// againOnLostConn: an append whose connection failed (connLost) is sent
+// once more, on a new connection. That cannot store it twice: the first
+// try either never committed, and the second appends it, or committed
+// (perhaps only now), and the second finds its parent no longer the head
+// and changes nothing; its conflict then shows the entry as the head, and
+// the append succeeded. ours names that entry for conflict.
+func ours(again bool, last string) string {
+	if again {
+		return last
+	}
+	return ""
 }
 
 func (s *Store) appendFirst(ctx context.Context, key store.Key, e transcript.Entry, r row) error {
 	return s.startSession(ctx, key, func() error {
 		var tag pgconn.CommandTag
-		err := retry(ctx, func() (err error) {
-			tag, err = s.pool.Exec(ctx, s.sql(appendFirstSQL),
-				key.Agent, key.Owner, key.ID, e.ID, r.tsNs, r.messages, r.title, r.pending,
-				r.line, r.search, r.compacts)
-			return err
-		})
+		exec := func() error {
+			return retry(ctx, func() (err error) {
+				tag, err = s.pool.Exec(ctx, s.sql(appendFirstSQL),
+					key.Agent, key.Owner, key.ID, e.ID, r.tsNs, r.messages, r.title, r.pending,
+					r.line, r.search, r.compacts)
+				return err
+			})
+		}
+		err := exec()
+		again := s.connLost(ctx, err)
+		if again {
+			err = exec() // see againOnLostConn
+		}
 		if err != nil {
 			return s.appendError(ctx, key, e, e.ID, err)
 		}
 		if tag.RowsAffected() == 1 {
 			return nil
 		}
-		return s.conflict(ctx, key, e)
+		return s.conflict(ctx, key, e, ours(again, e.ID))
 	})
 }
 
@@ -187,7 +214,7 @@ func (s *Store) appendError(ctx context.Context, key store.Key, e transcript.Ent
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		if pe.Code == "23505" { // unique_violation on (key, seq)
-			return s.conflict(ctx, key, e)
+			return s.conflict(ctx, key, e, "")
 		}
 		return dbError("append to", key, err) // refused by the server: rolled back
 	}
@@ -213,14 +240,18 @@ func (s *Store) appendError(ctx context.Context, key store.Key, e transcript.Ent
 }
 
 // conflict reports an append whose parent was not the head, naming the
-// head as it is now.
-func (s *Store) conflict(ctx context.Context, key store.Key, e transcript.Entry) error {
+// head as it is now; nil when that head is ours, the last entry of an
+// append sent again (againOnLostConn), whose first try committed.
+func (s *Store) conflict(ctx context.Context, key store.Key, e transcript.Entry, ours string) error {
 	var head string
 	err := s.pool.QueryRow(ctx, s.sql(`SELECT head FROM {s}.sessions s
 		WHERE agent = $1 AND owner = $2 AND id = $3 AND `+visible("s", 4)),
 		key.Agent, key.Owner, key.ID, s.cutoff()).Scan(&head)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return dbError("append to", key, err)
+	}
+	if ours != "" && head == ours {
+		return nil
 	}
 	return storekit.ConflictError(key, e.ParentID, head)
 }

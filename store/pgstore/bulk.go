@@ -146,36 +146,47 @@ func (s *Store) appendPart(ctx context.Context, batches []store.Batch) error {
 	}
 	var refused int
 	var sendErr error // the last sent attempt's failure
-	err := retry(ctx, func() error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		// Once sent, the pipeline runs to its end and commits whether or
-		// not the client still waits for it (the server has it whole), so
-		// a client that stopped waiting when ctx ended could not say what
-		// is stored, and a transfer run again at once would see it land
-		// under it (TestImportCancelled, under load). So ctx keeps a part
-		// from being sent, and the wait for its outcome outlives ctx.
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
-		defer cancel()
-		refused, sendErr = s.appendBulkTx(wctx, batches, rows)
-		return sendErr
-	})
+	send := func() error {
+		return retry(ctx, func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			// Once sent, the pipeline runs to its end and commits whether or
+			// not the client still waits for it (the server has it whole), so
+			// a client that stopped waiting when ctx ended could not say what
+			// is stored, and a transfer run again at once would see it land
+			// under it (TestImportCancelled, under load). So ctx keeps a part
+			// from being sent, and the wait for its outcome outlives ctx.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
+			defer cancel()
+			refused, sendErr = s.appendBulkTx(wctx, batches, rows)
+			return sendErr
+		})
+	}
+	err := send()
+	// A bulk of one session is sent again when its connection failed,
+	// as Append is (againOnLostConn); one of several sessions cannot tell
+	// from a conflict whether the first try committed them all.
+	last := ""
+	if len(batches) == 1 {
+		last = batches[0].Entries[len(batches[0].Entries)-1].ID
+	}
+	again := last != "" && sendErr != nil && errors.Is(err, sendErr) && s.connLost(ctx, err)
+	if again {
+		sendErr = nil
+		err = send()
+	}
 	if err != nil && (sendErr == nil || !errors.Is(err, sendErr)) {
 		// ctx ended before an attempt was sent, or after one the server
 		// refused (rolled back): nothing of the part is stored.
 		return dbError("append to", batches[0].Key, err)
 	}
 	if err != nil {
-		last := ""
-		if len(batches) == 1 {
-			last = batches[0].Entries[len(batches[0].Entries)-1].ID
-		}
 		return s.appendError(ctx, batches[0].Key, batches[0].Entries[0], last, err)
 	}
 	if refused >= 0 {
 		b := batches[refused]
-		return s.conflict(ctx, b.Key, b.Entries[0])
+		return s.conflict(ctx, b.Key, b.Entries[0], ours(again, last))
 	}
 	return nil
 }

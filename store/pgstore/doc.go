@@ -112,9 +112,15 @@
 //
 // An Append that fails with a connection or context error (not a
 // database error) after its statement was sent may have committed, as
-// with any database. Append then reads the session's head: when it shows
-// the entry, Append returns nil; otherwise it fails with
-// ErrOutcomeUnknown (the statement may still commit), and a re-read of
-// the session tells. Appending the same entry again cannot store it
-// twice: its parent is no longer the head, so it is a conflict.
+// with any database. When the connection failed and ctx allows, the pool
+// is reset (a restart, a failover or a cut network leaves every pooled
+// connection dead) and the append is sent once more on a new connection;
+// that cannot store it twice (its parent is no longer the head once the
+// first try commits), and a conflict that shows the entry as the head
+// means it was appended. Reads are sent once more alike. When that fails
+// too, or ctx ended, Append reads the session's head: when it shows the
+// entry, Append returns nil; otherwise it fails with ErrOutcomeUnknown
+// (the statement may still commit), and a re-read of the session tells.
+// Appending the same entry again cannot store it twice: its parent is no
+// longer the head, so it is a conflict.
 package pgstore

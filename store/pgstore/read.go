@@ -87,6 +87,14 @@ func (s *Store) read(ctx context.Context, key store.Key, start, last, end int) (
 	if err := store.ValidateKey(key); err != nil {
 		return nil, 0, err
 	}
+	out, total, err := s.readOnce(ctx, key, start, last, end)
+	if s.connLost(ctx, err) {
+		out, total, err = s.readOnce(ctx, key, start, last, end)
+	}
+	return out, total, err
+}
+
+func (s *Store) readOnce(ctx context.Context, key store.Key, start, last, end int) ([]transcript.Entry, int, error) {
 	var rows pgx.Rows
 	var err error
 	if last < math.MaxInt32 {
