@@ -3,7 +3,9 @@ package transfer_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -298,5 +300,91 @@ func TestImportOfASessionTwice(t *testing.T) {
 			}
 			check(t, dst, want)
 		})
+	}
+}
+
+// TestImportOfTwoSessionsUnderOneKey: an input holding two different
+// sessions under one key (two stores' exports of the same id, cat a.jsonl
+// b.jsonl) fails at the line where the second begins, naming the session
+// and the lines of both; the sessions before that line are imported whole,
+// the key holds the first session alone, and a run again does the same
+// and adds nothing. The second's first entry, which has no parent, was
+// taken for an entry whose parent was left out: the two were merged into
+// one session. The same holds for two copies of one session that differ
+// part-way (an edited export): the error says the input's copies differ,
+// not that the target does.
+func TestImportOfTwoSessionsUnderOneKey(t *testing.T) {
+	ctx := context.Background()
+	all := teststores.All()
+	agent := teststores.Name("agent")
+	k := store.Key{Agent: agent, Owner: "alice", ID: "s"}
+	start := time.Now().UTC().Truncate(time.Millisecond).Add(-time.Hour)
+	x := storetest.Chain("", start, 10)
+	y := storetest.Chain("", start.Add(time.Minute), 4)
+	edited := slices.Clone(x)
+	edited[6].Data = json.RawMessage(`{"text":"edited"}`)
+	for _, tc := range []struct {
+		name  string
+		lines []store.Batch // in the input's order
+		at    string        // the line of the error
+		says  []string
+	}{
+		// A session of one entry: nothing says its parent, but its lines
+		// begin again after another session's.
+		{"one entry, apart", []store.Batch{{Key: store.Key{Agent: agent, ID: "a"}, Entries: storetest.Chain("", start, 8)},
+			{Key: k, Entries: x[:1]}, {Key: store.Key{Agent: agent, ID: "b"}, Entries: storetest.Chain("", start, 3)},
+			{Key: k, Entries: y}, {Key: store.Key{Agent: agent, ID: "c"}, Entries: storetest.Chain("", start, 3)}},
+			"line 13:", []string{"two different sessions", "at line 9", y[0].ID, x[0].ID}},
+		{"apart", []store.Batch{{Key: store.Key{Agent: agent, ID: "a"}, Entries: storetest.Chain("", start, 8)},
+			{Key: k, Entries: x}, {Key: store.Key{Agent: agent, ID: "b"}, Entries: storetest.Chain("", start, 3)},
+			{Key: k, Entries: y}, {Key: store.Key{Agent: agent, ID: "c"}, Entries: storetest.Chain("", start, 3)}},
+			"line 22:", []string{"two different sessions", "at line 9", y[0].ID, x[0].ID}},
+		{"together", []store.Batch{{Key: store.Key{Agent: agent, ID: "a"}, Entries: storetest.Chain("", start, 8)},
+			{Key: k, Entries: x}, {Key: k, Entries: y}, {Key: store.Key{Agent: agent, ID: "c"}, Entries: storetest.Chain("", start, 3)}},
+			"line 19:", []string{"two different sessions", "at line 9", y[0].ID, x[0].ID}},
+		{"copies that differ", []store.Batch{{Key: store.Key{Agent: agent, ID: "a"}, Entries: storetest.Chain("", start, 8)},
+			{Key: k, Entries: x}, {Key: k, Entries: edited}, {Key: store.Key{Agent: agent, ID: "c"}, Entries: storetest.Chain("", start, 3)}},
+			"line 25:", []string{"copies differ", "at line 9", "position 6"}},
+	} {
+		for _, to := range teststores.Names {
+			t.Run(tc.name+"/"+to, func(t *testing.T) {
+				dst := all[to](t)
+				var buf bytes.Buffer
+				enc := json.NewEncoder(&buf)
+				for _, b := range tc.lines {
+					for _, e := range b.Entries {
+						if err := enc.Encode(transfer.Record{Agent: b.Key.Agent, Owner: b.Key.Owner, Session: b.Key.ID, Entry: e}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				input := buf.String()
+				whole := map[store.Key][]transcript.Entry{}
+				for _, b := range tc.lines {
+					if _, seen := whole[b.Key]; !seen && b.Key.ID != "c" {
+						whole[b.Key] = b.Entries // the first session under k
+					}
+				}
+				for run := 1; run <= 2; run++ {
+					st, err := transfer.Import(ctx, dst, strings.NewReader(input), nil)
+					if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), tc.at+" session "+k.String()+": ") {
+						t.Fatalf("run %d: %v, want ErrConflict at %s naming %s", run, err, tc.at, k)
+					}
+					for _, s := range tc.says {
+						if !strings.Contains(err.Error(), s) {
+							t.Errorf("run %d: %v, want it to say %q", run, err, s)
+						}
+					}
+					if run == 2 && st.Entries != 0 {
+						t.Errorf("run again: %+v, want nothing added", st)
+					}
+					check(t, dst, whole)
+					checkChains(t, dst, whole)
+					if got, err := dst.Read(ctx, store.Key{Agent: agent, ID: "c"}); err != nil || len(got) != 0 {
+						t.Fatalf("run %d: the session after the error has %d entries, %v", run, len(got), err)
+					}
+				}
+			})
+		}
 	}
 }

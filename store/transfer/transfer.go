@@ -200,8 +200,17 @@ const maxRecordLine = transcript.MaxLineSize + 4<<10
 // is placed once, with what its later copy adds; an entry that
 // differs from what dst has at its position fails the import with
 // store.ErrConflict naming the session, and nothing of that session is
-// changed by it. Lines that are not records fail the import with their
-// line number.
+// changed by it; so does a target holding another session under a key of
+// the input (another store's export, whose sessions have the same ids).
+// An input holding two different sessions under one key fails with
+// store.ErrConflict at the line where the second begins, naming the line
+// of the first: the lines before it are imported, the key holding the
+// first session alone, and a run again stops there too. (The second is
+// told by its first entry, which names no parent, where the entries
+// before it named theirs or where the key's lines begin again after
+// another session's; a session whose entries all leave their parent out,
+// followed at once by another, reads as one.) Lines that are not records
+// fail the import with their line number.
 func Import(ctx context.Context, dst store.Store, r io.Reader, progress Progress) (Stats, error) {
 	s := newSink(dst)
 	err := s.end(ctx, s.importFrom(ctx, r, progress))
@@ -352,6 +361,9 @@ type target struct {
 	head   string    // the id of the entry at pos-1: the next one's parent
 	newest time.Time // the newest timestamp of the entries placed
 	first  string    // the id of the session's first entry, once placed
+	line   int       // the input line of that entry (Import; zero for Copy)
+	copied int       // the positions an earlier copy of it in the input covered
+	said   bool      // whether the entry before, as the input gave it, named its parent
 	wrote  bool      // whether the sink appends any of its entries
 	gone   bool      // counted as expired (leave)
 }
@@ -389,6 +401,7 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 		t = &target{}
 		s.cur[k] = t
 	}
+	resumed := t != s.last // the session's lines begin again here, after another's
 	if t != s.last {
 		if s.last != nil {
 			s.last.have = nil // keep memory to one session's window
@@ -414,6 +427,24 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 		}
 		t.loaded = true
 	}
+	said := e.ParentID != ""
+	if e.ParentID == "" && t.pos > 0 && e.ID != t.first && (t.said || resumed) {
+		// An entry without a parent where the entries before it named
+		// theirs, or where the session's lines begin again after
+		// another's, begins another transcript under the same key (two
+		// stores' exports of the same id, read as one). Taken for the
+		// entry after the one before it (a transcript that leaves its
+		// parents out), it would merge two sessions into one. What is
+		// held is written first, so that the import stops with every
+		// session before this line whole, as a run again finds it.
+		if err := s.start(ctx); err != nil {
+			return err
+		}
+		if err := s.wait(); err != nil {
+			return err
+		}
+		return &conflictError{fmt.Sprintf("session %s: the input holds two different sessions under this key: one begins %s (its first entry %q) and another here (its first entry %q); the lines before this one are imported; give one of the two another session id (the \"session\" of its lines), or import them into different stores", k, lineOf(t.line), t.first, e.ID)}
+	}
 	if e.ParentID == "" && t.pos > 0 && e.ID == t.first {
 		// The session's first entry again: the input holds the session
 		// twice (exports concatenated, one taken later than the other).
@@ -433,13 +464,22 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 		// with what an earlier run placed.
 		e.ParentID = t.head
 	}
-	if t.pos == 0 {
-		t.first = e.ID
+	if t.first == "" {
+		t.first, t.line = e.ID, s.line
 	}
 	if t.pos < t.total {
 		have, err := s.entryAt(ctx, k, t)
 		if err != nil {
 			return err
+		}
+		if t.pos < t.copied && !have.Equal(e) {
+			// The store's entry is the earlier copy's, placed or found
+			// there: the input holds the session twice, and its copies
+			// part here.
+			return &conflictError{fmt.Sprintf("session %s: the input holds this session twice, and its copies differ: position %d is entry %q in the copy that begins %s, %q here; keep one copy's lines", k, t.pos, have.ID, lineOf(t.line), e.ID)}
+		}
+		if have.ID != e.ID && t.pos == 0 {
+			return &conflictError{fmt.Sprintf("session %s: the target holds another session under this key (its first entry %q, the source's %q), which is left as it was; import the source's under another session id, or into another store, or delete the target's first", k, have.ID, e.ID)}
 		}
 		if have.ID != e.ID {
 			return fmt.Errorf("session %s: %w: the target has entry %q at position %d where the source has %q", k, store.ErrConflict, have.ID, t.pos, e.ID)
@@ -451,7 +491,7 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 			return fmt.Errorf("session %s: %w: the target's entry %q at position %d differs from the source's", k, store.ErrConflict, e.ID, t.pos)
 		}
 		t.pos++
-		t.head = e.ID
+		t.head, t.said = e.ID, said
 		s.stats.Skipped++
 		return nil
 	}
@@ -464,7 +504,7 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 	if err := storekit.CheckParent(k, t.head, e); err != nil {
 		return err
 	}
-	t.head, t.wrote = e.ID, true
+	t.head, t.said, t.wrote = e.ID, said, true
 	if n := len(s.held); n > 0 && s.held[n-1].Key == k {
 		s.held[n-1].Entries = append(s.held[n-1].Entries, e)
 	} else {
@@ -478,6 +518,24 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 	t.pos++
 	t.total++
 	return nil
+}
+
+// conflictError is a conflict (store.ErrConflict) that says in its own
+// words what is in the way: another session under the key, where the
+// store's "the session has moved on" would mislead.
+type conflictError struct{ msg string }
+
+func (e *conflictError) Error() string        { return e.msg }
+func (e *conflictError) Is(target error) bool { return target == store.ErrConflict }
+
+// lineOf says where an earlier copy of a session begins: "at line 4" of
+// an import's input, or "earlier in the source" for a Copy, which reads
+// no lines.
+func lineOf(line int) string {
+	if line == 0 {
+		return "earlier in the source"
+	}
+	return fmt.Sprintf("at line %d", line)
 }
 
 // restart sets t back to the session's start, to compare the entries
@@ -497,6 +555,7 @@ func (s *sink) restart(ctx context.Context, k store.Key, t *target) error {
 	if err != nil {
 		return err
 	}
+	t.copied = max(t.copied, t.pos)
 	t.pos, t.total, t.head, t.have, t.haveAt = 0, total, "", nil, 0
 	return nil
 }

@@ -133,33 +133,41 @@ func TestCopyEverything(t *testing.T) {
 	check(t, dst, want)
 }
 
+// TestImportRefusesADivergentTarget: a target holding another session
+// under a key of the import (an export of another store, whose sessions
+// have the same ids) fails the import by name, in every store, saying so
+// (not that the session "has moved on", which it has not), and the
+// target's session is left as it was.
 func TestImportRefusesADivergentTarget(t *testing.T) {
 	ctx := context.Background()
-	src, dst := teststores.All()["memory"](t), teststores.All()["memory"](t)
-	want := fill(t, src)
-	var buf bytes.Buffer
-	if _, err := transfer.Export(ctx, &buf, src, keys(want)); err != nil {
-		t.Fatal(err)
-	}
-	// The target already holds a different session under one of the keys.
-	var k store.Key
-	for key := range want {
-		k = key
-		break
-	}
-	other := storetest.Chain("", time.Now().UTC().Truncate(time.Millisecond), 3)
-	for _, e := range other {
-		if err := dst.Append(ctx, k, e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, err := transfer.Import(ctx, dst, &buf, nil)
-	if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), k.ID) {
-		t.Fatalf("%v, want ErrConflict naming %s", err, k)
-	}
-	got, _ := dst.Read(ctx, k)
-	if len(got) != 3 {
-		t.Fatalf("the divergent session was changed: %d entries", len(got))
+	all := teststores.All()
+	for _, to := range teststores.Names {
+		t.Run(to, func(t *testing.T) {
+			src, dst := all["memory"](t), all[to](t)
+			want := fill(t, src)
+			var buf bytes.Buffer
+			if _, err := transfer.Export(ctx, &buf, src, keys(want)); err != nil {
+				t.Fatal(err)
+			}
+			// The target already holds a different session under one of the keys.
+			var k store.Key
+			for key := range want {
+				k = key
+				break
+			}
+			other := storetest.Chain("", time.Now().UTC().Truncate(time.Millisecond), 3)
+			for _, e := range other {
+				if err := dst.Append(ctx, k, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := transfer.Import(ctx, dst, &buf, nil)
+			if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "session "+k.String()+": the target holds another session under this key") ||
+				!strings.Contains(err.Error(), other[0].ID) || strings.Contains(err.Error(), "moved on") {
+				t.Fatalf("%v, want ErrConflict naming %s and saying the target holds another session", err, k)
+			}
+			check(t, dst, map[store.Key][]transcript.Entry{k: other})
+		})
 	}
 }
 
