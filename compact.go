@@ -172,15 +172,18 @@ type HistorySize struct {
 // (history rule 10): from then on the model is sent the summary in their
 // place. Nothing is removed: the transcript keeps every turn, and Messages
 // and Page show them all. A compaction never covers a turn that has not
-// ended (one running, or waiting on an approval).
+// ended.
 //
 // It holds the session while the summarizer runs, as a turn would: turns
 // sent meanwhile wait for it. It fails with ErrNothingToCompact when no
 // turn can be covered, ErrSummarizer (wrapping the cause) when the
-// summarizer fails, times out or writes nothing, and ErrTurnRunning while
-// another process runs a turn on the session. A turn whose process stopped
-// before it ended is closed as cancelled first, as the next turn closes
-// it.
+// summarizer fails, times out or writes nothing, ErrTurnRunning while
+// another process runs a turn on the session, and ErrApprovalPending,
+// naming the approval, while a turn waits on one: its entry would split
+// that turn in two, as Rename's and SetToolMode's would, so the approval
+// is decided first (Approve, Deny, Resolve), and the compaction then
+// covers that turn too. A turn whose process stopped before it ended is
+// closed as cancelled first, as the next turn closes it.
 func (s *Session) Compact(ctx context.Context, opts CompactOptions) (*CompactResult, error) {
 	if opts.KeepTurns < 0 {
 		return nil, fmt.Errorf("spool: KeepTurns is %d; want 0 (the agent's) or more", opts.KeepTurns)
@@ -197,7 +200,13 @@ func (s *Session) Compact(ctx context.Context, opts CompactOptions) (*CompactRes
 // compact is Compact holding the session.
 func (s *Session) compact(ctx context.Context, sl *slot, opts CompactOptions) (*CompactResult, error) {
 	a := s.a
-	if sl.st.open != nil && len(sl.st.pending) == 0 {
+	if len(sl.st.pending) > 0 {
+		// The compaction entry would land inside the waiting turn, whose
+		// decision and what follows it come after: a turn split in two.
+		p := sl.st.pending[0]
+		return nil, fmt.Errorf("%w (session %s: the call %s of turn %s waits on approval %s)", ErrApprovalPending, s.key, p.Tool, p.TurnID, p.ID)
+	}
+	if sl.st.open != nil {
 		// A turn that never ended and waits on no one runs in another
 		// process, or its process stopped: the dead one is closed as
 		// cancelled, as the next turn would, rather than waited for.

@@ -110,40 +110,6 @@ func TestCompact(t *testing.T) {
 	}
 }
 
-// TestCompactKeepsWhatWaits: a turn waiting on an approval, and those
-// after it, are never covered; the history sends it as before.
-func TestCompactKeepsWhatWaits(t *testing.T) {
-	ctx := t.Context()
-	a := newAgent(t, spool.Config{Tools: approvalTools(nil)})
-	s := session(t, a, ctx, "waits")
-	sendAll(t, s, "one", "two", "three")
-	res, err := s.Send(ctx, "/call delete_order {\"order\":9}")
-	if err != nil || len(res.Pending) != 1 {
-		t.Fatalf("Send = %+v, %v; want a pending approval", res, err)
-	}
-	c, err := s.Compact(ctx, spool.CompactOptions{KeepTurns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Turns != 3 {
-		t.Fatalf("covered %d turns, want the 3 before the waiting one", c.Turns)
-	}
-	got, _ := s.History(ctx)
-	if len(got) != 4 || got[2].Content != "/call delete_order {\"order\":9}" || len(got[3].ToolCalls) != 1 {
-		t.Fatalf("history %v: want the summary and the waiting turn's question and call", got)
-	}
-	if _, err := s.Compact(ctx, spool.CompactOptions{KeepTurns: 1}); !errors.Is(err, spool.ErrNothingToCompact) {
-		t.Fatalf("Compact over a waiting turn = %v, want ErrNothingToCompact", err)
-	}
-	if _, err := s.Approve(ctx, res.Pending[0].ID, transcript.ApprovalScopeOnce); err != nil {
-		t.Fatal(err)
-	}
-	sendAll(t, s, "five")
-	if c, err := s.Compact(ctx, spool.CompactOptions{KeepTurns: 1}); err != nil || c.Turns != 4 {
-		t.Fatalf("Compact after the approval = %+v, %v; want the answered turn covered", c, err)
-	}
-}
-
 // TestCompactSummarizerFails: a summarizer that errors, one that runs past
 // the timeout, and one that writes nothing fail Compact with ErrSummarizer
 // and append nothing.

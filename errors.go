@@ -12,8 +12,10 @@ import (
 // pass through wrapped, under their own names only: test them with
 // errors.Is and the store package's sentinels.
 var (
-	// ErrApprovalPending: Send on a session whose turn waits on an approval.
-	// Answer it with Approve or Deny first.
+	// ErrApprovalPending: Send on a session whose turn waits on an approval,
+	// or a call that would append inside that turn (Compact, Rename,
+	// SetToolMode, a regenerate, edit or switch). Answer it with Approve or
+	// Deny first.
 	ErrApprovalPending = errors.New("spool: an approval is pending; approve or deny it first")
 	// ErrNoUser: a user-scoped agent was called without a user (ContextWithUser).
 	ErrNoUser = errors.New("spool: this agent is user-scoped; the call needs a user")
