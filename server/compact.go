@@ -1,6 +1,8 @@
 package server
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -16,7 +18,9 @@ type compactRequest struct {
 // handleCompact is POST /v1/sessions/{id}/compact {"keepTurns"?}: the
 // session's older turns summarized for the model (spool.Session.Compact,
 // history rule 10). 200 with the spool.CompactResult; 409
-// nothing_to_compact, 409 turn_running, 502 summarizer_failed.
+// nothing_to_compact, 409 turn_running, 409 approval_pending (naming the
+// approval: the compaction would split the turn that waits on it), 502
+// summarizer_failed.
 func (s *Server) handleCompact(w http.ResponseWriter, r *http.Request) {
 	var req compactRequest
 	if err := decodeOptional(r, &req); err != nil {
@@ -32,6 +36,12 @@ func (s *Server) handleCompact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := sess.Compact(ctx, spool.CompactOptions{KeepTurns: req.KeepTurns})
+	if errors.Is(err, spool.ErrApprovalPending) {
+		if pending, perr := sess.PendingApprovals(ctx); perr == nil && len(pending) > 0 {
+			p := pending[0]
+			err = errf(http.StatusConflict, CodeApprovalPending, fmt.Sprintf("the session's turn %s waits on approval %s (a %s call): approve or deny it first (POST /v1/sessions/{id}/approvals/{approvalId}), then compact; a compaction now would split that turn", p.TurnID, p.ID, p.Tool))
+		}
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -93,3 +93,32 @@ func TestCompactRouteSummarizerFails(t *testing.T) {
 		t.Errorf("%d entries appended by a failed compaction", after-before)
 	}
 }
+
+// TestCompactRouteApprovalPending: compact while a turn waits on an
+// approval is 409 approval_pending naming the approval, and writes
+// nothing; once the approval is decided it compacts.
+func TestCompactRouteApprovalPending(t *testing.T) {
+	e := newEnv(t, spool.Config{}, server.Options{})
+	for _, p := range []string{"one", "two"} {
+		e.post("/invoke", map[string]any{"prompt": p, "sessionId": "s"})
+	}
+	var res spool.Result
+	e.post("/invoke", map[string]any{"prompt": `/call save_note {"text":"x"}`, "sessionId": "s"}).json(t, &res)
+	if len(res.Pending) != 1 {
+		t.Fatalf("invoke: %+v, want an approval pending", res)
+	}
+	before := len(e.transcriptOf("", "s"))
+	r := e.post("/v1/sessions/s/compact", map[string]any{"keepTurns": 1})
+	if r.status != 409 || r.errCode(t) != server.CodeApprovalPending || !strings.Contains(string(r.body), res.Pending[0].ID) {
+		t.Fatalf("compact with an approval pending: %d %s, want 409 approval_pending naming %s", r.status, r.body, res.Pending[0].ID)
+	}
+	if after := len(e.transcriptOf("", "s")); after != before {
+		t.Fatalf("the refusal wrote %d entries", after-before)
+	}
+	if r := e.post("/v1/sessions/s/approvals/"+res.Pending[0].ID, map[string]any{"decision": "allow"}); r.status != 200 {
+		t.Fatalf("approve: %d %s", r.status, r.body)
+	}
+	if r := e.post("/v1/sessions/s/compact", map[string]any{"keepTurns": 1}); r.status != 200 {
+		t.Fatalf("compact after the decision: %d %s", r.status, r.body)
+	}
+}
