@@ -44,6 +44,9 @@ func sessionsCompact(ctx context.Context, env *environ, args []string) error {
 	case errors.Is(err, spool.ErrNothingToCompact):
 		fmt.Fprintf(env.stdout, "nothing to compact: session %s has no ended turn before its newest %d that is not summarized already\n", k.ID, *keep)
 		return nil
+	case errors.Is(err, spool.ErrApprovalPending):
+		// A compaction entry would split the waiting turn in two.
+		return fmt.Errorf("session %s waits on an approval: answer it first (spool chat --session %s asks about it), then compact", k.ID, k.ID)
 	case err != nil:
 		return err
 	}

@@ -60,3 +60,27 @@ func TestSessionsCompact(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsCompactApprovalPending: compact of a session that chat left
+// with an approval pending fails naming the session and how to answer it,
+// and writes nothing (its entry would split the waiting turn); once the
+// approval is answered, it compacts.
+func TestSessionsCompactApprovalPending(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	c := newCLI(t, map[string]string{"SPOOL_STORE": "file:" + root, "SPOOL_MODEL": "echo"})
+	c.run("one\ntwo\n/call save_note {\"text\":\"x\"}\n", "chat", "--session", "w")
+	_, before, _ := c.run("", "sessions", "show", "w", "--json")
+	code, _, errs := c.run("", "sessions", "compact", "w", "--keep-turns", "1")
+	if code != 1 || !strings.Contains(errs, "session w waits on an approval: answer it first (spool chat --session w asks about it)") {
+		t.Fatalf("compact with an approval pending: exit %d, stderr %q", code, errs)
+	}
+	if _, after, _ := c.run("", "sessions", "show", "w", "--json"); after != before {
+		t.Fatalf("the refused compact wrote:\n%s\nwas\n%s", after, before)
+	}
+	if code, out, errs := c.run("y\n/quit\n", "chat", "--session", "w"); code != 0 || !strings.Contains(out, "saved note: x") {
+		t.Fatalf("chat answering the approval: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := c.run("", "sessions", "compact", "w", "--keep-turns", "1"); code != 0 || !strings.Contains(out, "compacted session w: turns 1 to 2") {
+		t.Fatalf("compact after the answer: exit %d\n%s\n%s", code, out, errs)
+	}
+}
