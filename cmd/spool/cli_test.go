@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/spool-go/spool"
 	"github.com/spool-go/spool/internal/spooltest"
 	"github.com/spool-go/spool/model"
 )
@@ -49,4 +52,18 @@ func TestMain(m *testing.M) {
 		os.Exit(naiveList(dir, os.Stdout)) // BenchmarkSessionsLsVsNaive's anchor
 	}
 	os.Exit(spooltest.Main(m))
+}
+
+// A library error, which begins "spool: " itself, is printed with the
+// command's prefix once.
+func TestErrorPrefixOnce(t *testing.T) {
+	for err, want := range map[error]string{
+		fmt.Errorf("%w (session s)", spool.ErrBusy):     "spool: session busy: another writer is running a turn (session s)\n",
+		errors.New("pgstore: read a/s: unexpected EOF"): "spool: pgstore: read a/s: unexpected EOF\n",
+	} {
+		var errb bytes.Buffer
+		if code := exitCode(&environ{stderr: &errb}, err); code != 1 || errb.String() != want {
+			t.Errorf("exitCode(%q) printed %q (status %d), want %q (1)", err, errb.String(), code, want)
+		}
+	}
 }

@@ -178,6 +178,7 @@ func exitCode(env *environ, err error) int {
 	if errors.Is(err, errHelp) {
 		return 0
 	}
-	fmt.Fprintln(env.stderr, "spool:", err)
+	// The library's own errors already begin "spool: ".
+	fmt.Fprintln(env.stderr, "spool:", strings.TrimPrefix(err.Error(), "spool: "))
 	return 1
 }
