@@ -20,9 +20,12 @@ import (
 // (/api/v10/webhooks/{application}/{token}…) and command registration
 // (PUT /api/v10/applications/{application}/commands, with "Bot <token>").
 // Errors are Discord's {"code","message"}: 404 10015 for an unknown
-// interaction token or message, 400 50035 for content over 2000
+// interaction token, 404 10008 for an unknown message, 400 50035 for content over 2000
 // characters, 401 for a wrong bot token; a 429 has Retry-After and
-// {"retry_after":1,"global":false}.
+// {"retry_after":1,"global":false}. With Lag, an original response is
+// made some time after the deferral, and an edit of it before then is
+// 404 10008 (Unknown Message), as Discord answers an edit that arrives
+// before it has read the deferral.
 type Discord struct {
 	faults
 	// URL is the API's base URL, for the driver's APIURL.
@@ -31,9 +34,13 @@ type Discord struct {
 	mu        sync.Mutex
 	seq       int
 	originals map[string]string // interaction token → its original message's id
-	msgs      []*DiscordMessage
-	commands  json.RawMessage
-	calls     []string
+	// made: when Discord has made an original that Deferred recorded;
+	// before then an edit of it is 404 10008 (see Lag).
+	made     map[string]time.Time
+	lag      time.Duration
+	msgs     []*DiscordMessage
+	commands json.RawMessage
+	calls    []string
 }
 
 // DiscordMessage is a message of an interaction's webhook.
@@ -49,7 +56,7 @@ type DiscordMessage struct {
 // NewDiscord starts a fake for application app and bot token bot; the
 // test's end stops it.
 func NewDiscord(t testing.TB, app, bot string) *Discord {
-	f := &Discord{app: app, bot: bot, seq: 1000, originals: map[string]string{}}
+	f := &Discord{app: app, bot: bot, seq: 1000, originals: map[string]string{}, made: map[string]time.Time{}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL + "/api/v10"
@@ -65,6 +72,18 @@ func (f *Discord) Deferred(token string) {
 	m := &DiscordMessage{ID: strconv.Itoa(f.seq), Token: token}
 	f.msgs = append(f.msgs, m)
 	f.originals[token] = m.ID
+	f.made[token] = time.Now().Add(f.lag)
+}
+
+// Lag makes the originals that Deferred records from now on exist only d
+// later: until then, PATCH …/messages/@original is 404 {"code":10008,
+// "message":"Unknown Message"}. Discord makes the deferred message once
+// it has read the interaction's response, so an edit sent at once can
+// arrive first.
+func (f *Discord) Lag(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lag = d
 }
 
 // Pressed records a component interaction with token on message id: its
@@ -147,6 +166,10 @@ func (f *Discord) serve(w http.ResponseWriter, r *http.Request) {
 	case len(parts) == 5 && parts[3] == "messages" && r.Method == "PATCH":
 		id := parts[4]
 		if id == "@original" {
+			if time.Now().Before(f.made[token]) {
+				dError(w, 404, 10008, "Unknown Message")
+				return
+			}
 			id = orig
 		}
 		for _, m := range f.msgs {

@@ -2,7 +2,10 @@ package discord
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
@@ -15,6 +18,9 @@ import (
 type conv struct {
 	d     *Driver
 	token string
+	// taken is when the interaction was taken (its deferral answered
+	// just after); deadline is its turn's token deadline (zero: none).
+	taken, deadline time.Time
 	// used: the original response (the deferred "thinking…") has been
 	// replaced; what comes next is a follow-up.
 	used bool
@@ -40,7 +46,7 @@ func (c *conv) post(ctx context.Context, p discordgo.WebhookParams) (string, err
 		if p.Components != nil {
 			edit.Components = &p.Components
 		}
-		if _, err := c.d.call(ctx, "PATCH", c.hook("/messages/@original"), "", edit); err != nil {
+		if err := c.editOriginal(ctx, edit); err != nil {
 			return "", err
 		}
 		c.used = true
@@ -51,6 +57,43 @@ func (c *conv) post(ctx context.Context, p discordgo.WebhookParams) (string, err
 		return "", err
 	}
 	return m.ID, nil
+}
+
+// Discord makes the deferred response's message once it has read the
+// deferral, so an edit sent at once can get there first and be refused
+// 404 Unknown Message (10008). Until originalLag after the interaction
+// was taken, the first edit is tried again on that error, after
+// originalBackoff, doubled each time up to a second. Past it (or past the
+// turn's deadline, or once the call's context ends) 10008 is the
+// message's own: a person deleted the "thinking…" message, and no edit
+// or follow-up of the interaction will be taken.
+var (
+	originalLag     = 5 * time.Second
+	originalBackoff = 100 * time.Millisecond
+)
+
+// editOriginal replaces the deferred response with edit.
+func (c *conv) editOriginal(ctx context.Context, edit discordgo.WebhookEdit) error {
+	until := c.taken.Add(originalLag)
+	if !c.deadline.IsZero() && c.deadline.Before(until) {
+		until = c.deadline
+	}
+	wait := originalBackoff
+	for {
+		_, err := c.d.call(ctx, "PATCH", c.hook("/messages/@original"), "", edit)
+		var pe *channel.PlatformError
+		if !errors.As(err, &pe) || pe.Status != http.StatusNotFound || pe.Code != "discord_10008" || time.Now().Add(wait).After(until) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 func (c *conv) Post(ctx context.Context, text string) (string, error) {

@@ -30,7 +30,13 @@
 // The command is answered at once with a deferred response ("thinking…",
 // well within Discord's 3 seconds); the answer then replaces it (PATCH of
 // the original response) and is edited as it streams, at most once a
-// second by default. The interaction's token posts for 15 minutes after
+// second by default. Discord makes the deferred message only once it has
+// read the response, so the first edit of a quick answer can be refused
+// 404 Unknown Message (10008): within five seconds of the interaction
+// (and before the turn's deadline) that edit is tried again, after 100ms,
+// 200ms, … up to a second between tries; later, 10008 means a person
+// deleted the "thinking…" message, and the post fails like any other.
+// The interaction's token posts for 15 minutes after
 // Discord made the interaction: a turn still running 30 seconds before
 // then is stopped ("The answer was stopped."), even when TurnTimeout
 // (spool serve --channel-turn-timeout) is longer, so that its end is
@@ -286,7 +292,7 @@ func (d *Driver) handleInteraction(w http.ResponseWriter, r *http.Request) {
 	conversation := "discord." + in.ChannelID
 	delivery := &channel.Delivery{ID: "discord." + in.ID, Time: snowflakeTime(in.ID)}
 	deadline := tokenDeadline(in.ID, signed)
-	c := &conv{d: d, token: in.Token}
+	c := &conv{d: d, token: in.Token, taken: time.Now(), deadline: deadline}
 	switch in.Type {
 	case discordgo.InteractionApplicationCommand:
 		data, ok := in.Data.(discordgo.ApplicationCommandInteractionData)

@@ -381,3 +381,32 @@ func TestShutdownSaysAskAgain(t *testing.T) {
 		t.Fatalf("%d messages posted", n)
 	}
 }
+
+// TestFirstEditBeforeTheDeferredMessage: Discord makes the deferred
+// "thinking…" message once it has read the interaction's response, so a
+// quick answer's first edit of it can arrive first and get 404 Unknown
+// Message (10008). The driver tries that edit again, shortly; the answer
+// was lost, and "(no answer)" shown in its place.
+func TestFirstEditBeforeTheDeferredMessage(t *testing.T) {
+	e := setup(t, options{})
+	e.fake.Lag(300 * time.Millisecond)
+	tok := e.ask("5500000000000000005", "quick")
+	msgs := e.wait("the answer in the original response", func(m []chatfake.DiscordMessage) bool {
+		return len(m) >= 1 && m[0].Content != ""
+	})
+	if len(msgs) != 1 || msgs[0].Content != "echo: quick" || msgs[0].Token != tok {
+		t.Fatalf("messages %+v", msgs)
+	}
+	if e.Observed(spool.ObserveMessageFailed, "discord", "discord_10008") {
+		t.Fatal("the early edit was reported failed")
+	}
+	edits := 0
+	for _, c := range e.fake.Calls() {
+		if c == "PATCH /webhooks/"+app+"/"+tok+"/messages/@original" {
+			edits++
+		}
+	}
+	if edits < 2 {
+		t.Fatalf("%d edits of the original: the race was not reproduced", edits)
+	}
+}
