@@ -18,6 +18,8 @@ func TestFormat(t *testing.T) {
 		{"> quoted", "> quoted"},
 		{"```go\nif a < b {}\n```", "```\nif a &lt; b {}\n```"},
 		{"Tom & Jerry <3", "Tom &amp; Jerry &lt;3"},
+		// Slack renders no table: aligned columns in a code block, escaped.
+		{"| Who | <3 |\n|---|--:|\n| *Tom* & Jerry | 12 |", "```\nWho          &lt;3\n-----------  --\nTom &amp; Jerry  12\n```"},
 	} {
 		if got := slack.Format(c.md); got != c.want {
 			t.Errorf("%q: %q, want %q", c.md, got, c.want)

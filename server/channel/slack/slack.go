@@ -40,7 +40,9 @@
 //
 // The answer is posted into the thread (chat.postMessage with thread_ts)
 // as a Block Kit section in mrkdwn (Markdown is converted: bold, italics,
-// strike, code, links, quotes, lists), then edited as it streams
+// strike, code, links, quotes, lists; a table, which mrkdwn has not,
+// becomes a code block of aligned columns, or row by row when wider
+// than 60 columns), then edited as it streams
 // (chat.update, at most once a second by default). A section takes 3000
 // characters: a longer answer goes on in further messages. A tool call
 // that needs approval posts Allow, Always allow and Deny buttons; a press

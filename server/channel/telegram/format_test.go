@@ -19,6 +19,8 @@ func TestFormat(t *testing.T) {
 		{"```go\nif a < b {}\n```", `<pre><code class="language-go">if a &lt; b {}</code></pre>`},
 		{"```\nplain\n```", "<pre>plain</pre>"},
 		{"<script>x</script> & co", "&lt;script&gt;x&lt;/script&gt; &amp; co"},
+		// Telegram renders no table: aligned columns in <pre>, escaped.
+		{"| Who | <3 |\n|---|--:|\n| *Tom* & Jerry | 12 |", "<pre>Who          &lt;3\n-----------  --\nTom &amp; Jerry  12</pre>"},
 	} {
 		if got := telegram.Format(c.md); got != c.want {
 			t.Errorf("%q: %q, want %q", c.md, got, c.want)

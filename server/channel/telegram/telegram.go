@@ -33,7 +33,9 @@
 //
 // The answer is sent as a reply to the question (sendMessage with
 // reply_parameters, and message_thread_id in a topic) in the HTML parse
-// mode (Markdown is converted, with &, < and > escaped), then edited as it
+// mode (Markdown is converted, with &, < and > escaped; a table, which
+// Telegram has not, becomes a <pre> block of aligned columns, or row by
+// row when wider than 60 columns), then edited as it
 // streams (editMessageText, at most once a second by default: Telegram
 // allows about one edit a second per chat). A message takes 4096
 // characters (counted in UTF-16, as Telegram counts): a longer answer goes
