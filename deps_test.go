@@ -54,8 +54,9 @@ const depsRules = `
 	history, tool, store/filestore < spool;
 
 	# On top of the runtime: observers, channels, the HTTP server, the CLI.
-	spool < telemetry, server/channel;
+	spool < telemetry;
 	NONE < server/channel/internal/markdown;
+	spool, server/channel/internal/markdown < server/channel;
 	server/channel, server/channel/internal/markdown
 	< server/channel/slack, server/channel/telegram, server/channel/discord;
 	server/channel/slack, server/channel/telegram, server/channel/discord < CHANNELS;

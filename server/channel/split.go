@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/spool-go/spool/server/channel/internal/markdown"
 )
 
 // Split cuts Markdown text into the messages a platform takes: format
@@ -13,7 +15,12 @@ import (
 // space, else anywhere between two characters; a fenced code block cut in
 // two is closed at the end of one part and opened again, with its
 // language, at the start of the next, where its next line keeps its
-// indentation. Empty text has no parts. Cutting
+// indentation. A table cut in two (at the top level) has its header
+// and delimiter rows opened again at the start of the next part, so that
+// its other rows are a table there too, laid out on their own (see
+// package internal/markdown; a header longer than a quarter of limit
+// gives way to one of empty cells, and the part shows none). Empty text
+// has no parts. Cutting
 // only ever looks at the start of the text, so the parts of a text that
 // grows keep their cuts: a reply streamed by editing edits its last part
 // and adds parts after it.
@@ -49,6 +56,9 @@ func Split(text string, limit int, measure func(string) int, format func(string)
 				if len(reopen) > limit/8 {
 					// A fence line that long would crowd out the code.
 					reopen = "```\n"
+				}
+				if fence == "" && strings.Contains(body, "|") && !strings.HasPrefix(src[end:], "\n\n") {
+					reopen = markdown.OpenTable(body, limit/4)
 				}
 				rest = src[end:]
 				switch {

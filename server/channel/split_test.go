@@ -87,8 +87,40 @@ func TestSplitKeepsIndentation(t *testing.T) {
 	}
 }
 
+// A table cut in two opens again in the next part: its header and
+// delimiter rows, so that the rest of its rows are a table there too; or,
+// when those are long, a header of empty cells.
+func TestSplitTable(t *testing.T) {
+	head := "| Item | Qty |\n|:--|--:|\n"
+	var rows strings.Builder
+	for i := range 30 {
+		rows.WriteString("| item " + strings.Repeat("x", i%7) + " | 1 |\n")
+	}
+	text := "Stock:\n\n" + head + rows.String() + "\nThe end."
+	parts := channel.Split(text, 200, nil, nil)
+	if len(parts) < 3 {
+		t.Fatalf("%d parts", len(parts))
+	}
+	n := 0
+	for i, p := range parts[1:] {
+		n += strings.Count(p, "| item")
+		if i < len(parts)-2 && !strings.HasPrefix(p, head) {
+			t.Fatalf("part %d does not open the table again: %q", i+1, p)
+		}
+	}
+	if n += strings.Count(parts[0], "| item"); n != 30 || !strings.HasSuffix(parts[len(parts)-1], "The end.") {
+		t.Fatalf("%d rows in %q", n, parts)
+	}
+	long := "| " + strings.Repeat("Item ", 12) + "| Qty |\n|:--|--:|\n"
+	parts = channel.Split(long+rows.String(), 200, nil, nil)
+	if len(parts) < 2 || !strings.HasPrefix(parts[1], "| | |\n|:-|-:|\n| item") {
+		t.Fatalf("a long header: %q", parts)
+	}
+}
+
 func FuzzSplit(f *testing.F) {
-	for _, s := range []string{"hello world", "```\ncode\n```", "a\n\nb\nc d", strings.Repeat("x", 300), "```" + strings.Repeat("l", 100) + "\n" + strings.Repeat("y\n", 100)} {
+	for _, s := range []string{"hello world", "```\ncode\n```", "a\n\nb\nc d", strings.Repeat("x", 300), "```" + strings.Repeat("l", 100) + "\n" + strings.Repeat("y\n", 100),
+		"| a | b |\n|--|--|\n" + strings.Repeat("| x | y |\n", 20)} {
 		f.Add(s, 20)
 	}
 	f.Fuzz(func(t *testing.T, text string, limit int) {
@@ -103,7 +135,9 @@ func FuzzSplit(f *testing.F) {
 			}
 			got.WriteString(p + " ")
 		}
-		if !strings.Contains(text, "```") && strings.Join(strings.Fields(got.String()), "") != strings.Join(strings.Fields(text), "") {
+		// A cut code block or table opens again: its fence or header is
+		// in the parts twice.
+		if !strings.ContainsAny(text, "`|") && strings.Join(strings.Fields(got.String()), "") != strings.Join(strings.Fields(text), "") {
 			t.Fatalf("parts %q do not make %q", parts, text)
 		}
 	})
