@@ -42,8 +42,10 @@
 // (spool serve --channel-turn-timeout) is longer, so that its end is
 // still shown. A message takes 2000 characters: a longer answer
 // goes on in follow-up messages. Markdown is Discord's own and is sent as
-// is, with mentions disabled (allowed_mentions), so an answer cannot ping
-// @everyone. A tool call that needs approval is a follow-up with Allow,
+// is, but for tables, which Discord does not render: each becomes a code
+// block of aligned columns, or, wider than 60 columns, a block of
+// "**header:** value" lines per row (Format). Mentions are disabled
+// (allowed_mentions), so an answer cannot ping @everyone. A tool call that needs approval is a follow-up with Allow,
 // Always allow and Deny buttons; a press by the person who asked (or one
 // of Config.Approvers) resolves it, as POST
 // /v1/sessions/{id}/approvals/{approval} does, the buttons' message says
@@ -89,6 +91,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/spool-go/spool/server/channel"
+	"github.com/spool-go/spool/server/channel/internal/markdown"
 )
 
 // Limit is the most characters of one message.
@@ -178,6 +181,7 @@ func New(cfg Config) (*Driver, error) {
 		relay: channel.NewRelay(channel.Platform{
 			Name:         "discord",
 			Limit:        Limit,
+			Format:       Format,
 			EditInterval: cfg.EditInterval,
 			TurnTimeout:  cfg.TurnTimeout,
 			Approvers:    cfg.Approvers,
@@ -189,6 +193,10 @@ func New(cfg Config) (*Driver, error) {
 	d.mux.HandleFunc(interactionsRoute, d.handleInteraction)
 	return d, nil
 }
+
+// Format renders a model's Markdown for Discord: as it is, but for its
+// tables (see the package documentation, "Answers").
+func Format(md string) string { return markdown.Tables(md) }
 
 // Name implements channel.Driver: "discord".
 func (d *Driver) Name() string { return d.relay.Name() }

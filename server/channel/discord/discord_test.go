@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -408,5 +409,43 @@ func TestFirstEditBeforeTheDeferredMessage(t *testing.T) {
 	}
 	if edits < 2 {
 		t.Fatalf("%d edits of the original: the race was not reproduced", edits)
+	}
+}
+
+// TestTableStreamedAndSplit: Discord renders no Markdown table, so a
+// model's table arrives as a code block of aligned columns, also when the
+// streamed answer is split into messages inside the table: the next
+// message opens the table again and its rows are columns too, not pipes.
+func TestTableStreamedAndSplit(t *testing.T) {
+	e := setup(t, options{model: echo.New(echo.WithDelay(time.Millisecond)), interval: 20 * time.Millisecond})
+	var b strings.Builder
+	b.WriteString("Stock:\n\n| Item | Qty |\n|:--|--:|\n")
+	for i := range 120 {
+		fmt.Fprintf(&b, "| item %03d | %d |\n", i, i*7)
+	}
+	b.WriteString("\nThat is all.")
+	e.ask("5500000000000000005", b.String())
+	msgs := e.wait("the whole table", func(m []chatfake.DiscordMessage) bool {
+		return len(m) >= 2 && strings.Contains(m[len(m)-1].Content, "That is all.")
+	})
+	rows := 0
+	for i, m := range msgs {
+		if strings.Contains(m.Content, "|") {
+			t.Fatalf("message %d has a table's pipes:\n%s", i, m.Content)
+		}
+		if !strings.Contains(m.Content, "```\n") {
+			t.Fatalf("message %d has no code block:\n%s", i, m.Content)
+		}
+		for line := range strings.Lines(m.Content) {
+			if strings.HasPrefix(line, "item ") {
+				rows++
+				if len(strings.TrimRight(line, "\n")) != len("item 000  833") {
+					t.Fatalf("a row not aligned: %q", line)
+				}
+			}
+		}
+	}
+	if rows != 120 || !strings.HasPrefix(msgs[0].Content, "echo: Stock:\n\n```\nItem      Qty\n--------  ---\nitem 000    0\n") {
+		t.Fatalf("%d rows; first message:\n%s", rows, msgs[0].Content)
 	}
 }
