@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -280,5 +281,43 @@ func TestIncompleteAnswerSaidSo(t *testing.T) {
 	msgs := e.wait("the answer and the note", func(m []chatfake.TelegramMessage) bool { return len(m) == 2 })
 	if msgs[0].Text != "once upon a" || !strings.HasPrefix(msgs[1].Text, "(incomplete: the answer reached the model's output token limit") {
 		t.Fatalf("sent %q, %q", msgs[0].Text, msgs[1].Text)
+	}
+}
+
+// TestTableStreamedAndSplit: Telegram renders no Markdown table, so a
+// model's table arrives as a <pre> block of aligned columns (its cells
+// escaped, a wide character counting two columns), also in every message
+// of an answer split inside the table; the fake refuses HTML that does
+// not parse.
+func TestTableStreamedAndSplit(t *testing.T) {
+	e := setup(t, options{model: echo.New(echo.WithDelay(time.Millisecond)), interval: 20 * time.Millisecond})
+	var b strings.Builder
+	b.WriteString("Cities:\n\n| City | Note |\n|---|---|\n")
+	for i := range 200 {
+		fmt.Fprintf(&b, "| 東京 %03d | a<b & c |\n", i)
+	}
+	b.WriteString("\nDone.")
+	e.send(message(1, 555, 10, 777, b.String()), secret)
+	msgs := e.wait("the whole table", func(m []chatfake.TelegramMessage) bool {
+		return len(m) >= 2 && strings.HasSuffix(m[len(m)-1].Text, "Done.")
+	})
+	rows := 0
+	for i, m := range msgs {
+		if strings.Contains(m.Text, "|") || strings.Contains(m.Text, "東京") && !strings.Contains(m.Text, "<pre>") {
+			t.Fatalf("message %d is no table block:\n%s", i, m.Text)
+		}
+		for line := range strings.Lines(m.Text) {
+			line = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(line, "\n"), "<pre>"), "</pre>")
+			if strings.HasPrefix(line, "東京") {
+				rows++
+				// 東京 is four columns wide, as "City" is.
+				if len(line) != len("東京 000  a&lt;b &amp; c") || !strings.HasSuffix(line, "  a&lt;b &amp; c") {
+					t.Fatalf("a row not aligned: %q", line)
+				}
+			}
+		}
+	}
+	if rows != 200 || !strings.HasPrefix(msgs[0].Text, "echo: Cities:\n\n<pre>City      Note\n--------  -------\n東京 000  a&lt;b &amp; c\n") {
+		t.Fatalf("%d rows; first message:\n%s", rows, msgs[0].Text)
 	}
 }
