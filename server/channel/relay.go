@@ -357,16 +357,18 @@ func (r *Relay) Send(ctx context.Context, t Target, p Payload) error {
 
 // flush brings the posts up to the answer so far: edits the parts that
 // changed and posts new ones. Unless force, at most once per
-// EditInterval.
-func (r *Relay) flush(ctx context.Context, rp *reply, force bool) {
+// EditInterval. It reports whether the posts show the answer so far
+// (false when the platform refused a post or an edit).
+func (r *Relay) flush(ctx context.Context, rp *reply, force bool) bool {
 	if !force && time.Since(rp.last) < r.p.EditInterval {
-		return
+		return true
 	}
 	parts := Split(rp.text, r.p.Limit, r.p.Measure, r.p.Format)
 	if len(parts) == 0 {
-		return
+		return true
 	}
 	rp.last = time.Now()
+	shown := true
 	for i, part := range parts {
 		if i < len(rp.posted) {
 			if rp.posted[i].text == part || rp.posted[i].id == "" {
@@ -375,6 +377,8 @@ func (r *Relay) flush(ctx context.Context, rp *reply, force bool) {
 			id := rp.posted[i].id
 			if r.call(ctx, rp, "edit", func(ctx context.Context) error { return rp.conv.Edit(ctx, id, part) }) {
 				rp.posted[i].text = part
+			} else {
+				shown = false // the next flush edits it again
 			}
 			continue
 		}
@@ -384,16 +388,17 @@ func (r *Relay) flush(ctx context.Context, rp *reply, force bool) {
 			return err
 		})
 		if !ok {
-			return // the next flush posts it again
+			return false // the next flush posts it again
 		}
 		rp.posted = append(rp.posted, posted{id: id, text: part})
 	}
+	return shown
 }
 
 // finish sends what is left of a reply and says how its turn ended when
 // that is not an answer.
 func (r *Relay) finish(ctx context.Context, rp *reply, p Payload) {
-	r.flush(ctx, rp, true)
+	shown := r.flush(ctx, rp, true)
 	say := func(text string) {
 		r.call(ctx, rp, "post", func(ctx context.Context) error {
 			_, err := rp.conv.Post(ctx, r.render(text))
@@ -445,7 +450,14 @@ func (r *Relay) finish(ctx context.Context, rp *reply, p Payload) {
 			say("This was not answered.")
 		}
 	case transcript.StatusOK:
-		if len(rp.posted) == 0 && rp.decided == nil {
+		switch {
+		case !shown && len(rp.posted) == 0:
+			// The platform refused the answer; a short note may still
+			// go through, and "(no answer)" would be false.
+			say("Sorry, the answer could not be sent here.")
+		case !shown:
+			say("(the rest of this answer could not be sent here)")
+		case len(rp.posted) == 0 && rp.decided == nil:
 			say("(no answer)")
 		}
 		if res.Notice != "" {

@@ -321,3 +321,17 @@ func TestTableStreamedAndSplit(t *testing.T) {
 		t.Fatalf("%d rows; first message:\n%s", rows, msgs[0].Text)
 	}
 }
+
+// An answer the platform refuses is said not to have been sent, never
+// "(no answer)": the short note may go through where the answer did not.
+func TestRefusedAnswerSaidSo(t *testing.T) {
+	// An hour between edits: the answer is posted at its first words and
+	// again at its end, both refused.
+	e := setup(t, options{interval: time.Hour})
+	e.fake.FailNext(http.StatusBadRequest, 2)
+	e.send(message(1, 555, 10, 777, "hello"), secret)
+	msgs := e.wait("the note", func(m []chatfake.TelegramMessage) bool { return len(m) == 1 })
+	if msgs[0].Text != "Sorry, the answer could not be sent here." {
+		t.Fatalf("sent %q after the answer was refused; calls %v", msgs[0].Text, e.fake.Calls())
+	}
+}
