@@ -19,20 +19,7 @@ func TestNotifyAfterHang(t *testing.T) {
 	redisstore.SetNotifyKeepAlive(t, 200*time.Millisecond)
 	one := newStore(t)
 	p, u := startProxy(t)
-	two, err := redisstore.Open(t.Context(), u, redisstore.WithPrefix(one.Prefix()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { two.Close() })
-	key := store.Key{Agent: "a", ID: "s"}
-	ch, err := two.Listen(t.Context(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := one.Notify(t.Context(), key, []byte("first")); err != nil {
-		t.Fatal(err)
-	}
-	storetest.Receive(t, ch, "first")
+	two, key, ch := listening(t, one, u)
 	p.freeze(true)
 	if err := one.Notify(t.Context(), key, []byte("lost")); err != nil {
 		t.Fatal(err)
@@ -52,6 +39,18 @@ func TestNotifyHungForGood(t *testing.T) {
 	redisstore.SetNotifyKeepAlive(t, 200*time.Millisecond)
 	one := newStore(t)
 	p, u := faultnet.New(t, redisURL(t))
+	two, key, ch := listening(t, one, u)
+	p.Hang()
+	if err := one.Notify(t.Context(), key, []byte("lost")); err != nil {
+		t.Fatal(err)
+	}
+	storetest.AfterDrop(t, one, two, key, ch, 10*time.Second)
+}
+
+// listening opens a second store at u (a proxy's address) on one's keys,
+// listens there to a session and sees a first message of one's arrive.
+func listening(t *testing.T, one *redisstore.Store, u string) (*redisstore.Store, store.Key, <-chan []byte) {
+	t.Helper()
 	two, err := redisstore.Open(t.Context(), u, redisstore.WithPrefix(one.Prefix()))
 	if err != nil {
 		t.Fatal(err)
@@ -66,9 +65,5 @@ func TestNotifyHungForGood(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.Receive(t, ch, "first")
-	p.Hang()
-	if err := one.Notify(t.Context(), key, []byte("lost")); err != nil {
-		t.Fatal(err)
-	}
-	storetest.AfterDrop(t, one, two, key, ch, 10*time.Second)
+	return two, key, ch
 }
