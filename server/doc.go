@@ -160,7 +160,11 @@
 // budget), 500, 502 (the turn ended with an error of the model; the body
 // names the session and turn), 503 (shutting down, the channel closed,
 // the turn was cancelled, the store failed mid-turn). The codes are the
-// Code constants.
+// Code constants. The message is for people and may be reworded; what a
+// client needs to word a refusal itself is a field: "retryAfter", the
+// seconds to wait, on every error that has a Retry-After header (the
+// same number; in an event stream's error event it is the only place),
+// and "maxBytes", the largest body taken, on body_too_large.
 //
 // # Operations
 //

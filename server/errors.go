@@ -16,7 +16,10 @@ import (
 )
 
 // Error codes of the JSON errors, {"error":{"code","message"}}. Clients
-// branch on the code; the message is for people.
+// branch on the code; the message is for people, and may be reworded.
+// What a client needs to word a refusal itself is a field of its own:
+// retryAfter (seconds, as the Retry-After header says) on every error
+// that has one, maxBytes on body_too_large.
 const (
 	CodeBadRequest       = "bad_request"        // 400: malformed JSON, a body that cannot be read
 	CodeInvalidRequest   = "invalid_request"    // 400: well-formed JSON with an unknown field or a field of the wrong type
@@ -57,10 +60,15 @@ const (
 
 // apiError is an error as the API reports it.
 type apiError struct {
-	Status     int    `json:"-"`
-	Code       string `json:"code"`
-	Message    string `json:"message"`
-	RetryAfter int    `json:"-"` // seconds; 0 for none
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// RetryAfter is the seconds to wait before retrying, 0 for none: the
+	// Retry-After header of an HTTP answer, and the only place that says
+	// it in an event stream's error event.
+	RetryAfter int `json:"retryAfter,omitempty"`
+	// MaxBytes is the largest body the route takes (body_too_large).
+	MaxBytes int64 `json:"maxBytes,omitempty"`
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
@@ -89,7 +97,8 @@ func apiErrorFor(err error) *apiError {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &mbe):
-		return errf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body is larger than "+strconv.FormatInt(mbe.Limit, 10)+" bytes")
+		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
+			Message: "the request body is larger than " + strconv.FormatInt(mbe.Limit, 10) + " bytes", MaxBytes: mbe.Limit}
 	case errors.Is(err, spool.ErrEmptyPrompt):
 		return errf(http.StatusBadRequest, CodeEmptyPrompt, "the prompt is empty")
 	case errors.Is(err, spool.ErrApprovalPending):

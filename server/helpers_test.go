@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -127,20 +128,51 @@ func (r resp) json(t *testing.T, v any) {
 }
 
 // errCode returns the code of a JSON error response, failing the test if
-// the body is not one.
+// the body is not one, or if its retryAfter is not the Retry-After
+// header's number of seconds (both absent, or both the same).
 func (r resp) errCode(t *testing.T) string {
 	t.Helper()
+	e := r.apiErr(t)
+	header := r.header.Get("Retry-After")
+	if e.RetryAfter != nil && (*e.RetryAfter <= 0 || header != strconv.Itoa(*e.RetryAfter)) || e.RetryAfter == nil && header != "" {
+		t.Fatalf("response %d with Retry-After %q: %s", r.status, header, r.body)
+	}
+	return e.Code
+}
+
+// errBody is the "error" object of a JSON error response, its optional
+// fields nil when absent.
+type errBody struct {
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+	RetryAfter *int   `json:"retryAfter"`
+	MaxBytes   *int64 `json:"maxBytes"`
+}
+
+// apiErr returns the error of a JSON error response, failing the test if
+// the body is not one.
+func (r resp) apiErr(t *testing.T) errBody {
+	t.Helper()
 	var e struct {
-		Error *struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
+		Error *errBody `json:"error"`
 	}
 	r.json(t, &e)
 	if e.Error == nil || e.Error.Code == "" || e.Error.Message == "" {
 		t.Fatalf("response %d %s is not a JSON error", r.status, r.body)
 	}
-	return e.Error.Code
+	return *e.Error
+}
+
+// retryAfter returns the seconds an error response asks to wait, failing
+// the test if it asks none, or its body and Retry-After disagree.
+func (r resp) retryAfter(t *testing.T) int {
+	t.Helper()
+	r.errCode(t)
+	e := r.apiErr(t)
+	if e.RetryAfter == nil {
+		t.Fatalf("response %d without retryAfter: %s", r.status, r.body)
+	}
+	return *e.RetryAfter
 }
 
 func (e *env) newRequest(ctx context.Context, rq req) *http.Request {

@@ -87,6 +87,11 @@ func TestInvokeBadRequests(t *testing.T) {
 			if code := r.errCode(t); code != c.code {
 				t.Fatalf("code %q, want %q", code, c.code)
 			}
+			// A client words the refusal from the limit, not from the
+			// message.
+			if got := r.apiErr(t).MaxBytes; c.code == server.CodeBodyTooLarge && (got == nil || *got != 1024) || c.code != server.CodeBodyTooLarge && got != nil {
+				t.Fatalf("maxBytes %v, want %v: %s", got, c.code == server.CodeBodyTooLarge, r.body)
+			}
 		})
 	}
 	// A body that is JSON but not an object says so, in words.
@@ -136,8 +141,8 @@ func TestInvokeModelErrors(t *testing.T) {
 			if body.SessionID != "m" || body.TurnID == "" || body.Status != "error" {
 				t.Fatalf("body %s", r.body)
 			}
-			if c.status == 429 && r.header.Get("Retry-After") == "" {
-				t.Fatal("429 without Retry-After")
+			if c.status == 429 && r.retryAfter(t) != 5 {
+				t.Fatalf("429 asks to wait %d seconds, want 5", r.retryAfter(t))
 			}
 		})
 	}

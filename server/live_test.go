@@ -243,7 +243,7 @@ func TestChatQueueBound(t *testing.T) {
 	ls := e.open("POST", "/chat", map[string]any{"sessionId": "q", "text": strings.Repeat("word ", 50)})
 	ls.until("text")
 	r := e.post("/chat", map[string]any{"sessionId": "q", "text": "more"})
-	if r.status != 429 || r.errCode(t) != server.CodeQueueFull || r.header.Get("Retry-After") == "" {
+	if r.status != 429 || r.errCode(t) != server.CodeQueueFull || r.retryAfter(t) != 1 {
 		t.Fatalf("over the queue bound: %d %v %s", r.status, r.header, r.body)
 	}
 	if r := e.post("/chat", map[string]any{"sessionId": "other", "text": "fine"}); r.status != 200 {
@@ -702,4 +702,19 @@ func TestAIChatResumeToolCall(t *testing.T) {
 		t.Fatalf("the resumed stream broke off (%d chunks): %v\nlog:\n%s", len(replay), replay, e.logs.String())
 	}
 	checkChunks(t, replay)
+}
+
+// A session followed by as many clients as it allows refuses the next
+// with 429 too_many_watchers, which says how long to wait in its body as
+// in Retry-After.
+func TestEventsTooManyWatchers(t *testing.T) {
+	e := newEnv(t, spool.Config{MaxSessionWatchers: 1}, server.Options{})
+	e.post("/invoke", map[string]any{"prompt": "first", "sessionId": "busy"})
+	if ls := e.open("GET", "/v1/sessions/busy/events?follow=1", nil); ls.res.StatusCode != 200 {
+		t.Fatalf("the first follower: %d", ls.res.StatusCode)
+	}
+	r := e.get("/v1/sessions/busy/events?follow=1", "Accept", "text/event-stream")
+	if r.status != 429 || r.errCode(t) != server.CodeTooManyWatchers || r.retryAfter(t) != 5 {
+		t.Fatalf("the second follower: %d %v %s", r.status, r.header, r.body)
+	}
 }
