@@ -82,7 +82,10 @@
 // server's limit), forbidden (the server's reason; ask the operator) and
 // internal, which gives the request id the server logged it under (the
 // response's X-Request-Id, an event stream's for its error event) for
-// the person to quote.
+// the person to quote. Their numbers come from the error's fields, never
+// its message, which the server may reword: the limit from maxBytes, the
+// wait of rate_limited, session_busy and too_many_watchers from
+// retryAfter; without the field the words name no number.
 //
 // The list follows the caller's other tabs and devices by polling its
 // first page (GET v1/sessions) every 5 s while the tab is visible, and at

@@ -1,11 +1,14 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -29,6 +32,7 @@ func testRobust(t *testing.T, b context.Context) {
 	t.Run("the view stays at the end as answers end", func(t *testing.T) { testEndsAtBottom(t, b) })
 	t.Run("a failed turn says what to do", func(t *testing.T) { testFailureWords(t, b) })
 	t.Run("server errors say what to do", func(t *testing.T) { testServerErrorWords(t, b) })
+	t.Run("a refusal's numbers come from its fields", func(t *testing.T) { testRefusalFields(t, b) })
 	t.Run("stop, then ask again at once", func(t *testing.T) { testStopThenAsk(t, b) })
 	t.Run("focus after regenerate and edit", func(t *testing.T) { testFocusKept(t, b) })
 
@@ -514,6 +518,7 @@ func testServerErrorWords(t *testing.T, b context.Context) {
 		status      int
 		code, msg   string
 		rid, stream string // X-Request-Id; an event stream whose error event says it
+		fields      string // more of the error object, as JSON after the message
 		want        string
 	}
 	refusals := []refusal{
@@ -525,8 +530,17 @@ func testServerErrorWords(t *testing.T, b context.Context) {
 			want: "The server is shutting down or restarting. Try again in a moment."},
 		{status: 429, code: "queue_full", msg: "too many requests wait on this session; retry later",
 			want: "Too many messages are already waiting for an answer in this conversation. Wait for them to be answered, then try again."},
+		// Without maxBytes, no number: none is read from the message.
 		{status: 413, code: "body_too_large", msg: "the request body is larger than 1048576 bytes",
-			want: "The message is too long for the server, which takes at most 1048576 bytes. Shorten it, then send it again."},
+			want: "The message is too long for the server. Shorten it, then send it again."},
+		{status: 413, code: "body_too_large", msg: "too large", fields: `,"maxBytes":2048`,
+			want: "The message is too long for the server, which takes at most 2048 bytes. Shorten it, then send it again."},
+		// An event stream's error event has no Retry-After header: its
+		// retryAfter is the wait.
+		{status: 200, stream: "session_busy", msg: "another process is running a turn on this session; retry shortly", fields: `,"retryAfter":3`,
+			want: "Another turn is running in this conversation. Try again in 3 seconds."},
+		{status: 200, stream: "session_busy", msg: "another process is running a turn on this session; retry in 3 seconds",
+			want: "Another turn is running in this conversation. Try again in a moment."},
 		{status: 410, code: "session_expired", msg: "the session expired with an approval pending; the approval can no longer be answered",
 			want: "This conversation expired while a tool call waited for approval, and cannot go on. Start a new chat."},
 		{status: 403, code: "forbidden", msg: "this key acts for its own user only",
@@ -550,12 +564,12 @@ func testServerErrorWords(t *testing.T, b context.Context) {
 		if f.stream != "" {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header().Set("X-Spool-Session-Id", "refused")
-			fmt.Fprintf(w, "event: session\ndata: {\"sessionId\":\"refused\"}\n\nevent: error\ndata: {\"error\":{\"code\":%q,\"message\":%q}}\n\n", f.stream, f.msg)
+			fmt.Fprintf(w, "event: session\ndata: {\"sessionId\":\"refused\"}\n\nevent: error\ndata: {\"error\":{\"code\":%q,\"message\":%q%s}}\n\n", f.stream, f.msg, f.fields)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(f.status)
-		fmt.Fprintf(w, `{"error":{"code":%q,"message":%q}}`+"\n", f.code, f.msg)
+		fmt.Fprintf(w, `{"error":{"code":%q,"message":%q%s}}`+"\n", f.code, f.msg, f.fields)
 	})
 	tb := newTab(t, b, desktopW, desktopH, false)
 	tb.open(proxy.URL + "/#/c/refused")
@@ -577,5 +591,50 @@ func testServerErrorWords(t *testing.T, b context.Context) {
 		if got := tb.text("#composer-error"); got != f.want {
 			t.Errorf("%d %s says %q, want %q", f.status, f.code+f.stream, got, f.want)
 		}
+	}
+}
+
+// testRefusalFields: a server started with a small --max-body refuses a
+// long message, and the page says the server's limit, read from the
+// refusal's maxBytes, whatever the message says: here a proxy rewords
+// it, as a later release may, with another number in it. (The page took
+// the number out of the message's text, "larger than N bytes", and a
+// reworded message lost it, or gave a wrong one.)
+func testRefusalFields(t *testing.T, b context.Context) {
+	srv := startServe(t, "", "--max-body", "300")
+	reword := func(res *http.Response) error {
+		if res.StatusCode != http.StatusRequestEntityTooLarge {
+			return nil
+		}
+		var body map[string]map[string]any
+		if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+			return err
+		}
+		res.Body.Close()
+		if body["error"]["maxBytes"] == nil {
+			t.Errorf("the server's refusal has no maxBytes: %v", body)
+		}
+		body["error"]["message"] = "request entity too large (over 64 KiB, or 65536 bytes)"
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		res.Body = io.NopCloser(bytes.NewReader(b))
+		res.ContentLength = int64(len(b))
+		res.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	proxy := proxyTo(t, srv.URL, reword, nil)
+	tb := newTab(t, b, desktopW, desktopH, false)
+	tb.open(proxy.URL + "/#/new")
+	long := strings.Repeat("a long message ", 40)
+	tb.do(chromedp.SendKeys(chromedp.ID("prompt"), long), chromedp.Focus(chromedp.ID("prompt")), enter())
+	tb.waitFor("the refusal", `document.getElementById('composer-error').textContent !== ''`)
+	want := "The message is too long for the server, which takes at most 300 bytes. Shorten it, then send it again."
+	if got := tb.text("#composer-error"); got != want {
+		t.Errorf("a message over the server's --max-body says %q, want %q", got, want)
+	}
+	if got := eval[string](tb, `document.getElementById('prompt').value`); got != long {
+		t.Errorf("the refused message left %q in the message box", got)
 	}
 }

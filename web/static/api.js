@@ -4,18 +4,42 @@
 import { apiKey } from './auth.js';
 import { readEvents } from './sse.js';
 
+// count is n when it is a positive whole number, else 0: a field of an
+// error that a server may leave out.
+const count = (n) => (Number.isSafeInteger(n) && n > 0 ? n : 0);
+
 // ApiError is an error answer of the API ({"error":{"code","message"}}),
 // or status 0 and code "network" when the server could not be reached.
 // requestId is the id the server logged the request under (its
-// X-Request-Id), when the answer came.
+// X-Request-Id), when the answer came. fields is the answer's error
+// object, whose numbers the page's words take, never the message's
+// text (the server may reword it): retryAfter, the seconds to wait
+// before trying again, and maxBytes, the largest body the server takes
+// (body_too_large); each 0 when the server did not say.
 export class ApiError extends Error {
-  constructor(status, code, message, requestId = '') {
+  constructor(status, code, message, requestId = '', fields = {}) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
     this.code = code;
     this.requestId = requestId;
+    this.retryAfter = count(fields?.retryAfter);
+    this.maxBytes = count(fields?.maxBytes);
   }
+}
+
+// apiError is the ApiError of the JSON error e ({"code","message",…}, as
+// an event stream's error event carries it), with code and message
+// when e has none.
+export const apiError = (status, e, code, message, requestId = '') =>
+  new ApiError(status, e?.code || code, e?.message || message, requestId || e?.requestId || '', e);
+
+// againIn says when to try again: in the seconds err's retryAfter asks
+// for, or as fallback says when the server did not say.
+function againIn(err, fallback) {
+  const n = err.retryAfter;
+  if (!n) return fallback;
+  return n === 1 ? 'in a second' : `in ${n} seconds`;
 }
 
 // sentence ends text with a full stop unless it has one.
@@ -50,11 +74,11 @@ export function friendly(err) {
     case 'approval_pending':
       return 'A tool call is waiting for your approval: allow or deny it first.';
     case 'session_busy':
-      return 'Another turn is running in this conversation. Try again in a moment.';
+      return `Another turn is running in this conversation. Try again ${againIn(err, 'in a moment')}.`;
     case 'session_not_found':
       return 'This conversation does not exist (it may have been deleted).';
     case 'rate_limited':
-      return 'The model provider is rate limiting requests. Try again later.';
+      return `The model provider is rate limiting requests. Try again ${againIn(err, 'later')}.`;
     case 'cancelled':
       return 'The answer was stopped.';
     case 'turn_running':
@@ -72,15 +96,13 @@ export function friendly(err) {
     case 'queue_full':
       return 'Too many messages are already waiting for an answer in this conversation. Wait for them to be answered, then try again.';
     case 'too_many_watchers':
-      return 'Too many tabs or devices are following conversations on this server. Close the ones you do not need, or try again later.';
+      return `Too many tabs or devices are following conversations on this server. Close the ones you do not need, or try again ${againIn(err, 'later')}.`;
     case 'over_budget':
       return overBudget(err.message);
     case 'session_expired':
       return 'This conversation expired while a tool call waited for approval, and cannot go on. Start a new chat.';
-    case 'body_too_large': {
-      const limit = /larger than (\d+) bytes/.exec(err.message || '')?.[1];
-      return `The message is too long for the server${limit ? `, which takes at most ${limit} bytes` : ''}. Shorten it, then send it again.`;
-    }
+    case 'body_too_large':
+      return `The message is too long for the server${err.maxBytes ? `, which takes at most ${err.maxBytes} bytes` : ''}. Shorten it, then send it again.`;
     case 'forbidden':
       return `The server refused this request${err.message ? `: ${sentence(err.message)}` : '.'} If you should have access, ask the operator.`;
     case 'internal':
@@ -102,18 +124,13 @@ export function friendly(err) {
 const requestIdOf = (res) => res.headers.get('X-Request-Id') || '';
 
 async function errorOf(res) {
-  let code = `http_${res.status}`;
-  let message = `The server answered ${res.status} ${res.statusText}`.trim();
+  let e = null;
   try {
-    const body = await res.json();
-    if (body && body.error) {
-      code = body.error.code || code;
-      message = body.error.message || message;
-    }
+    e = (await res.json())?.error ?? null;
   } catch {
     // not JSON: keep the status line
   }
-  return new ApiError(res.status, code, message, requestIdOf(res));
+  return apiError(res.status, e, `http_${res.status}`, `The server answered ${res.status} ${res.statusText}`.trim(), requestIdOf(res));
 }
 
 async function request(method, url, { body, accept = 'application/json', signal } = {}) {

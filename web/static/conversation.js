@@ -6,7 +6,7 @@
 // versions ("2 / 3") when it was regenerated or edited.
 
 import * as api from './api.js';
-import { ApiError, friendly, sentence } from './api.js';
+import { ApiError, apiError, friendly, sentence } from './api.js';
 import { h, when, compactJSON } from './dom.js';
 import { render } from './markdown.js';
 
@@ -216,7 +216,7 @@ export class Turn {
         this.end(d.result || {});
         break;
       case 'error':
-        this.fail(new ApiError(0, d.error?.code || 'error', d.error?.message || 'The answer failed.', d.error?.requestId));
+        this.fail(apiError(0, d.error, 'error', 'The answer failed.'));
         break;
       // turn_start, step_end and delegate events change nothing shown.
     }
@@ -893,7 +893,7 @@ export class Conversation {
         if (ev.type === 'error' && !started) {
           // Refused before the turn began (/chat reports even that in
           // its stream, after the session event): nothing was recorded.
-          throw new ApiError(0, ev.data.error?.code || 'error', ev.data.error?.message || 'The message was refused.', ev.data.error?.requestId);
+          throw apiError(0, ev.data.error, 'error', 'The message was refused.');
         }
         if (ev.type === 'session') {
           id = ev.data.sessionId;
