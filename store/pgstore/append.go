@@ -122,7 +122,7 @@ func (s *Store) Append(ctx context.Context, key store.Key, e transcript.Entry) e
 	err = exec()
 	again := s.connLost(ctx, err)
 	if again {
-		err = exec() // see againOnLostConn
+		err = resent(err, exec()) // see againOnLostConn
 	}
 	if err != nil {
 		return s.appendError(ctx, key, e, e.ID, err)
@@ -146,6 +146,25 @@ func ours(again bool, last string) string {
 	return ""
 }
 
+// resent is the failure of an append sent again (againOnLostConn) whose
+// first try failed with first and second with second: a second try the
+// server refused, or that was never sent, says nothing of the first,
+// which may have committed, so first is the failure to report.
+func resent(first, second error) error {
+	if second != nil && notApplied(second) {
+		return first
+	}
+	return second
+}
+
+// notApplied reports whether err, from a statement, says the statement
+// changed nothing: the server refused it (rolled back), or it was never
+// sent.
+func notApplied(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) || pgconn.SafeToRetry(err)
+}
+
 func (s *Store) appendFirst(ctx context.Context, key store.Key, e transcript.Entry, r row) error {
 	return s.startSession(ctx, key, func() error {
 		var tag pgconn.CommandTag
@@ -160,7 +179,7 @@ func (s *Store) appendFirst(ctx context.Context, key store.Key, e transcript.Ent
 		err := exec()
 		again := s.connLost(ctx, err)
 		if again {
-			err = exec() // see againOnLostConn
+			err = resent(err, exec()) // see againOnLostConn
 		}
 		if err != nil {
 			return s.appendError(ctx, key, e, e.ID, err)

@@ -173,8 +173,14 @@ func (s *Store) appendPart(ctx context.Context, batches []store.Batch) error {
 	}
 	again := last != "" && sendErr != nil && errors.Is(err, sendErr) && s.connLost(ctx, err)
 	if again {
+		first := err
 		sendErr = nil
 		err = send()
+		if err != nil && (sendErr == nil || !errors.Is(err, sendErr) || notApplied(err)) {
+			// Not sent, or refused: that says nothing of the first
+			// try, which may have committed.
+			err, sendErr = first, first
+		}
 	}
 	if err != nil && (sendErr == nil || !errors.Is(err, sendErr)) {
 		// ctx ended before an attempt was sent, or after one the server

@@ -1,0 +1,87 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/spool-go/spool/internal/faultnet"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/transcript"
+)
+
+// An append committed, its reply was lost with its connection, and the
+// append sent again (againOnLostConn) is refused before it runs: the
+// server, restarting or out of connections, turns the new connection
+// away. That second refusal says nothing of the first try, which is in
+// the session: the append must not fail as a plain refusal (the caller
+// would take the entry for not appended), but say nil or
+// ErrOutcomeUnknown.
+func TestResentAppendRefused(t *testing.T) {
+	for _, op := range []string{"append", "batch"} {
+		t.Run(op, func(t *testing.T) {
+			schema := newSchema(t)
+			direct := openIn(t, schema)
+			p, u := faultnet.New(t, testURL(t))
+			cfg, err := pgxpool.ParseConfig(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var refuse atomic.Bool
+			cfg.AfterConnect = func(context.Context, *pgx.Conn) error {
+				if refuse.Load() {
+					return &pgconn.PgError{Severity: "FATAL", Code: "57P03", Message: "the database system is starting up"}
+				}
+				return nil
+			}
+			pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(pool.Close)
+			via, err := New(t.Context(), pool, WithSchema(schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { via.Close() })
+			key := store.Key{Agent: "a", ID: "resent"}
+			c := newChain(t, via, key, time.Now())
+			first := c.user("one")
+			a := c.entry(transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: "two"})
+			b := c.entry(transcript.TypeUserMessage, transcript.UserMessage{Text: "three"})
+			b.ParentID = a.ID
+			want := []transcript.Entry{first, a}
+			tag := "INSERT 0 1"
+			if op == "batch" {
+				want, tag = append(want, b), "INSERT 0 2"
+			}
+			refuse.Store(true) // new connections; the pooled one is in
+			cut := p.CutReply(tag)
+			if op == "batch" {
+				err = via.AppendBatch(t.Context(), key, []transcript.Entry{a, b})
+			} else {
+				err = via.Append(t.Context(), key, a)
+			}
+			select {
+			case <-cut:
+			default:
+				t.Fatalf("the reply was not cut (%v)", err)
+			}
+			refuse.Store(false)
+			got, rerr := direct.Read(t.Context(), key)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			equalEntries(t, got, want) // the first try committed
+			if err != nil && !errors.Is(err, ErrOutcomeUnknown) {
+				t.Fatalf("%s whose first try committed and whose second was refused: %v; want nil or ErrOutcomeUnknown", op, err)
+			}
+		})
+	}
+}
