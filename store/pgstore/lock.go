@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -85,6 +86,10 @@ type locker struct {
 
 	mu   sync.Mutex
 	held map[int64]chan struct{} // locks this process holds or is taking; closed when released
+
+	// closed is set by close before it drops the holders: a holder it
+	// dropped opens no connection again, which nothing would release.
+	closed atomic.Bool
 }
 
 // holder is a connection holding any number of locks. Advisory locks are
@@ -160,7 +165,7 @@ func (lk *locker) lock(ctx context.Context, id int64) (unlock func(), err error)
 	h := lk.holders[uint64(id)%uint64(len(lk.holders))]
 	wait := time.Millisecond
 	for {
-		gen, ok, err := h.try(ctx, lk.pool, id)
+		gen, ok, err := h.try(ctx, lk, id)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +228,7 @@ func (lk *locker) wait(ctx context.Context, id int64) (unlock func(), err error)
 
 // try takes id on h if no other session of the server holds it. It
 // returns the generation of h's connection that holds it.
-func (h *holder) try(ctx context.Context, pool *pgxpool.Pool, id int64) (gen uint64, ok bool, err error) {
+func (h *holder) try(ctx context.Context, lk *locker, id int64) (gen uint64, ok bool, err error) {
 	select {
 	case h.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -232,7 +237,10 @@ func (h *holder) try(ctx context.Context, pool *pgxpool.Pool, id int64) (gen uin
 	defer func() { <-h.sem }()
 	for attempt := 0; ; attempt++ {
 		if h.conn == nil {
-			if h.conn, err = pool.Acquire(ctx); err != nil {
+			if lk.closed.Load() {
+				return 0, false, errors.New("the store is closed")
+			}
+			if h.conn, err = lk.pool.Acquire(ctx); err != nil {
 				return 0, false, err
 			}
 			h.gen++
@@ -283,6 +291,7 @@ func (h *holder) drop() {
 // close ends the locker: its locks are released by the server as their
 // connections close.
 func (lk *locker) close() {
+	lk.closed.Store(true)
 	for _, h := range lk.holders {
 		h.sem <- struct{}{}
 		h.drop()
