@@ -12,10 +12,11 @@ import (
 
 // connLost reports whether err, from a statement on a pooled connection,
 // is the connection failing (not the server refusing the statement, nor
-// ctx ending) while ctx still allows another try. Such a failure seldom
-// comes alone: a restarted or failed-over server, or a network that was
-// cut, leaves every idle connection of the pool dead, and the pool checks
-// only those idle for more than a second before handing them out. So the
+// ctx or a deadline of the statement's own ending) while ctx still allows
+// another try. Such a failure seldom comes alone: a restarted or
+// failed-over server, or a network that was cut, leaves every idle
+// connection of the pool dead, and the pool checks only those idle for
+// more than a second before handing them out. So the
 // pool is reset (its idle connections closed, those in use closed when
 // released), and the caller's next statement dials afresh.
 func (s *Store) connLost(ctx context.Context, err error) bool {
@@ -24,6 +25,12 @@ func (s *Store) connLost(ctx context.Context, err error) bool {
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
+		return false
+	}
+	// A statement past a deadline of its own (appendPart's appendTimeout)
+	// is slow, not on a failed connection, and may still be running:
+	// context.DeadlineExceeded is a net.Error too.
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return false
 	}
 	var ne net.Error

@@ -85,3 +85,20 @@ func TestResentAppendRefused(t *testing.T) {
 		})
 	}
 }
+
+// A statement that outlived its own deadline (appendPart's appendTimeout,
+// set apart from the caller's context, which still allows) did not lose
+// its connection: the server is slow, and may still be running it. That
+// is no reason to reset the pool and send the statement again.
+func TestConnLostNotATimeout(t *testing.T) {
+	s := newStore(t)
+	sctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	_, err := s.pool.Exec(sctx, `SELECT pg_sleep(5)`)
+	if err == nil {
+		t.Fatal("pg_sleep(5) within 100ms")
+	}
+	if s.connLost(t.Context(), err) {
+		t.Fatalf("connLost(%v) = true for a statement past its deadline", err)
+	}
+}
