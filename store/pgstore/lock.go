@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spool-go/spool/store"
@@ -252,6 +253,13 @@ func (h *holder) try(ctx context.Context, lk *locker, id int64) (gen uint64, ok 
 		cancel()
 		if err == nil {
 			return h.gen, ok, nil
+		}
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && !h.conn.Conn().IsClosed() {
+			// The server refused the statement (out of shared memory for
+			// locks, say), which took nothing; the connection and the
+			// locks it holds stay.
+			return 0, false, err
 		}
 		// The connection failed (a pooled one the server had dropped,
 		// say); whether the lock was granted is unknown, and closing the

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/spool-go/spool/store"
 )
 
@@ -54,5 +57,62 @@ func TestLockDuringClose(t *testing.T) {
 	}
 	if err == nil {
 		t.Fatal("a Lock on a closing store took a lock")
+	}
+}
+
+// The server refusing one Lock's statement on a holder (out of shared
+// memory for locks, a statement cancelled by an administrator) leaves
+// the connection working: the locks of the other sessions it holds
+// must stay held, not go with a connection closed for it.
+func TestLockRefusedKeepsTheOthers(t *testing.T) {
+	schema, fx := newSchema(t), newSchema(t)
+	q := pgx.Identifier{fx}.Sanitize()
+	if _, err := admin(t).Exec(bg, `CREATE SCHEMA `+q+`; CREATE TABLE `+q+`.fail (x int);
+		CREATE FUNCTION `+q+`.pg_try_advisory_lock(k bigint) RETURNS boolean LANGUAGE plpgsql AS $$
+		BEGIN
+			IF EXISTS (SELECT 1 FROM `+q+`.fail) THEN
+				RAISE EXCEPTION 'out of shared memory' USING ERRCODE = '53200';
+			END IF;
+			RETURN pg_catalog.pg_try_advisory_lock(k);
+		END $$`); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = fx + ", pg_catalog"
+	pool, err := pgxpool.NewWithConfig(bg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	a, err := New(bg, pool, WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	held, _ := keyOn(a, 0, "held")
+	refused, _ := keyOn(a, 0, "refused")
+	unlock, err := a.Lock(bg, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if _, err := admin(t).Exec(bg, `INSERT INTO `+q+`.fail VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Lock(bg, refused); err == nil {
+		t.Fatal("Lock succeeded through a refusing server")
+	}
+	if _, err := admin(t).Exec(bg, `DELETE FROM `+q+`.fail`); err != nil {
+		t.Fatal(err)
+	}
+	b := openIn(t, schema)
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	defer cancel()
+	if u, err := b.Lock(ctx, held); err == nil {
+		u()
+		t.Fatal("another replica took a lock still held: the refusal of another Lock released it")
 	}
 }
