@@ -38,7 +38,13 @@ func TestLockDuringClose(t *testing.T) {
 	lk.holders[1].sem <- struct{}{} // a statement on holder 1
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
-	time.Sleep(100 * time.Millisecond) // Close has dropped holder 0, waits for 1
+	for dropped := false; !dropped; { // Close drops holder 0, then waits for 1
+		h := lk.holders[0]
+		h.sem <- struct{}{}
+		dropped = h.conn == nil
+		<-h.sem
+		time.Sleep(time.Millisecond)
+	}
 	_, id := keyOn(s, 0, "late")
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 	defer cancel()
