@@ -259,8 +259,9 @@ func (s *Store) appendError(ctx context.Context, key store.Key, e transcript.Ent
 }
 
 // conflict reports an append whose parent was not the head, naming the
-// head as it is now; nil when that head is ours, the last entry of an
-// append sent again (againOnLostConn), whose first try committed.
+// head as it is now; nil when the session holds ours, the last entry of
+// an append sent again (againOnLostConn), whose first try committed (it
+// is the head, or another writer appended after it since).
 func (s *Store) conflict(ctx context.Context, key store.Key, e transcript.Entry, ours string) error {
 	var head string
 	err := s.pool.QueryRow(ctx, s.sql(`SELECT head FROM {s}.sessions s
@@ -271,6 +272,19 @@ func (s *Store) conflict(ctx context.Context, key store.Key, e transcript.Entry,
 	}
 	if ours != "" && head == ours {
 		return nil
+	}
+	if ours != "" && err == nil {
+		// Another writer may have appended after it already.
+		var stored bool
+		err := s.pool.QueryRow(ctx, s.sql(`SELECT EXISTS (SELECT 1 FROM {s}.entries
+			WHERE agent = $1 AND owner = $2 AND session = $3 AND entry_id = $4)`),
+			key.Agent, key.Owner, key.ID, ours).Scan(&stored)
+		if err != nil {
+			return dbError("append to", key, err)
+		}
+		if stored {
+			return nil
+		}
 	}
 	return storekit.ConflictError(key, e.ParentID, head)
 }

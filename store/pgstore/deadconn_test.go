@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -57,4 +58,26 @@ func TestDeadPooledConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	equalEntries(t, got, c.all) // each entry once
+}
+
+// A resent append (againOnLostConn) whose first try committed, and after
+// which another writer appended already, is appended: its conflict is not
+// one. Any other conflict stands.
+func TestResentAppendAfterAnotherWriter(t *testing.T) {
+	s := newStore(t)
+	key := store.Key{Agent: "a", ID: "s"}
+	c := newChain(t, s, key, time.Now())
+	c.user("one")
+	ours := c.assistant("two") // the first try, committed
+	c.user("three")            // another writer's, after it
+	if err := s.conflict(t.Context(), key, ours, ours.ID); err != nil {
+		t.Fatalf("the resend of an entry the session holds: %v, want nil", err)
+	}
+	if err := s.conflict(t.Context(), key, ours, ""); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a conflict of an append not resent: %v, want store.ErrConflict", err)
+	}
+	other := c.entry(transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: "never appended"})
+	if err := s.conflict(t.Context(), key, other, other.ID); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("the resend of an entry the session does not hold: %v, want store.ErrConflict", err)
+	}
 }
