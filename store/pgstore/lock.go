@@ -30,9 +30,10 @@ import (
 // that hold the locks of every session of the store (so any number of
 // turns in flight take two connections, not one each). A lock another
 // process holds is waited for in the server's queue, first come first
-// served, on a connection of its own that then holds it, one of at most
-// lock_conns minus two (WithLockConns); while all of those wait, Lock asks
-// again every 100 ms at most.
+// served, on a connection of its own that then holds it, one of the
+// lock_conns (WithLockConns) beyond the two shared ones; while all of
+// those wait (or with lock_conns at 2 or less, which leaves none), Lock
+// asks again every 100 ms at most.
 //
 // Locks need a session-level connection to the server: behind a pooler in
 // transaction mode (PgBouncer's pool_mode=transaction) they do not hold.
