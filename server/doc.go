@@ -68,6 +68,12 @@
 // POST /v1/sessions/{id}/stop (spool.Session.Stop) ends the running turn,
 // recorded cancelled, and answers once that is recorded. With
 // OnDisconnect cancel, a client that goes away stops its turn, as before.
+// An MCP client that cancels its send_message call (notifications/cancelled,
+// on every protocol version) stops the call's turn, recorded cancelled,
+// whatever OnDisconnect says. The notification is matched to a call this
+// replica runs by its request id and by its sender: the same bearer key
+// and the same user; one for another caller's call, for an id no call
+// runs, or for an id two running calls of one caller share is ignored.
 // /chat queues at most Options.MaxQueue requests per session; more are
 // 429 queue_full with Retry-After.
 //

@@ -63,10 +63,13 @@ func (s *Server) mcpHandler() http.Handler {
 			writeAPIError(w, errf(http.StatusForbidden, CodeForbidden, "Origin "+r.Header.Get("Origin")+" is not allowed; add it to the allowed origins"), errorBody{})
 			return
 		}
-		if _, aerr := s.actor(identityOf(r.Context()), r.Header); aerr != nil {
+		user, aerr := s.actor(identityOf(r.Context()), r.Header)
+		if aerr != nil {
 			writeAPIError(w, aerr, errorBody{})
 			return
 		}
+		r, release := s.routeMCPCancel(w, r, user)
+		defer release()
 		h.ServeHTTP(w, r)
 	})
 }
@@ -107,8 +110,25 @@ func (s *Server) mcpSend(ctx context.Context, req *mcp.CallToolRequest, args mcp
 	// ended by Close; under OnDisconnect cancel it ends with ctx, which
 	// ends when the client closes its request
 	// (PropagateRequestCancellation).
+	// A client that cancels the call (notifications/cancelled, routed by
+	// routeMCPCancel) ends the turn whatever OnDisconnect says, as a
+	// Stop does.
+	cancelled, done := s.mcpCancelled(ctx)
+	defer done()
 	res, err := s.collect(ctx, func(ctx context.Context) iter.Seq2[spool.Event, error] {
-		return sess.Stream(ctx, args.Prompt)
+		if cancelled == nil {
+			return sess.Stream(ctx, args.Prompt)
+		}
+		return func(yield func(spool.Event, error) bool) {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(cancelled, cancel)()
+			for ev, err := range sess.Stream(ctx, args.Prompt) {
+				if !yield(ev, err) {
+					return
+				}
+			}
+		}
 	})
 	if res == nil {
 		return nil, mcpResult{}, apiErrorFor(err)

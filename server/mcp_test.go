@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -34,9 +36,16 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func mcpConnect(t *testing.T, e *env, h map[string]string) (*mcp.ClientSession, error) {
 	t.Helper()
+	return mcpConnectAt(t, e, h, "")
+}
+
+// mcpConnectAt connects a client that asks for protocol version (the
+// SDK's latest when "").
+func mcpConnectAt(t *testing.T, e *env, h map[string]string, version string) (*mcp.ClientSession, error) {
+	t.Helper()
 	hc := &http.Client{Transport: headerTransport{base: e.http.Client().Transport, h: h}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.http.URL + "/mcp", HTTPClient: hc}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: e.http.URL + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err == nil {
 		t.Cleanup(func() { cs.Close() })
 	}
@@ -284,5 +293,182 @@ func TestMCPSaysAGuardStoppedTheTurn(t *testing.T) {
 		if text := res.Content[0].(*mcp.TextContent).Text; !res.IsError || text != c.notice || out.Status != c.status || out.Notice != c.notice || out.Text != "" {
 			t.Fatalf("%s: isError %v, text %q, structured %s; want an error result saying %q", c.status, res.IsError, text, b, c.notice)
 		}
+	}
+}
+
+// mcpVersions are the protocol versions the server negotiates, newest
+// first.
+var mcpVersions = mcp.SupportedProtocolVersions()
+
+// A client that cancels a call stops its turn, recorded cancelled, as
+// POST /v1/sessions/{id}/stop does, on every protocol version the server
+// negotiates and whatever OnDisconnect says: a client before 2026-07-28
+// cancels with notifications/cancelled, which comes in a POST of its own,
+// and in a stateless server that POST's session knew nothing of the call,
+// so the turn ran on to its end (20 s here); closing the call's POST is
+// no cancel in those versions, and under DisconnectContinue not in
+// 2026-07-28 either.
+func TestMCPCancelStopsTurnOnEveryVersion(t *testing.T) {
+	for _, v := range mcpVersions {
+		for _, od := range []server.Disconnect{server.DisconnectContinue, server.DisconnectCancel} {
+			t.Run(v+"/"+string(od), func(t *testing.T) {
+				e := newEnv(t, spool.Config{Model: slowModel()}, server.Options{OnDisconnect: od})
+				cs, err := mcpConnectAt(t, e, nil, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := cs.InitializeResult().ProtocolVersion; got != v {
+					t.Fatalf("negotiated %s, want %s", got, v)
+				}
+				sess, _ := e.agent.Session(context.Background(), "m")
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				go func() {
+					for _, running := sess.Running(); !running && ctx.Err() == nil; _, running = sess.Running() {
+						time.Sleep(5 * time.Millisecond)
+					}
+					cancel()
+				}()
+				// 1000 words at 20 ms: a 20 s turn.
+				if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server.MCPToolName, Arguments: map[string]any{"prompt": strings.Repeat("word ", 1000), "sessionId": "m"}}); err == nil {
+					t.Fatal("the call returned before the client gave up")
+				}
+				deadline := time.Now().Add(5 * time.Second)
+				for _, running := sess.Running(); running && time.Now().Before(deadline); _, running = sess.Running() {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if ends := turnEnds(e.transcriptOf("", "m")); len(ends) != 1 || ends[0] != transcript.StatusCancelled {
+					t.Fatalf("turn ends %v 5s after the client cancelled, want [cancelled]", ends)
+				}
+			})
+		}
+	}
+}
+
+// mcpPost posts one JSON-RPC message to /mcp as a client of protocol
+// 2025-06-18 with headers h, and returns the status and body once the
+// answer ends (or ctx does).
+func mcpPost(ctx context.Context, t *testing.T, e *env, h map[string]string, msg string) (int, string) {
+	hr, err := http.NewRequestWithContext(ctx, "POST", e.http.URL+"/mcp", strings.NewReader(msg))
+	if err != nil {
+		t.Error(err)
+		return 0, ""
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "application/json, text/event-stream")
+	hr.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	for k, v := range h {
+		hr.Header.Set(k, v)
+	}
+	res, err := e.http.Client().Do(hr)
+	if err != nil {
+		if ctx.Err() == nil {
+			t.Error(err)
+		}
+		return 0, ""
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// startMCPCall starts send_message as JSON-RPC request id on session sid
+// and waits for its turn to run; the call's POST stays open until the
+// test ends.
+func startMCPCall(t *testing.T, e *env, h map[string]string, user, id, sid string) *spool.Session {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":{"prompt":%q,"sessionId":%q}}}`, id, server.MCPToolName, strings.Repeat("word ", 1000), sid)
+	go mcpPost(ctx, t, e, h, call)
+	sess, err := e.agent.Session(spool.ContextWithUser(context.Background(), user), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, running := sess.Running(); running {
+			return sess
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("call %s on %s: no turn runs after 5s", id, sid)
+		}
+	}
+}
+
+// mcpCancel sends notifications/cancelled for requestId (JSON) and wants
+// it accepted quietly: 202 and no body.
+func mcpCancel(t *testing.T, e *env, h map[string]string, requestID string) {
+	t.Helper()
+	msg := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"test"}}`, requestID)
+	if status, body := mcpPost(context.Background(), t, e, h, msg); status != http.StatusAccepted || body != "" {
+		t.Fatalf("cancel %s: %d %q, want 202 and no body", requestID, status, body)
+	}
+}
+
+// waitEnded waits up to within for sess's turn to end and reports
+// whether it did.
+func waitEnded(sess *spool.Session, within time.Duration) bool {
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, running := sess.Running(); !running {
+			return true
+		}
+	}
+	_, running := sess.Running()
+	return !running
+}
+
+// A cancel reaches only a call its sender made: one from another user's
+// key, or from a project key acting for the same user, or naming another
+// id (the string "7" is not the number 7) or none that runs, is accepted
+// and ignored, and the call runs on; the caller's own cancel stops its
+// turn, recorded cancelled, and sent again, once the call is over, is
+// ignored as quietly.
+func TestMCPCancelReachesOnlyTheCallersCall(t *testing.T) {
+	e := newEnv(t, spool.Config{Model: slowModel(), Scope: spool.ScopeUser}, server.Options{Keys: testKeys(t)})
+	alice := map[string]string{"Authorization": "Bearer " + aliceKey}
+	sess := startMCPCall(t, e, alice, "alice", "7", "a")
+	for _, c := range []struct {
+		h  map[string]string
+		id string
+	}{
+		{map[string]string{"Authorization": "Bearer " + bobKey}, "7"},
+		{map[string]string{"Authorization": "Bearer " + projectKey, "X-Spool-User": "bob"}, "7"},
+		{map[string]string{"Authorization": "Bearer " + projectKey, "X-Spool-User": "alice"}, "7"},
+		{alice, `"7"`},
+		{alice, "8"},
+		{alice, `{"not":"an id"}`},
+	} {
+		mcpCancel(t, e, c.h, c.id)
+	}
+	if waitEnded(sess, 300*time.Millisecond) {
+		t.Fatalf("a cancel not alice's, or not of her call, ended her turn: %v", turnEnds(e.transcriptOf("alice", "a")))
+	}
+	mcpCancel(t, e, alice, "7")
+	if !waitEnded(sess, 5*time.Second) {
+		t.Fatal("alice's turn runs 5s after she cancelled its call")
+	}
+	if ends := turnEnds(e.transcriptOf("alice", "a")); len(ends) != 1 || ends[0] != transcript.StatusCancelled {
+		t.Fatalf("turn ends %v, want [cancelled]", ends)
+	}
+	mcpCancel(t, e, alice, "7")
+	cs, err := mcpConnectAt(t, e, alice, "2025-06-18")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := callText(t, cs, map[string]any{"prompt": "after", "sessionId": "a2"}); text != "echo: after" || isErr {
+		t.Fatalf("answer %q", text)
+	}
+}
+
+// Two running calls of one caller with the same request id (two clients
+// on one key, each counting from 1) cannot be told apart: a cancel of
+// that id ends neither, rather than one its sender did not mean.
+func TestMCPCancelOfAnAmbiguousIDIsIgnored(t *testing.T) {
+	e := newEnv(t, spool.Config{Model: slowModel()}, server.Options{})
+	x := startMCPCall(t, e, nil, "", "3", "x")
+	y := startMCPCall(t, e, nil, "", "3", "y")
+	mcpCancel(t, e, nil, "3")
+	if waitEnded(x, 300*time.Millisecond) || waitEnded(y, 0) {
+		t.Fatalf("a cancel of an id two calls share ended one: x %v, y %v", turnEnds(e.transcriptOf("", "x")), turnEnds(e.transcriptOf("", "y")))
 	}
 }

@@ -110,10 +110,10 @@ type Options struct {
 	// client or any other to follow again (GET /v1/sessions/{id}/events,
 	// GET /api/chat/{id}/stream) or to stop (POST
 	// /v1/sessions/{id}/stop); DisconnectCancel stops it, recorded
-	// cancelled. A turn over /mcp follows it too for a client of the MCP
-	// protocol 2026-07-28 and later, which cancels a call by closing its
-	// request; an older client's notifications/cancelled reaches no turn
-	// (the server is stateless), which runs on under TurnTimeout.
+	// cancelled. A turn over /mcp follows it too when its client closes
+	// the call's request; a client's notifications/cancelled for the
+	// call (any protocol version) stops the turn whatever this says, as
+	// POST /v1/sessions/{id}/stop does.
 	OnDisconnect Disconnect
 	// TurnTimeout bounds a turn that runs on after its client went away,
 	// so that an abandoned turn cannot hold a model call forever; it is
@@ -179,6 +179,7 @@ type Server struct {
 	following     context.Context
 	stopFollowing context.CancelFunc
 	turns         sync.WaitGroup
+	mcpCalls      mcpCalls // the running calls of /mcp, for notifications/cancelled
 }
 
 // connected is a driver of Options.Channels and its dispatcher.
