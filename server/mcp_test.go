@@ -206,9 +206,10 @@ func TestMCPSaysAnAnswerIsIncomplete(t *testing.T) {
 
 // Under OnDisconnect cancel, an MCP client that gives up on a call stops
 // its turn, recorded cancelled, as a client of /invoke does: the current
-// protocol cancels a call by closing its POST (there is no separate
-// notifications/cancelled to route in a stateless server), and the turn
-// ran on to its end, 20 s here, whatever the option said.
+// protocol cancels a call by closing its POST, and the turn ran on to its
+// end, 20 s here, whatever the option said. (The SDK's client also sends
+// notifications/cancelled, which stops the turn by itself now; see
+// TestMCPClosedPOSTStopsTurnUnderDisconnectCancel for the close alone.)
 func TestMCPClientCancelStopsTurnUnderDisconnectCancel(t *testing.T) {
 	e := newEnv(t, spool.Config{Model: slowModel()}, server.Options{OnDisconnect: server.DisconnectCancel})
 	cs, err := mcpConnect(t, e, nil)
@@ -470,5 +471,39 @@ func TestMCPCancelOfAnAmbiguousIDIsIgnored(t *testing.T) {
 	mcpCancel(t, e, nil, "3")
 	if waitEnded(x, 300*time.Millisecond) || waitEnded(y, 0) {
 		t.Fatalf("a cancel of an id two calls share ended one: x %v, y %v", turnEnds(e.transcriptOf("", "x")), turnEnds(e.transcriptOf("", "y")))
+	}
+}
+
+// A 2026-07-28 client may cancel a call by closing its POST alone, with
+// no notifications/cancelled (the protocol expects none): under
+// DisconnectCancel that stops the turn, recorded cancelled. A guard of
+// PropagateRequestCancellation, which the SDK client's test no longer
+// isolates, since that client sends the notification too.
+func TestMCPClosedPOSTStopsTurnUnderDisconnectCancel(t *testing.T) {
+	e := newEnv(t, spool.Config{Model: slowModel()}, server.Options{OnDisconnect: server.DisconnectCancel})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":{"prompt":%q,"sessionId":"m"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, server.MCPToolName, strings.Repeat("word ", 1000))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		mcpPost(ctx, t, e, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": server.MCPToolName}, call)
+	}()
+	sess, _ := e.agent.Session(context.Background(), "m")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, running := sess.Running(); running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no turn runs 5s after the call")
+		}
+	}
+	cancel()
+	<-done
+	if !waitEnded(sess, 5*time.Second) {
+		t.Fatal("the turn runs 5s after its client closed the call's POST")
+	}
+	if ends := turnEnds(e.transcriptOf("", "m")); len(ends) != 1 || ends[0] != transcript.StatusCancelled {
+		t.Fatalf("turn ends %v, want [cancelled]", ends)
 	}
 }
