@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,4 +249,68 @@ func testLive(t *testing.T, b context.Context) {
 		}
 		tb.shot("live-reconnected")
 	})
+
+	// A follow refused with too_many_watchers waits as long as the
+	// refusal's retryAfter says (5 s) before asking again, not its own
+	// first second: one tab follows a server that allows one watcher per
+	// session, and the other tab's follow requests are counted by a
+	// proxy. Once the first tab leaves, the second follows.
+	t.Run("a refused follow waits its retryAfter", func(t *testing.T) {
+		srv := startServe(t, "", "--max-session-watchers", "1")
+		srv.invoke(t, "crowded", "first question")
+		first := newTab(t, b, desktopW, desktopH, false)
+		first.openLive(srv.URL+"/#/c/crowded", 1)
+
+		var mu sync.Mutex
+		var asked []time.Time // the second tab's follow requests
+		proxy := proxyTo(t, srv.URL, nil, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+			if r.URL.Path == "/v1/sessions/crowded/events" && r.URL.Query().Get("follow") == "1" {
+				mu.Lock()
+				asked = append(asked, time.Now())
+				mu.Unlock()
+			}
+			next.ServeHTTP(w, r)
+		})
+		follows := func() []time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(asked)
+		}
+		second := newTab(t, b, desktopW, desktopH, false)
+		second.open(proxy.URL + "/#/c/crowded")
+		second.waitFor("the conversation", `document.querySelectorAll('#messages .msg.assistant').length === 1`)
+		deadline := time.Now().Add(stepTimeout)
+		for len(follows()) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the second tab never asked to follow; the page: %s", second.where())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		// Its own backoff asked again after 1 s and 3 s.
+		time.Sleep(4 * time.Second)
+		if got := follows(); len(got) != 1 {
+			t.Errorf("the refused tab asked to follow %d times within 4 s, at %v after the first; want once (retryAfter is 5 s)", len(got), since(got))
+		}
+		if eval[string](second, `document.getElementById('app').dataset.live`) == "on" {
+			t.Errorf("the second tab follows though the server allows one watcher")
+		}
+
+		first.open(srv.URL + "/#/new")
+		second.waitFor("the second tab following once the first left", `document.getElementById('app').dataset.live === 'on'`)
+		got := follows()
+		for i := 1; i < len(got); i++ {
+			if d := got[i].Sub(got[i-1]); d < 5*time.Second {
+				t.Errorf("the refused tab asked again %v after a refusal that said 5 s (asked at %v after the first)", d, since(got))
+			}
+		}
+	})
+}
+
+// since gives each time of ts as the time after the first.
+func since(ts []time.Time) []time.Duration {
+	var out []time.Duration
+	for _, t := range ts {
+		out = append(out, t.Sub(ts[0]).Round(10*time.Millisecond))
+	}
+	return out
 }

@@ -7,8 +7,9 @@
 // the page showed of that run gives way to it (trim), so each part shows
 // once. While such a turn runs, Stop stops it on the server. A dropped
 // stream reconnects after the last event it had (?after=, as
-// Last-Event-ID), waiting longer each time it fails, so nothing is missed
-// and nothing shows twice.
+// Last-Event-ID), waiting longer each time it fails (and at least as long
+// as a refusal's retryAfter asks), so nothing is missed and nothing shows
+// twice.
 
 import * as api from './api.js';
 import { ApiError } from './api.js';
@@ -66,6 +67,7 @@ export class Follower {
   async loop(id, signal) {
     let after = '';
     let wait = RETRY;
+    let pause = 0; // what the server asked to wait (retryAfter), in ms
     let first = true;
     while (!signal.aborted) {
       try {
@@ -83,10 +85,15 @@ export class Follower {
         // A session that is gone, or a key that is not accepted: nothing
         // to follow (the view says why on its own).
         if (err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429) return;
+        // A refusal that says how long to wait (too_many_watchers: 5 s)
+        // is waited out at least that long: sooner, the server refuses
+        // again.
+        if (err instanceof ApiError && err.retryAfter) pause = err.retryAfter * 1000;
       } finally {
         if (!signal.aborted) this.onLive?.(false);
       }
-      await sleep(wait, signal);
+      await sleep(Math.max(wait, pause), signal);
+      pause = 0;
       wait = Math.min(wait * 2, MAX_RETRY);
     }
   }
