@@ -160,7 +160,7 @@ type sessionEvent struct {
 // then one event per event of the turn, named by its kind (turn_start,
 // step_start, text, tool_call, approval_request, tool_result, step_end,
 // delegate, turn_end) with the spool.Event as JSON data, or "error" with
-// {"error":{"code","message"}} when the turn could not run.
+// {"error":{"code","message","requestId"}} when the turn could not run.
 func (c *HTTPChannel) stream(w http.ResponseWriter, r *http.Request, p *channel.Pending, id string) {
 	sse := startSSE(w, c.s.opts.KeepAlive, nil)
 	defer sse.close()
@@ -181,7 +181,7 @@ func (c *HTTPChannel) stream(w http.ResponseWriter, r *http.Request, p *channel.
 			}
 			return
 		case <-p.Rejected():
-			sse.event("error", errorBody{Error: closedError()})
+			sse.event("error", errorBody{Error: c.s.streamError(r, closedError())})
 			return
 		case <-r.Context().Done():
 			return
@@ -190,13 +190,16 @@ func (c *HTTPChannel) stream(w http.ResponseWriter, r *http.Request, p *channel.
 }
 
 // streamError is the API error of a failure inside an event stream,
-// logged like writeError does.
+// logged like writeError does, with the request's id: the error event
+// is read by clients that do not see the response's X-Request-Id.
 func (s *Server) streamError(r *http.Request, err error) *apiError {
 	ae := apiErrorFor(err)
 	if ae.Code == CodeInternal {
 		s.log.ErrorContext(r.Context(), "stream failed", "error", err)
 	}
-	return ae
+	e := *ae // ae may be shared (an error's own *apiError)
+	e.RequestID = RequestIDFromContext(r.Context())
+	return &e
 }
 
 // Waiting returns how many /chat requests wait on target, the one being

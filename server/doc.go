@@ -98,7 +98,10 @@
 // data is that spool.Event as JSON, its SSE id the event's id
 // (spool.EventID, "P.N", also in the data as "id"); every stream opens
 // with a retry: hint (RetryHint). A stream that fails ends with an
-// "error" event whose data is {"error":{"code","message"}}. /chat sends
+// "error" event whose data is {"error":{"code","message","requestId"}},
+// requestId being the request's X-Request-Id (the cause of an internal
+// error is logged under it), and retryAfter when the error has one (the
+// event has no Retry-After header). /chat sends
 // a "session" event first, {"sessionId"}, also in the X-Spool-Session-Id
 // header. Events are flushed as they are produced, and comment lines
 // (": ping") keep an idle stream open. A client that goes away leaves

@@ -69,6 +69,11 @@ type apiError struct {
 	RetryAfter int `json:"retryAfter,omitempty"`
 	// MaxBytes is the largest body the route takes (body_too_large).
 	MaxBytes int64 `json:"maxBytes,omitempty"`
+	// RequestID is the id the server logged the request under (its
+	// X-Request-Id), set in an event stream's error event only: a
+	// client that reads the events, not the response's headers, has it
+	// there to quote (the cause of an internal error is logged under it).
+	RequestID string `json:"requestId,omitempty"`
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,5 +155,77 @@ func TestContextTooLongIs422(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	if rec.Code != 422 || !strings.Contains(rec.Body.String(), `"context_too_long"`) || !strings.Contains(rec.Body.String(), "/compact") {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+}
+
+// failingReads is a store whose reads fail, once fail is set, with an
+// error the server does not know (internal to its clients).
+type failingReads struct {
+	store.Store
+	fail *atomic.Bool
+}
+
+func (s failingReads) Read(ctx context.Context, key store.Key) ([]transcript.Entry, error) {
+	if s.fail.Load() {
+		return nil, errors.New("read failed on disk /var/lib/spool-7")
+	}
+	return s.Store.Read(ctx, key)
+}
+
+// The error event of an event stream carries the request's id (its
+// X-Request-Id), under which the server logs an internal error's cause:
+// a client reading the events, not the headers, has it to quote. /chat's
+// stream and a /v1 follow stream that fail internally, and a /chat
+// refused for a pending approval.
+func TestStreamErrorsCarryRequestID(t *testing.T) {
+	fail := new(atomic.Bool)
+	e := newEnv(t, spool.Config{Store: failingReads{memstore.New(), fail}}, server.Options{})
+	e.post("/invoke", map[string]any{"prompt": "hello", "sessionId": "s"})
+	e.post("/invoke", map[string]any{"prompt": `/call save_note {"text":"x"}`, "sessionId": "p"})
+	errorOf := func(what string, ev sseEvent) errBody {
+		t.Helper()
+		var body struct {
+			Error *struct {
+				errBody
+				RequestID string `json:"requestId"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(ev.data), &body); ev.name != "error" || err != nil || body.Error == nil {
+			t.Fatalf("%s: the last event is %s %s, want an error", what, ev.name, ev.data)
+		}
+		if body.Error.RequestID != what {
+			t.Errorf("%s: the error event's requestId is %q, want the request's id: %s", what, body.Error.RequestID, ev.data)
+		}
+		return body.Error.errBody
+	}
+
+	r, events, _ := e.stream("/chat", map[string]any{"sessionId": "p", "text": "hi"}, "X-Request-Id", "chat-pending")
+	if len(events) == 0 {
+		t.Fatalf("chat-pending: %d %s, no events", r.status, r.body)
+	}
+	if got := errorOf("chat-pending", events[len(events)-1]); got.Code != server.CodeApprovalPending {
+		t.Errorf("chat-pending: code %s", got.Code)
+	}
+
+	// A follow stream that the store fails under, once it has begun.
+	ls := e.open("GET", "/v1/sessions/s/events?follow=1", nil, "X-Request-Id", "follow-broken")
+	if ls.res.StatusCode != 200 {
+		t.Fatalf("follow: %d", ls.res.StatusCode)
+	}
+	fail.Store(true)
+	ev, ok := ls.next()
+	if !ok {
+		t.Fatal("the follow stream ended without an error event")
+	}
+	if got := errorOf("follow-broken", ev); got.Code != server.CodeInternal || strings.Contains(ev.data, "/var/lib") {
+		t.Errorf("follow-broken: %s", ev.data)
+	}
+
+	r, events, _ = e.stream("/chat", map[string]any{"sessionId": "s", "text": "hi"}, "X-Request-Id", "chat-broken")
+	if len(events) == 0 {
+		t.Fatalf("chat-broken: %d %s, no events", r.status, r.body)
+	}
+	if got := errorOf("chat-broken", events[len(events)-1]); got.Code != server.CodeInternal || strings.Contains(events[len(events)-1].data, "/var/lib") {
+		t.Errorf("chat-broken: %s", events[len(events)-1].data)
 	}
 }
