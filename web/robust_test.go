@@ -526,6 +526,10 @@ func testServerErrorWords(t *testing.T, b context.Context) {
 			want: "Something went wrong on the server. Try again; if it keeps failing, give the operator this request id: req-7f3a"},
 		{status: 200, stream: "internal", msg: "internal error; the server log has the details under this request's id", rid: "req-9b1c",
 			want: "Something went wrong on the server. Try again; if it keeps failing, give the operator this request id: req-9b1c"},
+		// The server says the id in the error event too (requestId):
+		// the page quotes it with no X-Request-Id to read.
+		{status: 200, stream: "internal", msg: "internal error; the server log has the details under this request's id", fields: `,"requestId":"req-5d2e"`,
+			want: "Something went wrong on the server. Try again; if it keeps failing, give the operator this request id: req-5d2e"},
 		{status: 503, code: "unavailable", msg: "the server is shutting down",
 			want: "The server is shutting down or restarting. Try again in a moment."},
 		{status: 429, code: "queue_full", msg: "too many requests wait on this session; retry later",
