@@ -39,7 +39,8 @@
 // come before the tab's own stream has said its first id are held until
 // it has. A dropped stream reconnects with ?after= the last event id it
 // had (the server's Last-Event-ID rule), waiting 1 s, then twice as long
-// each time, up to 15 s; a 4xx other than 429 ends the following.
+// each time, up to 15 s, and at least a refusal's retryAfter (a 429
+// too_many_watchers says 5 s); a 4xx other than 429 ends the following.
 //
 // A turn that was already running when the conversation opened (or was
 // reloaded, or left and opened again while a turn the tab sent ran, or
@@ -81,7 +82,8 @@
 // (start a new chat), body_too_large (shorten the message, with the
 // server's limit), forbidden (the server's reason; ask the operator) and
 // internal, which gives the request id the server logged it under (the
-// response's X-Request-Id, an event stream's for its error event) for
+// response's X-Request-Id; in an event stream's error event, its
+// requestId, else the stream's X-Request-Id) for
 // the person to quote. Their numbers come from the error's fields, never
 // its message, which the server may reword: the limit from maxBytes, the
 // wait of rate_limited, session_busy and too_many_watchers from
