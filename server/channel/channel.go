@@ -19,7 +19,8 @@
 //     ends.
 //   - Replies flow with backpressure: a driver's Send returns once the
 //     payload is handed on, and the next event of the turn is produced only
-//     then. A Send that fails (the listener went away, the channel closed)
+//     then. (Relay, under the chat platforms, hands each payload on to a
+//     queue of the reply's, so a slow platform never holds a turn.) A Send that fails (the listener went away, the channel closed)
 //     stops the turn, which the runtime records as cancelled.
 //   - Closing a driver rejects the requests it holds with ErrClosed.
 //

@@ -113,7 +113,10 @@ type Platform struct {
 // into further posts at the platform's length limit. A post that fails
 // (after Transport's retries) is reported as an ObserveMessageFailed
 // observation and a log line with the channel, session and error code,
-// and never fails the turn, which is already stored.
+// and never fails the turn, which is already stored. Nor does a slow
+// platform (rate limited, retrying) hold the turn: a reply's payloads go
+// to the platform from a goroutine of their own, in order, while the turn
+// runs on at the model's pace (see Relay.Send).
 type Relay struct {
 	p Platform
 
@@ -310,6 +313,8 @@ type reply struct {
 	target  Target
 	starter string
 	decided *Decided // a press: shown once the resumed turn starts
+	once    sync.Once
+	box     *outbox // what Send hands on to the platform; made by the first Send
 
 	text   string   // the answer so far, Markdown
 	posted []posted // the parts posted so far
@@ -318,17 +323,34 @@ type reply struct {
 
 type posted struct{ id, text string }
 
-// Send implements Driver. It never fails a turn: what the platform
-// refuses is observed and logged.
+// Send implements Driver. It never fails a turn, nor holds it: the
+// payloads of a reply go to the platform in order from a goroutine of the
+// reply's own (an outbox), however slowly the platform takes them (rate
+// limits, retries), while the turn runs on; Send of the final payload
+// returns once everything is delivered. What the platform refuses is
+// observed and logged.
 func (r *Relay) Send(ctx context.Context, t Target, p Payload) error {
 	rp, ok := p.Origin.(*reply)
 	if !ok {
 		return fmt.Errorf("channel: %s: a payload for a message this relay did not dispatch", r.p.Name)
 	}
+	rp.once.Do(func() {
+		rp.box = newOutbox(func(ctx context.Context, p Payload) { r.deliver(ctx, rp, p) })
+	})
+	if p.Final {
+		rp.box.finish(ctx, p)
+		return nil
+	}
+	rp.box.put(ctx, p)
+	return nil
+}
+
+// deliver shows one payload of a reply on the platform.
+func (r *Relay) deliver(ctx context.Context, rp *reply, p Payload) {
 	if p.Final {
 		r.finish(ctx, rp, p)
 		rp.cancel()
-		return nil
+		return
 	}
 	switch ev := p.Event; ev.Kind {
 	case spool.EventTurnStart:
@@ -352,7 +374,6 @@ func (r *Relay) Send(ctx context.Context, t Target, p Payload) error {
 	case spool.EventStepEnd, spool.EventToolCall:
 		r.flush(ctx, rp, false)
 	}
-	return nil
 }
 
 // flush brings the posts up to the answer so far: edits the parts that

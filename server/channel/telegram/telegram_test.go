@@ -335,3 +335,23 @@ func TestRefusedAnswerSaidSo(t *testing.T) {
 		t.Fatalf("sent %q after the answer was refused; calls %v", msgs[0].Text, e.fake.Calls())
 	}
 }
+
+// A rate-limited platform never holds the turn: the answer is read and
+// recorded while Telegram says to wait (three 429s, a second each), and
+// reaches the chat once it lets the posts through.
+func TestRateLimitDoesNotHoldTheTurn(t *testing.T) {
+	e := setup(t, options{})
+	e.fake.FailNext(http.StatusTooManyRequests, 3)
+	e.send(message(1, 555, 10, 777, "patience"), secret)
+	chatfake.Eventually(t, 10*time.Second, "the stored turn", func() bool {
+		info, err := e.Agent.SessionInfo(context.Background(), "telegram.555")
+		return err == nil && info.MessageCount == 2
+	})
+	if n := len(e.fake.Messages()); n != 0 {
+		t.Fatalf("the turn was recorded after %d messages reached the chat; it waited on the platform", n)
+	}
+	msgs := e.wait("the answer", func(m []chatfake.TelegramMessage) bool { return len(m) == 1 })
+	if msgs[0].Text != "echo: patience" {
+		t.Fatalf("sent %q", msgs[0].Text)
+	}
+}
