@@ -219,6 +219,7 @@ func New(modelName string, opts ...Option) (*Model, error) {
 		option.WithAPIKey(key),
 		option.WithHTTPClient(c.httpClient),
 		option.WithMaxRetries(c.maxRetries),
+		option.WithMiddleware(quotaIsFinal),
 	}
 	return &Model{
 		name:    modelName,

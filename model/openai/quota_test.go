@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spool-go/spool/model"
+	"github.com/spool-go/spool/model/openai"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -35,5 +36,24 @@ func TestInsufficientQuotaIsNotARateLimit(t *testing.T) {
 				t.Errorf("message %q does not say why", me.Message)
 			}
 		})
+	}
+}
+
+// The SDK retries a 429; a quota that has run out is not retried (it
+// does not come back in the seconds the retries wait), a rate limit is.
+func TestInsufficientQuotaIsNotRetried(t *testing.T) {
+	s := newServer(t, status(429, "insufficient_quota", "insufficient_quota"))
+	if _, err := collect(newModel(t, s, openai.WithMaxRetries(2)), context.Background(), simpleRequest()); err == nil {
+		t.Fatal("no error")
+	}
+	if n := s.requests.Load(); n != 1 {
+		t.Fatalf("%d requests for a 429 insufficient_quota, want 1", n)
+	}
+	s = newServer(t, status(429, "requests", "rate_limit_exceeded"))
+	if _, err := collect(newModel(t, s, openai.WithMaxRetries(2)), context.Background(), simpleRequest()); !errors.Is(err, model.ErrRateLimited) {
+		t.Fatalf("err = %v, want a rate limit", err)
+	}
+	if n := s.requests.Load(); n != 3 {
+		t.Fatalf("%d requests for a rate limit with two retries, want 3", n)
 	}
 }

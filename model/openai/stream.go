@@ -1,15 +1,18 @@
 package openai
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
 	oa "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/spool-go/spool/model"
@@ -228,4 +231,24 @@ func midStreamError(se *ssestream.StreamError) error {
 		c = transcript.CodeContextTooLong
 	}
 	return &model.Error{Code: c, Message: provider.Describe("error inside the stream", "type", body.Error.Type, "code", code), Err: se}
+}
+
+// quotaIsFinal tells the SDK not to retry a 429 that says the account
+// has no quota left (insufficient_quota): the SDK retries every 429, and
+// a quota does not come back in the seconds its retries wait. The body's
+// first 64 KiB are read to tell, and handed back whole.
+func quotaIsFinal(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if err != nil || res.StatusCode != http.StatusTooManyRequests || res.Body == nil {
+		return res, err
+	}
+	head, rerr := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	res.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), res.Body), res.Body}
+	if rerr == nil && bytes.Contains(head, []byte(`"`+insufficientQuota+`"`)) {
+		res.Header.Set("X-Should-Retry", "false")
+	}
+	return res, nil
 }
