@@ -84,7 +84,6 @@ func LiveChannel(s *Store, key store.Key) string { return s.liveChannel(key) }
 // SetNotifyKeepAlive sets how long a pub/sub connection stays silent
 // before it is checked, and its check waits, until the test ends.
 func SetNotifyKeepAlive(t testing.TB, d time.Duration) {
-	old := notifyKeepAlive
-	notifyKeepAlive = d
-	t.Cleanup(func() { notifyKeepAlive = old })
+	old := notifyKeepAlive.Swap(int64(d))
+	t.Cleanup(func() { notifyKeepAlive.Store(old) })
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -58,8 +59,14 @@ var _ store.Notifier = (*Store)(nil)
 // notifyKeepAlive is how long a pub/sub connection stays silent before
 // it is checked with a PING, and how long the PING's answer may take: a
 // connection that hung is found, and replaced, within twice that. A
-// variable for tests.
-var notifyKeepAlive = 30 * time.Second
+// variable for tests, atomic: a test sets it while the receive loops of
+// other tests' stores may still read it.
+var notifyKeepAlive atomic.Int64 // a time.Duration
+
+func init() { notifyKeepAlive.Store(int64(30 * time.Second)) }
+
+// keepAlive is notifyKeepAlive.
+func keepAlive() time.Duration { return time.Duration(notifyKeepAlive.Load()) }
 
 // notifier is a Store's pub/sub connections and their listeners; the zero
 // value is ready.
@@ -216,7 +223,7 @@ func (n *notifier) receive(conn *pubsubConn) {
 		// A timeout of ReceiveTimeout's own leaves go-redis's connection
 		// be: silence is no failure, and a hung connection is replaced
 		// here, with its subscriptions counted.
-		m, err := conn.ps.ReceiveTimeout(context.Background(), notifyKeepAlive)
+		m, err := conn.ps.ReceiveTimeout(context.Background(), keepAlive())
 		if err != nil {
 			if errors.Is(err, redis.ErrClosed) {
 				return
@@ -231,7 +238,7 @@ func (n *notifier) receive(conn *pubsubConn) {
 					time.Sleep(100 * time.Millisecond)
 				}
 			case !pinged:
-				ctx, cancel := context.WithTimeout(context.Background(), notifyKeepAlive)
+				ctx, cancel := context.WithTimeout(context.Background(), keepAlive())
 				pinged = conn.ps.Ping(ctx) == nil // a failed write: go-redis reconnects
 				cancel()
 			default:
@@ -312,7 +319,7 @@ func (n *notifier) replace(conn *pubsubConn) bool {
 		// Sent holding mu, as Listen's. Should the connection fail to
 		// be made, go-redis makes it on the next read, and subscribes
 		// these channels then.
-		ctx, cancel := context.WithTimeout(context.Background(), notifyKeepAlive)
+		ctx, cancel := context.WithTimeout(context.Background(), keepAlive())
 		_ = conn.ps.Subscribe(ctx, names...)
 		cancel()
 	}
