@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -66,4 +67,45 @@ func listening(t *testing.T, one *redisstore.Store, u string) (*redisstore.Store
 	}
 	storetest.Receive(t, ch, "first")
 	return two, key, ch
+}
+
+// A listener that goes away while the network is hung, after its
+// connection was replaced by one that could not be made yet, leaves no
+// subscribe reply counted that will never come: once the network is
+// back, a new Listen to its session is confirmed by its own.
+func TestListenAfterLeavingWhileHung(t *testing.T) {
+	redisstore.SetNotifyKeepAlive(t, 100*time.Millisecond)
+	one := newStore(t)
+	p, u := faultnet.New(t, redisURL(t))
+	// The connections that replace the hung one give up soon.
+	two, err := redisstore.Open(t.Context(), u+"?read_timeout=100ms&dial_timeout=100ms", redisstore.WithPrefix(one.Prefix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { two.Close() })
+	key := store.Key{Agent: "a", ID: "s"}
+	lctx, leave := context.WithCancel(t.Context())
+	ch, err := two.Listen(lctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Notify(t.Context(), key, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Receive(t, ch, "first")
+	p.Freeze(true)
+	time.Sleep(time.Second) // the connection is found hung and replaced
+	leave()
+	time.Sleep(time.Second) // its UNSUBSCRIBE is tried, and fails
+	p.Freeze(false)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	ch, err = two.Listen(ctx, key)
+	if err != nil {
+		t.Fatalf("Listen after the network came back: %v", err)
+	}
+	if err := one.Notify(t.Context(), key, []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Receive(t, ch, "again")
 }

@@ -311,16 +311,21 @@ func (n *notifier) replace(conn *pubsubConn) bool {
 	for name, c := range n.chans {
 		if c.conn == conn {
 			names = append(names, name)
-			conn.sent[name] = 1
 			c.replies = 0
 		}
 	}
 	if len(names) > 0 {
 		// Sent holding mu, as Listen's. Should the connection fail to
-		// be made, go-redis makes it on the next read, and subscribes
-		// these channels then.
+		// be made, go-redis makes it on a later read or command, and
+		// subscribes then the channels still listened to: their
+		// replies, like a reconnection's, are not counted, and a
+		// channel whose listeners left meanwhile gets none.
 		ctx, cancel := context.WithTimeout(context.Background(), keepAlive())
-		_ = conn.ps.Subscribe(ctx, names...)
+		if conn.ps.Subscribe(ctx, names...) == nil {
+			for _, name := range names {
+				conn.sent[name] = 1
+			}
+		}
 		cancel()
 	}
 	n.mu.Unlock()
