@@ -109,3 +109,18 @@ func TestListenAfterLeavingWhileHung(t *testing.T) {
 	}
 	storetest.Receive(t, ch, "again")
 }
+
+// A pub/sub connection that is silent but healthy answers the keep-alive
+// PING and is kept: its listener is not dropped and gets what comes
+// after the silence.
+func TestNotifySilentKept(t *testing.T) {
+	redisstore.SetNotifyKeepAlive(t, 500*time.Millisecond)
+	one := newStore(t)
+	_, u := faultnet.New(t, redisURL(t))
+	_, key, ch := listening(t, one, u)
+	time.Sleep(3 * time.Second) // checked more than once
+	if err := one.Notify(t.Context(), key, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Receive(t, ch, "after")
+}
