@@ -37,7 +37,7 @@ func TestNotifyAfterHang(t *testing.T) {
 // the keep-alive, and a new Listen gets messages. Nothing would tell
 // go-redis: its health check's PING is a write, which the socket takes.
 func TestNotifyHungForGood(t *testing.T) {
-	redisstore.SetNotifyKeepAlive(t, 200*time.Millisecond)
+	redisstore.SetNotifyKeepAlive(t, 500*time.Millisecond)
 	one := newStore(t)
 	p, u := faultnet.New(t, redisURL(t))
 	two, key, ch := listening(t, one, u)

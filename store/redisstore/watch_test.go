@@ -17,7 +17,7 @@ import (
 // pub/sub connection is replaced, the watcher's listener dropped, and it
 // watches again from its last event, which it gets from the transcript.
 func TestWatchAfterHungForGood(t *testing.T) {
-	redisstore.SetNotifyKeepAlive(t, 200*time.Millisecond)
+	redisstore.SetNotifyKeepAlive(t, 500*time.Millisecond)
 	ctx := t.Context()
 	one := newStore(t)
 	p, u := faultnet.New(t, redisURL(t))
