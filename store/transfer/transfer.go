@@ -10,7 +10,8 @@
 //
 // Entries keep their ids, parents and timestamps, so a session copied into
 // another store is the same chain, and the target's conditional append
-// checks every link.
+// checks every link. (A parent that a transcript another program wrote
+// leaves out after its first entry is said: the entry before it.)
 //
 // A target that applies retention when a session is created (the file
 // store by default: the newest 50 sessions per namespace, none idle over 90
@@ -145,13 +146,22 @@ func walkOnce(ctx context.Context, src store.Store, sc store.Namespace, met map[
 }
 
 // eachEntry calls fn for every entry of key in src, a chunk at a time.
+// An entry after the first that leaves its parent out (a transcript
+// another program wrote) is given with its parent said, the entry before
+// it, as the store reads it: an entry without a parent where the ones
+// before named theirs begins another session for Import.
 func eachEntry(ctx context.Context, src store.Store, key store.Key, fn func(transcript.Entry) error) error {
+	prev := ""
 	for pos := 0; ; {
 		entries, total, err := store.ReadRange(ctx, src, key, pos, pos+chunk)
 		if err != nil {
 			return err
 		}
-		for _, e := range entries {
+		for i, e := range entries {
+			if e.ParentID == "" && pos+i > 0 {
+				e.ParentID = prev
+			}
+			prev = e.ID
 			if err := fn(e); err != nil {
 				return err
 			}
@@ -209,7 +219,10 @@ const maxRecordLine = transcript.MaxLineSize + 4<<10
 // told by its first entry, which names no parent, where the entries
 // before it named theirs or where the key's lines begin again after
 // another session's; a session whose entries all leave their parent out,
-// followed at once by another, reads as one.) Lines that are not records
+// followed at once by another, reads as one. Export says every parent, so
+// that a session whose later entries leave theirs out reads as one; in
+// lines written otherwise, or by an Export before it did, it reads as two,
+// and Copy moves it.) Lines that are not records
 // fail the import with their line number.
 func Import(ctx context.Context, dst store.Store, r io.Reader, progress Progress) (Stats, error) {
 	s := newSink(dst)

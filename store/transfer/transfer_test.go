@@ -524,3 +524,64 @@ func TestImportIntoAStoreWithATTL(t *testing.T) {
 		})
 	}
 }
+
+// TestTransferOfASessionWithSomeParentsLeftOut: a transcript whose later
+// entries leave their parent out while those before said theirs (begun by
+// spool, continued by another program writing the same file format; the
+// file store reads it as one chain) is one session, and is copied, and
+// exported and imported, into every store, each parent said. The import
+// took its first entry without a parent for the start of another session
+// under the key and failed, and so did a copy (spool migrate), which
+// reads one session of one store.
+func TestTransferOfASessionWithSomeParentsLeftOut(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "support"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	written := `{"id":"01JF00000000000000000000B1","timestamp":"2026-11-29T10:00:00.000Z","type":"user.message","turnId":"t1","data":{"text":"hi"}}
+{"id":"01JF00000000000000000000B2","parentId":"01JF00000000000000000000B1","timestamp":"2026-11-29T10:00:01.000Z","type":"assistant.turn_end","turnId":"t1","status":"ok","data":{}}
+{"id":"01JF00000000000000000000B3","timestamp":"2026-11-29T10:01:00.000Z","type":"user.message","turnId":"t2","data":{"text":"and now?"}}
+{"id":"01JF00000000000000000000B4","timestamp":"2026-11-29T10:01:01.000Z","type":"assistant.turn_end","turnId":"t2","status":"ok","data":{}}
+`
+	if err := os.WriteFile(filepath.Join(root, "support", "s1.jsonl"), []byte(written), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := filestore.New(ctx, root, filestore.WithRetention(store.Retention{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := store.Key{Agent: "support", ID: "s1"}
+	entries, err := src.Read(ctx, k)
+	if err != nil || len(entries) != 4 {
+		t.Fatalf("the file store reads %d entries, %v", len(entries), err)
+	}
+	want := slices.Clone(entries)
+	for i := 1; i < len(want); i++ {
+		want[i].ParentID = want[i-1].ID
+	}
+	var buf bytes.Buffer
+	if _, err := transfer.Export(ctx, &buf, src, []store.Key{k}); err != nil {
+		t.Fatal(err)
+	}
+	exported := buf.String()
+	all := teststores.All()
+	for _, to := range teststores.Names {
+		t.Run(to, func(t *testing.T) {
+			dst := all[to](t)
+			if _, err := transfer.Import(ctx, dst, strings.NewReader(exported), nil); err != nil {
+				t.Fatalf("import: %v", err)
+			}
+			st, err := transfer.Import(ctx, dst, strings.NewReader(exported), nil)
+			if err != nil || st.Skipped != 4 || st.Entries != 0 {
+				t.Fatalf("a second import: %+v %v, want all 4 there", st, err)
+			}
+			check(t, dst, map[store.Key][]transcript.Entry{k: want})
+			copied := all[to](t)
+			if _, err := transfer.Copy(ctx, copied, src, nil, nil); err != nil {
+				t.Fatalf("copy: %v", err)
+			}
+			check(t, copied, map[store.Key][]transcript.Entry{k: want})
+		})
+	}
+}
