@@ -491,7 +491,10 @@ func (s *sink) put(ctx context.Context, k store.Key, e transcript.Entry) error {
 			// part here.
 			return &conflictError{fmt.Sprintf("session %s: the input holds this session twice, and its copies differ: position %d is entry %q in the copy that begins %s, %q here; keep one copy's lines", k, t.pos, have.ID, lineOf(t.line), e.ID)}
 		}
-		if have.ID != e.ID && t.pos == 0 {
+		if have.ID != e.ID && t.pos == 0 && e.ParentID == "" {
+			// Two first entries: another session. (One naming a
+			// parent begins a later part of the session, which may
+			// be the target's.)
 			return &conflictError{fmt.Sprintf("session %s: the target holds another session under this key (its first entry %q, the source's %q), which is left as it was; import the source's under another session id, or into another store, or delete the target's first", k, have.ID, e.ID)}
 		}
 		if have.ID != e.ID {

@@ -585,3 +585,44 @@ func TestTransferOfASessionWithSomeParentsLeftOut(t *testing.T) {
 		})
 	}
 }
+
+// TestImportOfASessionsLaterPartIsNotAnotherSession: an input whose lines
+// of a session begin after its start (the second half of a split export,
+// imported alone or before the first) fails with ErrConflict, the target
+// left as it was, but does not say that the target holds another session
+// under the key, nor that deleting it is a way out: the target holds this
+// very session's beginning.
+func TestImportOfASessionsLaterPartIsNotAnotherSession(t *testing.T) {
+	ctx := context.Background()
+	all := teststores.All()
+	k := store.Key{Agent: teststores.Name("agent"), ID: "s"}
+	x := storetest.Chain("", time.Now().UTC().Truncate(time.Millisecond).Add(-time.Hour), 6)
+	lines := func(entries []transcript.Entry) string {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		for _, e := range entries {
+			if err := enc.Encode(transfer.Record{Agent: k.Agent, Owner: k.Owner, Session: k.ID, Entry: e}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return buf.String()
+	}
+	for _, to := range teststores.Names {
+		t.Run(to, func(t *testing.T) {
+			dst := all[to](t)
+			if _, err := transfer.Import(ctx, dst, strings.NewReader(lines(x[:3])), nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, input := range []string{lines(x[3:]), lines(x[3:]) + lines(x[:3])} {
+				_, err := transfer.Import(ctx, dst, strings.NewReader(input), nil)
+				if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "line 1: session "+k.String()) {
+					t.Fatalf("%v, want ErrConflict at line 1 naming %s", err, k)
+				}
+				if strings.Contains(err.Error(), "another session") || strings.Contains(err.Error(), "delete") {
+					t.Fatalf("%v: the target holds this session's beginning, not another session", err)
+				}
+				check(t, dst, map[store.Key][]transcript.Entry{k: x[:3]})
+			}
+		})
+	}
+}
