@@ -67,7 +67,9 @@
 // hold a model call forever) and ended by Close. Stopping is explicit:
 // POST /v1/sessions/{id}/stop (spool.Session.Stop) ends the running turn,
 // recorded cancelled, and answers once that is recorded. With
-// OnDisconnect cancel, a client that goes away stops its turn, as before.
+// OnDisconnect cancel, a client that goes away stops its turn, as before
+// (an MCP client before the protocol 2026-07-28, for which closing a
+// call's request is no cancel, stops it with notifications/cancelled).
 // An MCP client that cancels its send_message call (notifications/cancelled,
 // on every protocol version) stops the call's turn, recorded cancelled,
 // whatever OnDisconnect says. The notification is matched to a call this

@@ -111,9 +111,11 @@ type Options struct {
 	// GET /api/chat/{id}/stream) or to stop (POST
 	// /v1/sessions/{id}/stop); DisconnectCancel stops it, recorded
 	// cancelled. A turn over /mcp follows it too when its client closes
-	// the call's request; a client's notifications/cancelled for the
-	// call (any protocol version) stops the turn whatever this says, as
-	// POST /v1/sessions/{id}/stop does.
+	// the call's request under the MCP protocol 2026-07-28 or later
+	// (before it, closing the request is no cancel, and the turn runs
+	// on); a client's notifications/cancelled for the call (any protocol
+	// version) stops the turn whatever this says, as POST
+	// /v1/sessions/{id}/stop does.
 	OnDisconnect Disconnect
 	// TurnTimeout bounds a turn that runs on after its client went away,
 	// so that an abandoned turn cannot hold a model call forever; it is
