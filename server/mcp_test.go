@@ -216,28 +216,35 @@ func TestMCPClientCancelStopsTurnUnderDisconnectCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if ends := giveUpOnceRunning(t, e, cs, 10*time.Second); len(ends) != 1 || ends[0] != transcript.StatusCancelled {
+		t.Fatalf("turn ends %v 10s after the client gave up, want [cancelled]", ends)
+	}
+}
+
+// giveUpOnceRunning calls send_message on session m with a 20 s turn
+// (1000 words of slowModel's, at 20 ms), cancels the call once its turn
+// runs (a fixed wait could end before a loaded machine starts the turn,
+// which then never runs), and returns the session's turn ends once the
+// turn is over, or wait after the cancel.
+func giveUpOnceRunning(t *testing.T, e *env, cs *mcp.ClientSession, wait time.Duration) []transcript.Status {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sess, _ := e.agent.Session(context.Background(), "m")
 	go func() {
-		// The client gives up once its turn runs: a fixed wait could end
-		// before a loaded machine starts the turn, which then never runs.
 		for _, running := sess.Running(); !running && ctx.Err() == nil; _, running = sess.Running() {
 			time.Sleep(5 * time.Millisecond)
 		}
 		cancel()
 	}()
-	// 1000 words at 20 ms: a 20 s turn.
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server.MCPToolName, Arguments: map[string]any{"prompt": strings.Repeat("word ", 1000), "sessionId": "m"}}); err == nil {
 		t.Fatal("the call returned before the client gave up")
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(wait)
 	for _, running := sess.Running(); running && time.Now().Before(deadline); _, running = sess.Running() {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if ends := turnEnds(e.transcriptOf("", "m")); len(ends) != 1 || ends[0] != transcript.StatusCancelled {
-		t.Fatalf("turn ends %v 10s after the client gave up, want [cancelled]", ends)
-	}
+	return turnEnds(e.transcriptOf("", "m"))
 }
 
 // A call of a tool the server does not have is a protocol error (not a
@@ -321,24 +328,7 @@ func TestMCPCancelStopsTurnOnEveryVersion(t *testing.T) {
 				if got := cs.InitializeResult().ProtocolVersion; got != v {
 					t.Fatalf("negotiated %s, want %s", got, v)
 				}
-				sess, _ := e.agent.Session(context.Background(), "m")
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				go func() {
-					for _, running := sess.Running(); !running && ctx.Err() == nil; _, running = sess.Running() {
-						time.Sleep(5 * time.Millisecond)
-					}
-					cancel()
-				}()
-				// 1000 words at 20 ms: a 20 s turn.
-				if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server.MCPToolName, Arguments: map[string]any{"prompt": strings.Repeat("word ", 1000), "sessionId": "m"}}); err == nil {
-					t.Fatal("the call returned before the client gave up")
-				}
-				deadline := time.Now().Add(5 * time.Second)
-				for _, running := sess.Running(); running && time.Now().Before(deadline); _, running = sess.Running() {
-					time.Sleep(10 * time.Millisecond)
-				}
-				if ends := turnEnds(e.transcriptOf("", "m")); len(ends) != 1 || ends[0] != transcript.StatusCancelled {
+				if ends := giveUpOnceRunning(t, e, cs, 5*time.Second); len(ends) != 1 || ends[0] != transcript.StatusCancelled {
 					t.Fatalf("turn ends %v 5s after the client cancelled, want [cancelled]", ends)
 				}
 			})
