@@ -385,22 +385,40 @@ func TestSessionsMeetsASessionAppendedToWhileListing(t *testing.T) {
 	}
 }
 
-// TestTransferFillsAParentLeftOut: a transcript another program wrote,
-// whose entries after the first leave their parent out (the file store
-// reads it, each entry after the one before it), is exported, imported
-// into every store (twice: the second run finds it all there) and copied,
-// each entry's parent said. Every store refused its second entry, so such
-// a session could not be moved, and a migration stopped at it.
+// TestTransferFillsAParentLeftOut: a transcript whose entries leave
+// their parent out (another program wrote it, or continued one spool
+// began, in the same file format; the file store reads each entry after
+// the one before it) is exported, imported into every store (twice: the
+// second run finds it all there) and copied, each entry's parent said.
+// Every store refused the second entry of one that left out every parent,
+// so such a session could not be moved, and a migration stopped at it;
+// one whose later entries left theirs out, the import took for two
+// sessions under one key, and failed, and so did a copy.
 func TestTransferFillsAParentLeftOut(t *testing.T) {
+	for name, written := range map[string]string{
+		"every parent left out": `{"id":"01JF00000000000000000000A1","timestamp":"2026-11-29T10:00:00.000Z","type":"user.message","turnId":"t1","data":{"text":"hi"}}
+{"id":"01JF00000000000000000000A2","timestamp":"2026-11-29T10:00:01.000Z","type":"assistant.message","turnId":"t1","data":{"text":"hello"}}
+{"id":"01JF00000000000000000000A3","timestamp":"2026-11-29T10:00:02.000Z","type":"assistant.turn_end","turnId":"t1","status":"ok","data":{}}
+`,
+		"later parents left out": `{"id":"01JF00000000000000000000B1","timestamp":"2026-11-29T10:00:00.000Z","type":"user.message","turnId":"t1","data":{"text":"hi"}}
+{"id":"01JF00000000000000000000B2","parentId":"01JF00000000000000000000B1","timestamp":"2026-11-29T10:00:01.000Z","type":"assistant.turn_end","turnId":"t1","status":"ok","data":{}}
+{"id":"01JF00000000000000000000B3","timestamp":"2026-11-29T10:01:00.000Z","type":"user.message","turnId":"t2","data":{"text":"and now?"}}
+{"id":"01JF00000000000000000000B4","timestamp":"2026-11-29T10:01:01.000Z","type":"assistant.turn_end","turnId":"t2","status":"ok","data":{}}
+`,
+	} {
+		t.Run(name, func(t *testing.T) { transfersWhole(t, written) })
+	}
+}
+
+// transfersWhole writes a file store's transcript as given and checks
+// that it exports, imports (twice) and copies into every store whole,
+// each parent said.
+func transfersWhole(t *testing.T, written string) {
 	ctx := context.Background()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "support"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	written := `{"id":"01JF00000000000000000000A1","timestamp":"2026-11-29T10:00:00.000Z","type":"user.message","turnId":"t1","data":{"text":"hi"}}
-{"id":"01JF00000000000000000000A2","timestamp":"2026-11-29T10:00:01.000Z","type":"assistant.message","turnId":"t1","data":{"text":"hello"}}
-{"id":"01JF00000000000000000000A3","timestamp":"2026-11-29T10:00:02.000Z","type":"assistant.turn_end","turnId":"t1","status":"ok","data":{}}
-`
 	if err := os.WriteFile(filepath.Join(root, "support", "s1.jsonl"), []byte(written), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -409,9 +427,10 @@ func TestTransferFillsAParentLeftOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := store.Key{Agent: "support", ID: "s1"}
+	n := strings.Count(written, "\n")
 	entries, err := src.Read(ctx, k)
-	if err != nil || len(entries) != 3 {
-		t.Fatalf("the file store reads %d entries, %v", len(entries), err)
+	if err != nil || len(entries) != n {
+		t.Fatalf("the file store reads %d entries, %v; want %d", len(entries), err, n)
 	}
 	want := slices.Clone(entries)
 	for i := 1; i < len(want); i++ {
@@ -427,16 +446,16 @@ func TestTransferFillsAParentLeftOut(t *testing.T) {
 		t.Run(to, func(t *testing.T) {
 			dst := all[to](t)
 			if _, err := transfer.Import(ctx, dst, strings.NewReader(exported), nil); err != nil {
-				t.Fatal(err)
+				t.Fatalf("import: %v", err)
 			}
 			st, err := transfer.Import(ctx, dst, strings.NewReader(exported), nil)
-			if err != nil || st.Skipped != 3 || st.Entries != 0 {
-				t.Fatalf("a second import: %+v %v, want all 3 there", st, err)
+			if err != nil || st.Skipped != n || st.Entries != 0 {
+				t.Fatalf("a second import: %+v %v, want all %d there", st, err, n)
 			}
 			check(t, dst, map[store.Key][]transcript.Entry{k: want})
 			copied := all[to](t)
 			if _, err := transfer.Copy(ctx, copied, src, nil, nil); err != nil {
-				t.Fatal(err)
+				t.Fatalf("copy: %v", err)
 			}
 			check(t, copied, map[store.Key][]transcript.Entry{k: want})
 		})
@@ -521,67 +540,6 @@ func TestImportIntoAStoreWithATTL(t *testing.T) {
 				t.Fatalf("import of the export twice: %+v %v", st, err)
 			}
 			check(t, twice, map[store.Key][]transcript.Entry{used: usedEntries})
-		})
-	}
-}
-
-// TestTransferOfASessionWithSomeParentsLeftOut: a transcript whose later
-// entries leave their parent out while those before said theirs (begun by
-// spool, continued by another program writing the same file format; the
-// file store reads it as one chain) is one session, and is copied, and
-// exported and imported, into every store, each parent said. The import
-// took its first entry without a parent for the start of another session
-// under the key and failed, and so did a copy (spool migrate), which
-// reads one session of one store.
-func TestTransferOfASessionWithSomeParentsLeftOut(t *testing.T) {
-	ctx := context.Background()
-	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "support"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	written := `{"id":"01JF00000000000000000000B1","timestamp":"2026-11-29T10:00:00.000Z","type":"user.message","turnId":"t1","data":{"text":"hi"}}
-{"id":"01JF00000000000000000000B2","parentId":"01JF00000000000000000000B1","timestamp":"2026-11-29T10:00:01.000Z","type":"assistant.turn_end","turnId":"t1","status":"ok","data":{}}
-{"id":"01JF00000000000000000000B3","timestamp":"2026-11-29T10:01:00.000Z","type":"user.message","turnId":"t2","data":{"text":"and now?"}}
-{"id":"01JF00000000000000000000B4","timestamp":"2026-11-29T10:01:01.000Z","type":"assistant.turn_end","turnId":"t2","status":"ok","data":{}}
-`
-	if err := os.WriteFile(filepath.Join(root, "support", "s1.jsonl"), []byte(written), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	src, err := filestore.New(ctx, root, filestore.WithRetention(store.Retention{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := store.Key{Agent: "support", ID: "s1"}
-	entries, err := src.Read(ctx, k)
-	if err != nil || len(entries) != 4 {
-		t.Fatalf("the file store reads %d entries, %v", len(entries), err)
-	}
-	want := slices.Clone(entries)
-	for i := 1; i < len(want); i++ {
-		want[i].ParentID = want[i-1].ID
-	}
-	var buf bytes.Buffer
-	if _, err := transfer.Export(ctx, &buf, src, []store.Key{k}); err != nil {
-		t.Fatal(err)
-	}
-	exported := buf.String()
-	all := teststores.All()
-	for _, to := range teststores.Names {
-		t.Run(to, func(t *testing.T) {
-			dst := all[to](t)
-			if _, err := transfer.Import(ctx, dst, strings.NewReader(exported), nil); err != nil {
-				t.Fatalf("import: %v", err)
-			}
-			st, err := transfer.Import(ctx, dst, strings.NewReader(exported), nil)
-			if err != nil || st.Skipped != 4 || st.Entries != 0 {
-				t.Fatalf("a second import: %+v %v, want all 4 there", st, err)
-			}
-			check(t, dst, map[store.Key][]transcript.Entry{k: want})
-			copied := all[to](t)
-			if _, err := transfer.Copy(ctx, copied, src, nil, nil); err != nil {
-				t.Fatalf("copy: %v", err)
-			}
-			check(t, copied, map[store.Key][]transcript.Entry{k: want})
 		})
 	}
 }
