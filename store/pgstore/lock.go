@@ -46,13 +46,22 @@ func (s *Store) Lock(ctx context.Context, key store.Key) (unlock func(), err err
 		return nil, err
 	}
 	id := lockKey("session", s.schema, key.Agent, key.Owner, key.ID)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(lk.closing, cancel)()
+	closedErr := func(err error) error {
+		if lk.closing.Err() != nil {
+			return errors.New("the store is closed")
+		}
+		return err
+	}
 	if err := lk.claim(ctx, id); err != nil {
-		return nil, dbError("lock", key, err)
+		return nil, dbError("lock", key, closedErr(err))
 	}
 	release, err := lk.lock(ctx, id)
 	if err != nil {
 		lk.unclaim(id)
-		return nil, dbError("lock", key, err)
+		return nil, dbError("lock", key, closedErr(err))
 	}
 	var once sync.Once
 	return func() {
@@ -92,6 +101,11 @@ type locker struct {
 	// closed is set by close before it drops the holders: a holder it
 	// dropped opens no connection again, which nothing would release.
 	closed atomic.Bool
+	// closing ends when close begins, and with it every Lock still
+	// waiting (for a holder, a poll, or in the server's queue on a
+	// connection that Close would otherwise wait for).
+	closing context.Context
+	stop    context.CancelFunc
 }
 
 // holder is a connection holding any number of locks. Advisory locks are
@@ -131,6 +145,7 @@ func (s *Store) lockState(ctx context.Context) (*locker, error) {
 	for i := range lk.holders {
 		lk.holders[i] = &holder{sem: make(chan struct{}, 1)}
 	}
+	lk.closing, lk.stop = context.WithCancel(context.Background())
 	s.locks = lk
 	return lk, nil
 }
@@ -301,6 +316,7 @@ func (h *holder) drop() {
 // connections close.
 func (lk *locker) close() {
 	lk.closed.Store(true)
+	lk.stop()
 	for _, h := range lk.holders {
 		h.sem <- struct{}{}
 		h.drop()

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,5 +121,55 @@ func TestLockRefusedKeepsTheOthers(t *testing.T) {
 	if u, err := b.Lock(ctx, held); err == nil {
 		u()
 		t.Fatal("another replica took a lock still held: the refusal of another Lock released it")
+	}
+}
+
+// A Lock waiting for a lock another replica holds, in the server's queue
+// on a connection of its own, ends when its store is closed, and Close
+// does not wait for it: it waited for the Lock's context, and Close for
+// the connection.
+func TestCloseEndsWaitingLocks(t *testing.T) {
+	schema := newSchema(t)
+	a := openIn(t, schema)
+	b, err := Open(t.Context(), testURL(t), WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Key{Agent: "a", ID: "s"}
+	unlock, err := a.Lock(bg, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	got := make(chan error, 1)
+	go func() {
+		u, err := b.Lock(bg, key)
+		if err == nil {
+			u()
+		}
+		got <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); waiters(t, b, key) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("B does not wait in the server's queue")
+		}
+	}
+	closed := make(chan struct{})
+	go func() {
+		b.Close()
+		close(closed)
+	}()
+	select {
+	case err := <-got:
+		if err == nil || !strings.Contains(err.Error(), "closed") {
+			t.Fatalf("a waiting Lock when its store closed: %v, want the store closed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a Lock waiting in the server's queue did not end when its store closed")
+	}
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for a Lock still waiting")
 	}
 }

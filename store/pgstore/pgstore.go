@@ -231,9 +231,9 @@ func (s *Store) TTL() time.Duration { return s.ttl }
 
 // Close releases the store's connections: the pool of session locks, and
 // the main pool when Open made it. Release every held lock first: Close
-// drops the locks held on the two shared connections, and waits for a
-// lock held on a connection of its own (taken after a wait) to be
-// released.
+// drops the locks held on the two shared connections, ends every Lock
+// still waiting (it fails, the store closed), and waits for a lock held
+// on a connection of its own (taken after a wait) to be released.
 func (s *Store) Close() error {
 	s.notify.closeNotify()
 	s.lockMu.Lock()
