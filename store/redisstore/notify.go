@@ -53,6 +53,15 @@ import (
 // reaches exactly the subscriptions made before it, in order. Sharded
 // pub/sub (SPUBLISH) would also keep the traffic off the other nodes, but
 // drops subscriptions when slots move, and is not used.
+//
+// When a primary fails over (its replica promoted, at another address),
+// the connection to the old address, refused, never subscribes again. So
+// a cluster's pub/sub connection that keeps failing asks, every
+// notifyMoveCheck, which primary owns its channels' slots now (having the
+// cluster client read the cluster's state again, which it otherwise does
+// only when a command of its own fails, or once a minute), moves the
+// channels whose primary changed to that primary's connection, dropping
+// their listeners, and closes once it has no channel left.
 
 var _ store.Notifier = (*Store)(nil)
 
@@ -82,10 +91,12 @@ type notifier struct {
 // pubsubConn is one pub/sub connection and the subscribe replies it has
 // to come.
 type pubsubConn struct {
-	node redis.UniversalClient // the client that made ps
-	ps   *redis.PubSub         // replaced by receive when it hung; read under notifier.mu elsewhere
-	sent map[string]int        // subscribe replies to come, by channel
-	done chan struct{}         // closed when receive returns
+	node    redis.UniversalClient // the client that made ps
+	addr    string                // node's address, conn's key in notifier.conns
+	cluster *redis.ClusterClient  // the Store's client on a cluster, else nil
+	ps      *redis.PubSub         // replaced by receive when it hung; read under notifier.mu elsewhere
+	sent    map[string]int        // subscribe replies to come, by channel
+	done    chan struct{}         // closed when receive returns
 }
 
 type redisChannel struct {
@@ -141,7 +152,8 @@ func (s *Store) Notify(ctx context.Context, key store.Key, msg []byte) error {
 // connection; it returns once Redis confirmed the subscription. The
 // channel is closed when ctx ends, when the listener falls
 // store.ListenBuffer messages behind, or when the connection dropped and
-// came back (what was published meanwhile is lost).
+// came back or, on a cluster, its primary failed over (what was published
+// meanwhile is lost).
 func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error) {
 	if err := store.ValidateKey(key); err != nil {
 		return nil, err
@@ -162,16 +174,8 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 	}
 	c := n.chans[name]
 	if c == nil {
-		conn := n.conns[addr]
-		if conn == nil {
-			conn = &pubsubConn{node: node, ps: node.Subscribe(context.Background()), sent: map[string]int{}, done: make(chan struct{})}
-			if n.conns == nil {
-				n.conns = map[string]*pubsubConn{}
-				n.chans = map[string]*redisChannel{}
-			}
-			n.conns[addr] = conn
-			go n.receive(conn)
-		}
+		cluster, _ := s.c.(*redis.ClusterClient)
+		conn := n.connLocked(node, addr, cluster)
 		// Replies to earlier subscriptions to the channel (by a
 		// listener gone since) come first: they do not confirm this one.
 		c = &redisChannel{key: key, conn: conn, ready: make(chan struct{}), replies: conn.sent[name]}
@@ -213,13 +217,42 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 	}
 }
 
+// connLocked is the pub/sub connection to node at addr, made (and its
+// receive loop started) if there is none. n.mu is held.
+func (n *notifier) connLocked(node redis.UniversalClient, addr string, cluster *redis.ClusterClient) *pubsubConn {
+	conn := n.conns[addr]
+	if conn == nil {
+		conn = &pubsubConn{node: node, addr: addr, cluster: cluster, ps: node.Subscribe(context.Background()), sent: map[string]int{}, done: make(chan struct{})}
+		if n.conns == nil {
+			n.conns = map[string]*pubsubConn{}
+			n.chans = map[string]*redisChannel{}
+		}
+		n.conns[addr] = conn
+		go n.receive(conn)
+	}
+	return conn
+}
+
+// notifyMoveCheck is how often a cluster's pub/sub connection that keeps
+// failing checks whether its channels' slots moved to another primary.
+const notifyMoveCheck = time.Second
+
 // receive passes conn's messages on until it closes. It replaces a
-// connection that hung (see notifyKeepAlive).
+// connection that hung (see notifyKeepAlive), and on a cluster moves the
+// channels of a connection that fails to their slots' new primary (see
+// move).
 func (n *notifier) receive(conn *pubsubConn) {
 	defer close(conn.done)
 	pinged := false // a PING is unanswered
 	failed := 0     // reads failed in a row
+	var checked time.Time
 	for {
+		if failed > 1 && conn.cluster != nil && time.Since(checked) >= notifyMoveCheck {
+			checked = time.Now()
+			if n.move(conn) {
+				return
+			}
+		}
 		// A timeout of ReceiveTimeout's own leaves go-redis's connection
 		// be: silence is no failure, and a hung connection is replaced
 		// here, with its subscriptions counted.
@@ -331,6 +364,91 @@ func (n *notifier) replace(conn *pubsubConn) bool {
 	n.mu.Unlock()
 	_ = old.Close()
 	return true
+}
+
+// move moves conn's channels whose slot another primary owns now (after
+// a failover, the replica promoted; conn's address may never answer
+// again) to that primary's connection, and reports whether conn was left
+// without channels, and closed. Their listeners are dropped (messages
+// may have been lost), and a Listen after it waits for the subscription
+// on the new primary. It is called while conn fails, and first asks the
+// cluster client to read the cluster's state again, for the next call:
+// the client learns of the failover otherwise only when a command of its
+// own fails.
+func (n *notifier) move(conn *pubsubConn) bool {
+	conn.cluster.ReloadState(context.Background())
+	n.mu.Lock()
+	var names []string
+	for name, c := range n.chans {
+		if c.conn == conn {
+			names = append(names, name)
+		}
+	}
+	n.mu.Unlock()
+	type owner struct {
+		node *redis.Client
+		addr string
+	}
+	moved := map[string]owner{}
+	for _, name := range names {
+		node, err := conn.cluster.MasterForKey(context.Background(), name)
+		if err == nil && node.Options().Addr != conn.addr {
+			moved[name] = owner{node, node.Options().Addr}
+		}
+	}
+	if len(moved) == 0 {
+		return false
+	}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return false
+	}
+	var dropped []store.Key
+	for name, o := range moved {
+		c := n.chans[name]
+		if c == nil || c.conn != conn {
+			continue // its listeners left meanwhile
+		}
+		to := n.connLocked(o.node, o.addr, conn.cluster)
+		c.conn = to
+		c.replies = to.sent[name]
+		if c.confirmed {
+			// Listeners had it: they are dropped, and a Listen waits
+			// for the new subscription. (A Listen still waiting for
+			// the old one now waits for this one.)
+			c.confirmed = false
+			c.ready = make(chan struct{})
+			dropped = append(dropped, c.key)
+		}
+		// Sent holding mu, as Listen's; on a failure go-redis
+		// subscribes when it connects, a reply not counted.
+		ctx, cancel := context.WithTimeout(context.Background(), keepAlive())
+		if to.ps.Subscribe(ctx, name) == nil {
+			to.sent[name]++
+		}
+		cancel()
+	}
+	empty := true
+	for _, c := range n.chans {
+		if c.conn == conn {
+			empty = false
+			break
+		}
+	}
+	if empty && n.conns[conn.addr] == conn {
+		delete(n.conns, conn.addr)
+	} else {
+		empty = false
+	}
+	n.mu.Unlock()
+	for _, key := range dropped {
+		n.hub.Drop(key)
+	}
+	if empty {
+		_ = conn.ps.Close()
+	}
+	return empty
 }
 
 // closeNotify closes the pub/sub connections; listeners' channels close.

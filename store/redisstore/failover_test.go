@@ -1,0 +1,201 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/redisstore"
+	"github.com/spool-go/spool/store/storetest"
+)
+
+// A failover on Redis Cluster (the primary of a session's slot dies and
+// its replica takes over) drops the listeners of the dead primary's
+// pub/sub connection, whose address never answers again, and moves its
+// channels to the new primary: a new Listen gets messages. The
+// connection dialled the dead address for ever, no listener was closed,
+// and a new Listen was held on it, silent.
+func TestClusterFailover(t *testing.T) {
+	primary, replica := startFailoverCluster(t)
+	one := clusterStoreAt(t, "", primary, replica)
+	two := clusterStoreAt(t, one.Prefix(), primary, replica)
+	ctx := t.Context()
+	key := store.Key{Agent: "a", ID: "s"}
+	ch, err := two.Listen(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Notify(ctx, key, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Receive(t, ch, "first")
+
+	p := redis.NewClient(&redis.Options{Addr: primary})
+	_ = p.Shutdown(ctx).Err() // SHUTDOWN answers by closing the connection
+	p.Close()
+	r := redis.NewClient(&redis.Options{Addr: replica})
+	defer r.Close()
+	if err := r.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the replica to take over", func() bool {
+		info, err := r.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "role:master")
+	})
+
+	select {
+	case _, ok := <-ch:
+		if ok {
+			t.Fatal("a message after the failover")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the listener of the dead primary's connection was not closed")
+	}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ch, err = two.Listen(lctx, key)
+	if err != nil {
+		t.Fatalf("Listen after the failover: %v", err)
+	}
+	// A publisher that knows the new primary.
+	three := clusterStoreAt(t, one.Prefix(), replica)
+	if err := three.Notify(ctx, key, []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Receive(t, ch, "again")
+}
+
+// startFailoverCluster starts a Redis Cluster of its own for a failover
+// test: one primary, owning every slot, and its replica, on free ports;
+// they are shut down when the test ends. The test is skipped where
+// redis-server is not installed, and under -short.
+func startFailoverCluster(t *testing.T) (primary, replica string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: not starting a Redis Cluster of the test's own")
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed; skipping the failover test")
+	}
+	dir := t.TempDir()
+	start := func() (string, *redis.Client) {
+		port := freeClusterPort(t)
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes", "--cluster-config-file", fmt.Sprintf("nodes-%d.conf", port),
+			"--cluster-node-timeout", "1000", "--repl-diskless-sync-delay", "0",
+			"--save", "", "--appendonly", "no", "--dir", dir)
+		cmd.SysProcAttr = childAttr()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { c.Close() })
+		waitFor(t, 5*time.Second, "redis-server at "+addr, func() bool { return c.Ping(t.Context()).Err() == nil })
+		return addr, c
+	}
+	primary, p := start()
+	replica, r := start()
+	ctx := t.Context()
+	if err := p.ClusterAddSlotsRange(ctx, 0, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(replica)
+	if err := p.ClusterMeet(ctx, host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := p.ClusterMyID(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the replica to meet the primary", func() bool {
+		nodes, err := r.ClusterNodes(ctx).Result()
+		return err == nil && strings.Contains(nodes, id)
+	})
+	if err := r.ClusterReplicate(ctx, id).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the replica to sync", func() bool {
+		info, err := r.Info(ctx, "replication").Result()
+		if err != nil || !strings.Contains(info, "master_link_status:up") {
+			return false
+		}
+		for _, c := range []*redis.Client{p, r} {
+			ci, err := c.ClusterInfo(ctx).Result()
+			if err != nil || !strings.Contains(ci, "cluster_state:ok") {
+				return false
+			}
+		}
+		return true
+	})
+	return primary, replica
+}
+
+// freeClusterPort is a port free now whose cluster bus port (10000
+// above) is free too.
+func freeClusterPort(t *testing.T) int {
+	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if port+10000 > 65535 {
+			continue
+		}
+		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
+		if err != nil {
+			continue
+		}
+		bus.Close()
+		return port
+	}
+	t.Fatal("no free port for a cluster node")
+	return 0
+}
+
+// clusterStoreAt opens a store on the cluster of addrs, under prefix (a
+// new one when empty).
+func clusterStoreAt(t *testing.T, prefix string, addrs ...string) *redisstore.Store {
+	t.Helper()
+	if prefix == "" {
+		prefix = randomPrefix()
+	}
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	s, err := redisstore.New(t.Context(), client, redisstore.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		client.Close()
+	})
+	return s
+}
+
+// waitFor polls ok until it holds, failing the test after d.
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
