@@ -22,7 +22,9 @@ import (
 // pub/sub connection, whose address never answers again, and moves its
 // channels to the new primary: a new Listen gets messages. The
 // connection dialled the dead address for ever, no listener was closed,
-// and a new Listen was held on it, silent.
+// and a new Listen was held on it, silent. A publisher that knew the
+// old primary publishes through the new one soon (its Notify failed for
+// up to a minute).
 func TestClusterFailover(t *testing.T) {
 	primary, replica := startFailoverCluster(t)
 	one := clusterStoreAt(t, "", primary, replica)
@@ -71,6 +73,14 @@ func TestClusterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.Receive(t, ch, "again")
+
+	// The first publisher's client had the old primary for the slot,
+	// and would for up to a minute (go-redis's state reload interval):
+	// a Notify that fails has it read the cluster's state again.
+	waitFor(t, 3*time.Second, "a Notify through the old publisher", func() bool {
+		return one.Notify(ctx, key, []byte("through one")) == nil
+	})
+	storetest.Receive(t, ch, "through one")
 }
 
 // startFailoverCluster starts a Redis Cluster of its own for a failover

@@ -133,6 +133,8 @@ func (s *Store) channelNode(ctx context.Context, name string) (redis.UniversalCl
 }
 
 // Notify implements store.Notifier with PUBLISH on the session's channel.
+// On a cluster, a Notify that fails has the client read the cluster's
+// state again, so that the next one reaches the primary of a failover.
 func (s *Store) Notify(ctx context.Context, key store.Key, msg []byte) error {
 	if err := store.ValidateKey(key); err != nil {
 		return err
@@ -143,6 +145,13 @@ func (s *Store) Notify(ctx context.Context, key store.Key, msg []byte) error {
 		return redisError("notify", key, err)
 	}
 	if err := node.Publish(ctx, name, msg).Err(); err != nil {
+		if cc, ok := s.c.(*redis.ClusterClient); ok && ctx.Err() == nil {
+			// The primary may have failed over: PUBLISH went to it
+			// directly, and the cluster client, which learns of a
+			// failover when a command of its own fails, would not
+			// read the cluster's state again for up to a minute.
+			cc.ReloadState(ctx)
+		}
 		return redisError("notify", key, err)
 	}
 	return nil
