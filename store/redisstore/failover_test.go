@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/spool-go/spool/internal/faultnet"
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/store/redisstore"
 	"github.com/spool-go/spool/store/storetest"
@@ -26,9 +27,9 @@ import (
 // old primary publishes through the new one soon (its Notify failed for
 // up to a minute).
 func TestClusterFailover(t *testing.T) {
-	primary, replica := startFailoverCluster(t)
-	one := clusterStoreAt(t, "", primary, replica)
-	two := clusterStoreAt(t, one.Prefix(), primary, replica)
+	primary, replica, _ := startFailoverCluster(t, false)
+	one := clusterStoreAt(t, "", 0, primary, replica)
+	two := clusterStoreAt(t, one.Prefix(), 0, primary, replica)
 	ctx := t.Context()
 	key := store.Key{Agent: "a", ID: "s"}
 	ch, err := two.Listen(ctx, key)
@@ -68,7 +69,7 @@ func TestClusterFailover(t *testing.T) {
 		t.Fatalf("Listen after the failover: %v", err)
 	}
 	// A publisher that knows the new primary.
-	three := clusterStoreAt(t, one.Prefix(), replica)
+	three := clusterStoreAt(t, one.Prefix(), 0, replica)
 	if err := three.Notify(ctx, key, []byte("again")); err != nil {
 		t.Fatal(err)
 	}
@@ -83,11 +84,50 @@ func TestClusterFailover(t *testing.T) {
 	storetest.Receive(t, ch, "through one")
 }
 
+// A failover on Redis Cluster whose old primary's address hangs rather
+// than refuses (the host gone without a reset, or cut off by the network)
+// is found by the keep-alive check: the listeners of the hung connection
+// are dropped and its channels move to the new primary. The connection
+// was replaced by one to the same address, which tried it for ever: its
+// handshakes' and PINGs' timeouts were taken for silence.
+func TestClusterFailoverHung(t *testing.T) {
+	redisstore.SetNotifyKeepAlive(t, 200*time.Millisecond)
+	primary, replica, proxy := startFailoverCluster(t, true)
+	one := clusterStoreAt(t, "", 0, primary, replica)
+	// Connections to the hung address give up soon (go-redis's
+	// handshake on each waits its read timeout, 3 s, more than once).
+	two := clusterStoreAt(t, one.Prefix(), 500*time.Millisecond, primary, replica)
+	ctx := t.Context()
+	key := store.Key{Agent: "a", ID: "s"}
+	ch, err := two.Listen(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Notify(ctx, key, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Receive(t, ch, "first")
+
+	proxy.Freeze(true) // every connection to the old primary hangs, new ones too
+	r := redis.NewClient(&redis.Options{Addr: replica})
+	defer r.Close()
+	if err := r.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the replica to take over", func() bool {
+		info, err := r.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "role:master")
+	})
+	three := clusterStoreAt(t, one.Prefix(), 0, replica)
+	storetest.AfterDrop(t, three, two, key, ch, 10*time.Second)
+}
+
 // startFailoverCluster starts a Redis Cluster of its own for a failover
 // test: one primary, owning every slot, and its replica, on free ports;
-// they are shut down when the test ends. The test is skipped where
-// redis-server is not installed, and under -short.
-func startFailoverCluster(t *testing.T) (primary, replica string) {
+// they are shut down when the test ends. With proxied, the primary is
+// announced at the address of a proxy, which the test can freeze. The
+// test is skipped where redis-server is not installed, and under -short.
+func startFailoverCluster(t *testing.T, proxied bool) (primary, replica string, proxy *faultnet.Proxy) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: not starting a Redis Cluster of the test's own")
@@ -120,6 +160,20 @@ func startFailoverCluster(t *testing.T) (primary, replica string) {
 	primary, p := start()
 	replica, r := start()
 	ctx := t.Context()
+	if proxied {
+		var u string
+		proxy, u = faultnet.New(t, "redis://"+primary)
+		_, port, _ := net.SplitHostPort(primary)
+		bus, _ := strconv.Atoi(port)
+		primary = strings.TrimPrefix(u, "redis://")
+		_, announced, _ := net.SplitHostPort(primary)
+		if err := p.ConfigSet(ctx, "cluster-announce-port", announced).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ConfigSet(ctx, "cluster-announce-bus-port", strconv.Itoa(bus+10000)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := p.ClusterAddSlotsRange(ctx, 0, 16383).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +205,7 @@ func startFailoverCluster(t *testing.T) (primary, replica string) {
 		}
 		return true
 	})
-	return primary, replica
+	return primary, replica, proxy
 }
 
 // freeClusterPort is a port free now whose cluster bus port (10000
@@ -180,13 +234,14 @@ func freeClusterPort(t *testing.T) int {
 }
 
 // clusterStoreAt opens a store on the cluster of addrs, under prefix (a
-// new one when empty).
-func clusterStoreAt(t *testing.T, prefix string, addrs ...string) *redisstore.Store {
+// new one when empty), with go-redis's dial and read timeouts (when not
+// zero) set to timeout.
+func clusterStoreAt(t *testing.T, prefix string, timeout time.Duration, addrs ...string) *redisstore.Store {
 	t.Helper()
 	if prefix == "" {
 		prefix = randomPrefix()
 	}
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: timeout, ReadTimeout: timeout})
 	s, err := redisstore.New(t.Context(), client, redisstore.WithPrefix(prefix))
 	if err != nil {
 		t.Fatal(err)

@@ -55,13 +55,15 @@ import (
 // drops subscriptions when slots move, and is not used.
 //
 // When a primary fails over (its replica promoted, at another address),
-// the connection to the old address, refused, never subscribes again. So
-// a cluster's pub/sub connection that keeps failing asks, every
+// the connection to the old address, refused or hung, never subscribes
+// again. So a cluster's pub/sub connection that keeps failing (refused,
+// or a new connection's handshake or PING timing out) asks, every
 // notifyMoveCheck, which primary owns its channels' slots now (having the
 // cluster client read the cluster's state again, which it otherwise does
 // only when a command of its own fails, or once a minute), moves the
 // channels whose primary changed to that primary's connection, dropping
-// their listeners, and closes once it has no channel left.
+// their listeners, and closes once it has no channel left. (A connection
+// that hangs is first found by the keep-alive check, as any hang.)
 
 var _ store.Notifier = (*Store)(nil)
 
@@ -281,7 +283,12 @@ func (n *notifier) receive(conn *pubsubConn) {
 				}
 			case !pinged:
 				ctx, cancel := context.WithTimeout(context.Background(), keepAlive())
-				pinged = conn.ps.Ping(ctx) == nil // a failed write: go-redis reconnects
+				// A failed write: go-redis reconnects. (When it failed
+				// to connect, its handshake timing out on an address
+				// that hangs, that is a failure in a row.)
+				if pinged = conn.ps.Ping(ctx) == nil; !pinged {
+					failed++
+				}
 				cancel()
 			default:
 				pinged = false
