@@ -32,27 +32,12 @@ func TestClusterFailover(t *testing.T) {
 	two := clusterStoreAt(t, one.Prefix(), 0, primary, replica)
 	ctx := t.Context()
 	key := store.Key{Agent: "a", ID: "s"}
-	ch, err := two.Listen(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := one.Notify(ctx, key, []byte("first")); err != nil {
-		t.Fatal(err)
-	}
-	storetest.Receive(t, ch, "first")
+	ch := heard(t, one, two, key)
 
 	p := redis.NewClient(&redis.Options{Addr: primary})
 	_ = p.Shutdown(ctx).Err() // SHUTDOWN answers by closing the connection
 	p.Close()
-	r := redis.NewClient(&redis.Options{Addr: replica})
-	defer r.Close()
-	if err := r.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 5*time.Second, "the replica to take over", func() bool {
-		info, err := r.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "role:master")
-	})
+	takeOver(t, replica)
 
 	select {
 	case _, ok := <-ch:
@@ -64,7 +49,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	ch, err = two.Listen(lctx, key)
+	ch, err := two.Listen(lctx, key)
 	if err != nil {
 		t.Fatalf("Listen after the failover: %v", err)
 	}
@@ -91,33 +76,20 @@ func TestClusterFailover(t *testing.T) {
 // was replaced by one to the same address, which tried it for ever: its
 // handshakes' and PINGs' timeouts were taken for silence.
 func TestClusterFailoverHung(t *testing.T) {
-	redisstore.SetNotifyKeepAlive(t, 200*time.Millisecond)
+	// Checked every 500 ms: a PONG slower than the keep-alive on a loaded
+	// machine would replace a healthy connection and drop the listener
+	// before the failover.
+	redisstore.SetNotifyKeepAlive(t, 500*time.Millisecond)
 	primary, replica, proxy := startFailoverCluster(t, true)
 	one := clusterStoreAt(t, "", 0, primary, replica)
 	// Connections to the hung address give up soon (go-redis's
 	// handshake on each waits its read timeout, 3 s, more than once).
 	two := clusterStoreAt(t, one.Prefix(), 500*time.Millisecond, primary, replica)
-	ctx := t.Context()
 	key := store.Key{Agent: "a", ID: "s"}
-	ch, err := two.Listen(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := one.Notify(ctx, key, []byte("first")); err != nil {
-		t.Fatal(err)
-	}
-	storetest.Receive(t, ch, "first")
+	ch := heard(t, one, two, key)
 
 	proxy.Freeze(true) // every connection to the old primary hangs, new ones too
-	r := redis.NewClient(&redis.Options{Addr: replica})
-	defer r.Close()
-	if err := r.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 5*time.Second, "the replica to take over", func() bool {
-		info, err := r.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "role:master")
-	})
+	takeOver(t, replica)
 	three := clusterStoreAt(t, one.Prefix(), 0, replica)
 	storetest.AfterDrop(t, three, two, key, ch, 10*time.Second)
 }
@@ -263,4 +235,21 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// takeOver makes the replica at addr its primary's primary (CLUSTER
+// FAILOVER TAKEOVER, which needs no word from the primary) and waits
+// until it is.
+func takeOver(t *testing.T, addr string) {
+	t.Helper()
+	ctx := t.Context()
+	r := redis.NewClient(&redis.Options{Addr: addr})
+	defer r.Close()
+	if err := r.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the replica to take over", func() bool {
+		info, err := r.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "role:master")
+	})
 }

@@ -58,6 +58,12 @@ func listening(t *testing.T, one *redisstore.Store, u string) (*redisstore.Store
 	}
 	t.Cleanup(func() { two.Close() })
 	key := store.Key{Agent: "a", ID: "s"}
+	return two, key, heard(t, one, two, key)
+}
+
+// heard listens on two to key and sees a first message of one's arrive.
+func heard(t *testing.T, one, two *redisstore.Store, key store.Key) <-chan []byte {
+	t.Helper()
 	ch, err := two.Listen(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +72,7 @@ func listening(t *testing.T, one *redisstore.Store, u string) (*redisstore.Store
 		t.Fatal(err)
 	}
 	storetest.Receive(t, ch, "first")
-	return two, key, ch
+	return ch
 }
 
 // A listener that goes away while the network is hung, after its
