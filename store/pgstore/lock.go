@@ -51,7 +51,7 @@ func (s *Store) Lock(ctx context.Context, key store.Key) (unlock func(), err err
 	defer context.AfterFunc(lk.closing, cancel)()
 	closedErr := func(err error) error {
 		if lk.closing.Err() != nil {
-			return errors.New("the store is closed")
+			return errLockClosed
 		}
 		return err
 	}
@@ -71,6 +71,10 @@ func (s *Store) Lock(ctx context.Context, key store.Key) (unlock func(), err err
 		})
 	}, nil
 }
+
+// errLockClosed fails a Lock whose store was closed before it could take
+// its lock; dbError names the Lock.
+var errLockClosed = errors.New("the store is closed")
 
 // lockHolders is how many connections hold the locks nobody else held
 // when they were taken.
@@ -255,7 +259,7 @@ func (h *holder) try(ctx context.Context, lk *locker, id int64) (gen uint64, ok 
 	for attempt := 0; ; attempt++ {
 		if h.conn == nil {
 			if lk.closed.Load() {
-				return 0, false, errors.New("the store is closed")
+				return 0, false, errLockClosed
 			}
 			if h.conn, err = lk.pool.Acquire(ctx); err != nil {
 				return 0, false, err
