@@ -56,14 +56,9 @@ func TestImportResumes(t *testing.T) {
 	for _, to := range teststores.Names {
 		for _, budget := range []int{3, 40, 100} { // in the first session, at a session's start, in the last
 			t.Run(to, func(t *testing.T) {
-				src, dst := all["memory"](t), all[to](t)
-				want := fill(t, src)
-				var buf bytes.Buffer
-				if _, err := transfer.Export(ctx, &buf, src, keys(want)); err != nil {
-					t.Fatal(err)
-				}
-				exported := buf.String()
-				st, err := transfer.Import(ctx, &interrupted{Store: dst, budget: budget}, strings.NewReader(exported), nil)
+				dst := all[to](t)
+				lines, want := exported(t)
+				st, err := transfer.Import(ctx, &interrupted{Store: dst, budget: budget}, strings.NewReader(lines), nil)
 				if !errors.Is(err, errInterrupted) {
 					t.Fatalf("interrupted import: %+v %v, want %v", st, err, errInterrupted)
 				}
@@ -71,13 +66,13 @@ func TestImportResumes(t *testing.T) {
 				if landed != budget {
 					t.Fatalf("the interrupted import left %d entries, want %d", landed, budget)
 				}
-				st, err = transfer.Import(ctx, dst, strings.NewReader(exported), nil)
+				st, err = transfer.Import(ctx, dst, strings.NewReader(lines), nil)
 				if err != nil || st.Skipped != budget || st.Entries != 140-budget || st.Sessions != 4 {
 					t.Fatalf("import after the interruption: %+v %v, want %d skipped and %d added", st, err, budget, 140-budget)
 				}
 				check(t, dst, want)
 				checkChains(t, dst, want)
-				st, err = transfer.Import(ctx, dst, strings.NewReader(exported), nil)
+				st, err = transfer.Import(ctx, dst, strings.NewReader(lines), nil)
 				if err != nil || st.Entries != 0 || st.Skipped != 140 {
 					t.Fatalf("a third import: %+v %v, want nothing added and 140 already there", st, err)
 				}
@@ -92,15 +87,10 @@ func TestImportCancelled(t *testing.T) {
 	all := teststores.All()
 	for _, to := range teststores.Names {
 		t.Run(to, func(t *testing.T) {
-			src, dst := all["memory"](t), all[to](t)
-			want := fill(t, src)
-			var buf bytes.Buffer
-			if _, err := transfer.Export(context.Background(), &buf, src, keys(want)); err != nil {
-				t.Fatal(err)
-			}
-			exported := buf.String()
+			dst := all[to](t)
+			lines, want := exported(t)
 			ctx, cancel := context.WithCancel(context.Background())
-			_, err := transfer.Import(ctx, dst, strings.NewReader(exported), func(sessions, _ int) {
+			_, err := transfer.Import(ctx, dst, strings.NewReader(lines), func(sessions, _ int) {
 				if sessions == 2 {
 					cancel()
 				}
@@ -109,7 +99,7 @@ func TestImportCancelled(t *testing.T) {
 				t.Fatalf("cancelled import: %v, want context.Canceled", err)
 			}
 			landed := countAll(t, dst, want)
-			st, err := transfer.Import(context.Background(), dst, strings.NewReader(exported), nil)
+			st, err := transfer.Import(context.Background(), dst, strings.NewReader(lines), nil)
 			if err != nil || st.Skipped != landed || st.Entries+st.Skipped != 140 {
 				t.Fatalf("import after cancelling: %+v %v, want %d skipped", st, err, landed)
 			}
@@ -181,14 +171,9 @@ func (s *reads) Read(ctx context.Context, k store.Key) ([]transcript.Entry, erro
 // sessions, it reads the sessions of those, and skips what is there.
 func TestImportReadsOnlyWhatItMayFind(t *testing.T) {
 	ctx := context.Background()
-	src := teststores.All()["memory"](t)
-	want := fill(t, src)
-	var buf bytes.Buffer
-	if _, err := transfer.Export(ctx, &buf, src, keys(want)); err != nil {
-		t.Fatal(err)
-	}
+	lines, want := exported(t)
 	dst := &reads{Store: teststores.All()["memory"](t), n: map[store.Key]int{}}
-	st, err := transfer.Import(ctx, dst, bytes.NewReader(buf.Bytes()), nil)
+	st, err := transfer.Import(ctx, dst, strings.NewReader(lines), nil)
 	if err != nil || st.Entries != 140 || len(dst.n) != 0 {
 		t.Fatalf("import into an empty store: %+v %v, reads %v, want 140 entries and no read", st, err, dst.n)
 	}
@@ -205,7 +190,7 @@ func TestImportReadsOnlyWhatItMayFind(t *testing.T) {
 		t.Fatal(err)
 	}
 	clear(dst.n)
-	st, err = transfer.Import(ctx, dst, bytes.NewReader(buf.Bytes()), nil)
+	st, err = transfer.Import(ctx, dst, strings.NewReader(lines), nil)
 	if err != nil || st.Entries != len(want[gone]) || st.Skipped != 140-len(want[gone]) {
 		t.Fatalf("import again: %+v %v, want %d entries and the rest skipped", st, err, len(want[gone]))
 	}
@@ -239,19 +224,14 @@ func (s *failing) AppendBulk(ctx context.Context, batches []store.Batch) error {
 // nothing wrong), and the run again completes the import.
 func TestImportNamesTheLinesOfAFailedBulk(t *testing.T) {
 	ctx := context.Background()
-	src, dst := teststores.All()["memory"](t), teststores.All()["memory"](t)
-	want := fill(t, src)
-	var buf bytes.Buffer
-	if _, err := transfer.Export(ctx, &buf, src, keys(want)); err != nil {
-		t.Fatal(err)
-	}
-	exported := buf.String()
+	dst := teststores.All()["memory"](t)
+	lines, want := exported(t)
 	// chunk is 7: the first bulk is lines 1-7, the second 8-14.
-	_, err := transfer.Import(ctx, &failing{Store: dst, n: 2}, strings.NewReader(exported), nil)
+	_, err := transfer.Import(ctx, &failing{Store: dst, n: 2}, strings.NewReader(lines), nil)
 	if !errors.Is(err, errFull) || !strings.Contains(err.Error(), "lines 8-14:") || strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("%v, want %v naming lines 8-14 alone", err, errFull)
 	}
-	if _, err := transfer.Import(ctx, dst, strings.NewReader(exported), nil); err != nil {
+	if _, err := transfer.Import(ctx, dst, strings.NewReader(lines), nil); err != nil {
 		t.Fatal(err)
 	}
 	check(t, dst, want)

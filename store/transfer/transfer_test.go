@@ -49,6 +49,19 @@ func fill(t *testing.T, s store.Store) map[store.Key][]transcript.Entry {
 	return want
 }
 
+// exported fills a memory store (fill) and exports every session of it:
+// the export's lines, and what each session holds.
+func exported(t *testing.T) (string, map[store.Key][]transcript.Entry) {
+	t.Helper()
+	src := teststores.All()["memory"](t)
+	want := fill(t, src)
+	var buf bytes.Buffer
+	if _, err := transfer.Export(context.Background(), &buf, src, keys(want)); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String(), want
+}
+
 func check(t *testing.T, dst store.Store, want map[store.Key][]transcript.Entry) {
 	t.Helper()
 	for k, entries := range want {
@@ -143,12 +156,8 @@ func TestImportRefusesADivergentTarget(t *testing.T) {
 	all := teststores.All()
 	for _, to := range teststores.Names {
 		t.Run(to, func(t *testing.T) {
-			src, dst := all["memory"](t), all[to](t)
-			want := fill(t, src)
-			var buf bytes.Buffer
-			if _, err := transfer.Export(ctx, &buf, src, keys(want)); err != nil {
-				t.Fatal(err)
-			}
+			dst := all[to](t)
+			lines, want := exported(t)
 			// The target already holds a different session under one of the keys.
 			var k store.Key
 			for key := range want {
@@ -161,7 +170,7 @@ func TestImportRefusesADivergentTarget(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := transfer.Import(ctx, dst, &buf, nil)
+			_, err := transfer.Import(ctx, dst, strings.NewReader(lines), nil)
 			if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "session "+k.String()+": the target holds another session under this key") ||
 				!strings.Contains(err.Error(), other[0].ID) || strings.Contains(err.Error(), "moved on") {
 				t.Fatalf("%v, want ErrConflict naming %s and saying the target holds another session", err, k)
