@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -117,8 +118,28 @@ type locker struct {
 // process from taking the same one through it.
 type holder struct {
 	sem  chan struct{} // a mutex that a waiting Lock can give up on
-	conn *pgxpool.Conn // nil until needed, and after it failed
-	gen  uint64        // counts connections: a lock taken on an earlier one went with it
+	conn *holdConn     // nil until needed, after it failed, and once retired
+	// retired are earlier connections of h, each still holding locks
+	// while one the server refused to release (see unlock) stays stuck
+	// on it; close closes them.
+	retired map[*holdConn]bool
+}
+
+// holdConn is one connection of a holder, and the count of the locks
+// taken on it that their callers still hold. An unlock names the
+// holdConn its lock was taken on: one closed since took the lock with it.
+type holdConn struct {
+	c  *pgx.Conn     // nil once closed
+	pc *pgxpool.Conn // c's place in the lock pool; nil once retired
+	// locks counts those taken on c and not unlocked since.
+	locks int
+	// retired is set when the server refused to release one of its
+	// locks: it grants no new lock, and is closed with its last one. It
+	// leaves the lock pool (pgxpool.Conn.Hijack), so that its holder
+	// can take a new connection even when the pool is full (lock_conns
+	// at 1 or 2, or every waiting connection busy): while it lasts, the
+	// locks use one connection more than lock_conns.
+	retired bool
 }
 
 // lockState returns the store's locker, made on first use with a pool of
@@ -147,7 +168,7 @@ func (s *Store) lockState(ctx context.Context) (*locker, error) {
 		held:    map[int64]chan struct{}{},
 	}
 	for i := range lk.holders {
-		lk.holders[i] = &holder{sem: make(chan struct{}, 1)}
+		lk.holders[i] = &holder{sem: make(chan struct{}, 1), retired: map[*holdConn]bool{}}
 	}
 	lk.closing, lk.stop = context.WithCancel(context.Background())
 	s.locks = lk
@@ -186,12 +207,12 @@ func (lk *locker) lock(ctx context.Context, id int64) (unlock func(), err error)
 	h := lk.holders[uint64(id)%uint64(len(lk.holders))]
 	wait := time.Millisecond
 	for {
-		gen, ok, err := h.try(ctx, lk, id)
+		hc, err := h.try(ctx, lk, id)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			return func() { h.unlock(gen, id) }, nil
+		if hc != nil {
+			return func() { h.unlock(hc, id) }, nil
 		}
 		// Another process holds it: wait in the server's queue when a
 		// connection is free for that, else ask again a little later.
@@ -240,7 +261,10 @@ func (lk *locker) wait(ctx context.Context, id int64) (unlock func(), err error)
 		var released bool
 		err := conn.QueryRow(ctx, `SELECT pg_advisory_unlock($1)`, id).Scan(&released)
 		if err != nil || !released {
-			closeConn(conn) // the server drops a closed session's locks
+			// The server drops a closed session's locks; this connection
+			// holds no other, so closing it, even for a release the
+			// server refused, takes no lock from another session.
+			closeConn(conn)
 			return
 		}
 		conn.Release()
@@ -248,72 +272,124 @@ func (lk *locker) wait(ctx context.Context, id int64) (unlock func(), err error)
 }
 
 // try takes id on h if no other session of the server holds it. It
-// returns the generation of h's connection that holds it.
-func (h *holder) try(ctx context.Context, lk *locker, id int64) (gen uint64, ok bool, err error) {
+// returns the connection of h that holds it, nil if another session does.
+func (h *holder) try(ctx context.Context, lk *locker, id int64) (hc *holdConn, err error) {
 	select {
 	case h.sem <- struct{}{}:
 	case <-ctx.Done():
-		return 0, false, ctx.Err()
+		return nil, ctx.Err()
 	}
 	defer func() { <-h.sem }()
 	for attempt := 0; ; attempt++ {
 		if h.conn == nil {
 			if lk.closed.Load() {
-				return 0, false, errLockClosed
+				return nil, errLockClosed
 			}
-			if h.conn, err = lk.pool.Acquire(ctx); err != nil {
-				return 0, false, err
+			pc, err := lk.pool.Acquire(ctx)
+			if err != nil {
+				return nil, err
 			}
-			h.gen++
+			h.conn = &holdConn{c: pc.Conn(), pc: pc}
 		}
 		// Not ctx: a statement cancelled halfway closes the connection,
 		// and with it the locks of every other session it holds.
 		sctx, cancel := context.WithTimeout(context.Background(), lockStatementTimeout)
-		err = h.conn.QueryRow(sctx, `SELECT pg_try_advisory_lock($1)`, id).Scan(&ok)
+		var ok bool
+		err = h.conn.c.QueryRow(sctx, `SELECT pg_try_advisory_lock($1)`, id).Scan(&ok)
 		cancel()
 		if err == nil {
-			return h.gen, ok, nil
+			if !ok {
+				return nil, nil
+			}
+			h.conn.locks++
+			return h.conn, nil
 		}
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && !h.conn.Conn().IsClosed() {
+		if refused(err, h.conn.c) {
 			// The server refused the statement (out of shared memory for
 			// locks, say), which took nothing; the connection and the
 			// locks it holds stay.
-			return 0, false, err
+			return nil, err
 		}
 		// The connection failed (a pooled one the server had dropped,
 		// say); whether the lock was granted is unknown, and closing the
 		// connection makes sure it is not held. A new one is tried once.
-		h.drop()
+		h.drop(h.conn)
 		if attempt == 1 || ctx.Err() != nil {
-			return 0, false, err
+			return nil, err
 		}
 	}
 }
 
-// unlock releases id, taken on h's connection of generation gen, unless
-// that connection is gone and the lock with it.
-func (h *holder) unlock(gen uint64, id int64) {
+// refused reports whether err, from a statement on pc, is the server
+// refusing the statement on a connection that still works, rather than
+// the connection failing.
+func refused(err error, c *pgx.Conn) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && !c.IsClosed()
+}
+
+// unlock releases id, taken on hc, unless hc is closed and the lock gone
+// with it.
+//
+// The server may refuse the release (a statement timeout, out of memory)
+// on a connection that still works and holds the locks of other sessions,
+// whose turns still run: closing it would hand those to other processes.
+// So hc is retired instead: it grants no new lock (h takes a new
+// connection for those), and is closed, which releases the refused lock,
+// when the last of its other locks is unlocked, so the refused lock is
+// held no longer than the longest turn already running on hc (or until
+// Close). Meanwhile another process waits for it, as does a Lock of this
+// process, which unclaims it at once: its next Lock finds it held by a
+// session that is no longer h's connection, and waits in the server's
+// queue like any other process. The release is not tried again: the
+// server that refused it once may refuse it again, and closing is sure.
+func (h *holder) unlock(hc *holdConn, id int64) {
 	h.sem <- struct{}{}
 	defer func() { <-h.sem }()
-	if h.conn == nil || h.gen != gen {
+	if hc.c == nil {
+		return
+	}
+	hc.locks--
+	if hc.retired && hc.locks == 0 {
+		h.drop(hc) // the server drops a closed session's locks, the refused one too
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lockStatementTimeout)
 	defer cancel()
 	var released bool
-	if err := h.conn.QueryRow(ctx, `SELECT pg_advisory_unlock($1)`, id).Scan(&released); err != nil {
-		h.drop() // the server drops a closed session's locks
+	err := hc.c.QueryRow(ctx, `SELECT pg_advisory_unlock($1)`, id).Scan(&released)
+	switch {
+	case err == nil:
+	case !refused(err, hc.c):
+		h.drop(hc) // the connection failed: its locks are gone anyway
+	case hc.locks == 0:
+		h.drop(hc) // no other lock to keep: closing releases the refused one
+	case !hc.retired:
+		hc.pc.Hijack()
+		hc.pc, hc.retired = nil, true
+		h.retired[hc] = true
+		if h.conn == hc {
+			h.conn = nil
+		}
 	}
 }
 
-// drop closes h's connection; the locks it held are released by the
-// server, and their unlocks do nothing.
-func (h *holder) drop() {
-	if h.conn != nil {
-		closeConn(h.conn)
+// drop closes hc, a connection of h; the locks it held are released by
+// the server, and their unlocks do nothing.
+func (h *holder) drop(hc *holdConn) {
+	if hc == nil || hc.c == nil {
+		return
+	}
+	if hc.pc != nil {
+		closeConn(hc.pc)
+	} else {
+		closeHijacked(hc.c)
+	}
+	hc.c, hc.pc = nil, nil
+	if h.conn == hc {
 		h.conn = nil
 	}
+	delete(h.retired, hc)
 }
 
 // close ends the locker: its locks are released by the server as their
@@ -323,10 +399,20 @@ func (lk *locker) close() {
 	lk.stop()
 	for _, h := range lk.holders {
 		h.sem <- struct{}{}
-		h.drop()
+		h.drop(h.conn)
+		for hc := range h.retired {
+			h.drop(hc)
+		}
 		<-h.sem
 	}
 	lk.pool.Close()
+}
+
+// closeHijacked closes a connection taken out of its pool.
+func closeHijacked(c *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = c.Close(ctx)
 }
 
 func closeConn(conn *pgxpool.Conn) {

@@ -124,6 +124,110 @@ func TestLockRefusedKeepsTheOthers(t *testing.T) {
 	}
 }
 
+// The server refusing to release one lock (a statement timeout, out of
+// memory) on a holder leaves the connection working: the locks of the
+// other sessions it holds must stay held, not go with a connection closed
+// for it, and the refused lock is released when the last of them is.
+// With lock_conns at 2, both holders' connections fill the lock pool:
+// the holder whose connection keeps the refused lock takes a new one all
+// the same.
+func TestUnlockRefusedKeepsTheOthers(t *testing.T) {
+	for _, conns := range []int{16, 2} {
+		t.Run(fmt.Sprint("lock_conns=", conns), func(t *testing.T) { unlockRefused(t, conns) })
+	}
+}
+
+func unlockRefused(t *testing.T, conns int) {
+	schema, fx := newSchema(t), newSchema(t)
+	q := pgx.Identifier{fx}.Sanitize()
+	if _, err := admin(t).Exec(bg, `CREATE SCHEMA `+q+`; CREATE TABLE `+q+`.fail (k bigint);
+		CREATE FUNCTION `+q+`.pg_advisory_unlock(k bigint) RETURNS boolean LANGUAGE plpgsql AS $$
+		BEGIN
+			IF EXISTS (SELECT 1 FROM `+q+`.fail WHERE fail.k = pg_advisory_unlock.k) THEN
+				RAISE EXCEPTION 'canceling statement due to statement timeout' USING ERRCODE = '57014';
+			END IF;
+			RETURN pg_catalog.pg_advisory_unlock(k);
+		END $$`); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = fx + ", pg_catalog"
+	pool, err := pgxpool.NewWithConfig(bg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	a, err := New(bg, pool, WithSchema(schema), WithLockConns(conns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b := openIn(t, schema)
+	other, _ := keyOn(a, 1, "other") // holder 1's connection
+	unlockOther, err := a.Lock(bg, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlockOther()
+	held, _ := keyOn(a, 0, "held")
+	refused, refusedID := keyOn(a, 0, "refused")
+	later, _ := keyOn(a, 0, "later")
+	unlockHeld, err := a.Lock(bg, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlockHeld()
+	unlockRefused, err := a.Lock(bg, refused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin(t).Exec(bg, `INSERT INTO `+q+`.fail VALUES ($1)`, refusedID); err != nil {
+		t.Fatal(err)
+	}
+	unlockRefused()
+	if _, err := admin(t).Exec(bg, `DELETE FROM `+q+`.fail`); err != nil {
+		t.Fatal(err)
+	}
+	short := func(s *Store, key store.Key) error {
+		ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+		defer cancel()
+		u, err := s.Lock(ctx, key)
+		if err == nil {
+			u()
+		}
+		return err
+	}
+	if short(b, held) == nil {
+		t.Fatal("another replica took a lock still held: the refused unlock of another session released it")
+	}
+	// The holder still grants locks, on another connection than the one
+	// that keeps the refused lock.
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	unlockLater, err := a.Lock(ctx, later)
+	if err != nil {
+		t.Fatalf("Lock after a refused unlock on its holder: %v", err)
+	}
+	defer unlockLater()
+	unlockHeld()
+	u, err := b.Lock(ctx, refused)
+	if err != nil {
+		t.Fatalf("the lock whose unlock was refused is still held after the others on its connection were unlocked: %v", err)
+	}
+	u()
+	if short(b, later) == nil {
+		t.Fatal("another replica took a lock taken after a refused unlock: it went with the connection closed for it")
+	}
+	u, err = a.Lock(ctx, refused) // claimed no more in this process
+	if err != nil {
+		t.Fatal(err)
+	}
+	u()
+}
+
 // A Lock waiting for a lock another replica holds, in the server's queue
 // on a connection of its own, ends when its store is closed, and Close
 // does not wait for it: it waited for the Lock's context, and Close for
