@@ -162,7 +162,17 @@ func resent(first, second error) error {
 // sent.
 func notApplied(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) || pgconn.SafeToRetry(err)
+	return errors.As(err, &pe) || neverSent(err)
+}
+
+// neverSent reports whether err, from a statement, came before the
+// statement could be sent. pgconn.SafeToRetry says so of most such
+// failures, but not of a connection that could not be made (a refused
+// dial, a handshake that failed: *pgconn.ConnectError), on which nothing
+// of the statement was ever written.
+func neverSent(err error) bool {
+	var ce *pgconn.ConnectError
+	return pgconn.SafeToRetry(err) || errors.As(err, &ce)
 }
 
 func (s *Store) appendFirst(ctx context.Context, key store.Key, e transcript.Entry, r row) error {
@@ -237,7 +247,7 @@ func (s *Store) appendError(ctx context.Context, key store.Key, e transcript.Ent
 		}
 		return dbError("append to", key, err) // refused by the server: rolled back
 	}
-	if pgconn.SafeToRetry(err) {
+	if neverSent(err) {
 		return dbError("append to", key, err) // never sent
 	}
 	// The connection failed with the statement sent: the server may have

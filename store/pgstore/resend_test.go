@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,5 +101,64 @@ func TestConnLostNotATimeout(t *testing.T) {
 	}
 	if s.connLost(t.Context(), err) {
 		t.Fatalf("connLost(%v) = true for a statement past its deadline", err)
+	}
+}
+
+// An append whose connection could not even be dialed (the server down,
+// the port closed) sent nothing: it fails as a plain error, not
+// ErrOutcomeUnknown, which would send its caller to find out what a
+// server it cannot reach may have stored.
+func TestRefusedDialNotUnknown(t *testing.T) {
+	for _, op := range []string{"append", "batch", "first"} {
+		t.Run(op, func(t *testing.T) {
+			schema := newSchema(t)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed := ln.Addr().String()
+			ln.Close() // nothing listens there: a dial is refused
+			cfg, err := pgxpool.ParseConfig(testURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var refuse atomic.Bool
+			dial := cfg.ConnConfig.DialFunc
+			cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if refuse.Load() {
+					addr = closed
+				}
+				return dial(ctx, network, addr)
+			}
+			pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(pool.Close)
+			via, err := New(t.Context(), pool, WithSchema(schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { via.Close() })
+			key := store.Key{Agent: "a", ID: "refused"}
+			c := newChain(t, via, key, time.Now())
+			c.user("one")
+			a := c.entry(transcript.TypeAssistantMessage, transcript.AssistantMessage{Text: "two"})
+			b := c.entry(transcript.TypeUserMessage, transcript.UserMessage{Text: "three"})
+			b.ParentID = a.ID
+			refuse.Store(true)
+			pool.Reset() // the pooled connections go: the next one is dialed
+			switch op {
+			case "batch":
+				err = via.AppendBatch(t.Context(), key, []transcript.Entry{a, b})
+			case "first":
+				err = via.Append(t.Context(), store.Key{Agent: "a", ID: "new"}, c.entry(transcript.TypeUserMessage, transcript.UserMessage{Text: "new"}))
+			default:
+				err = via.Append(t.Context(), key, a)
+			}
+			if err == nil || errors.Is(err, ErrOutcomeUnknown) {
+				t.Fatalf("%s whose connection was refused: %v; want a plain error, not ErrOutcomeUnknown", op, err)
+			}
+		})
 	}
 }
