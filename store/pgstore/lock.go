@@ -408,16 +408,22 @@ func (lk *locker) close() {
 	lk.pool.Close()
 }
 
-// closeHijacked closes a connection taken out of its pool.
+// closeHijacked closes a connection taken out of its pool. A connection
+// pgx has closed already, after a statement that timed out on a network
+// that hangs, may still be draining its socket in the background for up
+// to 15 s: its socket is closed too, which ends that.
 func closeHijacked(c *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = c.Close(ctx)
+	_ = c.PgConn().Conn().Close()
 }
 
+// closeConn closes a connection of the lock pool, whose locks the server
+// then releases. It takes the connection out of the pool first: the pool
+// would destroy a closed one in the background, keeping its place in
+// the pool (which lock_conns bounds) and Close of the pool waiting until
+// pgx's cleanup of a hung connection gives up, 15 s later.
 func closeConn(conn *pgxpool.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = conn.Conn().Close(ctx)
-	conn.Release() // a closed connection leaves the pool
+	closeHijacked(conn.Hijack())
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/spool-go/spool/internal/faultnet"
 	"github.com/spool-go/spool/store"
 )
 
@@ -275,5 +276,43 @@ func TestCloseEndsWaitingLocks(t *testing.T) {
 	case <-closed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close waited for a Lock still waiting")
+	}
+}
+
+// A holder whose connection hangs (the network drops everything, no reset
+// comes) is closed when its statement times out. Closing it must not keep
+// Close, nor a new holder connection of a full lock pool, waiting for the
+// hung connection's cleanup (pgx drains it for up to 15 s).
+func TestHungHolderClosesAtOnce(t *testing.T) {
+	timeout := lockStatementTimeout
+	lockStatementTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { lockStatementTimeout = timeout })
+	schema := newSchema(t)
+	p, u := faultnet.New(t, testURL(t))
+	s, err := Open(t.Context(), u, WithSchema(schema), WithLockConns(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	key := store.Key{Agent: "a", ID: "hung"}
+	unlock, err := s.Lock(bg, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Hang()
+	unlock() // times out: the holder's connection is closed
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	u2, err := s.Lock(ctx, key) // on a new connection, the only one of the pool
+	if err != nil {
+		t.Fatalf("Lock after its holder hung and was closed: %v (after %v)", err, time.Since(start))
+	}
+	p.Hang()
+	u2()
+	start = time.Now()
+	s.Close()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Close took %v after a hung holder connection was closed", d)
 	}
 }
