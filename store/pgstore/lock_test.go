@@ -25,6 +25,20 @@ func waiters(t *testing.T, s *Store, key store.Key) int {
 	return n
 }
 
+// lockThenUnlock takes key's lock on s in a goroutine, and lets it go at
+// once; the channel has Lock's error when it returned.
+func lockThenUnlock(ctx context.Context, s *Store, key store.Key) <-chan error {
+	got := make(chan error, 1)
+	go func() {
+		u, err := s.Lock(ctx, key)
+		if err == nil {
+			u()
+		}
+		got <- err
+	}()
+	return got
+}
+
 func TestLockAcrossReplicas(t *testing.T) {
 	schema := newSchema(t)
 	a, b := openIn(t, schema), openIn(t, schema)
@@ -33,14 +47,7 @@ func TestLockAcrossReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		u, err := b.Lock(bg, key)
-		if err == nil {
-			u()
-		}
-		got <- err
-	}()
+	got := lockThenUnlock(bg, b, key)
 	select {
 	case err := <-got:
 		t.Fatalf("replica B took the lock replica A holds (%v)", err)
@@ -135,14 +142,7 @@ func TestLockConnections(t *testing.T) {
 	}
 	// One more of its requests finds no connection free to wait on, and
 	// asks again until the lock is free.
-	third := make(chan error, 1)
-	go func() {
-		u, err := b.Lock(ctx, store.Key{Agent: "a", ID: "8"})
-		if err == nil {
-			u()
-		}
-		third <- err
-	}()
+	third := lockThenUnlock(ctx, b, store.Key{Agent: "a", ID: "8"})
 	select {
 	case err := <-third:
 		t.Fatalf("B took a lock A holds (%v)", err)
@@ -181,14 +181,7 @@ func TestLockInProcess(t *testing.T) {
 	if _, err := s.Lock(ctx, key); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a second Lock of a held session in the same store: %v, want it to wait", err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		u, err := s.Lock(bg, key)
-		if err == nil {
-			u()
-		}
-		got <- err
-	}()
+	got := lockThenUnlock(bg, s, key)
 	time.Sleep(20 * time.Millisecond)
 	unlock()
 	if err := <-got; err != nil {

@@ -246,14 +246,7 @@ func TestCloseEndsWaitingLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
-	got := make(chan error, 1)
-	go func() {
-		u, err := b.Lock(bg, key)
-		if err == nil {
-			u()
-		}
-		got <- err
-	}()
+	got := lockThenUnlock(bg, b, key)
 	for deadline := time.Now().Add(5 * time.Second); waiters(t, b, key) == 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("B does not wait in the server's queue")
