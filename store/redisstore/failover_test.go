@@ -104,31 +104,7 @@ func startFailoverCluster(t *testing.T, proxied bool) (primary, replica string, 
 	if testing.Short() {
 		t.Skip("-short: not starting a Redis Cluster of the test's own")
 	}
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed; skipping the failover test")
-	}
-	dir := t.TempDir()
-	start := func() (string, *redis.Client) {
-		port := freeClusterPort(t)
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--cluster-enabled", "yes", "--cluster-config-file", fmt.Sprintf("nodes-%d.conf", port),
-			"--cluster-node-timeout", "1000", "--repl-diskless-sync-delay", "0",
-			"--save", "", "--appendonly", "no", "--dir", dir)
-		cmd.SysProcAttr = childAttr()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-		})
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		c := redis.NewClient(&redis.Options{Addr: addr})
-		t.Cleanup(func() { c.Close() })
-		waitFor(t, 5*time.Second, "redis-server at "+addr, func() bool { return c.Ping(t.Context()).Err() == nil })
-		return addr, c
-	}
+	start := clusterNodes(t)
 	primary, p := start()
 	replica, r := start()
 	ctx := t.Context()
@@ -178,6 +154,39 @@ func startFailoverCluster(t *testing.T, proxied bool) (primary, replica string, 
 		return true
 	})
 	return primary, replica, proxy
+}
+
+// clusterNodes returns a function that starts a cluster-enabled
+// redis-server on a free port, shut down when the test ends, and returns
+// its address and a client for it. The test is skipped where
+// redis-server is not installed.
+func clusterNodes(t *testing.T) func() (string, *redis.Client) {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed; skipping the test of a Redis Cluster of its own")
+	}
+	dir := t.TempDir()
+	return func() (string, *redis.Client) {
+		port := freeClusterPort(t)
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes", "--cluster-config-file", fmt.Sprintf("nodes-%d.conf", port),
+			"--cluster-node-timeout", "1000", "--repl-diskless-sync-delay", "0",
+			"--save", "", "--appendonly", "no", "--dir", dir)
+		cmd.SysProcAttr = childAttr()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { c.Close() })
+		waitFor(t, 5*time.Second, "redis-server at "+addr, func() bool { return c.Ping(t.Context()).Err() == nil })
+		return addr, c
+	}
 }
 
 // freeClusterPort is a port free now whose cluster bus port (10000
