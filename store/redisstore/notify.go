@@ -64,6 +64,14 @@ import (
 // channels whose primary changed to that primary's connection, dropping
 // their listeners, and closes once it has no channel left. (A connection
 // that hangs is first found by the keep-alive check, as any hang.)
+//
+// No network I/O is done holding the notifier's mutex, which every
+// Listen, unlisten and received message takes: on a cluster, a primary
+// that hangs would hold up the connections of every other one for as
+// long as a dial or a command may take. A connection's own mutex is held
+// instead, from the change of the channels it carries out to the
+// SUBSCRIBE or UNSUBSCRIBE sent for it, so that a channel's commands
+// still reach Redis in the order of those changes.
 
 var _ store.Notifier = (*Store)(nil)
 
@@ -96,9 +104,16 @@ type pubsubConn struct {
 	node    redis.UniversalClient // the client that made ps
 	addr    string                // node's address, conn's key in notifier.conns
 	cluster *redis.ClusterClient  // the Store's client on a cluster, else nil
-	ps      *redis.PubSub         // replaced by receive when it hung; read under notifier.mu elsewhere
-	sent    map[string]int        // subscribe replies to come, by channel
 	done    chan struct{}         // closed when receive returns
+
+	// mu is held while a command goes out on ps, from the change of
+	// notifier.chans it carries out on, so that the commands of one
+	// channel go in the order of those changes; only this connection
+	// waits when its primary hangs. It is taken before notifier.mu,
+	// never while holding it, and never with another connection's.
+	mu   sync.Mutex
+	ps   *redis.PubSub  // replaced by receive when it hung, holding mu and notifier.mu; read holding either, or by receive
+	sent map[string]int // subscribe replies to come, by channel; under notifier.mu
 }
 
 type redisChannel struct {
@@ -184,36 +199,55 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 		return nil, errors.New("redisstore: listen: the store is closed")
 	}
 	c := n.chans[name]
+	var conn *pubsubConn // with conn.mu held when the channel is subscribed here
 	if c == nil {
+		n.mu.Unlock()
 		cluster, _ := s.c.(*redis.ClusterClient)
-		conn := n.connLocked(node, addr, cluster)
-		// Replies to earlier subscriptions to the channel (by a
-		// listener gone since) come first: they do not confirm this one.
-		c = &redisChannel{key: key, conn: conn, ready: make(chan struct{}), replies: conn.sent[name]}
-		// Sent holding mu, so that the channel's SUBSCRIBEs and
-		// UNSUBSCRIBEs reach Redis in the order of chans' changes.
-		if err := conn.ps.Subscribe(ctx, name); err != nil {
-			n.mu.Unlock()
-			return nil, redisError("listen", key, err)
+		if conn = n.lockConn(node, addr, cluster); conn == nil {
+			return nil, errors.New("redisstore: listen: the store is closed")
 		}
-		n.chans[name] = c
-		conn.sent[name]++
+		if c = n.chans[name]; c == nil {
+			// Replies to earlier subscriptions to the channel (by a
+			// listener gone since) come first: they do not confirm
+			// this one. Counted before it is sent: receive may read
+			// its reply before Subscribe returns.
+			c = &redisChannel{key: key, conn: conn, ready: make(chan struct{}), replies: conn.sent[name]}
+			n.chans[name] = c
+			conn.sent[name]++
+		} else {
+			conn.mu.Unlock() // another Listen subscribed it meanwhile
+			conn = nil
+		}
 	}
 	c.n++
 	ready := c.ready
 	n.mu.Unlock()
+	if conn != nil {
+		err := conn.ps.Subscribe(ctx, name)
+		if err != nil {
+			// No reply comes to it. (Should go-redis subscribe the
+			// channel again on a new connection, that reply is not
+			// counted, and confirms it for a Listen that joined it
+			// meanwhile.)
+			n.mu.Lock()
+			if conn.sent[name] > 0 {
+				if conn.sent[name]--; conn.sent[name] == 0 {
+					delete(conn.sent, name)
+				}
+			}
+			if c.n--; c.n == 0 && n.chans[name] == c {
+				delete(n.chans, name)
+			}
+			n.mu.Unlock()
+		}
+		conn.mu.Unlock()
+		if err != nil {
+			return nil, redisError("listen", key, err)
+		}
+	}
 	lctx, cancel := context.WithCancel(ctx)
 	ch, err := n.hub.Listen(lctx, key)
-	context.AfterFunc(lctx, func() {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		if c.n--; c.n == 0 && n.chans[name] == c {
-			delete(n.chans, name)
-			if !n.closed {
-				_ = c.conn.ps.Unsubscribe(context.Background(), name)
-			}
-		}
-	})
+	context.AfterFunc(lctx, func() { n.unlisten(c, name) })
 	if err != nil {
 		cancel()
 		return nil, err
@@ -226,6 +260,51 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 		cancel()
 		return nil, ctx.Err()
 	}
+}
+
+// unlisten counts a listener of c, channel name, out, and unsubscribes
+// the channel when it was the last one.
+func (n *notifier) unlisten(c *redisChannel, name string) {
+	n.mu.Lock()
+	c.n--
+	for c.n == 0 && n.chans[name] == c {
+		conn := c.conn
+		n.mu.Unlock()
+		conn.mu.Lock()
+		n.mu.Lock()
+		if c.n == 0 && n.chans[name] == c && c.conn == conn { // no Listen came, no move
+			delete(n.chans, name)
+			closed := n.closed
+			n.mu.Unlock()
+			if !closed {
+				_ = conn.ps.Unsubscribe(context.Background(), name)
+			}
+			conn.mu.Unlock()
+			return
+		}
+		conn.mu.Unlock()
+	}
+	n.mu.Unlock()
+}
+
+// lockConn is the pub/sub connection to node at addr, made if there is
+// none, returned with its mu and n.mu held; nil, with neither, when the
+// store is closed. (A connection that move left without channels and
+// closed while its mu was awaited is not returned: a new one is made.)
+func (n *notifier) lockConn(node redis.UniversalClient, addr string, cluster *redis.ClusterClient) *pubsubConn {
+	n.mu.Lock()
+	for !n.closed {
+		conn := n.connLocked(node, addr, cluster)
+		n.mu.Unlock()
+		conn.mu.Lock()
+		n.mu.Lock()
+		if !n.closed && n.conns[addr] == conn {
+			return conn
+		}
+		conn.mu.Unlock()
+	}
+	n.mu.Unlock()
+	return nil
 }
 
 // connLocked is the pub/sub connection to node at addr, made (and its
@@ -346,6 +425,8 @@ func (n *notifier) receive(conn *pubsubConn) {
 // confirmations drop the listeners (receive). It reports false when the
 // store is closed.
 func (n *notifier) replace(conn *pubsubConn) bool {
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -363,21 +444,26 @@ func (n *notifier) replace(conn *pubsubConn) bool {
 			c.replies = 0
 		}
 	}
+	n.mu.Unlock()
 	if len(names) > 0 {
-		// Sent holding mu, as Listen's. Should the connection fail to
-		// be made, go-redis makes it on a later read or command, and
-		// subscribes then the channels still listened to: their
-		// replies, like a reconnection's, are not counted, and a
-		// channel whose listeners left meanwhile gets none.
+		// Sent holding conn.mu only, as Listen's: the new connection
+		// may hang as the old one did. Should it fail to be made,
+		// go-redis makes it on a later read or command, and subscribes
+		// then the channels still listened to: their replies, like a
+		// reconnection's, are not counted, and a channel whose
+		// listeners left meanwhile gets none. (Replies on the new
+		// connection are read by receive, which called replace: none
+		// is read before they are counted.)
 		ctx, cancel := context.WithTimeout(context.Background(), keepAlive())
 		if conn.ps.Subscribe(ctx, names...) == nil {
+			n.mu.Lock()
 			for _, name := range names {
 				conn.sent[name] = 1
 			}
+			n.mu.Unlock()
 		}
 		cancel()
 	}
-	n.mu.Unlock()
 	_ = old.Close()
 	return true
 }
@@ -415,36 +501,58 @@ func (n *notifier) move(conn *pubsubConn) bool {
 	if len(moved) == 0 {
 		return false
 	}
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
-		return false
+	// By primary, so that each connection gets one SUBSCRIBE.
+	to := map[string][]string{}
+	for name, o := range moved {
+		to[o.addr] = append(to[o.addr], name)
 	}
 	var dropped []store.Key
-	for name, o := range moved {
-		c := n.chans[name]
-		if c == nil || c.conn != conn {
-			continue // its listeners left meanwhile
+	for addr, names := range to {
+		t := n.lockConn(moved[names[0]].node, addr, conn.cluster)
+		if t == nil {
+			return false // closed
 		}
-		to := n.connLocked(o.node, o.addr, conn.cluster)
-		c.conn = to
-		c.replies = to.sent[name]
-		if c.confirmed {
-			// Listeners had it: they are dropped, and a Listen waits
-			// for the new subscription. (A Listen still waiting for
-			// the old one now waits for this one.)
-			c.confirmed = false
-			c.ready = make(chan struct{})
-			dropped = append(dropped, c.key)
+		var sent []string
+		for _, name := range names {
+			c := n.chans[name]
+			if c == nil || c.conn != conn {
+				continue // its listeners left meanwhile
+			}
+			c.conn = t
+			c.replies = t.sent[name]
+			if c.confirmed {
+				// Listeners had it: they are dropped, and a Listen
+				// waits for the new subscription. (A Listen still
+				// waiting for the old one now waits for this one.)
+				c.confirmed = false
+				c.ready = make(chan struct{})
+				dropped = append(dropped, c.key)
+			}
+			t.sent[name]++ // before it is sent, as Listen's
+			sent = append(sent, name)
 		}
-		// Sent holding mu, as Listen's; on a failure go-redis
-		// subscribes when it connects, a reply not counted.
-		ctx, cancel := context.WithTimeout(context.Background(), keepAlive())
-		if to.ps.Subscribe(ctx, name) == nil {
-			to.sent[name]++
+		n.mu.Unlock()
+		if len(sent) > 0 {
+			// Sent holding t.mu only, as Listen's; on a failure
+			// go-redis subscribes when it connects, a reply not
+			// counted.
+			ctx, cancel := context.WithTimeout(context.Background(), keepAlive())
+			if t.ps.Subscribe(ctx, sent...) != nil {
+				n.mu.Lock()
+				for _, name := range sent {
+					if t.sent[name] > 0 {
+						if t.sent[name]--; t.sent[name] == 0 {
+							delete(t.sent, name)
+						}
+					}
+				}
+				n.mu.Unlock()
+			}
+			cancel()
 		}
-		cancel()
+		t.mu.Unlock()
 	}
+	n.mu.Lock()
 	empty := true
 	for _, c := range n.chans {
 		if c.conn == conn {
