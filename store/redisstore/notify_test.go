@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,4 +107,49 @@ func TestNotifyReconnects(t *testing.T) {
 		t.Fatalf("killed %d pub/sub connections of the store, want 1:\n%s", killed, list)
 	}
 	storetest.AfterDrop(t, one, two, key, ch, 15*time.Second)
+}
+
+// Listeners that come and go at once on the same sessions leave each
+// channel subscribed exactly while it has listeners: once they are all
+// gone no subscription is left, and a new Listen is confirmed by its own
+// SUBSCRIBE and hears what follows. (Listen and unlisten send their
+// commands outside the notifier's mutex, each connection's in the order
+// of its channels' changes.)
+func TestListenChurn(t *testing.T) {
+	one := newStore(t)
+	two := second(t, one)
+	keys := []store.Key{{Agent: "a", ID: "s1"}, {Agent: "a", ID: "s2"}}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 30 {
+				ctx, cancel := context.WithCancel(t.Context())
+				if _, err := two.Listen(ctx, keys[(g+i)%len(keys)]); err != nil {
+					t.Error(err)
+				}
+				if i%3 == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	for _, key := range keys {
+		name := redisstore.LiveChannel(two, key)
+		waitFor(t, 5*time.Second, "no subscription to "+name, func() bool {
+			n, err := one.Client().PubSubNumSub(t.Context(), name).Result()
+			return err == nil && n[name] == 0
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		ch, err := two.Listen(ctx, key)
+		if err != nil {
+			t.Fatalf("Listen after the churn: %v", err)
+		}
+		if err := one.Notify(t.Context(), key, []byte("after")); err != nil {
+			t.Fatal(err)
+		}
+		storetest.Receive(t, ch, "after")
+		cancel()
+	}
 }
