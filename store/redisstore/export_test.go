@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/spool-go/spool/store"
 	"github.com/spool-go/spool/transcript"
 )
@@ -86,4 +88,30 @@ func LiveChannel(s *Store, key store.Key) string { return s.liveChannel(key) }
 func SetNotifyKeepAlive(t testing.TB, d time.Duration) {
 	old := notifyKeepAlive.Swap(int64(d))
 	t.Cleanup(func() { notifyKeepAlive.Store(old) })
+}
+
+// FailListenSubscribe makes the SUBSCRIBE that a Listen of key on s
+// sends, the channel new there, fail with err once wait returned; other
+// channels are subscribed as usual. restore undoes it.
+func FailListenSubscribe(s *Store, key store.Key, wait func(), err error) (restore func()) {
+	old := listenSubscribe
+	listenSubscribe = func(ctx context.Context, ps *redis.PubSub, name string) error {
+		if name != s.liveChannel(key) {
+			return old(ctx, ps, name)
+		}
+		wait()
+		return err
+	}
+	return func() { listenSubscribe = old }
+}
+
+// Listeners is how many Listens of key s counts, those that wait for
+// its subscription's confirmation too.
+func Listeners(s *Store, key store.Key) int {
+	s.notify.mu.Lock()
+	defer s.notify.mu.Unlock()
+	if c := s.notify.chans[s.liveChannel(key)]; c != nil {
+		return c.n
+	}
+	return 0
 }

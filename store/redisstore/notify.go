@@ -122,7 +122,8 @@ type redisChannel struct {
 	n         int
 	replies   int // subscribe replies to come for this channel before its own
 	confirmed bool
-	ready     chan struct{} // closed when the subscription is confirmed
+	ready     chan struct{} // closed when the subscription is confirmed, or failed (err)
+	err       error         // why its SUBSCRIBE could not be sent, set before ready is closed
 }
 
 // liveChannel is key's pub/sub channel.
@@ -223,20 +224,26 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 	ready := c.ready
 	n.mu.Unlock()
 	if conn != nil {
-		err := conn.ps.Subscribe(ctx, name)
+		err := listenSubscribe(ctx, conn.ps, name)
 		if err != nil {
-			// No reply comes to it. (Should go-redis subscribe the
-			// channel again on a new connection, that reply is not
-			// counted, and confirms it for a Listen that joined it
-			// meanwhile.)
+			// No reply comes to it. A Listen that joined it meanwhile
+			// fails too (c.err), rather than wait for a confirmation
+			// that may never come (the connection may be sound: the
+			// caller's context ended), and the next Listen subscribes
+			// afresh.
 			n.mu.Lock()
 			if conn.sent[name] > 0 {
 				if conn.sent[name]--; conn.sent[name] == 0 {
 					delete(conn.sent, name)
 				}
 			}
-			if c.n--; c.n == 0 && n.chans[name] == c {
+			c.n--
+			if n.chans[name] == c {
 				delete(n.chans, name)
+			}
+			if !c.confirmed {
+				c.err, c.confirmed = err, true
+				close(c.ready)
 			}
 			n.mu.Unlock()
 		}
@@ -254,12 +261,22 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 	}
 	select {
 	case <-ready:
+		if c.err != nil { // set before ready was closed
+			cancel()
+			return nil, redisError("listen", key, c.err)
+		}
 		context.AfterFunc(ctx, cancel) // the listener lasts as long as ctx
 		return ch, nil
 	case <-ctx.Done():
 		cancel()
 		return nil, ctx.Err()
 	}
+}
+
+// listenSubscribe sends a Listen's SUBSCRIBE of a channel new here; tests
+// make it fail.
+var listenSubscribe = func(ctx context.Context, ps *redis.PubSub, name string) error {
+	return ps.Subscribe(ctx, name)
 }
 
 // unlisten counts a listener of c, channel name, out, and unsubscribes

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -151,5 +152,59 @@ func TestListenChurn(t *testing.T) {
 		}
 		storetest.Receive(t, ch, "after")
 		cancel()
+	}
+}
+
+// A Listen that joins another's subscription of a session, still
+// unconfirmed, fails when the SUBSCRIBE could not be sent, as the first
+// does; it waited, for a confirmation that never came, until its own
+// context ended. The next Listen subscribes afresh and hears.
+func TestListenJoiningAFailedSubscribe(t *testing.T) {
+	s := newStore(t)
+	key := store.Key{Agent: "a", ID: "joined"}
+	errSend := errors.New("the SUBSCRIBE could not be sent")
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	restore := redisstore.FailListenSubscribe(s, key, func() { close(entered); <-proceed }, errSend)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.Listen(ctx, key)
+		first <- err
+	}()
+	<-entered
+	joined := make(chan error, 1)
+	go func() {
+		_, err := s.Listen(ctx, key)
+		joined <- err
+	}()
+	for redisstore.Listeners(s, key) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(proceed)
+	if err := <-first; !errors.Is(err, errSend) {
+		t.Fatalf("the Listen whose SUBSCRIBE failed: %v, want %v", err, errSend)
+	}
+	select {
+	case err := <-joined:
+		if !errors.Is(err, errSend) {
+			t.Fatalf("the Listen that joined it: %v, want %v", err, errSend)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Listen that joined a failed subscription still waits")
+	}
+	restore()
+	if n := redisstore.Listeners(s, key); n != 0 {
+		t.Fatalf("%d listeners counted after both failed", n)
+	}
+	ch, err := s.Listen(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Notify(ctx, key, []byte("heard")); err != nil {
+		t.Fatal(err)
+	}
+	if got := storetest.Receive(t, ch, "a message after the failure"); string(got) != "heard" {
+		t.Fatalf("got %q", got)
 	}
 }
