@@ -90,9 +90,10 @@ func SetNotifyKeepAlive(t testing.TB, d time.Duration) {
 	t.Cleanup(func() { notifyKeepAlive.Store(old) })
 }
 
-// FailListenSubscribe makes the SUBSCRIBE that a Listen of key on s
-// sends, the channel new there, fail with err once wait returned; other
-// channels are subscribed as usual. restore undoes it.
+// FailListenSubscribe replaces the SUBSCRIBE that a Listen of key on s
+// sends, the channel new there, with wait, then err: nil is a SUBSCRIBE
+// sent whose confirmation never comes. Other channels are subscribed as
+// usual. restore undoes it.
 func FailListenSubscribe(s *Store, key store.Key, wait func(), err error) (restore func()) {
 	old := listenSubscribe
 	listenSubscribe = func(ctx context.Context, ps *redis.PubSub, name string) error {

@@ -600,6 +600,14 @@ func (n *notifier) closeNotify() {
 	for _, conn := range n.conns {
 		pss = append(pss, conn.ps)
 	}
+	// A Listen still waiting for its subscription's confirmation fails
+	// now: none will come.
+	for _, c := range n.chans {
+		if !c.confirmed {
+			c.err, c.confirmed = errNotifyClosed, true
+			close(c.ready)
+		}
+	}
 	conns := n.conns
 	n.mu.Unlock()
 	for _, ps := range pss {
@@ -610,6 +618,10 @@ func (n *notifier) closeNotify() {
 	}
 	n.hub.DropAll()
 }
+
+// errNotifyClosed: a Listen waiting for its subscription when the
+// store closed.
+var errNotifyClosed = errors.New("the store is closed")
 
 // redisError names the operation and the session in a failure.
 func redisError(op string, key store.Key, err error) error {

@@ -208,3 +208,30 @@ func TestListenJoiningAFailedSubscribe(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// A Listen waiting for its subscription's confirmation when the store
+// closes fails at once; it waited until its context ended.
+func TestListenWaitingWhenClosed(t *testing.T) {
+	s := second(t, newStore(t)) // closed here; the first cleans up
+	key := store.Key{Agent: "a", ID: "unconfirmed"}
+	sent := make(chan struct{})
+	defer redisstore.FailListenSubscribe(s, key, func() { close(sent) }, nil)()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		_, err := s.Listen(ctx, key)
+		got <- err
+	}()
+	<-sent
+	time.Sleep(10 * time.Millisecond) // Listen waits for the confirmation
+	s.Close()
+	select {
+	case err := <-got:
+		if err == nil || !strings.Contains(err.Error(), "closed") {
+			t.Fatalf("a Listen waiting when the store closed: %v, want the store closed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a Listen waiting for its confirmation still waits after Close")
+	}
+}
