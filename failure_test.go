@@ -160,12 +160,20 @@ func TestTokenBudgets(t *testing.T) {
 	for i := 0; ; i++ {
 		res, err := s.Send(ctx, "a prompt of some length to use tokens")
 		if res != nil && res.Status == transcript.StatusError {
-			if res.Error.Code != transcript.CodeOverBudget {
-				t.Fatalf("the turn's error %+v, want code %s", res.Error, transcript.CodeOverBudget)
+			// Which budget and how large are fields, for clients to word
+			// the refusal without reading the message; the transcript
+			// keeps them.
+			want := transcript.ErrorInfo{Code: transcript.CodeOverBudget, Message: "the session used its budget of 10 tokens", Budget: 10, BudgetScope: "session"}
+			if *res.Error != want {
+				t.Fatalf("the turn's error %+v, want %+v", res.Error, want)
 			}
 			tail := lastEntries(t, s, 2)
 			if n := notice(t, tail[0]); n.Kind != transcript.NoticeOverBudget {
 				t.Fatalf("notice %+v, want kind %s", n, transcript.NoticeOverBudget)
+			}
+			var end transcript.TurnEnd
+			if err := tail[1].DecodeData(&end); err != nil || end.Error == nil || *end.Error != want {
+				t.Fatalf("the recorded end %+v (%v), want error %+v", end.Error, err, want)
 			}
 			break
 		}
@@ -181,8 +189,8 @@ func TestTokenBudgets(t *testing.T) {
 	}
 	s2 := session(t, ag, ctx, "two")
 	res, err := s2.Send(ctx, "hi")
-	if res == nil || res.Status != transcript.StatusError || res.Error.Code != transcript.CodeOverBudget {
-		t.Fatalf("Send over the agent's budget = %+v, %v; want status error, code over_budget", res, err)
+	if res == nil || res.Status != transcript.StatusError || res.Error.Code != transcript.CodeOverBudget || res.Error.Budget != 10 || res.Error.BudgetScope != "agent" {
+		t.Fatalf("Send over the agent's budget = %+v, %v; want status error, code over_budget, the agent's budget of 10", res, err)
 	}
 }
 

@@ -222,8 +222,8 @@ func (r *run) loop(ctx context.Context) error {
 		if r.sl.st.open != nil && r.sl.st.open.steps >= a.cfg.MaxSteps {
 			return r.end(ctx, transcript.StatusError, "", "", &stepsError{a.cfg.MaxSteps})
 		}
-		if msg, over := r.overBudget(); over {
-			return r.end(ctx, transcript.StatusError, transcript.NoticeOverBudget, msg, errOverBudget)
+		if be := r.overBudget(); be != nil {
+			return r.end(ctx, transcript.StatusError, transcript.NoticeOverBudget, be.Error(), be)
 		}
 		calls, blocked, err := r.step(ctx)
 		_, storeFailed := errors.AsType[*storeError](err)
@@ -258,6 +258,20 @@ func (r *run) loop(ctx context.Context) error {
 }
 
 var errOverBudget = errors.New("token budget used up")
+
+// budgetError is the cause of a turn ended over_budget: whose budget ran
+// out and how large it is, recorded in the turn's ErrorInfo as fields
+// (clients word the refusal from them, not from the message).
+type budgetError struct {
+	scope  string // "session" or "agent"
+	budget int64
+}
+
+func (e *budgetError) Error() string {
+	return fmt.Sprintf("the %s used its budget of %d tokens", e.scope, e.budget)
+}
+
+func (e *budgetError) Is(target error) bool { return target == errOverBudget }
 
 type stepsError struct{ max int }
 
@@ -297,16 +311,18 @@ func (r *run) interrupted(ctx context.Context) error {
 	return ctx.Err()
 }
 
-func (r *run) overBudget() (string, bool) {
+// overBudget returns the budget the turn may not go past, nil while
+// none is used up.
+func (r *run) overBudget() *budgetError {
 	a := r.s.a
 	u := r.turnUsage()
 	if b := a.cfg.SessionTokenBudget; b > 0 && r.sl.st.used+u.InputTokens+u.OutputTokens >= b {
-		return fmt.Sprintf("the session used its budget of %d tokens", b), true
+		return &budgetError{scope: "session", budget: b}
 	}
 	if b := a.cfg.AgentTokenBudget; b > 0 && a.used.Load()+r.usage.InputTokens+r.usage.OutputTokens >= b {
-		return fmt.Sprintf("the agent used its budget of %d tokens", b), true
+		return &budgetError{scope: "agent", budget: b}
 	}
-	return "", false
+	return nil
 }
 
 // step makes one model request and records its answer. It returns the
@@ -712,6 +728,9 @@ func (r *run) end(ctx context.Context, status transcript.Status, noticeKind, not
 			cause = context.Canceled
 		}
 		end.Error = &transcript.ErrorInfo{Code: errorCode(cause), Message: errorMessage(cause)}
+		if be, ok := errors.AsType[*budgetError](cause); ok {
+			end.Error.Budget, end.Error.BudgetScope = be.budget, be.scope
+		}
 	}
 	// The step's answer, the notice and the end are ready together: one
 	// durable write (store.AppendBatch) records the turn's end.

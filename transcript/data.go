@@ -134,10 +134,23 @@ func (u Usage) Add(o Usage) Usage {
 }
 
 // ErrorInfo says why a turn ended with StatusError or StatusCancelled: a
-// code for programs and a message for people.
+// code for programs and a message for people. The message may be
+// reworded in any release, so what a program needs to say more than the
+// code is a field of its own: on CodeOverBudget, which budget ran out
+// (BudgetScope) and its size (Budget), for a client to word the refusal
+// and say what to do (a new session has a budget of its own; the agent's
+// is the operator's to raise). Turns recorded before these fields, or by
+// other programs, have them zero.
 type ErrorInfo struct {
 	Code    ErrorCode `json:"code"`
 	Message string    `json:"message"`
+	// Budget is the token budget that ran out (CodeOverBudget), 0 when
+	// not known.
+	Budget int64 `json:"budget,omitempty"`
+	// BudgetScope says whose budget ran out (CodeOverBudget): "session"
+	// (Config.SessionTokenBudget) or "agent" (Config.AgentTokenBudget,
+	// shared by every session), "" when not known.
+	BudgetScope string `json:"budgetScope,omitempty"`
 }
 
 // ErrorCode names why a turn failed. It is stored in the turn's end
