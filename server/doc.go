@@ -175,7 +175,12 @@
 // client needs to word a refusal itself is a field: "retryAfter", the
 // seconds to wait, on every error that has a Retry-After header (the
 // same number; in an event stream's error event it is the only place),
-// and "maxBytes", the largest body taken, on body_too_large.
+// "maxBytes", the largest body taken, on body_too_large, and "budget",
+// the token budget that ran out, with "budgetScope", whose ("session": a
+// new session has its own; "agent": shared by every session, the
+// operator's to raise), on over_budget. A turn that fails inside an
+// event stream ends with its turn_end, whose result's error carries the
+// same budget and budgetScope.
 //
 // # Operations
 //

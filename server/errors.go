@@ -19,7 +19,8 @@ import (
 // branch on the code; the message is for people, and may be reworded.
 // What a client needs to word a refusal itself is a field of its own:
 // retryAfter (seconds, as the Retry-After header says) on every error
-// that has one, maxBytes on body_too_large.
+// that has one, maxBytes on body_too_large, budget and budgetScope on
+// over_budget.
 const (
 	CodeBadRequest       = "bad_request"        // 400: malformed JSON, a body that cannot be read
 	CodeInvalidRequest   = "invalid_request"    // 400: well-formed JSON with an unknown field or a field of the wrong type
@@ -69,6 +70,13 @@ type apiError struct {
 	RetryAfter int `json:"retryAfter,omitempty"`
 	// MaxBytes is the largest body the route takes (body_too_large).
 	MaxBytes int64 `json:"maxBytes,omitempty"`
+	// Budget is the token budget that ran out and BudgetScope whose it
+	// is, "session" or "agent" (over_budget, as the turn's
+	// transcript.ErrorInfo records them; absent when it does not): a new
+	// session has a budget of its own, the agent's is the operator's to
+	// raise, and a client says so without reading the message.
+	Budget      int64  `json:"budget,omitempty"`
+	BudgetScope string `json:"budgetScope,omitempty"`
 	// RequestID is the id the server logged the request under (its
 	// X-Request-Id), set in an event stream's error event only: a
 	// client that reads the events, not the response's headers, has it
@@ -142,7 +150,7 @@ func apiErrorFor(err error) *apiError {
 	case errors.Is(err, spool.ErrClosed), errors.Is(err, channel.ErrClosed):
 		return errf(http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down")
 	case errors.As(err, &te):
-		return turnError(te.Status, te.Code, te.Error())
+		return turnError(te.Status, &transcript.ErrorInfo{Code: te.Code, Message: te.Error()})
 	case errors.Is(err, context.Canceled), errors.Is(err, channel.ErrGone):
 		return errf(http.StatusServiceUnavailable, CodeCancelled, "the request was cancelled")
 	case errors.Is(err, context.DeadlineExceeded):
@@ -152,15 +160,21 @@ func apiErrorFor(err error) *apiError {
 }
 
 // turnError is the API error of a turn that ran and ended error or
-// cancelled, code being the transcript's error code.
-func turnError(status transcript.Status, code transcript.ErrorCode, msg string) *apiError {
+// cancelled, info (nil for none) being its error as the transcript has it.
+func turnError(status transcript.Status, info *transcript.ErrorInfo) *apiError {
+	var code transcript.ErrorCode
+	var msg string
+	if info != nil {
+		code, msg = info.Code, info.Message
+	}
 	switch {
 	case status == transcript.StatusCancelled:
 		return errf(http.StatusServiceUnavailable, CodeCancelled, "the turn was cancelled")
 	case code == transcript.CodeRateLimited:
 		return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "the model provider is rate limiting requests; retry later", RetryAfter: 5}
 	case code == transcript.CodeOverBudget:
-		return errf(http.StatusTooManyRequests, CodeOverBudget, "the token budget is used up: "+msg)
+		return &apiError{Status: http.StatusTooManyRequests, Code: CodeOverBudget, Message: "the token budget is used up: " + msg,
+			Budget: info.Budget, BudgetScope: info.BudgetScope}
 	case code == transcript.CodeContextTooLong:
 		return errf(http.StatusUnprocessableEntity, CodeContextTooLong, "the conversation is longer than the model's context window: compact the session (POST /v1/sessions/{id}/compact) and send again")
 	case code == transcript.CodeStoreError:
@@ -177,12 +191,7 @@ func resultError(res *spool.Result) *apiError {
 	if res == nil || (res.Status != transcript.StatusError && res.Status != transcript.StatusCancelled) {
 		return nil
 	}
-	var code transcript.ErrorCode
-	var msg string
-	if res.Error != nil {
-		code, msg = res.Error.Code, res.Error.Message
-	}
-	return turnError(res.Status, code, msg)
+	return turnError(res.Status, res.Error)
 }
 
 // writeError writes err as a JSON error response and logs what the

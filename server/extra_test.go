@@ -130,6 +130,41 @@ func TestOverBudgetIs429(t *testing.T) {
 	}
 }
 
+// Which token budget ran out, and its size, are fields of the error, for
+// a client to word the refusal (a new chat, or the operator) without
+// reading the message: in a JSON answer's error, and in an event
+// stream's turn_end, whose result carries the turn's error.
+func TestOverBudgetFields(t *testing.T) {
+	type overBudget struct {
+		Code        string `json:"code"`
+		Budget      int64  `json:"budget"`
+		BudgetScope string `json:"budgetScope"`
+	}
+	want := overBudget{Code: "over_budget", Budget: 1, BudgetScope: "session"}
+	e := newEnv(t, spool.Config{SessionTokenBudget: 1}, server.Options{})
+	e.post("/chat", map[string]any{"text": "use some tokens please", "sessionId": "json"})
+	r := e.post("/chat", map[string]any{"text": "and more", "sessionId": "json"})
+	var body struct{ Error overBudget }
+	r.json(t, &body)
+	if r.status != 429 || body.Error != want {
+		t.Fatalf("/chat over the budget: %d %s, want 429 with %+v", r.status, r.body, want)
+	}
+	e.stream("/chat", map[string]any{"text": "use some tokens please", "sessionId": "sse"})
+	_, events, _ := e.stream("/chat", map[string]any{"text": "and more", "sessionId": "sse"})
+	var end struct{ Result struct{ Error overBudget } }
+	if len(events) == 0 || events[len(events)-1].name != "turn_end" || json.Unmarshal([]byte(events[len(events)-1].data), &end) != nil || end.Result.Error != want {
+		t.Fatalf("/chat stream over the budget: %v, want a turn_end whose result's error is %+v", events, want)
+	}
+	ag := newEnv(t, spool.Config{AgentTokenBudget: 1}, server.Options{})
+	ag.post("/chat", map[string]any{"text": "use some tokens please", "sessionId": "one"})
+	r = ag.post("/chat", map[string]any{"text": "hi", "sessionId": "two"})
+	body.Error = overBudget{}
+	r.json(t, &body)
+	if want := (overBudget{Code: "over_budget", Budget: 1, BudgetScope: "agent"}); r.status != 429 || body.Error != want {
+		t.Fatalf("/chat over the agent's budget: %d %s, want 429 with %+v", r.status, r.body, want)
+	}
+}
+
 // overWindow refuses every request as longer than the model's context
 // window, as a provider does (model.ErrContextTooLong).
 type overWindow struct{}
