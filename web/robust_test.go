@@ -414,7 +414,7 @@ func testFailureWords(t *testing.T, b context.Context) {
 	srv := startServe(t, "", "--store", "file:"+dir)
 	tb := newTab(t, b, desktopW, desktopH, false)
 	tb.open(srv.URL + "/#/c/too-long")
-	tb.waitFor("the endings", `document.querySelectorAll('#messages .turn-foot .ending').length === 2`)
+	tb.waitFor("the endings", `document.querySelectorAll('#messages .turn-foot .ending').length === 4`)
 	got := eval[[]string](tb, `[...document.querySelectorAll('#messages .turn-foot .ending')].map(e => e.textContent)`)
 	want := []string{
 		"Failed: This conversation is longer than the model can read at once. Compact it, then send your message again. It is left out of what the model sees next.",
@@ -490,7 +490,9 @@ func testFocusKept(t *testing.T, b context.Context) {
 
 // testServerErrorWords: the server's refusals of a message, and turns
 // that failed as the provider refused the server's key or the token
-// budget ran out, say in the page's words what happened and what to do;
+// budget ran out, say in the page's words what happened and what to do
+// (a budget's size and whose it is from the error's fields, never its
+// message);
 // an internal error gives the request id the server logged it under,
 // from the response's X-Request-Id, for the person to quote. (The page
 // showed the server's words: "the server is shutting down", "too many
@@ -506,7 +508,15 @@ func testServerErrorWords(t *testing.T, b context.Context) {
 				{"t2", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "and now?"}},
 				{"t2", transcript.TypeTurnEnd, transcript.StatusError, transcript.TurnEnd{Error: &transcript.ErrorInfo{Code: transcript.CodeAuth, Message: "401 authentication_error: invalid x-api-key"}}},
 				{"t3", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "and again?"}},
-				{"t3", transcript.TypeTurnEnd, transcript.StatusError, transcript.TurnEnd{Error: &transcript.ErrorInfo{Code: transcript.CodeOverBudget, Message: "the session used its budget of 5000 tokens"}}},
+				// The budget's size and whose it is are the error's fields;
+				// the message, reworded here, is not read.
+				{"t3", transcript.TypeTurnEnd, transcript.StatusError, transcript.TurnEnd{Error: &transcript.ErrorInfo{Code: transcript.CodeOverBudget, Message: "budget gone", Budget: 5000, BudgetScope: "session"}}},
+				{"t4", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "still there?"}},
+				{"t4", transcript.TypeTurnEnd, transcript.StatusError, transcript.TurnEnd{Error: &transcript.ErrorInfo{Code: transcript.CodeOverBudget, Message: "budget gone", Budget: 90000, BudgetScope: "agent"}}},
+				// Without the fields (a turn recorded before them), the
+				// general sentence: no number is read from the message.
+				{"t5", transcript.TypeUserMessage, "", transcript.UserMessage{Text: "hello?"}},
+				{"t5", transcript.TypeTurnEnd, transcript.StatusError, transcript.TurnEnd{Error: &transcript.ErrorInfo{Code: transcript.CodeOverBudget, Message: "the session used its budget of 5000 tokens"}}},
 			},
 		),
 	})
@@ -545,6 +555,12 @@ func testServerErrorWords(t *testing.T, b context.Context) {
 			want: "Another turn is running in this conversation. Try again in 3 seconds."},
 		{status: 200, stream: "session_busy", msg: "another process is running a turn on this session; retry in 3 seconds",
 			want: "Another turn is running in this conversation. Try again in a moment."},
+		// over_budget as a plain JSON answer (the API's /chat without
+		// an event stream): the fields, not the message, give the words.
+		{status: 429, code: "over_budget", msg: "out of tokens", fields: `,"budget":1200,"budgetScope":"agent"`,
+			want: "The agent has used its budget of 1200 tokens, shared by every conversation. Ask the operator to raise it."},
+		{status: 429, code: "over_budget", msg: "the token budget is used up: the session used its budget of 1200 tokens",
+			want: "The token budget is used up. Start a new chat, or ask the operator to raise the budget."},
 		{status: 410, code: "session_expired", msg: "the session expired with an approval pending; the approval can no longer be answered",
 			want: "This conversation expired while a tool call waited for approval, and cannot go on. Start a new chat."},
 		{status: 403, code: "forbidden", msg: "this key acts for its own user only",
@@ -577,11 +593,13 @@ func testServerErrorWords(t *testing.T, b context.Context) {
 	})
 	tb := newTab(t, b, desktopW, desktopH, false)
 	tb.open(proxy.URL + "/#/c/refused")
-	tb.waitFor("the endings", `document.querySelectorAll('#messages .turn-foot .ending').length === 2`)
+	tb.waitFor("the endings", `document.querySelectorAll('#messages .turn-foot .ending').length === 4`)
 	got := eval[[]string](tb, `[...document.querySelectorAll('#messages .turn-foot .ending')].map(e => e.textContent)`)
 	want := []string{
 		"Failed: The model provider did not accept the server's API key. Ask the operator to check the model provider's API key. It is left out of what the model sees next.",
 		"Failed: This conversation has used its budget of 5000 tokens. Start a new chat to go on. It is left out of what the model sees next.",
+		"Failed: The agent has used its budget of 90000 tokens, shared by every conversation. Ask the operator to raise it. It is left out of what the model sees next.",
+		"Failed: The token budget is used up. Start a new chat, or ask the operator to raise the budget. It is left out of what the model sees next.",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("the failed turns say %q, want %q", got, want)

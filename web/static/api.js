@@ -14,8 +14,11 @@ const count = (n) => (Number.isSafeInteger(n) && n > 0 ? n : 0);
 // X-Request-Id), when the answer came. fields is the answer's error
 // object, whose numbers the page's words take, never the message's
 // text (the server may reword it): retryAfter, the seconds to wait
-// before trying again, and maxBytes, the largest body the server takes
-// (body_too_large); each 0 when the server did not say.
+// before trying again, maxBytes, the largest body the server takes
+// (body_too_large), and budget, the token budget that ran out
+// (over_budget); each 0 when the server did not say. budgetScope is
+// whose budget ran out (over_budget): "session", "agent", or '' when
+// the server did not say.
 export class ApiError extends Error {
   constructor(status, code, message, requestId = '', fields = {}) {
     super(message);
@@ -25,6 +28,8 @@ export class ApiError extends Error {
     this.requestId = requestId;
     this.retryAfter = count(fields?.retryAfter);
     this.maxBytes = count(fields?.maxBytes);
+    this.budget = count(fields?.budget);
+    this.budgetScope = ['session', 'agent'].includes(fields?.budgetScope) ? fields.budgetScope : '';
   }
 }
 
@@ -54,14 +59,15 @@ function unavailable(message) {
   return `${sentence(message)} Try again in a moment.`;
 }
 
-// overBudget says which token budget is used up ("the session used its
-// budget of N tokens", or the agent's, for every conversation), and
-// what to do: a new chat has a budget of its own, the agent's is the
-// operator's to raise.
-function overBudget(message) {
-  const m = /\b(session|agent) used its budget of (\d+) tokens/.exec(message || '');
-  if (m?.[1] === 'session') return `This conversation has used its budget of ${m[2]} tokens. Start a new chat to go on.`;
-  if (m?.[1] === 'agent') return `The agent has used its budget of ${m[2]} tokens, shared by every conversation. Ask the operator to raise it.`;
+// overBudget says which token budget is used up, the session's or the
+// agent's (for every conversation), and its size, from err's fields
+// (budgetScope, budget), and what to do: a new chat has a budget of its
+// own, the agent's is the operator's to raise. A server that did not say
+// gets the general sentence.
+function overBudget(err) {
+  const of = err.budget ? ` of ${err.budget} tokens` : '';
+  if (err.budgetScope === 'session') return `This conversation has used its budget${of}. Start a new chat to go on.`;
+  if (err.budgetScope === 'agent') return `The agent has used its budget${of}, shared by every conversation. Ask the operator to raise it.`;
   return 'The token budget is used up. Start a new chat, or ask the operator to raise the budget.';
 }
 
@@ -98,7 +104,7 @@ export function friendly(err) {
     case 'too_many_watchers':
       return `Too many tabs or devices are following conversations on this server. Close the ones you do not need, or try again ${againIn(err, 'later')}.`;
     case 'over_budget':
-      return overBudget(err.message);
+      return overBudget(err);
     case 'session_expired':
       return 'This conversation expired while a tool call waited for approval, and cannot go on. Start a new chat.';
     case 'body_too_large':

@@ -111,12 +111,12 @@ function renderMessage(m) {
 
 // failure says why a turn failed: in the page's words when its code
 // names something the person can act on (the provider's own message
-// says neither what to do nor that it will fail again; a budget's says
-// which budget, and the page's words keep that), else the recorded
-// message.
+// says neither what to do nor that it will fail again; a budget's
+// fields say which budget, and the page's words keep that), else the
+// recorded message.
 const actionable = new Set(['context_too_long', 'rate_limited', 'auth', 'over_budget']);
 function failure(e) {
-  if (actionable.has(e?.code)) return friendly(new ApiError(0, e.code, e.message || ''));
+  if (actionable.has(e?.code)) return friendly(new ApiError(0, e.code, e.message || '', '', e));
   return sentence(e?.message || 'the turn ended with an error');
 }
 
