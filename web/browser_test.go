@@ -639,6 +639,7 @@ func TestBrowser(t *testing.T) {
 
 	// Live sessions past two tabs (live_test.go).
 	t.Run("live", func(t *testing.T) { testLive(t, b) })
+	t.Run("a day's retryAfter is capped", func(t *testing.T) { testRetryAfterCapped(t, b) })
 
 	// The items of issue 16 (ui_test.go), against one shared server.
 	t.Run("ui", func(t *testing.T) { testUI(t, b) })

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -304,6 +305,41 @@ func testLive(t *testing.T, b context.Context) {
 			}
 		}
 	})
+}
+
+// testRetryAfterCapped: a follow refused with a retryAfter of a day (a
+// server's or a proxy's) is asked again within a minute, not a day later:
+// the page's waits are recorded by a setTimeout that notes each delay,
+// and the proxy refuses every follow with retryAfter 86400. (live.js
+// waited the whole retryAfter, a page frozen for a day.)
+func testRetryAfterCapped(t *testing.T, b context.Context) {
+	srv := startServe(t, "")
+	srv.invoke(t, "capped", "first question")
+	proxy := proxyTo(t, srv.URL, nil, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if r.URL.Path == "/v1/sessions/capped/events" && r.URL.Query().Get("follow") == "1" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "86400")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":{"code":"too_many_watchers","message":"come back tomorrow","retryAfter":86400}}`+"\n")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+	tb := newTab(t, b, desktopW, desktopH, false)
+	if _, err := chromedp.Call(tb.ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `{
+		const set = window.setTimeout;
+		window.__waits = [];
+		window.setTimeout = (f, ms, ...args) => { window.__waits.push(ms); return set(f, ms, ...args); };
+	}`}); err != nil {
+		t.Fatalf("record the page's waits: %v", err)
+	}
+	tb.open(proxy.URL + "/#/c/capped")
+	// The reconnection backoff alone never waits past 15 s: a longer
+	// wait is the refusal's.
+	tb.waitFor("the wait after the refusal", `window.__waits.some((ms) => ms > 15000)`)
+	if got := eval[[]float64](tb, `window.__waits.filter((ms) => ms > 15000)`); !slices.Equal(got, []float64{60000}) {
+		t.Errorf("after a refusal with retryAfter 86400 the page waits %v ms, want [60000] (the cap)", got)
+	}
 }
 
 // since gives each time of ts as the time after the first.

@@ -8,8 +8,8 @@
 // once. While such a turn runs, Stop stops it on the server. A dropped
 // stream reconnects after the last event it had (?after=, as
 // Last-Event-ID), waiting longer each time it fails (and at least as long
-// as a refusal's retryAfter asks), so nothing is missed and nothing shows
-// twice.
+// as a refusal's retryAfter asks, up to a minute), so nothing is missed
+// and nothing shows twice.
 
 import * as api from './api.js';
 import { ApiError } from './api.js';
@@ -17,6 +17,12 @@ import { Turn, userItem, runOf } from './conversation.js';
 
 const RETRY = 1000; // the first wait before reconnecting, in ms
 const MAX_RETRY = 15000;
+// MAX_PAUSE caps the wait a refusal's retryAfter asks for, in ms. The
+// server asks for seconds (too_many_watchers: 5), but the number comes
+// from whatever answered, a proxy included: a retryAfter of a day would
+// leave the open conversation silently not live for a day. Asking again
+// after a minute costs the server one refusal a minute.
+const MAX_PAUSE = 60000;
 
 const sleep = (ms, signal) =>
   new Promise((resolve) => {
@@ -86,9 +92,9 @@ export class Follower {
         // to follow (the view says why on its own).
         if (err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429) return;
         // A refusal that says how long to wait (too_many_watchers: 5 s)
-        // is waited out at least that long: sooner, the server refuses
-        // again.
-        if (err instanceof ApiError && err.retryAfter) pause = err.retryAfter * 1000;
+        // is waited out at least that long (sooner, the server refuses
+        // again), up to MAX_PAUSE.
+        if (err instanceof ApiError && err.retryAfter) pause = Math.min(err.retryAfter * 1000, MAX_PAUSE);
       } finally {
         if (!signal.aborted) this.onLive?.(false);
       }
