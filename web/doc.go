@@ -40,7 +40,9 @@
 // it has. A dropped stream reconnects with ?after= the last event id it
 // had (the server's Last-Event-ID rule), waiting 1 s, then twice as long
 // each time, up to 15 s, and at least a refusal's retryAfter (a 429
-// too_many_watchers says 5 s); a 4xx other than 429 ends the following.
+// too_many_watchers says 5 s) up to a minute (a proxy's retryAfter of a
+// day would leave the page not live for a day); a 4xx other than 429
+// ends the following.
 //
 // A turn that was already running when the conversation opened (or was
 // reloaded, or left and opened again while a turn the tab sent ran, or
@@ -87,7 +89,9 @@
 // the person to quote. Their numbers come from the error's fields, never
 // its message, which the server may reword: the limit from maxBytes, the
 // wait of rate_limited, session_busy and too_many_watchers from
-// retryAfter; without the field the words name no number.
+// retryAfter, which budget ran out and its size (over_budget, of an
+// answer or of a failed turn) from budgetScope and budget; without the
+// field the words name no number.
 //
 // The list follows the caller's other tabs and devices by polling its
 // first page (GET v1/sessions) every 5 s while the tab is visible, and at
