@@ -489,7 +489,7 @@ func (a *aiWriter) run(events iter.Seq2[spool.Event, error]) {
 				a.s.writeError(a.w, a.r, err)
 				return
 			}
-			a.finish(a.s.streamError(a.r, err).Message, "error", nil)
+			a.finish(errorText(a.s.streamError(a.r, err)), "error", nil)
 			return
 		}
 		if a.sse == nil {
@@ -648,6 +648,19 @@ func (a *aiWriter) deniedCall(tr *transcript.ToolResult) bool {
 		}
 	}
 	return a.decisions[tr.CallID]
+}
+
+// errorText is the error chunk's text of a failure inside the stream:
+// the error's message and the request's id, which the other routes'
+// error events carry as requestId (an internal error's cause is logged
+// under it). The chunk has no field for the id: older releases of the
+// ai package refuse a chunk with a field they do not know (the chunks
+// keep to the documented fields), and errorText is what clients show.
+func errorText(ae *apiError) string {
+	if ae.RequestID == "" {
+		return ae.Message
+	}
+	return ae.Message + " (request id " + ae.RequestID + ")"
 }
 
 // turnEndError is the error text of a turn that did not end well, or "".

@@ -103,7 +103,10 @@
 // "error" event whose data is {"error":{"code","message","requestId"}},
 // requestId being the request's X-Request-Id (the cause of an internal
 // error is logged under it), and retryAfter when the error has one (the
-// event has no Retry-After header). /chat sends
+// event has no Retry-After header). The AI SDK route's stream ends such
+// a failure with the protocol's error chunk, {"type","errorText"}, whose
+// text ends with "(request id <id>)": the chunk has no field for it, and
+// older ai clients refuse one with a field they do not know. /chat sends
 // a "session" event first, {"sessionId"}, also in the X-Spool-Session-Id
 // header. Events are flushed as they are produced, and comment lines
 // (": ping") keep an idle stream open. A client that goes away leaves

@@ -264,3 +264,50 @@ func TestStreamErrorsCarryRequestID(t *testing.T) {
 		t.Errorf("chat-broken: %s", events[len(events)-1].data)
 	}
 }
+
+// failingAppends is a store whose appends fail, once fail is set, with an
+// error the server does not know (internal to its clients).
+type failingAppends struct {
+	store.Store
+	fail *atomic.Bool
+}
+
+func (s failingAppends) Append(ctx context.Context, key store.Key, e transcript.Entry) error {
+	if s.fail.Load() {
+		return errors.New("write failed on disk /var/lib/spool-7")
+	}
+	return s.Store.Append(ctx, key, e)
+}
+
+// failsTheStore answers, after setting fail: the answer's record fails.
+type failsTheStore struct{ fail *atomic.Bool }
+
+func (m failsTheStore) Stream(context.Context, *model.Request) iter.Seq2[model.Event, error] {
+	return func(yield func(model.Event, error) bool) {
+		m.fail.Store(true)
+		yield(model.Event{Kind: model.EventText, Text: "lost"}, nil)
+	}
+}
+
+// The AI SDK route's error chunk names the request's id, under which the
+// server logs an internal error's cause, as the other routes' error
+// events do in requestId: in its errorText, the one field the chunk has
+// (clients of the protocol refuse a chunk with a field they do not know;
+// see documented), which the client shows as the error's message.
+func TestAIChatErrorNamesRequestID(t *testing.T) {
+	fail := new(atomic.Bool)
+	e := newEnv(t, spool.Config{Model: failsTheStore{fail}, Store: failingAppends{memstore.New(), fail}}, server.Options{})
+	r := e.post("/api/chat", map[string]any{"id": "broken", "messages": []any{userMsg("u1", "hi")}}, "X-Request-Id", "ai-broken")
+	events, _ := readSSE(t, strings.NewReader(string(r.body)))
+	var chunk struct{ Type, ErrorText string }
+	for _, ev := range events {
+		if json.Unmarshal([]byte(ev.data), &chunk) == nil && chunk.Type == "error" {
+			break
+		}
+		chunk.Type = ""
+	}
+	want := "internal error; the server log has the details under this request's id (request id ai-broken)"
+	if r.status != 200 || chunk.Type != "error" || chunk.ErrorText != want {
+		t.Fatalf("/api/chat whose store fails mid-turn: %d %s; want an error chunk whose errorText is %q", r.status, r.body, want)
+	}
+}
