@@ -34,6 +34,16 @@ type Telegram struct {
 	msgs    []*TelegramMessage
 	answers []TelegramAnswer
 	calls   []string
+	refuse  string
+}
+
+// Refuse makes every sendMessage and editMessageText whose text contains
+// s answer 400, however often the driver tries: a refusal of one text,
+// whatever the timing of the calls that carry it.
+func (f *Telegram) Refuse(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refuse = s
 }
 
 // TelegramMessage is a message the bot sent.
@@ -174,6 +184,10 @@ func (f *Telegram) serve(w http.ResponseWriter, r *http.Request) {
 		text := p["text"]
 		if text == "" {
 			tgError(w, 400, "Bad Request: message text is empty")
+			return
+		}
+		if f.refuse != "" && strings.Contains(text, f.refuse) {
+			tgError(w, 400, "Bad Request: refused")
 			return
 		}
 		if n := len(utf16.Encode([]rune(text))); n > 4096 {

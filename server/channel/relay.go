@@ -335,7 +335,7 @@ func (r *Relay) Send(ctx context.Context, t Target, p Payload) error {
 		return fmt.Errorf("channel: %s: a payload for a message this relay did not dispatch", r.p.Name)
 	}
 	rp.once.Do(func() {
-		rp.box = newOutbox(func(ctx context.Context, p Payload) { r.deliver(ctx, rp, p) })
+		rp.box = newOutbox(func(ctx context.Context, p Payload, behind bool) { r.deliver(ctx, rp, p, behind) })
 	})
 	if p.Final {
 		rp.box.finish(ctx, p)
@@ -345,8 +345,11 @@ func (r *Relay) Send(ctx context.Context, t Target, p Payload) error {
 	return nil
 }
 
-// deliver shows one payload of a reply on the platform.
-func (r *Relay) deliver(ctx context.Context, rp *reply, p Payload) {
+// deliver shows one payload of a reply on the platform. When the outbox
+// is behind (more is queued), the text is not flushed yet: the edit that
+// shows it waits for the rest, so a slow platform gets one edit for all
+// that came meanwhile; approvals and the end flush whatever the queue.
+func (r *Relay) deliver(ctx context.Context, rp *reply, p Payload, behind bool) {
 	if p.Final {
 		r.finish(ctx, rp, p)
 		rp.cancel()
@@ -359,7 +362,9 @@ func (r *Relay) deliver(ctx context.Context, rp *reply, p Payload) {
 		}
 	case spool.EventText:
 		rp.text += ev.Text
-		r.flush(ctx, rp, false)
+		if !behind {
+			r.flush(ctx, rp, false)
+		}
 	case spool.EventApprovalRequest:
 		r.flush(ctx, rp, true)
 		q := Question{
@@ -372,7 +377,9 @@ func (r *Relay) deliver(ctx context.Context, rp *reply, p Payload) {
 		// What the model says after this goes below the buttons.
 		rp.text, rp.posted = "", nil
 	case spool.EventStepEnd, spool.EventToolCall:
-		r.flush(ctx, rp, false)
+		if !behind {
+			r.flush(ctx, rp, false)
+		}
 	}
 }
 
