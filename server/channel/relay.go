@@ -128,6 +128,13 @@ type Relay struct {
 	base       context.Context
 	stop       context.CancelFunc
 	draining   atomic.Bool
+	// closing ends closeGrace after Close, and with it every platform
+	// call still going: the last words of stopped turns, and what their
+	// outboxes still hold, may not hold up a shutdown for long.
+	closing    context.Context
+	endClosing context.CancelFunc
+	closeOnce  sync.Once
+	closeGrace time.Duration
 }
 
 // NewRelay returns the relay of platform p.
@@ -145,7 +152,8 @@ func NewRelay(p Platform) *Relay {
 		p.Logger = slog.Default()
 	}
 	base, stop := context.WithCancel(context.Background())
-	return &Relay{p: p, base: base, stop: stop}
+	closing, endClosing := context.WithCancel(context.Background())
+	return &Relay{p: p, base: base, stop: stop, closing: closing, endClosing: endClosing, closeGrace: 5 * time.Second}
 }
 
 // Name implements Driver.
@@ -171,9 +179,13 @@ func (r *Relay) Listen(ctx context.Context, d Dispatcher) error {
 }
 
 // Close implements Driver: turns still running stop (recorded cancelled)
-// and new messages are refused with ErrClosed.
+// and new messages are refused with ErrClosed. What replies still have to
+// post gets five seconds, all of it together, then its calls fail (and
+// are observed failed), so the final payloads, which wait for their
+// replies' posts, return soon after Close however the platform is.
 func (r *Relay) Close() error {
 	r.stop()
+	r.closeOnce.Do(func() { time.AfterFunc(r.closeGrace, r.endClosing) })
 	return nil
 }
 
@@ -503,17 +515,13 @@ func (r *Relay) render(text string) string {
 }
 
 // call runs one platform call with the reply's context (never the turn's
-// cancellation: a reply still goes out when the turn was stopped) and
-// observes it.
+// cancellation: a reply still goes out when the turn was stopped), for at
+// most two minutes and never past the close grace, and observes it.
 func (r *Relay) call(ctx context.Context, rp *reply, op string, fn func(context.Context) error) bool {
-	limit := 2 * time.Minute
-	if r.base.Err() != nil {
-		// Closing: the last words of a stopped turn may not hold up a
-		// shutdown for long.
-		limit = 5 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
+	// Also a call begun before Close ends with the close grace.
+	defer context.AfterFunc(r.closing, cancel)()
 	start := time.Now()
 	err := fn(ctx)
 	o := spool.Observation{

@@ -175,3 +175,39 @@ func TestRelayCoalescesEditsWhenBehind(t *testing.T) {
 		t.Fatalf("%d calls for %d deltas (the final waited %v); the edits were not coalesced", len(calls), deltas, time.Since(start).Round(time.Millisecond))
 	}
 }
+
+// Close bounds what is left of every reply: the platform calls still
+// running and those still queued end within the close grace, however
+// long the platform hangs, so a server's shutdown does not wait for them
+// (a call begun before Close was given its two minutes).
+func TestRelayCloseBoundsTheOutbox(t *testing.T) {
+	conv := &slowConv{hang: true}
+	r, d := newRelay(t, channel.Platform{Limit: 100000, EditInterval: time.Millisecond})
+	channel.SetCloseGrace(r, 200*time.Millisecond)
+	if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "hi"}, conv); err != nil {
+		t.Fatal(err)
+	}
+	in := d.last(t)
+	ctx := context.Background()
+	r.Send(ctx, in.Target, channel.Payload{Event: text("the answer"), Origin: in.Origin})
+	time.Sleep(50 * time.Millisecond) // its post is under way, and hangs
+	for i := range 3 {
+		r.Send(ctx, in.Target, channel.Payload{Event: &spool.Event{Kind: spool.EventStepEnd}, Origin: in.Origin})
+		r.Send(ctx, in.Target, channel.Payload{Event: text(fmt.Sprint(" more ", i)), Origin: in.Origin})
+	}
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		r.Send(ctx, in.Target, channel.Payload{Final: true, Err: context.Canceled, Origin: in.Origin})
+	}()
+	r.Close()
+	start := time.Now()
+	select {
+	case <-sent:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the final payload still waits on the platform 3 s after Close")
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Fatalf("the final payload returned %v after Close, with a grace of 200 ms", waited)
+	}
+}
