@@ -378,7 +378,11 @@ func (r *Relay) deliver(ctx context.Context, rp *reply, p Payload, behind bool) 
 			r.flush(ctx, rp, false)
 		}
 	case spool.EventApprovalRequest:
-		r.flush(ctx, rp, true)
+		if !r.flush(ctx, rp, true) {
+			// The turn pauses at the buttons and its end says nothing
+			// of this text, which the buttons leave behind: say it now.
+			r.say(ctx, rp, notSent(rp))
+		}
 		q := Question{
 			Approval: *ev.Approval,
 			Allow:    r.button(rp.target.SessionID, ev.Approval.ID, 'a', rp.starter),
@@ -439,12 +443,7 @@ func (r *Relay) flush(ctx context.Context, rp *reply, force bool) bool {
 // that is not an answer.
 func (r *Relay) finish(ctx context.Context, rp *reply, p Payload) {
 	shown := r.flush(ctx, rp, true)
-	say := func(text string) {
-		r.call(ctx, rp, "post", func(ctx context.Context) error {
-			_, err := rp.conv.Post(ctx, r.render(text))
-			return err
-		})
-	}
+	say := func(text string) { r.say(ctx, rp, text) }
 	tell := func(text string) {
 		r.call(ctx, rp, "tell", func(ctx context.Context) error { return rp.conv.Tell(ctx, text) })
 	}
@@ -491,12 +490,8 @@ func (r *Relay) finish(ctx context.Context, rp *reply, p Payload) {
 		}
 	case transcript.StatusOK:
 		switch {
-		case !shown && len(rp.posted) == 0:
-			// The platform refused the answer; a short note may still
-			// go through, and "(no answer)" would be false.
-			say("Sorry, the answer could not be sent here.")
 		case !shown:
-			say("(the rest of this answer could not be sent here)")
+			say(notSent(rp))
 		case len(rp.posted) == 0 && rp.decided == nil:
 			say("(no answer)")
 		}
@@ -505,6 +500,23 @@ func (r *Relay) finish(ctx context.Context, rp *reply, p Payload) {
 			say("(incomplete: " + res.Notice + ")")
 		}
 	}
+}
+
+// say posts a note of the relay's own.
+func (r *Relay) say(ctx context.Context, rp *reply, text string) {
+	r.call(ctx, rp, "post", func(ctx context.Context) error {
+		_, err := rp.conv.Post(ctx, r.render(text))
+		return err
+	})
+}
+
+// notSent is the note for text of rp the platform refused: a short note
+// may still go through, and "(no answer)", or nothing, would be false.
+func notSent(rp *reply) string {
+	if len(rp.posted) == 0 {
+		return "Sorry, the answer could not be sent here."
+	}
+	return "(the rest of this answer could not be sent here)"
 }
 
 func (r *Relay) render(text string) string {

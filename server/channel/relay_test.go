@@ -41,8 +41,9 @@ func (d *inbox) last(t *testing.T) channel.Inbound {
 // slowConv is a platform that takes its time over every call (delay) or,
 // with hang, never answers until the call's context ends.
 type slowConv struct {
-	delay time.Duration
-	hang  bool
+	delay  time.Duration
+	hang   bool
+	refuse string // a post or edit whose text has it is refused (400)
 
 	mu    sync.Mutex
 	calls []string
@@ -69,8 +70,19 @@ func (c *slowConv) record(call string) {
 	c.calls = append(c.calls, call)
 }
 
+func (c *slowConv) refused(text string) error {
+	if c.refuse != "" && strings.Contains(text, c.refuse) {
+		c.record("refused")
+		return &channel.PlatformError{Status: 400, Code: "refused"}
+	}
+	return nil
+}
+
 func (c *slowConv) Post(ctx context.Context, text string) (string, error) {
 	if err := c.wait(ctx); err != nil {
+		return "", err
+	}
+	if err := c.refused(text); err != nil {
 		return "", err
 	}
 	c.mu.Lock()
@@ -87,6 +99,9 @@ func (c *slowConv) Post(ctx context.Context, text string) (string, error) {
 
 func (c *slowConv) Edit(ctx context.Context, id, text string) error {
 	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	if err := c.refused(text); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -209,5 +224,26 @@ func TestRelayCloseBoundsTheOutbox(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > time.Second {
 		t.Fatalf("the final payload returned %v after Close, with a grace of 200 ms", waited)
+	}
+}
+
+// Text the platform refused before an approval's buttons is said not to
+// have been sent, before the buttons: the turn pauses there, and its end
+// (awaiting approval) says nothing, so the buttons came with no word of
+// what the model said about them.
+func TestRelayRefusedBeforeApprovalSaidSo(t *testing.T) {
+	conv := &slowConv{refuse: "I will save"}
+	r, d := newRelay(t, channel.Platform{EditInterval: time.Hour})
+	if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "save it"}, conv); err != nil {
+		t.Fatal(err)
+	}
+	in := d.last(t)
+	ctx := context.Background()
+	r.Send(ctx, in.Target, channel.Payload{Event: text("I will save the note."), Origin: in.Origin})
+	r.Send(ctx, in.Target, channel.Payload{Event: &spool.Event{Kind: spool.EventApprovalRequest, Approval: &spool.Approval{ID: "ap1"}}, Origin: in.Origin})
+	r.Send(ctx, in.Target, channel.Payload{Final: true, Result: &spool.Result{Status: spool.StatusAwaitingApproval}, Origin: in.Origin})
+	calls, msgs := conv.snapshot()
+	if fmt.Sprint(calls) != "[refused post 1 ask ap1]" || msgs["1"] != "Sorry, the answer could not be sent here." {
+		t.Fatalf("calls %v, messages %q", calls, msgs)
 	}
 }
