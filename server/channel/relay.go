@@ -331,6 +331,7 @@ type reply struct {
 	text   string   // the answer so far, Markdown
 	posted []posted // the parts posted so far
 	last   time.Time
+	stale  bool // text came that no flush has looked at yet
 }
 
 type posted struct{ id, text string }
@@ -361,7 +362,18 @@ func (r *Relay) Send(ctx context.Context, t Target, p Payload) error {
 // is behind (more is queued), the text is not flushed yet: the edit that
 // shows it waits for the rest, so a slow platform gets one edit for all
 // that came meanwhile; approvals and the end flush whatever the queue.
+// Once caught up, on whatever event, text not yet looked at is flushed:
+// the next event may be long in coming (a tool running).
 func (r *Relay) deliver(ctx context.Context, rp *reply, p Payload, behind bool) {
+	r.show(ctx, rp, p)
+	if !p.Final && !behind && rp.stale {
+		r.flush(ctx, rp, false)
+	}
+}
+
+// show does what p asks of the platform; text and steps only mark the
+// posts stale, for deliver to flush when the outbox is not behind.
+func (r *Relay) show(ctx context.Context, rp *reply, p Payload) {
 	if p.Final {
 		r.finish(ctx, rp, p)
 		rp.cancel()
@@ -374,9 +386,7 @@ func (r *Relay) deliver(ctx context.Context, rp *reply, p Payload, behind bool) 
 		}
 	case spool.EventText:
 		rp.text += ev.Text
-		if !behind {
-			r.flush(ctx, rp, false)
-		}
+		rp.stale = true
 	case spool.EventApprovalRequest:
 		if !r.flush(ctx, rp, true) {
 			// The turn pauses at the buttons and its end says nothing
@@ -393,9 +403,7 @@ func (r *Relay) deliver(ctx context.Context, rp *reply, p Payload, behind bool) 
 		// What the model says after this goes below the buttons.
 		rp.text, rp.posted = "", nil
 	case spool.EventStepEnd, spool.EventToolCall:
-		if !behind {
-			r.flush(ctx, rp, false)
-		}
+		rp.stale = true // a failed post or edit is tried again
 	}
 }
 
@@ -407,6 +415,7 @@ func (r *Relay) flush(ctx context.Context, rp *reply, force bool) bool {
 	if !force && time.Since(rp.last) < r.p.EditInterval {
 		return true
 	}
+	rp.stale = false
 	parts := Split(rp.text, r.p.Limit, r.p.Measure, r.p.Format)
 	if len(parts) == 0 {
 		return true

@@ -247,3 +247,28 @@ func TestRelayRefusedBeforeApprovalSaidSo(t *testing.T) {
 		t.Fatalf("calls %v, messages %q", calls, msgs)
 	}
 }
+
+// Text that came while the platform was behind is shown once the outbox
+// catches up, whatever event it caught up on: here a tool's result, while
+// the tool's next step may be long in coming.
+func TestRelayShowsTextWhenCaughtUp(t *testing.T) {
+	conv := &slowConv{delay: 30 * time.Millisecond}
+	r, d := newRelay(t, channel.Platform{EditInterval: time.Millisecond})
+	if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "hi"}, conv); err != nil {
+		t.Fatal(err)
+	}
+	in := d.last(t)
+	ctx := context.Background()
+	send := func(ev *spool.Event) { r.Send(ctx, in.Target, channel.Payload{Event: ev, Origin: in.Origin}) }
+	send(text("Looking"))
+	time.Sleep(10 * time.Millisecond) // its post is under way
+	send(text(" it up."))
+	send(&spool.Event{Kind: spool.EventToolCall, ToolCall: &transcript.ToolCall{ID: "t1", Name: "lookup"}})
+	send(&spool.Event{Kind: spool.EventStepEnd})
+	send(&spool.Event{Kind: spool.EventToolResult, ToolResult: &transcript.ToolResult{CallID: "t1"}})
+	time.Sleep(300 * time.Millisecond) // the tool's next step is slow
+	if _, msgs := conv.snapshot(); msgs["1"] != "Looking it up." {
+		t.Fatalf("while the next step is awaited the message reads %q", msgs["1"])
+	}
+	r.Send(ctx, in.Target, channel.Payload{Final: true, Result: okResult, Origin: in.Origin})
+}
