@@ -207,8 +207,16 @@ func (w *relayWatch) relayed(ctx context.Context, m *relayMsg) bool {
 	case "ev", "snap", "end":
 		// Only what the run's process sends shows it is there
 		// (another watcher's sync or probe does not; the snap
-		// answering another watcher's does).
-		w.heard = time.Now()
+		// answering another watcher's does, of that run or a
+		// newer one). What a run before it sends does not: every
+		// process that keeps an older run of the session (one
+		// that ended less than RecentTurn ago, in a process that
+		// began none since) answers every sync, so the process
+		// of the run the watcher is in would look alive after it
+		// died, until those forgot their runs.
+		if w.inRun < 0 || m.Pos >= w.inRun {
+			w.heard = time.Now()
+		}
 	}
 	switch m.T {
 	case "ev":
@@ -293,6 +301,11 @@ func (w *relayWatch) relayedEvents(ctx context.Context, m *relayMsg) bool {
 // the watch is over.
 func (w *relayWatch) relayedSnap(ctx context.Context, m *relayMsg) bool {
 	if m.Nonce == w.probing && w.probing != "" {
+		if w.inRun >= 0 && m.Pos < w.inRun {
+			// A process that keeps a run before the one probed
+			// (see relayed): not the answer, which may never come.
+			return true
+		}
 		w.probing = ""
 	} else if m.Nonce != w.nonce && !slices.Contains(w.joins, m.Nonce) {
 		return true
