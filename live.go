@@ -812,7 +812,8 @@ func (s *Session) stopElsewhere(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, running, err := s.openTurnStart(ctx); err != nil {
+	start, running, err := s.openTurnStart(ctx)
+	if err != nil {
 		return "", err
 	} else if !open || !running {
 		return "", fmt.Errorf("%w (session %s)", ErrNotRunning, s.key)
@@ -830,7 +831,7 @@ func (s *Session) stopElsewhere(ctx context.Context) (string, error) {
 		}
 		if time.Since(asked) > syncWait {
 			// Still open a while after the stop: is its process there?
-			alive, err := s.answers(ctx)
+			alive, err := s.answers(ctx, start)
 			if err != nil {
 				return turnID, err
 			}

@@ -2,6 +2,7 @@ package spool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -113,5 +114,63 @@ func TestProbeAnsweredByOlderRun(t *testing.T) {
 	}
 	if e := entries[len(entries)-1]; e.Type != transcript.TypeTurnEnd || e.Status != transcript.StatusCancelled {
 		t.Fatalf("the transcript ends %s %s", e.Type, e.Status)
+	}
+}
+
+// answers, asked by a Stop from another process whether the turn open
+// in the transcript still runs somewhere, takes the answer of a run of
+// that turn, not the closed snap of an earlier turn's run that a process
+// still keeps: that snap says nothing of the turn asked about. It took
+// the first snap, so a Stop whose stop notification was lost took a live
+// turn for dead, did not send the stop again, and waited for the turn to
+// end by itself.
+func TestAnswersIsTheOpenTurns(t *testing.T) {
+	relayWaits(t, 2*time.Second, 100*time.Millisecond)
+	ctx := t.Context()
+	mem := memstore.New()
+	a, err := New(Config{Model: echo.New(), Store: &basicNotifier{mem: mem}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := a.Session(ctx, "s")
+	heard, err := store.Listen(ctx, a.cfg.Store, s.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const from = 4 // where the open turn's runs begin
+	for _, c := range []struct {
+		name  string
+		snaps []relayMsg // answering the sync, in order
+		want  bool
+	}{
+		{"an earlier turn's process answers first", []relayMsg{{Pos: 2}, {Pos: from, Open: true}}, true},
+		{"the turn's run ended", []relayMsg{{Pos: 2}, {Pos: from + 3}}, false},
+		{"only an earlier turn's process answers", []relayMsg{{Pos: 2}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := make(chan bool, 1)
+			go func() {
+				alive, err := s.answers(ctx, from)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- alive
+			}()
+			var sync relayMsg
+			for sync.T != "sync" {
+				if err := json.Unmarshal(<-heard, &sync); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, m := range c.snaps {
+				m.T, m.Nonce = "snap", sync.Nonce
+				if err := a.notify(ctx, s.key, m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if alive := <-got; alive != c.want {
+				t.Fatalf("answers: %v, want %v", alive, c.want)
+			}
+		})
 	}
 }

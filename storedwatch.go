@@ -437,9 +437,14 @@ func (s *Session) closeDead(ctx context.Context, turnID string) error {
 	})
 }
 
-// answers reports whether a process runs a turn of the session (or ran
-// one within RecentTurn): whether a sync is answered within syncWait.
-func (s *Session) answers(ctx context.Context) (bool, error) {
+// answers reports whether a process runs the session's turn whose runs
+// begin at from or later: whether a sync is answered within syncWait by
+// such a run still open, or by none that ended. A process that keeps a
+// run of an earlier turn (ended within RecentTurn, no run of its own
+// begun since) answers every sync too, with that run closed: its answer
+// says nothing of the turn asked about, and the open run's may come
+// after it.
+func (s *Session) answers(ctx context.Context, from int64) (bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch, err := store.Listen(ctx, s.a.cfg.Store, s.key)
@@ -463,7 +468,7 @@ func (s *Session) answers(ctx context.Context) (bool, error) {
 				return false, nil
 			}
 			var m relayMsg
-			if json.Unmarshal(b, &m) == nil && m.T == "snap" && m.Nonce == nonce {
+			if json.Unmarshal(b, &m) == nil && m.T == "snap" && m.Nonce == nonce && (m.Open || m.Pos >= from) {
 				return m.Open, nil
 			}
 		}
