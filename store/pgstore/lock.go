@@ -38,6 +38,9 @@ import (
 //
 // Locks need a session-level connection to the server: behind a pooler in
 // transaction mode (PgBouncer's pool_mode=transaction) they do not hold.
+// Their connections turn off statement_timeout, lock_timeout and
+// idle_session_timeout, set for the store's connections or on the server:
+// a wait ends with ctx, and a lock lasts until unlock.
 func (s *Store) Lock(ctx context.Context, key store.Key) (unlock func(), err error) {
 	if err := store.ValidateKey(key); err != nil {
 		return nil, err
@@ -156,6 +159,16 @@ func (s *Store) lockState(ctx context.Context) (*locker, error) {
 	}
 	cfg := s.pool.Config()
 	cfg.MaxConns, cfg.MinConns, cfg.MinIdleConns = s.lockConns, 0, 0
+	after := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if after != nil {
+			if err := after(ctx, c); err != nil {
+				return err
+			}
+		}
+		_, err := c.Exec(ctx, untimed)
+		return err
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, dbError("lock", nil, err)
@@ -174,6 +187,19 @@ func (s *Store) lockState(ctx context.Context) (*locker, error) {
 	s.locks = lk
 	return lk, nil
 }
+
+// untimed turns off, on a lock connection, the timeouts the caller may
+// have set for the store's connections (in its URL, or for its role or
+// database on the server), which are meant for queries: a wait in the
+// server's queue lasts until the lock is granted or Lock's context ends
+// (statement_timeout and lock_timeout would fail it sooner), and a holder
+// sits idle holding locks for as long as turns last (idle_session_timeout
+// would have the server close it, and give its locks to other processes).
+// The statements on a holder are bounded by lockStatementTimeout instead.
+// pg_settings lists only those the server has (idle_session_timeout is
+// new in PostgreSQL 14).
+const untimed = `SELECT set_config(name, '0', false) FROM pg_settings
+	WHERE name IN ('statement_timeout', 'lock_timeout', 'idle_session_timeout')`
 
 // claim marks id as taken by this process, after waiting for a caller of
 // this process that has it.

@@ -235,3 +235,50 @@ func TestLockLostConnection(t *testing.T) {
 	}
 	u()
 }
+
+// Timeouts the caller set for the store's connections (in its URL, or for
+// its role or database on the server) are meant for queries: a Lock waits
+// in the server's queue, and a holder connection sits idle holding locks,
+// for as long as turns last. statement_timeout or lock_timeout ended the
+// wait, failing a Lock whose context still ran; idle_session_timeout made
+// the server close an idle holder, handing its locks to another replica.
+func TestLockIgnoresSessionTimeouts(t *testing.T) {
+	schema := newSchema(t)
+	timeouts := "statement_timeout=200&lock_timeout=200&idle_session_timeout=300"
+	a, err := Open(bg, withParams(testURL(t), timeouts), WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b := openIn(t, schema)
+	key := store.Key{Agent: "a", ID: "s"}
+	unlock, err := b.Lock(bg, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(time.Second, unlock)
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	unlock, err = a.Lock(ctx, key) // waits past statement_timeout and lock_timeout
+	if err != nil {
+		t.Fatalf("a Lock waiting for another replica failed after %v: %v", time.Since(start), err)
+	}
+	defer unlock()
+	other := store.Key{Agent: "a", ID: "idle"}
+	unlockOther, err := a.Lock(bg, other) // on a holder, idle from now on
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlockOther()
+	time.Sleep(time.Second) // past idle_session_timeout
+	for _, k := range []store.Key{key, other} {
+		short, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+		u, err := b.Lock(short, k)
+		cancel()
+		if err == nil {
+			u()
+			t.Fatalf("another replica took %s, held by a connection idle past idle_session_timeout", k.ID)
+		}
+	}
+}
