@@ -140,8 +140,10 @@ type holdConn struct {
 	// locks: it grants no new lock, and is closed with its last one. It
 	// leaves the lock pool (pgxpool.Conn.Hijack), so that its holder
 	// can take a new connection even when the pool is full (lock_conns
-	// at 1 or 2, or every waiting connection busy): while it lasts, the
-	// locks use one connection more than lock_conns.
+	// at 1 or 2, or every waiting connection busy): while retired
+	// connections last, the locks use one connection more than
+	// lock_conns for each (a refusal on a connection that still holds
+	// other turns' locks retires it; at most one per turn running).
 	retired bool
 }
 
