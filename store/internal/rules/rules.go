@@ -211,7 +211,10 @@ func Victims[T any](ctx context.Context, next func(ctx context.Context, cursor s
 
 // ParseURL parses a store URL. Its error leaves the URL out (url.Parse
 // quotes it), since a store URL may hold a password: it says only what is
-// wrong with it.
+// wrong with it. It leaves out the piece of the URL url.Parse quotes as
+// well (invalid port ":…" after host, invalid URL escape "%…", invalid
+// character "…" in host name): a password holding a '/', '?' or '#' ends
+// the userinfo there, and what came before it is quoted as the port.
 func ParseURL(rawURL string) (*url.URL, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -219,7 +222,18 @@ func ParseURL(rawURL string) (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, err
+		return nil, unquoted(err)
 	}
 	return u, nil
+}
+
+// unquoted returns err without the text it quotes, err itself when it
+// quotes nothing.
+func unquoted(err error) error {
+	msg := err.Error()
+	i, j := strings.IndexByte(msg, '"'), strings.LastIndexByte(msg, '"')
+	if i < 0 || j <= i {
+		return err
+	}
+	return errors.New(strings.Join(strings.Fields(msg[:i]+msg[j+1:]), " "))
 }
