@@ -215,14 +215,40 @@ func redactValue(f *flag.Flag, v string) string {
 	return redactURL(v)
 }
 
+// redactUnparsed redacts v as a URL whose password holds a '/', '?' or
+// '#' that was not escaped: those end the URL's user part for url.Parse,
+// so "postgres://u:pa#ss@host/db" does not parse, or parses without a
+// password, and its password would be shown whole. What lies between the
+// scheme's "://" and the last '@' is the user part, and all of it after
+// its first ':' is replaced; so are the password parameters of what
+// follows a '?' after it.
+func redactUnparsed(v string) string {
+	scheme, rest, ok := strings.Cut(v, "://")
+	if !ok {
+		return v
+	}
+	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+		if user, _, has := strings.Cut(rest[:at], ":"); has {
+			rest = user + ":xxxxx" + rest[at:]
+		}
+	}
+	if base, query, has := strings.Cut(rest, "?"); has {
+		rest = base + "?" + redactQuery(query)
+	}
+	return scheme + "://" + rest
+}
+
 // redactURL returns v with its password replaced when it is a URL that
 // has one (a store URL can), else v as it is: what an error or a setting
 // may show of it. A Postgres URL may also carry one as a query parameter
 // (?password=, ?sslpassword=), which pgx reads as well.
 func redactURL(v string) string {
 	u, err := url.Parse(v)
-	if err != nil {
-		return v
+	if _, rest, ok := strings.Cut(v, "://"); err != nil || (u.User == nil && ok && strings.Contains(rest, "@")) {
+		// Refused, or parsed without a user part though it has an '@':
+		// "postgres://u:123#x@host/db" parses as host u, port 123, and
+		// the rest a fragment.
+		return redactUnparsed(v)
 	}
 	changed := false
 	if u.User != nil {
@@ -231,22 +257,30 @@ func redactURL(v string) string {
 			changed = true
 		}
 	}
-	if u.RawQuery != "" {
-		// Parameter by parameter, so that the others keep their order
-		// and spelling.
-		params := strings.Split(u.RawQuery, "&")
-		for i, p := range params {
-			name, _, _ := strings.Cut(p, "=")
-			if n, err := url.QueryUnescape(name); err == nil && isPasswordParam(n) {
-				params[i], changed = name+"=xxxxx", true
-			}
-		}
-		u.RawQuery = strings.Join(params, "&")
+	if q := redactQuery(u.RawQuery); q != u.RawQuery {
+		u.RawQuery, changed = q, true
 	}
 	if !changed {
 		return v
 	}
 	return u.String()
+}
+
+// redactQuery returns a URL's raw query with the values of its password
+// parameters replaced, parameter by parameter, so that the others keep
+// their order and spelling.
+func redactQuery(raw string) string {
+	if raw == "" {
+		return raw
+	}
+	params := strings.Split(raw, "&")
+	for i, p := range params {
+		name, _, _ := strings.Cut(p, "=")
+		if n, err := url.QueryUnescape(name); err == nil && isPasswordParam(n) {
+			params[i] = name + "=xxxxx"
+		}
+	}
+	return strings.Join(params, "&")
 }
 
 // isPasswordParam reports whether a URL's query parameter name holds a

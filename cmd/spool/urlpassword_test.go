@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 
@@ -27,6 +28,12 @@ func TestStoreURLPasswordNotInErrors(t *testing.T) {
 			[]string{"sessions", "ls", "--store", "postgres://spool@127.0.0.1:1/spool?password=" + password}, "127.0.0.1:1/spool?password=xxxxx"},
 		{"keys rotate on postgres", nil,
 			[]string{"keys", "rotate", "--store", "postgres://spool:" + password + "@127.0.0.1:1/spool"}, "xxxxx@127.0.0.1"},
+		// A '#', '/' or '?' in a password that was not escaped ends the
+		// URL's user part there: the URL does not parse.
+		{"keys rotate, a password with a #", nil,
+			[]string{"keys", "rotate", "--store", "postgres://spool:" + password + "#x@127.0.0.1:1/spool"}, "xxxxx@127.0.0.1"},
+		{"encryption key with postgres, a password with a /", map[string]string{seal.EnvKey: newKeyValue()},
+			[]string{"sessions", "ls", "--store", "postgres://spool:" + password + "/x@127.0.0.1:1/spool"}, "bad store URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := newCLI(t, tc.vars).run("", tc.args...)
@@ -41,4 +48,31 @@ func TestStoreURLPasswordNotInErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzRedactURL: a store URL's password, escaped or not (a '/', '?' or
+// '#' in it makes the URL fail to parse), is never in what redactURL
+// shows of the URL, whether it is in the user part or in a password
+// query parameter.
+func FuzzRedactURL(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"spool", "hunter2"}, {"", "s3cr3t#x"}, {"u", "a/b?c"}, {"u:v", "p%41ss"}, {"ü", "pässwörd"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, user, password string) {
+		if len(password) < 4 || strings.ContainsAny(password, "@:") || strings.ContainsAny(user, "@/?#") ||
+			strings.Contains("postgres://"+user+":@127.0.0.1:5432/spool?sslmode=disable", password) {
+			return // not a password a URL can hold there, or one the rest of the URL shows anyway
+		}
+		for _, v := range []string{
+			"postgres://" + user + ":" + password + "@127.0.0.1:5432/spool?sslmode=disable",
+			"postgres://" + user + ":" + url.QueryEscape(password) + "@127.0.0.1:5432/spool",
+			"postgres://" + user + "@127.0.0.1:5432/spool?password=" + url.QueryEscape(password),
+		} {
+			if got := redactURL(v); strings.Contains(got, password) || strings.Contains(got, url.QueryEscape(password)) {
+				t.Fatalf("redactURL(%q) = %q, which shows the password", v, got)
+			}
+		}
+	})
 }
