@@ -130,3 +130,37 @@ func TestNotifySilentKept(t *testing.T) {
 	}
 	storetest.Receive(t, ch, "after")
 }
+
+// A listener that goes away before its subscription is confirmed, the
+// connection then dropped (go-redis makes another and subscribes again
+// the channels still listened to), leaves no subscribe reply counted
+// that will never come: a new Listen to its session is confirmed by its
+// own. The reply lost with the old connection stayed counted, and every
+// later Listen to the session took its own reply for it and waited until
+// its context ended.
+func TestListenAfterLeavingBeforeReconnect(t *testing.T) {
+	redisstore.SetNotifyKeepAlive(t, time.Minute) // no keep-alive check: go-redis reconnects
+	one := newStore(t)
+	p, u := startProxy(t)
+	two, _, _ := listening(t, one, u) // the pub/sub connection is made
+	key := store.Key{Agent: "a", ID: "left"}
+	p.freeze(true)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	if _, err := two.Listen(ctx, key); err == nil {
+		t.Fatal("a Listen confirmed while the network was frozen")
+	}
+	cancel() // and its UNSUBSCRIBE is sent
+	time.Sleep(100 * time.Millisecond)
+	p.freeze(false) // the connection is cut; go-redis makes another
+	time.Sleep(500 * time.Millisecond)
+	ctx, cancel = context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	ch, err := two.Listen(ctx, key)
+	if err != nil {
+		t.Fatalf("Listen after the connection came back: %v", err)
+	}
+	if err := one.Notify(t.Context(), key, []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Receive(t, ch, "again")
+}
