@@ -230,13 +230,10 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 			// fails too (c.err), rather than wait for a confirmation
 			// that may never come (the connection may be sound: the
 			// caller's context ended), and the next Listen subscribes
-			// afresh.
+			// afresh. go-redis closed the connection, as on any failed
+			// command, and the replies counted on it are lost too.
 			n.mu.Lock()
-			if conn.sent[name] > 0 {
-				if conn.sent[name]--; conn.sent[name] == 0 {
-					delete(conn.sent, name)
-				}
-			}
+			n.lostReplies(conn)
 			c.n--
 			if n.chans[name] == c {
 				delete(n.chans, name)
@@ -293,8 +290,10 @@ func (n *notifier) unlisten(c *redisChannel, name string) {
 			delete(n.chans, name)
 			closed := n.closed
 			n.mu.Unlock()
-			if !closed {
-				_ = conn.ps.Unsubscribe(context.Background(), name)
+			if !closed && conn.ps.Unsubscribe(context.Background(), name) != nil {
+				n.mu.Lock()
+				n.lostReplies(conn) // go-redis closed the connection
+				n.mu.Unlock()
 			}
 			conn.mu.Unlock()
 			return
@@ -374,6 +373,9 @@ func (n *notifier) receive(conn *pubsubConn) {
 				// go-redis closed the connection and makes another,
 				// subscribed again, on the next read.
 				pinged = false
+				n.mu.Lock()
+				n.lostReplies(conn)
+				n.mu.Unlock()
 				if failed++; failed > 1 {
 					time.Sleep(100 * time.Millisecond)
 				}
@@ -384,6 +386,9 @@ func (n *notifier) receive(conn *pubsubConn) {
 				// that hangs, that is a failure in a row.)
 				if pinged = conn.ps.Ping(ctx) == nil; !pinged {
 					failed++
+					n.mu.Lock()
+					n.lostReplies(conn)
+					n.mu.Unlock()
 				}
 				cancel()
 			default:
@@ -433,6 +438,25 @@ func (n *notifier) receive(conn *pubsubConn) {
 				// may have been lost.
 				n.hub.Drop(c.key)
 			}
+		}
+	}
+}
+
+// lostReplies forgets the subscribe replies counted on conn: its
+// connection failed, and go-redis, on any failure of a read or a command,
+// closes it and makes another (then or on the next use), on which it
+// subscribes again the channels still listened to. The replies to come on
+// the closed one never will: counted, they would be taken for the lost
+// ones by the next Listens of their channels, which would wait until
+// their contexts ended, every later Listen of a channel whose listeners
+// left before their reply came too. The replies on the new connection
+// are not counted: they confirm a waiting Listen, or drop the listeners
+// of a confirmed channel (messages may have been lost). n.mu is held.
+func (n *notifier) lostReplies(conn *pubsubConn) {
+	clear(conn.sent)
+	for _, c := range n.chans {
+		if c.conn == conn {
+			c.replies = 0
 		}
 	}
 }
@@ -556,13 +580,7 @@ func (n *notifier) move(conn *pubsubConn) bool {
 			ctx, cancel := context.WithTimeout(context.Background(), keepAlive())
 			if t.ps.Subscribe(ctx, sent...) != nil {
 				n.mu.Lock()
-				for _, name := range sent {
-					if t.sent[name] > 0 {
-						if t.sent[name]--; t.sent[name] == 0 {
-							delete(t.sent, name)
-						}
-					}
-				}
+				n.lostReplies(t) // these and those counted before
 				n.mu.Unlock()
 			}
 			cancel()
