@@ -116,3 +116,14 @@ func Listeners(s *Store, key store.Key) int {
 	}
 	return 0
 }
+
+// PubSubAddrs are the addresses of s's pub/sub connections.
+func PubSubAddrs(s *Store) []string {
+	s.notify.mu.Lock()
+	defer s.notify.mu.Unlock()
+	var addrs []string
+	for addr := range s.notify.conns {
+		addrs = append(addrs, addr)
+	}
+	return addrs
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,12 +95,48 @@ func TestClusterFailoverHung(t *testing.T) {
 	storetest.AfterDrop(t, three, two, key, ch, 10*time.Second)
 }
 
+// A store closed while a failover moves its channels, their new
+// primary hung (its SUBSCRIBE waits its timeout), closes cleanly: Close
+// waited for the connections it had listed, in the notifier's own map,
+// which move changed once its SUBSCRIBE gave up, unlocked (a data race,
+// go test -race failed).
+func TestCloseWhileMoving(t *testing.T) {
+	redisstore.SetNotifyKeepAlive(t, 5*time.Second)
+	primary, replica, direct, proxy := startFailover(t, false, true)
+	one := clusterStoreAt(t, "", 0, primary, direct)
+	two := clusterStoreAt(t, one.Prefix(), 0, primary, direct)
+	key := store.Key{Agent: "a", ID: "s"}
+	heard(t, one, two, key)
+
+	proxy.Freeze(true) // the new primary's SUBSCRIBE hangs
+	p := redis.NewClient(&redis.Options{Addr: primary})
+	_ = p.Shutdown(t.Context()).Err()
+	p.Close()
+	takeOver(t, direct)
+	waitFor(t, 10*time.Second, "a pub/sub connection to the new primary", func() bool {
+		return slices.Contains(redisstore.PubSubAddrs(two), replica)
+	})
+	// Close waits for go-redis's handshake with the hung primary, under
+	// way in the receive loop (its read timeout, retried): not bounded
+	// here.
+	two.Close()
+}
+
 // startFailoverCluster starts a Redis Cluster of its own for a failover
 // test: one primary, owning every slot, and its replica, on free ports;
 // they are shut down when the test ends. With proxied, the primary is
 // announced at the address of a proxy, which the test can freeze. The
 // test is skipped where redis-server is not installed, and under -short.
 func startFailoverCluster(t *testing.T, proxied bool) (primary, replica string, proxy *faultnet.Proxy) {
+	t.Helper()
+	primary, replica, _, proxy = startFailover(t, proxied, false)
+	return primary, replica, proxy
+}
+
+// startFailover is startFailoverCluster; with proxiedReplica, the
+// replica rather than the primary is behind the proxy, and replica is
+// the proxy's address, direct the replica's own.
+func startFailover(t *testing.T, proxied, proxiedReplica bool) (primary, replica, direct string, proxy *faultnet.Proxy) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: not starting a Redis Cluster of the test's own")
@@ -109,23 +146,16 @@ func startFailoverCluster(t *testing.T, proxied bool) (primary, replica string, 
 	replica, r := start()
 	ctx := t.Context()
 	if proxied {
-		var u string
-		proxy, u = faultnet.New(t, "redis://"+primary)
-		_, port, _ := net.SplitHostPort(primary)
-		bus, _ := strconv.Atoi(port)
-		primary = strings.TrimPrefix(u, "redis://")
-		_, announced, _ := net.SplitHostPort(primary)
-		if err := p.ConfigSet(ctx, "cluster-announce-port", announced).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.ConfigSet(ctx, "cluster-announce-bus-port", strconv.Itoa(bus+10000)).Err(); err != nil {
-			t.Fatal(err)
-		}
+		primary, proxy = announceViaProxy(t, primary, p)
+	}
+	direct = replica
+	if proxiedReplica {
+		replica, proxy = announceViaProxy(t, replica, r)
 	}
 	if err := p.ClusterAddSlotsRange(ctx, 0, 16383).Err(); err != nil {
 		t.Fatal(err)
 	}
-	host, port, _ := net.SplitHostPort(replica)
+	host, port, _ := net.SplitHostPort(direct)
 	if err := p.ClusterMeet(ctx, host, port).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +183,28 @@ func startFailoverCluster(t *testing.T, proxied bool) (primary, replica string, 
 		}
 		return true
 	})
-	return primary, replica, proxy
+	return primary, replica, direct, proxy
+}
+
+// announceViaProxy puts the cluster node at addr, c a client of it,
+// behind a proxy, at whose address the node announces itself to the
+// cluster's clients (its cluster bus stays direct), and returns that
+// address and the proxy.
+func announceViaProxy(t *testing.T, addr string, c *redis.Client) (string, *faultnet.Proxy) {
+	t.Helper()
+	ctx := t.Context()
+	proxy, u := faultnet.New(t, "redis://"+addr)
+	_, port, _ := net.SplitHostPort(addr)
+	bus, _ := strconv.Atoi(port)
+	proxied := strings.TrimPrefix(u, "redis://")
+	_, announced, _ := net.SplitHostPort(proxied)
+	if err := c.ConfigSet(ctx, "cluster-announce-port", announced).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ConfigSet(ctx, "cluster-announce-bus-port", strconv.Itoa(bus+10000)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return proxied, proxy
 }
 
 // clusterNodes returns a function that starts a cluster-enabled
