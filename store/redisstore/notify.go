@@ -614,9 +614,14 @@ func (n *notifier) move(conn *pubsubConn) bool {
 func (n *notifier) closeNotify() {
 	n.mu.Lock()
 	n.closed = true
+	// Copied, not n.conns itself: a move under way when the store closed
+	// still takes its connection out of n.conns once its SUBSCRIBE is
+	// done, while the loops below wait, without n.mu.
 	var pss []*redis.PubSub
+	var conns []*pubsubConn
 	for _, conn := range n.conns {
 		pss = append(pss, conn.ps)
+		conns = append(conns, conn)
 	}
 	// A Listen still waiting for its subscription's confirmation fails
 	// now: none will come.
@@ -626,7 +631,6 @@ func (n *notifier) closeNotify() {
 			close(c.ready)
 		}
 	}
-	conns := n.conns
 	n.mu.Unlock()
 	for _, ps := range pss {
 		_ = ps.Close()
