@@ -235,3 +235,45 @@ func TestListenWaitingWhenClosed(t *testing.T) {
 		t.Fatal("a Listen waiting for its confirmation still waits after Close")
 	}
 }
+
+// A Listen whose context ends while it waits to send its SUBSCRIBE
+// (behind another Listen's, on the same connection) fails alone: the
+// connection's other listeners are kept. Its SUBSCRIBE was written with
+// a deadline already past, which failed, and go-redis closed the
+// connection and subscribed again on a new one: every listener of the
+// store was dropped.
+func TestListenEndingBeforeItsSubscribe(t *testing.T) {
+	one := newStore(t)
+	two := second(t, one)
+	key := store.Key{Agent: "a", ID: "kept"}
+	ch := heard(t, one, two, key)
+
+	slow := store.Key{Agent: "a", ID: "slow"}
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	defer redisstore.FailListenSubscribe(two, slow, func() { close(entered); <-proceed }, nil)()
+	sctx, scancel := context.WithCancel(t.Context())
+	defer scancel()
+	go two.Listen(sctx, slow) // holds the connection while its SUBSCRIBE goes
+	<-entered
+
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		_, err := two.Listen(ctx, store.Key{Agent: "a", ID: "late"})
+		got <- err
+	}()
+	<-ctx.Done()
+	time.Sleep(50 * time.Millisecond)
+	close(proceed)
+	if err := <-got; err == nil {
+		t.Fatal("a Listen whose context ended before its SUBSCRIBE went was confirmed")
+	}
+	time.Sleep(200 * time.Millisecond) // a reconnection's confirmation would drop it
+	if err := one.Notify(t.Context(), key, []byte("still")); err != nil {
+		t.Fatal(err)
+	}
+	if msg := storetest.Receive(t, ch, "a message to the other listener"); string(msg) != "still" {
+		t.Fatalf("got %q", msg)
+	}
+}
