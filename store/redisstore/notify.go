@@ -224,7 +224,16 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 	ready := c.ready
 	n.mu.Unlock()
 	if conn != nil {
-		err := listenSubscribe(ctx, conn.ps, name)
+		// A context that ended while conn.mu was awaited (behind another
+		// command, or a hung connection's replacement) is not sent with:
+		// go-redis writes with its deadline, past, and a write that fails
+		// has it close the connection and subscribe again on a new one,
+		// dropping every listener of the connection for this Listen.
+		err := ctx.Err()
+		sent := err == nil
+		if sent {
+			err = listenSubscribe(ctx, conn.ps, name)
+		}
 		if err != nil {
 			// No reply comes to it. A Listen that joined it meanwhile
 			// fails too (c.err), rather than wait for a confirmation
@@ -233,7 +242,13 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 			// afresh. go-redis closed the connection, as on any failed
 			// command, and the replies counted on it are lost too.
 			n.mu.Lock()
-			n.lostReplies(conn)
+			if !sent {
+				if conn.sent[name]--; conn.sent[name] <= 0 {
+					delete(conn.sent, name)
+				}
+			} else {
+				n.lostReplies(conn)
+			}
 			c.n--
 			if n.chans[name] == c {
 				delete(n.chans, name)
