@@ -386,11 +386,14 @@ func (n *notifier) receive(conn *pubsubConn) {
 			switch {
 			case !errors.As(err, &ne) || !ne.Timeout():
 				// go-redis closed the connection and makes another,
-				// subscribed again, on the next read.
+				// subscribed again, on the next read (an error reply,
+				// which leaves the connection be, aside).
 				pinged = false
-				n.mu.Lock()
-				n.lostReplies(conn)
-				n.mu.Unlock()
+				if !isRedisReply(err) {
+					n.mu.Lock()
+					n.lostReplies(conn)
+					n.mu.Unlock()
+				}
 				if failed++; failed > 1 {
 					time.Sleep(100 * time.Millisecond)
 				}
@@ -474,6 +477,13 @@ func (n *notifier) lostReplies(conn *pubsubConn) {
 			c.replies = 0
 		}
 	}
+}
+
+// isRedisReply reports whether err is an error reply of Redis's, after
+// which go-redis keeps the connection.
+func isRedisReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }
 
 // replace closes conn's go-redis PubSub, whose connection hung, and
