@@ -20,6 +20,8 @@ import (
 	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/echo"
 	"github.com/spool-go/spool/server"
+	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/memstore"
 	"github.com/spool-go/spool/transcript"
 )
 
@@ -607,5 +609,37 @@ func TestAIChatClientIDKeptByOtherRoutes(t *testing.T) {
 	}
 	if ids := load(); fmt.Sprint(ids) != "[id-one]" {
 		t.Fatalf("after an edit of the first question the questions' ids are %v, want [id-one]", ids)
+	}
+}
+
+// slowPrune is a memory store whose retention pass takes a while: the
+// turn that creates a session prunes the agent's sessions after its
+// answer's end is out, still holding the session.
+type slowPrune struct{ *memstore.Store }
+
+func (s slowPrune) Prune(ctx context.Context, ns store.Namespace, r store.Retention, now time.Time) (int, error) {
+	time.Sleep(300 * time.Millisecond)
+	return s.Store.Prune(ctx, ns, r, now)
+}
+
+// A response that has its turn's end (the AI SDK's finish) comes once
+// the turn let the session go: a regenerate sent as soon as the answer is
+// read is taken. The answer came while the turn still held the session
+// (pruning, here), and the regenerate was refused 409 turn_running.
+// The same holds of /invoke and of /chat's event stream.
+func TestAIChatAnsweredOnceTheTurnIsOver(t *testing.T) {
+	e := newEnv(t, spool.Config{Store: slowPrune{memstore.New()}, Retention: store.Retention{MaxSessions: 100}}, server.Options{})
+	for _, route := range []string{"/chat", "/api/chat", "/invoke"} {
+		id := "k" + strings.ReplaceAll(route, "/", "-")
+		if route == "/api/chat" {
+			if chunks, r := aiPost(t, e, map[string]any{"id": id, "messages": []any{userMsg("id-one", "one")}}); chunks == nil {
+				t.Fatalf("%s: %d %s", route, r.status, r.body)
+			}
+		} else if r := e.post(route, map[string]any{map[string]string{"/invoke": "prompt", "/chat": "text"}[route]: "one", "sessionId": id}); r.status != 200 {
+			t.Fatalf("%s: %d %s", route, r.status, r.body)
+		}
+		if r := e.post("/v1/sessions/"+id+"/regenerate", map[string]any{}); r.status != 200 {
+			t.Fatalf("regenerate right after the answer of %s: %d %s", route, r.status, r.body)
+		}
 	}
 }

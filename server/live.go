@@ -111,7 +111,11 @@ func (b *eventBuffer) close() {
 }
 
 // read yields the events as they come, until the turn's last or until
-// ctx ends.
+// ctx ends. A reader that stops at the turn's end waits until the turn
+// is over: the end is out before the turn lets the session go (a new
+// session's retention pass, say, comes after it), and a client that
+// sends its next request as soon as it has the answer (a regenerate, an
+// edit) would find the turn still running.
 func (b *eventBuffer) read(ctx context.Context) iter.Seq2[spool.Event, error] {
 	return func(yield func(spool.Event, error) bool) {
 		defer func() {
@@ -126,6 +130,9 @@ func (b *eventBuffer) read(ctx context.Context) iter.Seq2[spool.Event, error] {
 			b.mu.Unlock()
 			for _, it := range items {
 				if !yield(it.ev, it.err) {
+					if it.err == nil && it.ev.Kind == spool.EventTurnEnd {
+						b.wait(ctx)
+					}
 					return
 				}
 			}
@@ -140,6 +147,23 @@ func (b *eventBuffer) read(ctx context.Context) iter.Seq2[spool.Event, error] {
 			case <-ctx.Done():
 				return
 			}
+		}
+	}
+}
+
+// wait waits until the turn is over, or ctx ends.
+func (b *eventBuffer) wait(ctx context.Context) {
+	for {
+		b.mu.Lock()
+		done, wake := b.done, b.wake
+		b.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return
 		}
 	}
 }
