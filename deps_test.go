@@ -70,6 +70,7 @@ const depsRules = `
 	       internal/faultnet, store/pgstore/pgtest;
 	transcript, store < internal/benchdata;
 	transcript < internal/transcriptgen;
+	model < model/internal/streamfuzz;
 	STORES, store/storetest < internal/teststores;
 	server < internal/apicontract;
 	# The deploy recipes' checks, tests only.

@@ -1,116 +1,35 @@
 package anthropic_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
-	"unicode/utf8"
 
-	"github.com/spool-go/spool/model"
 	"github.com/spool-go/spool/model/anthropic"
+	"github.com/spool-go/spool/model/internal/streamfuzz"
 )
 
-// fuzzSecret is in the fuzzed request's prompt; it has spaces, so that no
-// label an error keeps (an identifier) can hold it.
-const fuzzSecret = "tell me the SECRET 9c1e please"
-
-// answer is a transport that answers every request with one status and
-// body, without a network.
-type answer struct {
-	status int
-	body   []byte
-}
-
-func (a answer) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Body != nil {
-		io.Copy(io.Discard, r.Body)
-		r.Body.Close()
-	}
-	ct := "text/event-stream"
-	if a.status != http.StatusOK {
-		ct = "application/json"
-	}
-	return &http.Response{StatusCode: a.status, Status: http.StatusText(a.status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: http.Header{"Content-Type": {ct}}, Body: io.NopCloser(bytes.NewReader(a.body)), ContentLength: int64(len(a.body)), Request: r}, nil
-}
-
-// fuzzStatuses are the statuses a fuzzed answer has: mostly 200 (a
-// stream), and the error statuses the API sends.
-var fuzzStatuses = []int{200, 200, 200, 400, 401, 403, 404, 429, 500, 529}
-
 // FuzzStream answers a request with arbitrary bytes, as the event stream
-// of a 200 or as the body of an error status: Stream never panics and
-// ends; it yields at most one error, last, an *model.Error whose message
-// holds nothing of the prompt; every tool call's arguments are JSON; and
-// the text it yields is no longer than the answer could spell (3 bytes, a
-// U+FFFD, for each byte of it).
+// of a 200 or as the body of an error status the API sends, and holds
+// Stream to streamfuzz.Check: it ends, with at most one error, last, a
+// *model.Error that quotes nothing of the prompt, JSON tool arguments
+// and bounded text.
 func FuzzStream(f *testing.F) {
-	files, _ := filepath.Glob("testdata/*.sse")
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(uint8(0), b)
-	}
-	for i, body := range []string{
-		`{"type":"error","error":{"type":"rate_limit_error","message":"` + fuzzSecret + `"}}`,
+	secret := streamfuzz.Secret
+	streamfuzz.Seed(f,
+		`{"type":"error","error":{"type":"rate_limit_error","message":"`+secret+`"}}`,
 		`{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208432 tokens > 200000 maximum"}}`,
-		`{"type":"error","error":{"type":"` + fuzzSecret + `","message":"x"}}`,
-		`not json ` + fuzzSecret, ``,
-	} {
-		f.Add(uint8(3+i), []byte(body))
-	}
-	f.Add(uint8(0), []byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\""+fuzzSecret+"\"}}\n\n"))
-	f.Add(uint8(0), []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\""+fuzzSecret+"\n\n"))
+		`{"type":"error","error":{"type":"`+secret+`","message":"x"}}`,
+		`not json `+secret, ``)
+	f.Add(uint8(0), []byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\""+secret+"\"}}\n\n"))
+	f.Add(uint8(0), []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\""+secret+"\n\n"))
 	f.Add(uint8(0), []byte("data: {\"type\":\"content_block_start\",\"index\":-1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\",\"input\":[1]}}\n\ndata: {\"type\":\"content_block_stop\",\"index\":-1}\n\ndata: {\"type\":\"message_stop\"}\n\n"))
-	f.Fuzz(func(t *testing.T, status uint8, body []byte) {
+	f.Fuzz(func(t *testing.T, pick uint8, body []byte) {
+		answer := streamfuzz.Answer{Status: streamfuzz.Status(pick, 400, 401, 403, 404, 429, 500, 529), Body: body}
 		m, err := anthropic.New("claude-test-1", anthropic.WithBaseURL("http://api.test"), anthropic.WithAPIKey("test-key"), anthropic.WithMaxRetries(0),
-			anthropic.WithHTTPClient(&http.Client{Transport: answer{fuzzStatuses[int(status)%len(fuzzStatuses)], body}}))
+			anthropic.WithHTTPClient(&http.Client{Transport: answer}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: fuzzSecret}}}
-		var errs []error
-		text, n := 0, 0
-		for ev, err := range m.Stream(context.Background(), req) {
-			n++
-			if n > 3*len(body)+10 {
-				t.Fatalf("more than %d events from %d bytes", n, len(body))
-			}
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if len(errs) > 0 {
-				t.Fatalf("an event after the error %v: %+v", errs[0], ev)
-			}
-			text += len(ev.Text)
-			if ev.Kind == model.EventToolCall && !json.Valid(ev.ToolCall.Arguments) {
-				t.Fatalf("tool call arguments %q are not JSON", ev.ToolCall.Arguments)
-			}
-		}
-		if len(errs) > 1 {
-			t.Fatalf("%d errors: %v", len(errs), errs)
-		}
-		if len(errs) == 1 {
-			var me *model.Error
-			if !errors.As(errs[0], &me) {
-				t.Fatalf("error %v (%T), want *model.Error", errs[0], errs[0])
-			}
-			if strings.Contains(errs[0].Error(), fuzzSecret) || !utf8.ValidString(errs[0].Error()) {
-				t.Fatalf("error %q quotes the prompt or is not UTF-8", errs[0])
-			}
-		}
-		if text > 3*len(body) {
-			t.Fatalf("%d bytes of text from %d bytes", text, len(body))
-		}
+		streamfuzz.Check(t, m, body)
 	})
 }
