@@ -68,21 +68,16 @@ func TestLockDuringClose(t *testing.T) {
 	}
 }
 
-// The server refusing one Lock's statement on a holder (out of shared
-// memory for locks, a statement cancelled by an administrator) leaves
-// the connection working: the locks of the other sessions it holds
-// must stay held, not go with a connection closed for it.
-func TestLockRefusedKeepsTheOthers(t *testing.T) {
-	schema, fx := newSchema(t), newSchema(t)
+// shadowed opens a Store on schema whose connections look up functions
+// in a schema of their own first (search_path), made by the statements
+// sql returns given its quoted name: a function there shadows
+// pg_catalog's (a pg_try_advisory_lock that refuses, say), and a table
+// there tells it when to. It returns the store and that quoted name.
+func shadowed(t *testing.T, schema string, sql func(q string) string, opts ...Option) (*Store, string) {
+	t.Helper()
+	fx := newSchema(t)
 	q := pgx.Identifier{fx}.Sanitize()
-	if _, err := admin(t).Exec(bg, `CREATE SCHEMA `+q+`; CREATE TABLE `+q+`.fail (x int);
-		CREATE FUNCTION `+q+`.pg_try_advisory_lock(k bigint) RETURNS boolean LANGUAGE plpgsql AS $$
-		BEGIN
-			IF EXISTS (SELECT 1 FROM `+q+`.fail) THEN
-				RAISE EXCEPTION 'out of shared memory' USING ERRCODE = '53200';
-			END IF;
-			RETURN pg_catalog.pg_try_advisory_lock(k);
-		END $$`); err != nil {
+	if _, err := admin(t).Exec(bg, `CREATE SCHEMA `+q+`; `+sql(q)); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := pgxpool.ParseConfig(testURL(t))
@@ -95,11 +90,30 @@ func TestLockRefusedKeepsTheOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	a, err := New(bg, pool, WithSchema(schema))
+	s, err := New(bg, pool, append([]Option{WithSchema(schema)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.Close() })
+	t.Cleanup(func() { s.Close() })
+	return s, q
+}
+
+// The server refusing one Lock's statement on a holder (out of shared
+// memory for locks, a statement cancelled by an administrator) leaves
+// the connection working: the locks of the other sessions it holds
+// must stay held, not go with a connection closed for it.
+func TestLockRefusedKeepsTheOthers(t *testing.T) {
+	schema := newSchema(t)
+	a, q := shadowed(t, schema, func(q string) string {
+		return `CREATE TABLE ` + q + `.fail (x int);
+		CREATE FUNCTION ` + q + `.pg_try_advisory_lock(k bigint) RETURNS boolean LANGUAGE plpgsql AS $$
+		BEGIN
+			IF EXISTS (SELECT 1 FROM ` + q + `.fail) THEN
+				RAISE EXCEPTION 'out of shared memory' USING ERRCODE = '53200';
+			END IF;
+			RETURN pg_catalog.pg_try_advisory_lock(k);
+		END $$`
+	})
 	held, _ := keyOn(a, 0, "held")
 	refused, _ := keyOn(a, 0, "refused")
 	unlock, err := a.Lock(bg, held)
@@ -139,33 +153,17 @@ func TestUnlockRefusedKeepsTheOthers(t *testing.T) {
 }
 
 func unlockRefused(t *testing.T, conns int) {
-	schema, fx := newSchema(t), newSchema(t)
-	q := pgx.Identifier{fx}.Sanitize()
-	if _, err := admin(t).Exec(bg, `CREATE SCHEMA `+q+`; CREATE TABLE `+q+`.fail (k bigint);
-		CREATE FUNCTION `+q+`.pg_advisory_unlock(k bigint) RETURNS boolean LANGUAGE plpgsql AS $$
+	schema := newSchema(t)
+	a, q := shadowed(t, schema, func(q string) string {
+		return `CREATE TABLE ` + q + `.fail (k bigint);
+		CREATE FUNCTION ` + q + `.pg_advisory_unlock(k bigint) RETURNS boolean LANGUAGE plpgsql AS $$
 		BEGIN
-			IF EXISTS (SELECT 1 FROM `+q+`.fail WHERE fail.k = pg_advisory_unlock.k) THEN
+			IF EXISTS (SELECT 1 FROM ` + q + `.fail WHERE fail.k = pg_advisory_unlock.k) THEN
 				RAISE EXCEPTION 'canceling statement due to statement timeout' USING ERRCODE = '57014';
 			END IF;
 			RETURN pg_catalog.pg_advisory_unlock(k);
-		END $$`); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pgxpool.ParseConfig(testURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = fx + ", pg_catalog"
-	pool, err := pgxpool.NewWithConfig(bg, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	a, err := New(bg, pool, WithSchema(schema), WithLockConns(conns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
+		END $$`
+	}, WithLockConns(conns))
 	b := openIn(t, schema)
 	other, _ := keyOn(a, 1, "other") // holder 1's connection
 	unlockOther, err := a.Lock(bg, other)
