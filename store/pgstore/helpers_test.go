@@ -177,3 +177,21 @@ func withParams(u, params string) string {
 	}
 	return u + "?" + params
 }
+
+// openPool opens a Store on a pool made from cfg (a dialer or a connect
+// hook of the test's own), in schema, with opts; both close when the test
+// ends.
+func openPool(t *testing.T, cfg *pgxpool.Config, schema string, opts ...Option) *Store {
+	t.Helper()
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := New(t.Context(), pool, append([]Option{WithSchema(schema)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}

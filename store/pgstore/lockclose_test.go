@@ -85,17 +85,7 @@ func shadowed(t *testing.T, schema string, sql func(q string) string, opts ...Op
 		t.Fatal(err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = fx + ", pg_catalog"
-	pool, err := pgxpool.NewWithConfig(bg, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	s, err := New(bg, pool, append([]Option{WithSchema(schema)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, q
+	return openPool(t, cfg, schema, opts...), q
 }
 
 // The server refusing one Lock's statement on a holder (out of shared

@@ -41,16 +41,7 @@ func TestResentAppendRefused(t *testing.T) {
 				}
 				return nil
 			}
-			pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(pool.Close)
-			via, err := New(t.Context(), pool, WithSchema(schema))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { via.Close() })
+			via := openPool(t, cfg, schema)
 			key := store.Key{Agent: "a", ID: "resent"}
 			c := newChain(t, via, key, time.Now())
 			first := c.user("one")
@@ -130,16 +121,7 @@ func TestRefusedDialNotUnknown(t *testing.T) {
 				}
 				return dial(ctx, network, addr)
 			}
-			pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(pool.Close)
-			via, err := New(t.Context(), pool, WithSchema(schema))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { via.Close() })
+			via := openPool(t, cfg, schema)
 			key := store.Key{Agent: "a", ID: "refused"}
 			c := newChain(t, via, key, time.Now())
 			c.user("one")
@@ -147,7 +129,7 @@ func TestRefusedDialNotUnknown(t *testing.T) {
 			b := c.entry(transcript.TypeUserMessage, transcript.UserMessage{Text: "three"})
 			b.ParentID = a.ID
 			refuse.Store(true)
-			pool.Reset() // the pooled connections go: the next one is dialed
+			via.pool.Reset() // the pooled connections go: the next one is dialed
 			switch op {
 			case "batch":
 				err = via.AppendBatch(t.Context(), key, []transcript.Entry{a, b})
