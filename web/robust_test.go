@@ -414,7 +414,7 @@ func testFailureWords(t *testing.T, b context.Context) {
 	srv := startServe(t, "", "--store", "file:"+dir)
 	tb := newTab(t, b, desktopW, desktopH, false)
 	tb.open(srv.URL + "/#/c/too-long")
-	tb.waitFor("the endings", `document.querySelectorAll('#messages .turn-foot .ending').length === 4`)
+	tb.waitFor("the endings", `document.querySelectorAll('#messages .turn-foot .ending').length === 2`)
 	got := eval[[]string](tb, `[...document.querySelectorAll('#messages .turn-foot .ending')].map(e => e.textContent)`)
 	want := []string{
 		"Failed: This conversation is longer than the model can read at once. Compact it, then send your message again. It is left out of what the model sees next.",
