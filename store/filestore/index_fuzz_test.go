@@ -12,6 +12,7 @@ import (
 
 	"github.com/spool-go/spool/seal"
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storetest"
 )
 
 // FuzzParseUnsure splits arbitrary U and V mark bodies: what it accepts
@@ -215,6 +216,81 @@ func FuzzReadMarker(f *testing.F) {
 			if bytes.Equal(data, valid) && err != nil {
 				t.Fatalf("checkMarker of the writer's marker: %v", err)
 			}
+		}
+	})
+}
+
+// FuzzIndexTornTail cuts the index a Store left at an arbitrary byte and
+// adds an arbitrary tail without a newline (an append a crash cut short),
+// while the folder keeps the mtime its last F mark names: a Store opened
+// cold still lists exactly the three sessions, since the writer whose C
+// mark is lost counts as dead and the folder is compared. Every iteration
+// restores the index and the folder's mtime.
+func FuzzIndexTornTail(f *testing.F) {
+	root := f.TempDir()
+	s, err := New(f.Context(), root, WithRetention(store.Retention{}))
+	if err != nil {
+		f.Fatal(err)
+	}
+	ns := store.Namespace{Agent: "a"}
+	heads := map[string]string{}
+	for i, id := range fuzzIndexIDs {
+		heads[id] = storetest.Head(seed(f, s, ns.Key(id), "", t0.Add(time.Duration(i)*time.Second), 1))
+	}
+	ix, err := s.index(f.Context(), ns, false)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := ix.rewrite(); err != nil {
+		f.Fatal(err)
+	}
+	// Records after the rewrite's, which alone know the last entries.
+	for i, id := range fuzzIndexIDs {
+		seed(f, s, ns.Key(id), heads[id], t0.Add(time.Minute+time.Duration(i)*time.Second), 1+i)
+	}
+	if err := s.Close(); err != nil {
+		f.Fatal(err)
+	}
+	dir := filepath.Join(root, "a")
+	path := filepath.Join(dir, indexName)
+	index, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, cut := range []int{len(index) - 1, len(index) - 20, bytes.LastIndexByte(index[:len(index)-1], '\n') + 1, 40} {
+		f.Add(uint16(cut), []byte(nil))
+	}
+	f.Add(uint16(len(index)-1), []byte("C\t00000000\tfeedface"))
+	f.Add(uint16(60), []byte("\xff\x00"))
+	f.Fuzz(func(t *testing.T, cut uint16, tail []byte) {
+		data := append(bytes.Clone(index[:int(cut)%len(index)]), bytes.ReplaceAll(tail, []byte("\n"), nil)...)
+		writeRaw(t, path, data, os.O_TRUNC)
+		if err := os.Chtimes(dir, st.ModTime(), st.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			writeRaw(t, path, index, os.O_TRUNC)
+			os.Chtimes(dir, st.ModTime(), st.ModTime())
+		}()
+		s, err := New(t.Context(), root, WithRetention(store.Retention{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		var ids []string
+		for _, info := range listAll(t, s, ns) {
+			ids = append(ids, info.ID)
+			if want := 2 + slices.Index(fuzzIndexIDs, info.ID); info.Entries != want {
+				t.Fatalf("%s listed with %d entries, want %d", info.ID, info.Entries, want)
+			}
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, fuzzIndexIDs) {
+			t.Fatalf("index cut at %d of %d and %q added: listed %q, want %q", int(cut)%len(index), len(index), tail, ids, fuzzIndexIDs)
 		}
 	})
 }
