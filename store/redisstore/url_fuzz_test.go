@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spool-go/spool/store"
+	"github.com/spool-go/spool/store/storetest"
 )
 
 // errOptionsTaken stops New after the options are applied: nothing is
@@ -58,7 +59,7 @@ func FuzzOpenURLOptions(f *testing.F) {
 		if !strings.HasPrefix(msg, "redisstore: ") {
 			t.Fatalf("Open(%q): error %q does not start with the package", raw, msg)
 		}
-		checkNoPassword(t, raw, msg)
+		storetest.NoPassword(t, raw, msg, "redisstore: bad URL: URL parameter given times not a number connecting to")
 		if perr != nil {
 			return
 		}
@@ -117,39 +118,4 @@ func checkTaken(t *testing.T, raw string, q url.Values, got config) {
 	} else if q.Has("wait") || q.Has("waitaof") {
 		t.Fatalf("Open(%q) took no wait", raw)
 	}
-}
-
-// checkNoPassword fails when msg shows the password of raw's user info
-// (as written or unescaped), unless the password is too short or too
-// common to tell it from other text (it shows elsewhere in raw).
-func checkNoPassword(t *testing.T, raw, msg string) {
-	t.Helper()
-	rest, ok := strings.CutPrefix(raw[strings.Index(raw, ":")+1:], "//")
-	if !ok {
-		return
-	}
-	rest, _, _ = strings.Cut(rest, "/")
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return
-	}
-	_, pw, ok := strings.Cut(rest[:at], ":")
-	if !ok {
-		return
-	}
-	for _, p := range []string{pw, unescaped(pw)} {
-		if len(p) < 6 || strings.Count(raw, p) > 1 || strings.Contains("redisstore: bad URL: URL parameter given times not a number connecting to", p) {
-			continue
-		}
-		if strings.Contains(msg, p) {
-			t.Fatalf("the error of %q shows its password: %v", raw, msg)
-		}
-	}
-}
-
-func unescaped(s string) string {
-	if u, err := url.PathUnescape(s); err == nil {
-		return u
-	}
-	return s
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spool-go/spool/store/storetest"
 )
 
 // errOptionsTaken stops New after the options are applied, before it
@@ -69,7 +71,7 @@ func FuzzOpenURLOptions(f *testing.F) {
 		if !strings.HasPrefix(msg, "sqlitestore: ") {
 			t.Fatalf("Open(%q): error %q does not start with the package", raw, msg)
 		}
-		checkNoPassword(t, raw, msg)
+		storetest.NoPassword(t, raw, msg, "sqlitestore: bad sqlite URL: unknown URL parameter")
 		if perr != nil || !strings.EqualFold(u.Scheme, "sqlite") || u.Host != "" || u.User != nil || (u.Path == "" && u.Opaque == "") {
 			return
 		}
@@ -83,39 +85,4 @@ func FuzzOpenURLOptions(f *testing.F) {
 		}
 		t.Fatalf("Open(%q): error %q names no parameter of the URL", raw, msg)
 	})
-}
-
-// checkNoPassword fails when msg shows the password of raw's user info
-// (as written or unescaped), unless the password is too short or too
-// common to tell it from other text (it shows elsewhere in raw).
-func checkNoPassword(t *testing.T, raw, msg string) {
-	t.Helper()
-	rest, ok := strings.CutPrefix(raw[strings.Index(raw, ":")+1:], "//")
-	if !ok {
-		return
-	}
-	rest, _, _ = strings.Cut(rest, "/")
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return
-	}
-	_, pw, ok := strings.Cut(rest[:at], ":")
-	if !ok {
-		return
-	}
-	for _, p := range []string{pw, unescaped(pw)} {
-		if len(p) < 6 || strings.Count(raw, p) > 1 || strings.Contains("sqlitestore: bad sqlite URL: unknown URL parameter", p) {
-			continue
-		}
-		if strings.Contains(msg, p) {
-			t.Fatalf("the error of %q shows its password: %v", raw, msg)
-		}
-	}
-}
-
-func unescaped(s string) string {
-	if u, err := url.PathUnescape(s); err == nil {
-		return u
-	}
-	return s
 }
