@@ -126,6 +126,15 @@ type redisChannel struct {
 	err       error         // why its SUBSCRIBE could not be sent, set before ready is closed
 }
 
+// settle ends the wait of c's Listens, unless it ended: confirmed (err
+// nil), or failed with err. notifier.mu is held.
+func (c *redisChannel) settle(err error) {
+	if !c.confirmed {
+		c.err, c.confirmed = err, true
+		close(c.ready)
+	}
+}
+
 // liveChannel is key's pub/sub channel.
 func (s *Store) liveChannel(key store.Key) string {
 	db := 0
@@ -253,10 +262,7 @@ func (s *Store) Listen(ctx context.Context, key store.Key) (<-chan []byte, error
 			if n.chans[name] == c {
 				delete(n.chans, name)
 			}
-			if !c.confirmed {
-				c.err, c.confirmed = err, true
-				close(c.ready)
-			}
+			c.settle(err)
 			n.mu.Unlock()
 		}
 		conn.mu.Unlock()
@@ -445,10 +451,7 @@ func (n *notifier) receive(conn *pubsubConn) {
 			}
 			if c != nil {
 				again = c.confirmed
-				if !c.confirmed {
-					c.confirmed = true
-					close(c.ready)
-				}
+				c.settle(nil)
 			}
 			n.mu.Unlock()
 			if again {
@@ -651,10 +654,7 @@ func (n *notifier) closeNotify() {
 	// A Listen still waiting for its subscription's confirmation fails
 	// now: none will come.
 	for _, c := range n.chans {
-		if !c.confirmed {
-			c.err, c.confirmed = errNotifyClosed, true
-			close(c.ready)
-		}
+		c.settle(errNotifyClosed)
 	}
 	n.mu.Unlock()
 	for _, ps := range pss {
