@@ -148,7 +148,7 @@ func (c *HTTPChannel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func closedError() *apiError {
-	return errf(http.StatusServiceUnavailable, CodeUnavailable, "the chat channel is closed; the request was not answered")
+	return stoppingError("the chat channel is closed; the request was not answered", 0)
 }
 
 // sessionEvent is the first event of a /chat stream.

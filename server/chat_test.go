@@ -258,7 +258,7 @@ func TestChatCloseRejectsPending(t *testing.T) {
 	e.srv.Close()
 	for range 2 {
 		r := <-results
-		if r.status != http.StatusServiceUnavailable || r.errCode(t) != server.CodeUnavailable {
+		if r.status != http.StatusServiceUnavailable || r.errCode(t) != server.CodeUnavailable || !r.apiErr(t).Stopping {
 			t.Fatalf("status %d: %s", r.status, r.body)
 		}
 		if !strings.Contains(string(r.body), "channel is closed") {

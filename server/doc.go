@@ -181,7 +181,10 @@
 // "maxBytes", the largest body taken, on body_too_large, and "budget",
 // the token budget that ran out, with "budgetScope", whose ("session": a
 // new session has its own; "agent": shared by every session, the
-// operator's to raise), on over_budget. A turn that fails inside an
+// operator's to raise), on over_budget, and "stopping", true on an
+// unavailable that is the server or its chat channel going away (retry,
+// perhaps with another replica; a failed store or a request out of time
+// leaves it out). A turn that fails inside an
 // event stream ends with its turn_end, whose result's error carries the
 // same budget and budgetScope.
 //

@@ -20,7 +20,8 @@ import (
 // What a client needs to word a refusal itself is a field of its own:
 // retryAfter (seconds, as the Retry-After header says) on every error
 // that has one, maxBytes on body_too_large, budget and budgetScope on
-// over_budget.
+// over_budget, stopping on an unavailable that is the server (or its
+// chat channel) going away.
 const (
 	CodeBadRequest       = "bad_request"        // 400: malformed JSON, a body that cannot be read
 	CodeInvalidRequest   = "invalid_request"    // 400: well-formed JSON with an unknown field or a field of the wrong type
@@ -82,6 +83,18 @@ type apiError struct {
 	// client that reads the events, not the response's headers, has it
 	// there to quote (the cause of an internal error is logged under it).
 	RequestID string `json:"requestId,omitempty"`
+	// Stopping, on unavailable, says the server (or its chat channel) is
+	// going away: shutting down, perhaps to come back or with another
+	// replica taking over. The other causes of unavailable (a store
+	// down, a request out of time) leave it out, so that a client tells
+	// them apart without reading the message.
+	Stopping bool `json:"stopping,omitempty"`
+}
+
+// stoppingError is unavailable for a server, or its chat channel, going
+// away.
+func stoppingError(msg string, retryAfter int) *apiError {
+	return &apiError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: msg, RetryAfter: retryAfter, Stopping: true}
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
@@ -148,7 +161,7 @@ func apiErrorFor(err error) *apiError {
 	case errors.Is(err, spool.ErrNoUser):
 		return errf(http.StatusForbidden, CodeUserRequired, "this agent is user-scoped: the request needs a user")
 	case errors.Is(err, spool.ErrClosed), errors.Is(err, channel.ErrClosed):
-		return errf(http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down")
+		return stoppingError("the server is shutting down", 0)
 	case errors.As(err, &te):
 		return turnError(te.Status, &transcript.ErrorInfo{Code: te.Code, Message: te.Error()})
 	case errors.Is(err, context.Canceled), errors.Is(err, channel.ErrGone):

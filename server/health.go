@@ -183,6 +183,5 @@ func isProbe(path string) bool { return path == "/healthz" || path == "/readyz" 
 
 // shuttingDownError answers a request that came after Shutdown began.
 func shuttingDownError() *apiError {
-	return &apiError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-		Message: "the server is shutting down; retry (another replica, or this one once restarted)", RetryAfter: 1}
+	return stoppingError("the server is shutting down; retry (another replica, or this one once restarted)", 1)
 }

@@ -91,7 +91,7 @@ func TestReadyzDrainAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = e.post("/invoke", map[string]any{"prompt": "hi"})
-	if r.status != 503 || r.errCode(t) != server.CodeUnavailable || r.retryAfter(t) != 1 {
+	if r.status != 503 || r.errCode(t) != server.CodeUnavailable || r.retryAfter(t) != 1 || !r.apiErr(t).Stopping {
 		t.Fatalf("invoke after Shutdown: %d %s", r.status, r.body)
 	}
 	if r := e.get("/healthz"); r.status != 200 {

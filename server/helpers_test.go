@@ -147,6 +147,7 @@ type errBody struct {
 	Message    string `json:"message"`
 	RetryAfter *int   `json:"retryAfter"`
 	MaxBytes   *int64 `json:"maxBytes"`
+	Stopping   bool   `json:"stopping"`
 }
 
 // apiErr returns the error of a JSON error response, failing the test if

@@ -91,7 +91,9 @@
 // wait of rate_limited, session_busy and too_many_watchers from
 // retryAfter, which budget ran out and its size (over_budget, of an
 // answer or of a failed turn) from budgetScope and budget; without the
-// field the words name no number.
+// field the words name no number. An unavailable is the server going
+// away when its error says stopping (or says nothing, as a proxy's);
+// otherwise the page keeps the server's words.
 //
 // The list follows the caller's other tabs and devices by polling its
 // first page (GET v1/sessions) every 5 s while the tab is visible, and at

@@ -540,8 +540,12 @@ func testServerErrorWords(t *testing.T, b context.Context) {
 		// the page quotes it with no X-Request-Id to read.
 		{status: 200, stream: "internal", msg: "internal error; the server log has the details under this request's id", fields: `,"requestId":"req-5d2e"`,
 			want: "Something went wrong on the server. Try again; if it keeps failing, give the operator this request id: req-5d2e"},
-		{status: 503, code: "unavailable", msg: "the server is shutting down",
+		// The server says it is going away with stopping, not in its
+		// words: another unavailable keeps what the server said.
+		{status: 503, code: "unavailable", msg: "going away for a while", fields: `,"stopping":true`,
 			want: "The server is shutting down or restarting. Try again in a moment."},
+		{status: 503, code: "unavailable", msg: "the session store failed; the turn is recorded as failed",
+			want: "the session store failed; the turn is recorded as failed. Try again in a moment."},
 		{status: 429, code: "queue_full", msg: "too many requests wait on this session; retry later",
 			want: "Too many messages are already waiting for an answer in this conversation. Wait for them to be answered, then try again."},
 		// Without maxBytes, no number: none is read from the message.

@@ -18,7 +18,8 @@ const count = (n) => (Number.isSafeInteger(n) && n > 0 ? n : 0);
 // (body_too_large), and budget, the token budget that ran out
 // (over_budget); each 0 when the server did not say. budgetScope is
 // whose budget ran out (over_budget): "session", "agent", or '' when
-// the server did not say.
+// the server did not say. stopping is true when the server said an
+// unavailable is it going away (shutting down, its chat channel closed).
 export class ApiError extends Error {
   constructor(status, code, message, requestId = '', fields = {}) {
     super(message);
@@ -30,6 +31,7 @@ export class ApiError extends Error {
     this.maxBytes = count(fields?.maxBytes);
     this.budget = count(fields?.budget);
     this.budgetScope = ['session', 'agent'].includes(fields?.budgetScope) ? fields.budgetScope : '';
+    this.stopping = fields?.stopping === true;
   }
 }
 
@@ -50,13 +52,14 @@ function againIn(err, fallback) {
 // sentence ends text with a full stop unless it has one.
 export const sentence = (s) => (/[.!?…]$/.test(s) ? s : `${s}.`);
 
-// unavailable says what a 503 means. The server's words for one that
-// stops (shutting down, its chat channel closed) are a server that goes
-// away, perhaps to come back; other causes (the store down, a request
-// out of time) are kept as the server says them.
-function unavailable(message) {
-  if (!message || /shutting down|channel is closed/.test(message)) return 'The server is shutting down or restarting. Try again in a moment.';
-  return `${sentence(message)} Try again in a moment.`;
+// unavailable says what a 503 means. One the server marks stopping
+// (shutting down, its chat channel closed), or that says nothing (a
+// proxy's), is a server that goes away, perhaps to come back; other
+// causes (the store down, a request out of time) are kept as the server
+// says them.
+function unavailable(err) {
+  if (err.stopping || !err.message) return 'The server is shutting down or restarting. Try again in a moment.';
+  return `${sentence(err.message)} Try again in a moment.`;
 }
 
 // overBudget says which token budget is used up, the session's or the
@@ -98,7 +101,7 @@ export function friendly(err) {
     case 'connection_lost':
       return 'The connection to the server was lost before the answer was complete. Reload to see what was recorded.';
     case 'unavailable':
-      return unavailable(err.message);
+      return unavailable(err);
     case 'queue_full':
       return 'Too many messages are already waiting for an answer in this conversation. Wait for them to be answered, then try again.';
     case 'too_many_watchers':
