@@ -45,6 +45,10 @@ type storedTurn struct {
 	pending []Approval                  // approvals requested and not decided
 	paused  bool                        // its pause was yielded, and no decision came since
 	notice  transcript.GovernanceNotice // its governance notice (Result.Notice, NoticeKind)
+	// supersedes are the turns its regenerate's or edit's marker took
+	// off the branch, for the Result of its first run's end or pause
+	// (Result.Supersedes), as the live run has them.
+	supersedes []string
 }
 
 // await counts call id of t's newest step (or one decided) as not yet
@@ -80,6 +84,15 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, turns map[string]*st
 		ev.TurnID = e.TurnID
 		ev.ID = EventID{Pos: i, N: storedBase + int64(len(evs))}.String()
 		evs = append(evs, ev)
+	}
+	if e.Type == transcript.TypeBranch {
+		// A regenerate's or an edit's marker is the first entry of the
+		// turn that replaces the turns it names; a switch's begins none.
+		var b transcript.Branch
+		if e.TurnID != "" && e.DecodeData(&b) == nil && (b.Kind == transcript.BranchRegenerate || b.Kind == transcript.BranchEdit) {
+			turns[e.TurnID] = &storedTurn{calls: map[string]bool{}, supersedes: b.Supersedes}
+		}
+		return nil
 	}
 	t := turns[e.TurnID]
 	if t == nil {
@@ -168,7 +181,8 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, turns map[string]*st
 		if e.DecodeData(&end) != nil {
 			return nil
 		}
-		res := &Result{SessionID: s.key.ID, TurnID: e.TurnID, Status: e.Status, Usage: end.Usage, Error: end.Error, DurationMs: end.DurationMs, Model: s.a.modelName, Notice: t.notice.Message, NoticeKind: t.notice.Kind}
+		res := &Result{SessionID: s.key.ID, TurnID: e.TurnID, Status: e.Status, Usage: end.Usage, Error: end.Error, DurationMs: end.DurationMs, Model: s.a.modelName, Notice: t.notice.Message, NoticeKind: t.notice.Kind,
+			Supersedes: t.supersedes}
 		if e.Status != transcript.StatusResponseBlocked {
 			res.Text = strings.Join(t.texts, "\n\n")
 		}
@@ -179,8 +193,8 @@ func (s *Session) storedEvents(e transcript.Entry, i int64, turns map[string]*st
 	if !t.paused && len(t.pending) > 0 && len(t.calls) == 0 && t.unnamed == 0 {
 		t.paused = true
 		res := &Result{SessionID: s.key.ID, TurnID: e.TurnID, Status: StatusAwaitingApproval, Text: strings.Join(t.texts, "\n\n"),
-			Usage: t.usage, Model: s.a.modelName, Pending: slices.Clone(t.pending)}
-		t.texts = nil
+			Usage: t.usage, Model: s.a.modelName, Pending: slices.Clone(t.pending), Supersedes: t.supersedes}
+		t.texts, t.supersedes = nil, nil // a run an approval resumes replaces nothing
 		add(Event{Kind: EventTurnEnd, Result: res})
 	}
 	return evs
