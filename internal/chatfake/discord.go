@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,6 +190,15 @@ func (f *Discord) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		dError(w, 405, 0, "405: Method Not Allowed")
 	}
+}
+
+// Delete deletes message id, as a person can any message in their
+// channel: editing it after is 404 10008 (Unknown Message), also as
+// @original.
+func (f *Discord) Delete(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.msgs = slices.DeleteFunc(f.msgs, func(m *DiscordMessage) bool { return m.ID == id })
 }
 
 // Messages returns copies of the interaction messages so far, in order.

@@ -2,6 +2,7 @@ package chatfake
 
 import (
 	"context"
+	"iter"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -56,6 +57,39 @@ func NoteTool() *tool.Tool {
 // not seconds (a 429's Retry-After is still waited in full).
 func Client() *http.Client {
 	return &http.Client{Transport: &channel.Transport{Backoff: 10 * time.Millisecond}}
+}
+
+// Paused is a model whose answer is first, then, once Resume is called,
+// rest: a test acts on the platform (deletes the message) between two
+// updates of one streamed answer, whatever the timing.
+type Paused struct {
+	first, rest string
+	resume      chan struct{}
+	once        sync.Once
+}
+
+// NewPaused returns a model answering first and, after Resume, rest.
+func NewPaused(first, rest string) *Paused {
+	return &Paused{first: first, rest: rest, resume: make(chan struct{})}
+}
+
+// Resume lets the answers go on to their rest.
+func (m *Paused) Resume() { m.once.Do(func() { close(m.resume) }) }
+
+// Stream implements model.Model.
+func (m *Paused) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Event, error] {
+	return func(yield func(model.Event, error) bool) {
+		if !yield(model.Event{Kind: model.EventText, Text: m.first}, nil) {
+			return
+		}
+		select {
+		case <-m.resume:
+		case <-ctx.Done():
+			yield(model.Event{}, ctx.Err())
+			return
+		}
+		yield(model.Event{Kind: model.EventText, Text: m.rest}, nil)
+	}
 }
 
 // NewHarness serves drv for a new agent; the test's end closes both.

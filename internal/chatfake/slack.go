@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,6 +112,14 @@ func (f *Slack) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, 200, map[string]any{"ok": false, "error": "unknown_method"})
 	}
+}
+
+// Delete deletes the message with ts, as a person can: chat.update of it
+// after is message_not_found.
+func (f *Slack) Delete(ts string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.msgs = slices.DeleteFunc(f.msgs, func(m *SlackMessage) bool { return m.TS == ts })
 }
 
 // Messages returns copies of the messages posted so far, in order.

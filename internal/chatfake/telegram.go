@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -257,6 +258,15 @@ func (f *Telegram) serve(w http.ResponseWriter, r *http.Request) {
 func tgMessage(m *TelegramMessage) map[string]any {
 	return map[string]any{"message_id": m.ID, "date": 1800000000, "chat": map[string]any{"id": m.ChatID, "type": "private"},
 		"from": map[string]any{"id": 1, "is_bot": true, "first_name": "bot"}, "text": m.Text}
+}
+
+// Delete deletes message id, as a person can in a private chat or as an
+// admin: editMessageText of it after is 400 "Bad Request: message to
+// edit not found".
+func (f *Telegram) Delete(id int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.msgs = slices.DeleteFunc(f.msgs, func(m *TelegramMessage) bool { return m.ID == id })
 }
 
 // Messages returns copies of the messages sent so far, in order.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -27,7 +28,11 @@ import (
 type Conversation interface {
 	// Post posts a new message and returns its id, for Edit.
 	Post(ctx context.Context, text string) (id string, err error)
-	// Edit replaces the text of the message id that Post returned.
+	// Edit replaces the text of the message id that Post returned. When
+	// the platform answers that the message no longer exists (a person
+	// deleted it), the error wraps ErrMessageGone: the relay then posts
+	// the text as a new message, and edits that one from then on, where
+	// any other refusal would lose the rest of the answer.
 	Edit(ctx context.Context, id, text string) error
 	// Ask posts an approval request with the platform's buttons.
 	Ask(ctx context.Context, q Question) error
@@ -38,6 +43,13 @@ type Conversation interface {
 	// to see, when the platform can ("already decided").
 	Tell(ctx context.Context, text string) error
 }
+
+// ErrMessageGone is what a Conversation's Edit wraps when the platform
+// says the message to edit does not exist any more: someone deleted it.
+// Posting still works there, unlike after other refusals, so the relay
+// tells it apart. A driver wraps it around its PlatformError, which keeps
+// the platform's code for logs and observations.
+var ErrMessageGone = errors.New("channel: the message to edit was deleted")
 
 // Question is an approval to show as buttons. Each button carries its
 // value back in the press (see Relay.Press).
@@ -117,6 +129,17 @@ type Platform struct {
 // platform (rate limited, retrying) hold the turn: a reply's payloads go
 // to the platform from a goroutine of their own, in order, while the turn
 // runs on at the model's pace (see Relay.Send).
+//
+// A failure the platform may get over (a 5xx or 429 that Transport's
+// retries did not see through, no answer, a timeout) is tried again at
+// the next update of the answer. A refusal it will repeat, whatever the
+// timing (see PlatformError.Permanent: the channel was deleted, the bot
+// removed, the text refused), is not: once a post of a reply is refused
+// so, the relay makes no more posts or edits of that reply's text, bar
+// the one note that says it was not sent, and an edit refused so leaves
+// its message as it was. An edit of a message a person deleted
+// (ErrMessageGone) posts the text anew instead. So a reply to a deleted
+// channel costs one refused call and one log line, not one per update.
 type Relay struct {
 	p Platform
 
@@ -332,9 +355,19 @@ type reply struct {
 	posted []posted // the parts posted so far
 	last   time.Time
 	stale  bool // text came that no flush has looked at yet
+	// refused: the platform refused a post of this reply for good (see
+	// PlatformError.Permanent); its text is not offered again. noted: the
+	// note that says so was tried, which is done once.
+	refused, noted bool
 }
 
-type posted struct{ id, text string }
+// posted is a part of the answer as the platform has it.
+type posted struct {
+	id, text string
+	// frozen: an edit of it was refused for good; it is not edited again.
+	// gone: a person deleted it; the next flush posts it anew.
+	frozen, gone bool
+}
 
 // Send implements Driver. It never fails a turn, nor holds it: the
 // payloads of a reply go to the platform in order from a goroutine of the
@@ -391,7 +424,7 @@ func (r *Relay) show(ctx context.Context, rp *reply, p Payload) {
 		if !r.flush(ctx, rp, true) {
 			// The turn pauses at the buttons and its end says nothing
 			// of this text, which the buttons leave behind: say it now.
-			r.say(ctx, rp, notSent(rp))
+			r.sayNotSent(ctx, rp)
 		}
 		q := Question{
 			Approval: *ev.Approval,
@@ -399,19 +432,29 @@ func (r *Relay) show(ctx context.Context, rp *reply, p Payload) {
 			Always:   r.button(rp.target.SessionID, ev.Approval.ID, 's', rp.starter),
 			Deny:     r.button(rp.target.SessionID, ev.Approval.ID, 'd', rp.starter),
 		}
+		// Asked even after a refusal: the turn waits on the buttons,
+		// and the refusal may have been of the text alone.
 		r.call(ctx, rp, "ask", func(ctx context.Context) error { return rp.conv.Ask(ctx, q) })
 		// What the model says after this goes below the buttons.
 		rp.text, rp.posted = "", nil
 	case spool.EventStepEnd, spool.EventToolCall:
-		rp.stale = true // a failed post or edit is tried again
+		rp.stale = true // a post or edit that failed for now is tried again
 	}
 }
 
 // flush brings the posts up to the answer so far: edits the parts that
 // changed and posts new ones. Unless force, at most once per
 // EditInterval. It reports whether the posts show the answer so far
-// (false when the platform refused a post or an edit).
+// (false when the platform refused a post or an edit, now or before).
+//
+// A part whose message is gone is posted anew, below the parts after it
+// if there are any; in practice only the last part changes, the answer
+// growing at its end.
 func (r *Relay) flush(ctx context.Context, rp *reply, force bool) bool {
+	if rp.refused {
+		rp.stale = false
+		return false
+	}
 	if !force && time.Since(rp.last) < r.p.EditInterval {
 		return true
 	}
@@ -424,26 +467,48 @@ func (r *Relay) flush(ctx context.Context, rp *reply, force bool) bool {
 	shown := true
 	for i, part := range parts {
 		if i < len(rp.posted) {
-			if rp.posted[i].text == part || rp.posted[i].id == "" {
+			p := &rp.posted[i]
+			switch {
+			case p.text == part && !p.gone, p.id == "":
 				continue
+			case p.frozen:
+				shown = false
+				continue
+			case !p.gone:
+				id := p.id
+				err := r.call(ctx, rp, "edit", func(ctx context.Context) error { return rp.conv.Edit(ctx, id, part) })
+				switch {
+				case err == nil:
+					p.text = part
+					continue
+				case errors.Is(err, ErrMessageGone):
+					p.gone = true // posted anew below
+				case refusedForGood(err):
+					p.frozen = true
+					shown = false
+					continue
+				default:
+					shown = false // the next flush edits it again
+					continue
+				}
 			}
-			id := rp.posted[i].id
-			if r.call(ctx, rp, "edit", func(ctx context.Context) error { return rp.conv.Edit(ctx, id, part) }) {
-				rp.posted[i].text = part
-			} else {
-				shown = false // the next flush edits it again
-			}
-			continue
 		}
 		var id string
-		ok := r.call(ctx, rp, "post", func(ctx context.Context) (err error) {
+		err := r.call(ctx, rp, "post", func(ctx context.Context) (err error) {
 			id, err = rp.conv.Post(ctx, part)
 			return err
 		})
-		if !ok {
-			return false // the next flush posts it again
+		if err != nil {
+			// The next flush posts it again, unless the platform will
+			// only refuse it again.
+			rp.refused = refusedForGood(err)
+			return false
 		}
-		rp.posted = append(rp.posted, posted{id: id, text: part})
+		if i < len(rp.posted) {
+			rp.posted[i] = posted{id: id, text: part}
+		} else {
+			rp.posted = append(rp.posted, posted{id: id, text: part})
+		}
 	}
 	return shown
 }
@@ -500,7 +565,7 @@ func (r *Relay) finish(ctx context.Context, rp *reply, p Payload) {
 	case transcript.StatusOK:
 		switch {
 		case !shown:
-			say(notSent(rp))
+			r.sayNotSent(ctx, rp)
 		case len(rp.posted) == 0 && rp.decided == nil:
 			say("(no answer)")
 		}
@@ -517,6 +582,19 @@ func (r *Relay) say(ctx context.Context, rp *reply, text string) {
 		_, err := rp.conv.Post(ctx, r.render(text))
 		return err
 	})
+}
+
+// sayNotSent says that text of rp was not sent. After a refusal for good,
+// only once: the reply's text is not offered again, so there is no more
+// to say, and the platform will likely refuse the note too.
+func (r *Relay) sayNotSent(ctx context.Context, rp *reply) {
+	if rp.refused {
+		if rp.noted {
+			return
+		}
+		rp.noted = true
+	}
+	r.say(ctx, rp, notSent(rp))
 }
 
 // notSent is the note for text of rp the platform refused: a short note
@@ -538,7 +616,7 @@ func (r *Relay) render(text string) string {
 // call runs one platform call with the reply's context (never the turn's
 // cancellation: a reply still goes out when the turn was stopped), for at
 // most two minutes and never past the close grace, and observes it.
-func (r *Relay) call(ctx context.Context, rp *reply, op string, fn func(context.Context) error) bool {
+func (r *Relay) call(ctx context.Context, rp *reply, op string, fn func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	// Also a call begun before Close ends with the close grace.
@@ -553,7 +631,8 @@ func (r *Relay) call(ctx context.Context, rp *reply, op string, fn func(context.
 	}
 	if err != nil {
 		o.Kind, o.ErrorCode = spool.ObserveMessageFailed, transcript.ErrorCode(errorCode(err))
-		r.p.Logger.Warn("channel post failed", "channel", r.p.Name, "op", op, "session", rp.target.SessionID, "code", o.ErrorCode)
+		r.p.Logger.Warn("channel post failed", "channel", r.p.Name, "op", op, "session", rp.target.SessionID, "code", o.ErrorCode,
+			"permanent", refusedForGood(err))
 	}
 	r.mu.Lock()
 	obs := r.observe
@@ -561,7 +640,7 @@ func (r *Relay) call(ctx context.Context, rp *reply, op string, fn func(context.
 	if obs != nil {
 		obs(ctx, o)
 	}
-	return err == nil
+	return err
 }
 
 // PlatformError is a platform's refusal of a call, as a driver reports
@@ -569,6 +648,51 @@ func (r *Relay) call(ctx context.Context, rp *reply, op string, fn func(context.
 type PlatformError struct {
 	Status int    // the HTTP status; 0 when there was none
 	Code   string // the platform's error code ("channel_not_found"), when it gives one
+}
+
+// Permanent reports whether the platform will refuse the same call again
+// whatever the timing, so it is not worth repeating: a 4xx other than 408
+// (Request Timeout) and 429 (Too Many Requests), as when the channel was
+// deleted, the bot removed or the text refused; and Slack's HTTP 200 with
+// ok:false and an error code (channel_not_found, not_in_channel,
+// is_archived, msg_too_long…), except the codes Slack documents as
+// passing: ratelimited, rate_limited, message_limit_exceeded,
+// internal_error, fatal_error, service_unavailable, request_timeout and
+// team_added_to_org. A 5xx, or a 429 whose wait was too long to wait,
+// may pass.
+func (e *PlatformError) Permanent() bool {
+	switch {
+	case e.Status == http.StatusRequestTimeout, e.Status == http.StatusTooManyRequests:
+		return false
+	case e.Status >= 400 && e.Status < 500:
+		return true
+	case e.Status == http.StatusOK && e.Code != "":
+		return !slackPassing[e.Code]
+	}
+	return false
+}
+
+// slackPassing are the error codes of Slack's Web API (answered HTTP 200,
+// ok:false) that say a call failed for now, not that it is refused.
+var slackPassing = map[string]bool{
+	"ratelimited":            true,
+	"rate_limited":           true,
+	"message_limit_exceeded": true,
+	"internal_error":         true,
+	"fatal_error":            true,
+	"service_unavailable":    true,
+	"request_timeout":        true,
+	"team_added_to_org":      true,
+}
+
+// refusedForGood reports whether err is a refusal the platform will
+// repeat (PlatformError.Permanent, or a deleted message).
+func refusedForGood(err error) bool {
+	var pe *PlatformError
+	if errors.As(err, &pe) {
+		return pe.Permanent()
+	}
+	return errors.Is(err, ErrMessageGone)
 }
 
 func (e *PlatformError) Error() string {

@@ -2,10 +2,13 @@ package channel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,6 +47,9 @@ type slowConv struct {
 	delay  time.Duration
 	hang   bool
 	refuse string // a post or edit whose text has it is refused (400)
+	// fail, when set, is asked first about every post (id "") and edit:
+	// the error it returns fails the call.
+	fail func(op, id, text string) error
 
 	mu    sync.Mutex
 	calls []string
@@ -70,6 +76,20 @@ func (c *slowConv) record(call string) {
 	c.calls = append(c.calls, call)
 }
 
+// failed asks fail about a call, and records the failure.
+func (c *slowConv) failed(op, id, text string) error {
+	if c.fail == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.fail(op, id, text)
+	if err != nil {
+		c.calls = append(c.calls, strings.TrimSpace("failed "+op+" "+id))
+	}
+	return err
+}
+
 func (c *slowConv) refused(text string) error {
 	if c.refuse != "" && strings.Contains(text, c.refuse) {
 		c.record("refused")
@@ -80,6 +100,9 @@ func (c *slowConv) refused(text string) error {
 
 func (c *slowConv) Post(ctx context.Context, text string) (string, error) {
 	if err := c.wait(ctx); err != nil {
+		return "", err
+	}
+	if err := c.failed("post", "", text); err != nil {
 		return "", err
 	}
 	if err := c.refused(text); err != nil {
@@ -99,6 +122,9 @@ func (c *slowConv) Post(ctx context.Context, text string) (string, error) {
 
 func (c *slowConv) Edit(ctx context.Context, id, text string) error {
 	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	if err := c.failed("edit", id, text); err != nil {
 		return err
 	}
 	if err := c.refused(text); err != nil {
@@ -144,7 +170,9 @@ func newRelay(t *testing.T, p channel.Platform) (*channel.Relay, *inbox) {
 	if p.Name == "" {
 		p.Name = "fake"
 	}
-	p.Logger = slog.New(slog.DiscardHandler)
+	if p.Logger == nil {
+		p.Logger = slog.New(slog.DiscardHandler)
+	}
 	r := channel.NewRelay(p)
 	d := &inbox{}
 	if err := r.Listen(context.Background(), d); err != nil {
@@ -271,4 +299,212 @@ func TestRelayShowsTextWhenCaughtUp(t *testing.T) {
 		t.Fatalf("while the next step is awaited the message reads %q", msgs["1"])
 	}
 	r.Send(ctx, in.Target, channel.Payload{Final: true, Result: okResult, Origin: in.Origin})
+}
+
+// waitCalls waits until conv has made at least n calls.
+func (c *slowConv) waitCalls(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		calls, _ := c.snapshot()
+		if len(calls) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited for %d calls; made %v", n, calls)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// countWarnings is a slog handler counting the warnings logged.
+type countWarnings struct{ n atomic.Int32 }
+
+func (h *countWarnings) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countWarnings) Handle(_ context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h *countWarnings) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countWarnings) WithGroup(string) slog.Handler      { return h }
+
+// A post the platform refused for good (the channel deleted, the bot
+// removed, Slack's channel_not_found) is not tried again at each update
+// of the answer: a long answer made one refused call, and logged one
+// warning, per EditInterval. Only the note that says so is tried, once.
+func TestRelayRefusedPostNotRepeated(t *testing.T) {
+	for _, refusal := range []channel.PlatformError{
+		{Status: 404, Code: "discord_10003"},
+		{Status: 403},
+		{Status: 400, Code: "bad_request"},
+		{Status: 200, Code: "channel_not_found"},
+		{Status: 200, Code: "not_in_channel"},
+		{Status: 200, Code: "is_archived"},
+	} {
+		t.Run(refusal.Error(), func(t *testing.T) {
+			conv := &slowConv{fail: func(op, id, text string) error {
+				if strings.Contains(text, "Lorem") {
+					return &refusal
+				}
+				return nil
+			}}
+			warnings := &countWarnings{}
+			r, d := newRelay(t, channel.Platform{EditInterval: time.Nanosecond, Logger: slog.New(warnings)})
+			if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "hi"}, conv); err != nil {
+				t.Fatal(err)
+			}
+			in := d.last(t)
+			ctx := context.Background()
+			for i := range 20 {
+				r.Send(ctx, in.Target, channel.Payload{Event: text(fmt.Sprint("Lorem ipsum ", i, ". ")), Origin: in.Origin})
+				r.Send(ctx, in.Target, channel.Payload{Event: &spool.Event{Kind: spool.EventStepEnd}, Origin: in.Origin})
+				time.Sleep(2 * time.Millisecond) // flushed on its own
+			}
+			r.Send(ctx, in.Target, channel.Payload{Final: true, Result: okResult, Origin: in.Origin})
+			calls, msgs := conv.snapshot()
+			if fmt.Sprint(calls) != "[failed post post 1]" || msgs["1"] != "Sorry, the answer could not be sent here." {
+				t.Fatalf("calls %v, messages %q", calls, msgs)
+			}
+			if n := warnings.n.Load(); n != 1 {
+				t.Fatalf("%d warnings logged", n)
+			}
+		})
+	}
+}
+
+// A post or edit that failed for now (a 5xx after Transport's retries, a
+// 429 too long to wait, Slack's ratelimited, no answer) is tried again at
+// the next update: the platform may take it then.
+func TestRelayFailedForNowTriedAgain(t *testing.T) {
+	for _, failure := range []error{
+		&channel.PlatformError{Status: 502},
+		&channel.PlatformError{Status: 429, Code: "ratelimited"},
+		&channel.PlatformError{Status: 408},
+		&channel.PlatformError{Status: 200, Code: "internal_error"},
+		&channel.PlatformError{Status: 200, Code: "ratelimited"},
+		&url.Error{Op: "Post", URL: "https://platform.example", Err: errors.New("connection refused")},
+		context.DeadlineExceeded,
+	} {
+		t.Run(failure.Error(), func(t *testing.T) {
+			var failed atomic.Int32
+			conv := &slowConv{fail: func(op, id, text string) error {
+				// The first post and the first edit fail.
+				if strings.Contains(text, "Two") == (op == "edit") && failed.Load() < 2 {
+					failed.Add(1)
+					return failure
+				}
+				return nil
+			}}
+			r, d := newRelay(t, channel.Platform{EditInterval: time.Nanosecond})
+			if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "hi"}, conv); err != nil {
+				t.Fatal(err)
+			}
+			in := d.last(t)
+			ctx := context.Background()
+			send := func(s string, calls int) {
+				r.Send(ctx, in.Target, channel.Payload{Event: text(s), Origin: in.Origin})
+				conv.waitCalls(t, calls)
+			}
+			send("One.", 1)    // failed post
+			send(" Two.", 2)   // post 1
+			send(" Three.", 3) // failed edit 1
+			send(" Four.", 4)  // edit 1
+			r.Send(ctx, in.Target, channel.Payload{Final: true, Result: okResult, Origin: in.Origin})
+			calls, msgs := conv.snapshot()
+			if fmt.Sprint(calls) != "[failed post post 1 failed edit 1 edit 1]" || msgs["1"] != "One. Two. Three. Four." {
+				t.Fatalf("calls %v, messages %q", calls, msgs)
+			}
+		})
+	}
+}
+
+// An edit of a message a person deleted (ErrMessageGone) posts its text
+// as a new message, edited from then on: every edit of the deleted one
+// was refused, and the rest of the answer lost.
+func TestRelayDeletedMessagePostedAnew(t *testing.T) {
+	conv := &slowConv{fail: func(op, id, text string) error {
+		if op == "edit" && id == "1" {
+			return fmt.Errorf("%w: %w", channel.ErrMessageGone, &channel.PlatformError{Status: 404, Code: "discord_10008"})
+		}
+		return nil
+	}}
+	r, d := newRelay(t, channel.Platform{EditInterval: time.Nanosecond})
+	if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "hi"}, conv); err != nil {
+		t.Fatal(err)
+	}
+	in := d.last(t)
+	ctx := context.Background()
+	send := func(s string, calls int) {
+		r.Send(ctx, in.Target, channel.Payload{Event: text(s), Origin: in.Origin})
+		conv.waitCalls(t, calls)
+	}
+	send("One.", 1)    // post 1, deleted at once
+	send(" Two.", 3)   // failed edit 1, post 2
+	send(" Three.", 4) // edit 2
+	r.Send(ctx, in.Target, channel.Payload{Final: true, Result: okResult, Origin: in.Origin})
+	calls, msgs := conv.snapshot()
+	if fmt.Sprint(calls) != "[post 1 failed edit 1 post 2 edit 2]" || msgs["2"] != "One. Two. Three." {
+		t.Fatalf("calls %v, messages %q", calls, msgs)
+	}
+}
+
+// An edit refused for good for another reason (the text refused, the
+// message no longer editable) is not tried again at each update; the
+// answer is said not to have been sent whole.
+func TestRelayRefusedEditNotRepeated(t *testing.T) {
+	conv := &slowConv{fail: func(op, id, text string) error {
+		if op == "edit" {
+			return &channel.PlatformError{Status: 200, Code: "edit_window_closed"}
+		}
+		return nil
+	}}
+	r, d := newRelay(t, channel.Platform{EditInterval: time.Nanosecond})
+	if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "hi"}, conv); err != nil {
+		t.Fatal(err)
+	}
+	in := d.last(t)
+	ctx := context.Background()
+	r.Send(ctx, in.Target, channel.Payload{Event: text("Start."), Origin: in.Origin})
+	conv.waitCalls(t, 1)
+	for i := range 20 {
+		r.Send(ctx, in.Target, channel.Payload{Event: text(fmt.Sprint(" More ", i, ".")), Origin: in.Origin})
+		time.Sleep(2 * time.Millisecond) // flushed on its own
+	}
+	r.Send(ctx, in.Target, channel.Payload{Final: true, Result: okResult, Origin: in.Origin})
+	calls, msgs := conv.snapshot()
+	if fmt.Sprint(calls) != "[post 1 failed edit 1 post 2]" || msgs["2"] != "(the rest of this answer could not be sent here)" {
+		t.Fatalf("calls %v, messages %q", calls, msgs)
+	}
+}
+
+func TestPlatformErrorPermanent(t *testing.T) {
+	for _, c := range []struct {
+		err  channel.PlatformError
+		want bool
+	}{
+		{channel.PlatformError{Status: 400}, true},
+		{channel.PlatformError{Status: 401}, true},
+		{channel.PlatformError{Status: 403, Code: "forbidden"}, true},
+		{channel.PlatformError{Status: 404, Code: "discord_10008"}, true},
+		{channel.PlatformError{Status: 499}, true},
+		{channel.PlatformError{Status: 408}, false},
+		{channel.PlatformError{Status: 429, Code: "ratelimited"}, false},
+		{channel.PlatformError{Status: 500}, false},
+		{channel.PlatformError{Status: 503}, false},
+		{channel.PlatformError{Status: 0}, false},
+		{channel.PlatformError{Status: 200, Code: "channel_not_found"}, true},
+		{channel.PlatformError{Status: 200, Code: "message_not_found"}, true},
+		{channel.PlatformError{Status: 200, Code: "invalid_auth"}, true},
+		{channel.PlatformError{Status: 200, Code: "ratelimited"}, false},
+		{channel.PlatformError{Status: 200, Code: "fatal_error"}, false},
+		{channel.PlatformError{Status: 200, Code: "service_unavailable"}, false},
+		{channel.PlatformError{Status: 200, Code: "request_timeout"}, false},
+		{channel.PlatformError{Status: 200}, false},
+	} {
+		if got := c.err.Permanent(); got != c.want {
+			t.Errorf("%v: Permanent() = %v", &c.err, got)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -81,8 +82,7 @@ func (c *conv) editOriginal(ctx context.Context, edit discordgo.WebhookEdit) err
 	wait := originalBackoff
 	for {
 		_, err := c.d.call(ctx, "PATCH", c.hook("/messages/@original"), "", edit)
-		var pe *channel.PlatformError
-		if !errors.As(err, &pe) || pe.Status != http.StatusNotFound || pe.Code != "discord_10008" || time.Now().Add(wait).After(until) {
+		if !unknownMessage(err) || time.Now().Add(wait).After(until) {
 			return err
 		}
 		t := time.NewTimer(wait)
@@ -102,7 +102,18 @@ func (c *conv) Post(ctx context.Context, text string) (string, error) {
 
 func (c *conv) Edit(ctx context.Context, id, text string) error {
 	_, err := c.d.call(ctx, "PATCH", c.hook("/messages/"+id), "", discordgo.WebhookEdit{Content: &text, AllowedMentions: noMentions})
+	// Only Post races the deferral (editOriginal): a message it returned
+	// exists, so 10008 here means a person deleted it.
+	if unknownMessage(err) {
+		return fmt.Errorf("%w: %w", channel.ErrMessageGone, err)
+	}
 	return err
+}
+
+// unknownMessage reports whether err is Discord's 404 Unknown Message.
+func unknownMessage(err error) bool {
+	var pe *channel.PlatformError
+	return errors.As(err, &pe) && pe.Status == http.StatusNotFound && pe.Code == "discord_10008"
 }
 
 // argsShown is how much of a tool call's arguments an approval shows.

@@ -44,7 +44,7 @@ type env struct {
 type options struct {
 	store    store.Store
 	fake     *chatfake.Discord
-	model    *echo.Model
+	model    model.Model
 	interval time.Duration
 }
 
@@ -63,11 +63,7 @@ func setup(t *testing.T, o options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m model.Model
-	if o.model != nil {
-		m = o.model
-	}
-	h := chatfake.NewHarness(t, chatfake.HarnessOptions{Store: o.store, Model: m}, drv)
+	h := chatfake.NewHarness(t, chatfake.HarnessOptions{Store: o.store, Model: o.model}, drv)
 	return &env{Harness: h, t: t, fake: o.fake, drv: drv}
 }
 
@@ -449,5 +445,29 @@ func TestTableStreamedAndSplit(t *testing.T) {
 	}
 	if rows != 120 || !strings.HasPrefix(msgs[0].Content, "echo: Stock:\n\n```\nItem      Qty\n--------  ---\nitem 000    0\n") {
 		t.Fatalf("%d rows; first message:\n%s", rows, msgs[0].Content)
+	}
+}
+
+// TestDeletedAnswerPostedAnew: a person deleted the answer while it
+// streamed (the original response, the "thinking…" message that became
+// its start). The rest arrives as a follow-up with the whole answer;
+// every later edit of the deleted message was refused 404 Unknown
+// Message (10008), and the answer lost but for its start.
+func TestDeletedAnswerPostedAnew(t *testing.T) {
+	m := chatfake.NewPaused("First words.", " And the rest.")
+	e := setup(t, options{model: m})
+	tok := e.ask("5500000000000000005", "hello")
+	msgs := e.wait("the answer's start", func(m []chatfake.DiscordMessage) bool {
+		return len(m) == 1 && m[0].Content == "First words."
+	})
+	e.fake.Delete(msgs[0].ID)
+	m.Resume()
+	e.wait("the answer's end", func(m []chatfake.DiscordMessage) bool {
+		return len(m) > 0 && strings.Contains(m[len(m)-1].Content, "rest")
+	})
+	e.Stop(t) // the reply is done
+	msgs = e.fake.Messages()
+	if len(msgs) != 1 || msgs[0].Content != "First words. And the rest." || msgs[0].Token != tok || msgs[0].Ephemeral {
+		t.Fatalf("messages %+v; calls %v", msgs, e.fake.Calls())
 	}
 }

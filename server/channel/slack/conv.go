@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"unicode/utf8"
 
@@ -46,7 +47,12 @@ func (c *conv) Post(ctx context.Context, text string) (string, error) {
 
 func (c *conv) Edit(ctx context.Context, id, text string) error {
 	_, _, _, err := c.d.api.UpdateMessageContext(ctx, c.channel, id, message(text)...)
-	return platformError(err)
+	err = platformError(err)
+	var pe *channel.PlatformError
+	if errors.As(err, &pe) && pe.Code == "message_not_found" {
+		return fmt.Errorf("%w: %w", channel.ErrMessageGone, err)
+	}
+	return err
 }
 
 // argsShown is how much of a tool call's arguments an approval shows.

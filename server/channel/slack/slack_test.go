@@ -41,7 +41,7 @@ type options struct {
 	store     store.Store
 	fake      *chatfake.Slack
 	scope     spool.Scope
-	model     *echo.Model
+	model     model.Model
 	approvers []string
 	interval  time.Duration
 }
@@ -61,11 +61,7 @@ func setup(t *testing.T, o options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m model.Model
-	if o.model != nil {
-		m = o.model
-	}
-	h := chatfake.NewHarness(t, chatfake.HarnessOptions{Store: o.store, Model: m, Scope: o.scope}, drv)
+	h := chatfake.NewHarness(t, chatfake.HarnessOptions{Store: o.store, Model: o.model, Scope: o.scope}, drv)
 	return &env{Harness: h, t: t, fake: o.fake, drv: drv}
 }
 
@@ -543,5 +539,28 @@ func TestFileShareAndBroadcastAnswered(t *testing.T) {
 	}
 	if n := e.Turns(t, "slack.T123.C1.1700000310.000100", ""); n != 2 {
 		t.Fatalf("%d turns in the thread's session", n)
+	}
+}
+
+// TestDeletedAnswerPostedAnew: a person deleted the answer while it
+// streamed. The rest arrives as a new message in the thread with the
+// whole answer; every later chat.update was message_not_found, and the
+// answer lost but for its start.
+func TestDeletedAnswerPostedAnew(t *testing.T) {
+	m := chatfake.NewPaused("First words.", " And the rest.")
+	e := setup(t, options{model: m})
+	e.event(chatfake.SlackEvent(team, "EvDel", mention("C1", "1700000400.000100", "", "U456", "hello")))
+	msgs := e.wait("the answer's start", func(m []chatfake.SlackMessage) bool {
+		return len(m) == 1 && m[0].Text == "First words."
+	})
+	e.fake.Delete(msgs[0].TS)
+	m.Resume()
+	e.wait("the answer's end", func(m []chatfake.SlackMessage) bool {
+		return len(m) > 0 && strings.Contains(m[len(m)-1].Text, "rest")
+	})
+	e.Stop(t) // the reply is done
+	msgs = e.fake.Messages()
+	if len(msgs) != 1 || msgs[0].Text != "First words. And the rest." || msgs[0].ThreadTS != "1700000400.000100" {
+		t.Fatalf("messages %+v; calls %v", msgs, e.fake.Calls())
 	}
 }

@@ -3,8 +3,10 @@ package telegram
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	tg "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -46,6 +48,16 @@ func (c *conv) Edit(ctx context.Context, id, text string) error {
 	}
 	ctx, status := recording(ctx)
 	_, err = c.d.bot.EditMessageText(ctx, &tg.EditMessageTextParams{ChatID: c.chat, MessageID: mid, Text: text, ParseMode: models.ParseModeHTML})
+	switch {
+	case err == nil:
+	case !errors.Is(err, tg.ErrorBadRequest):
+	case strings.Contains(err.Error(), "message to edit not found"):
+		return fmt.Errorf("%w: %w", channel.ErrMessageGone, platformError(err, *status))
+	case strings.Contains(err.Error(), "message is not modified"):
+		// The message reads so already (two texts Telegram takes
+		// for one): a refusal for good would stop its editing.
+		return nil
+	}
 	return platformError(err, *status)
 }
 

@@ -35,7 +35,7 @@ type env struct {
 type options struct {
 	store    store.Store
 	fake     *chatfake.Telegram
-	model    *echo.Model
+	model    model.Model
 	interval time.Duration
 }
 
@@ -54,11 +54,7 @@ func setup(t *testing.T, o options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m model.Model
-	if o.model != nil {
-		m = o.model
-	}
-	h := chatfake.NewHarness(t, chatfake.HarnessOptions{Store: o.store, Model: m}, drv)
+	h := chatfake.NewHarness(t, chatfake.HarnessOptions{Store: o.store, Model: o.model}, drv)
 	return &env{Harness: h, t: t, fake: o.fake}
 }
 
@@ -353,5 +349,28 @@ func TestRateLimitDoesNotHoldTheTurn(t *testing.T) {
 	msgs := e.wait("the answer", func(m []chatfake.TelegramMessage) bool { return len(m) == 1 })
 	if msgs[0].Text != "echo: patience" {
 		t.Fatalf("sent %q", msgs[0].Text)
+	}
+}
+
+// TestDeletedAnswerPostedAnew: a person deleted the answer while it
+// streamed. The rest arrives as a new message with the whole answer;
+// every later edit was refused ("message to edit not found"), and the
+// answer lost but for its start.
+func TestDeletedAnswerPostedAnew(t *testing.T) {
+	m := chatfake.NewPaused("First words.", " And the rest.")
+	e := setup(t, options{model: m})
+	e.send(message(1, 555, 10, 777, "hello"), secret)
+	msgs := e.wait("the answer's start", func(m []chatfake.TelegramMessage) bool {
+		return len(m) == 1 && m[0].Text == "First words."
+	})
+	e.fake.Delete(msgs[0].ID)
+	m.Resume()
+	e.wait("the answer's end", func(m []chatfake.TelegramMessage) bool {
+		return len(m) > 0 && strings.Contains(m[len(m)-1].Text, "rest")
+	})
+	e.Stop(t) // the reply is done
+	msgs = e.fake.Messages()
+	if len(msgs) != 1 || msgs[0].Text != "First words. And the rest." || msgs[0].ReplyTo != 10 {
+		t.Fatalf("messages %+v; calls %v", msgs, e.fake.Calls())
 	}
 }
