@@ -53,6 +53,10 @@ func TestLoadAPIKeys(t *testing.T) {
 		if _, err := server.LoadAPIKeys(write("open.json", good, 0o644)); !errors.Is(err, server.ErrKeysFileMode) {
 			t.Fatalf("world-readable file: %v", err)
 		}
+		// Not readable by others, but writable: anyone could add a key.
+		if _, err := server.LoadAPIKeys(write("writable.json", good, 0o602)); !errors.Is(err, server.ErrKeysFileMode) {
+			t.Fatalf("world-writable file: %v", err)
+		}
 	}
 	bad := map[string]string{
 		"unknown field":    `{"keys":[{"key":"` + aliceKey + `","usr":"alice"}]}`,

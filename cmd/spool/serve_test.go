@@ -312,7 +312,7 @@ func TestServeRefusals(t *testing.T) {
 	}{
 		{[]string{"--addr", "0.0.0.0:0"}, 2, "without keys"},
 		{[]string{"--addr", ":0"}, 2, "without keys"},
-		{[]string{"--keys", open}, 1, "readable by other users"},
+		{[]string{"--keys", open}, 1, "readable or writable by other users"},
 		{[]string{"--api-key", "short"}, 2, "shorter than"},
 		{[]string{"--user", "bob"}, 2, "--user"},
 		{[]string{"--scope", "team"}, 2, "--scope"},
