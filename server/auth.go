@@ -120,12 +120,14 @@ func NewAPIKeys(entries ...APIKey) (*APIKeys, error) {
 }
 
 // ErrKeysFileMode is returned by LoadAPIKeys for a keys file that other
-// users of the machine can read or write (one who can write it can give
-// themselves a key).
-var ErrKeysFileMode = errors.New("server: the keys file is readable or writable by other users; chmod 600 it")
+// users of the machine can read or write, or that its group can write
+// (one who can write it can give themselves a key). A file its group can
+// only read is taken: a service reading it through its group is a
+// common setup, and the CLI warns about it.
+var ErrKeysFileMode = errors.New("server: the keys file is readable or writable by other users, or writable by its group; chmod 600 it")
 
 // LoadAPIKeys reads a keys file (see Key for its format). It refuses a file
-// that other users can read or write (ErrKeysFileMode; not checked on Windows,
+// that other users can read or write, or its group write (ErrKeysFileMode; not checked on Windows,
 // whose permissions are ACLs) and unknown fields, so a typo does not
 // silently widen access.
 func LoadAPIKeys(path string) (*APIKeys, error) {
@@ -133,7 +135,7 @@ func LoadAPIKeys(path string) (*APIKeys, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: keys file: %w", err)
 	}
-	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o006 != 0 {
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o026 != 0 {
 		return nil, fmt.Errorf("%w (%s has mode %v)", ErrKeysFileMode, path, fi.Mode().Perm())
 	}
 	b, err := os.ReadFile(path)

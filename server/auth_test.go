@@ -57,6 +57,14 @@ func TestLoadAPIKeys(t *testing.T) {
 		if _, err := server.LoadAPIKeys(write("writable.json", good, 0o602)); !errors.Is(err, server.ErrKeysFileMode) {
 			t.Fatalf("world-writable file: %v", err)
 		}
+		// Writable by its group: any member could add a key.
+		if _, err := server.LoadAPIKeys(write("group.json", good, 0o620)); !errors.Is(err, server.ErrKeysFileMode) {
+			t.Fatalf("group-writable file: %v", err)
+		}
+		// Readable by its group only: taken (spool serve warns).
+		if _, err := server.LoadAPIKeys(write("groupread.json", good, 0o640)); err != nil {
+			t.Fatalf("group-readable file: %v", err)
+		}
 	}
 	bad := map[string]string{
 		"unknown field":    `{"keys":[{"key":"` + aliceKey + `","usr":"alice"}]}`,
