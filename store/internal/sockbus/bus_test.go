@@ -325,11 +325,16 @@ func TestOnlyOwnSockets(t *testing.T) {
 	// The sockets elsewhere listen without accepting, so that a
 	// connection Notify made waits in their backlogs to be counted.
 	listen := func(path string) int {
-		fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK, 0)
+		// Made non-blocking apart: SOCK_NONBLOCK is Linux's (and the
+		// BSDs'), not macOS's.
+		fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { syscall.Close(fd) })
+		if err := syscall.SetNonblock(fd, true); err != nil {
+			t.Fatal(err)
+		}
 		if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
 			t.Fatal(err)
 		}
