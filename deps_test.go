@@ -66,7 +66,7 @@ const depsRules = `
 
 	# Test support: imported by tests only, never by the code above.
 	NONE < internal/spooltest, internal/replicatest, internal/newcomer,
-	       internal/browsertest, internal/testreport, internal/benchsuite,
+	       internal/browsertest, internal/testreport, internal/crosscheck, internal/benchsuite,
 	       internal/faultnet, store/pgstore/pgtest;
 	transcript, store < internal/benchdata;
 	transcript < internal/transcriptgen;
