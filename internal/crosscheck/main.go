@@ -59,6 +59,8 @@ func main() {
 // returns how many packages it loaded and the errors of every package,
 // dependencies included, each "file:line:col: message".
 func check(dir, goos, goarch string, patterns ...string) (n int, errs []string, err error) {
+	// GOFLAGS is cleared: the host's (-race, as scripts/test sets it for
+	// vet) need not hold for another platform.
 	cfg := &packages.Config{
 		Mode: packages.NeedName | packages.NeedFiles | packages.NeedImports | packages.NeedDeps |
 			packages.NeedTypes | packages.NeedSyntax | packages.NeedTypesInfo,
