@@ -165,6 +165,16 @@ func (c *slowConv) snapshot() ([]string, map[string]string) {
 	return append([]string(nil), c.calls...), msgs
 }
 
+// receive has r take a message in conv, and returns what it dispatched:
+// the reply's target and origin.
+func receive(t *testing.T, r *channel.Relay, d *inbox, conv channel.Conversation) channel.Inbound {
+	t.Helper()
+	if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "hi"}, conv); err != nil {
+		t.Fatal(err)
+	}
+	return d.last(t)
+}
+
 func newRelay(t *testing.T, p channel.Platform) (*channel.Relay, *inbox) {
 	t.Helper()
 	if p.Name == "" {
@@ -194,10 +204,7 @@ var okResult = &spool.Result{Status: transcript.StatusOK}
 func TestRelayCoalescesEditsWhenBehind(t *testing.T) {
 	conv := &slowConv{delay: 20 * time.Millisecond}
 	r, d := newRelay(t, channel.Platform{Limit: 100000, EditInterval: time.Millisecond})
-	if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "hi"}, conv); err != nil {
-		t.Fatal(err)
-	}
-	in := d.last(t)
+	in := receive(t, r, d, conv)
 	ctx := context.Background()
 	var want strings.Builder
 	const deltas = 300
@@ -227,10 +234,7 @@ func TestRelayCloseBoundsTheOutbox(t *testing.T) {
 	conv := &slowConv{hang: true}
 	r, d := newRelay(t, channel.Platform{Limit: 100000, EditInterval: time.Millisecond})
 	channel.SetCloseGrace(r, 200*time.Millisecond)
-	if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "hi"}, conv); err != nil {
-		t.Fatal(err)
-	}
-	in := d.last(t)
+	in := receive(t, r, d, conv)
 	ctx := context.Background()
 	r.Send(ctx, in.Target, channel.Payload{Event: text("the answer"), Origin: in.Origin})
 	time.Sleep(50 * time.Millisecond) // its post is under way, and hangs
@@ -282,10 +286,7 @@ func TestRelayRefusedBeforeApprovalSaidSo(t *testing.T) {
 func TestRelayShowsTextWhenCaughtUp(t *testing.T) {
 	conv := &slowConv{delay: 30 * time.Millisecond}
 	r, d := newRelay(t, channel.Platform{EditInterval: time.Millisecond})
-	if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "hi"}, conv); err != nil {
-		t.Fatal(err)
-	}
-	in := d.last(t)
+	in := receive(t, r, d, conv)
 	ctx := context.Background()
 	send := func(ev *spool.Event) { r.Send(ctx, in.Target, channel.Payload{Event: ev, Origin: in.Origin}) }
 	send(text("Looking"))
@@ -352,10 +353,7 @@ func TestRelayRefusedPostNotRepeated(t *testing.T) {
 			}}
 			warnings := &countWarnings{}
 			r, d := newRelay(t, channel.Platform{EditInterval: time.Nanosecond, Logger: slog.New(warnings)})
-			if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "hi"}, conv); err != nil {
-				t.Fatal(err)
-			}
-			in := d.last(t)
+			in := receive(t, r, d, conv)
 			ctx := context.Background()
 			for i := range 20 {
 				r.Send(ctx, in.Target, channel.Payload{Event: text(fmt.Sprint("Lorem ipsum ", i, ". ")), Origin: in.Origin})
@@ -398,10 +396,7 @@ func TestRelayFailedForNowTriedAgain(t *testing.T) {
 				return nil
 			}}
 			r, d := newRelay(t, channel.Platform{EditInterval: time.Nanosecond})
-			if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "hi"}, conv); err != nil {
-				t.Fatal(err)
-			}
-			in := d.last(t)
+			in := receive(t, r, d, conv)
 			ctx := context.Background()
 			send := func(s string, calls int) {
 				r.Send(ctx, in.Target, channel.Payload{Event: text(s), Origin: in.Origin})
@@ -431,10 +426,7 @@ func TestRelayDeletedMessagePostedAnew(t *testing.T) {
 		return nil
 	}}
 	r, d := newRelay(t, channel.Platform{EditInterval: time.Nanosecond})
-	if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "hi"}, conv); err != nil {
-		t.Fatal(err)
-	}
-	in := d.last(t)
+	in := receive(t, r, d, conv)
 	ctx := context.Background()
 	send := func(s string, calls int) {
 		r.Send(ctx, in.Target, channel.Payload{Event: text(s), Origin: in.Origin})
@@ -461,10 +453,7 @@ func TestRelayRefusedEditNotRepeated(t *testing.T) {
 		return nil
 	}}
 	r, d := newRelay(t, channel.Platform{EditInterval: time.Nanosecond})
-	if err := r.Receive(channel.Message{Conversation: "c", User: "u", Text: "hi"}, conv); err != nil {
-		t.Fatal(err)
-	}
-	in := d.last(t)
+	in := receive(t, r, d, conv)
 	ctx := context.Background()
 	r.Send(ctx, in.Target, channel.Payload{Event: text("Start."), Origin: in.Origin})
 	conv.waitCalls(t, 1)
